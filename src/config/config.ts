@@ -1,0 +1,257 @@
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
+import { VARIANTS, type Variant, type VariantName } from "./variants";
+import { envName, SETTINGS } from "./settings";
+import {
+  ConfigError,
+  parseBoolean,
+  parseCidr,
+  parseDuration,
+  parseInteger,
+  parseList,
+  parseRate,
+  parseUrl,
+  type Rate,
+} from "./parse";
+
+export interface IdentityConfig {
+  readonly issuer: string;
+  readonly clientId: string;
+  readonly groups: readonly string[];
+  readonly groupsClaim: string;
+  readonly maxAgeSeconds: number;
+  readonly mfaValues: readonly string[];
+  readonly scopes: readonly string[];
+}
+
+export interface Config {
+  readonly variant: Variant;
+  readonly baseUrl: string;
+  readonly dataDir: string;
+  readonly databaseUrl: string | null;
+  readonly keysDir: string;
+  readonly releasesDir: string;
+  readonly host: string;
+  readonly port: number;
+  readonly tls: { readonly certFile: string; readonly keyFile: string } | null;
+  readonly allowPlainHttp: boolean;
+  readonly tokenTtlSeconds: number;
+  readonly tokenCacheSize: number;
+  readonly rateLimit: { readonly signin: Rate; readonly api: Rate; readonly store: string | null };
+  readonly trustProxy: readonly string[];
+  /** null when staff sign-in is off (issuer, client id and groups are all needed to switch it on). */
+  readonly identity: IdentityConfig | null;
+  readonly staffOrganization: string;
+  readonly staffSeats: number;
+  readonly auditRetentionSeconds: number;
+  readonly logFormat: "json" | "text";
+  readonly logLevel: "debug" | "info" | "warn" | "error";
+  readonly demo: boolean;
+}
+
+export type Mode = "serve" | "admin";
+
+export interface ReadSettings {
+  /** Merged setting values: flag over environment over TOML file over default. */
+  readonly settings: Readonly<Record<string, string | undefined>>;
+  /** Values of command-specific flags (not settings). */
+  readonly flags: Readonly<Record<string, string | boolean | undefined>>;
+  readonly positionals: readonly string[];
+}
+
+/**
+ * Reads flags, `KEYTURN_*` environment and the optional `--config` TOML file into plain strings.
+ * `extra` declares the command's own flags (e.g. `--json`); they are not settings.
+ */
+export function readSettings(
+  args: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+  extra: ParseArgsOptionsConfig = {},
+): ReadSettings {
+  const options: ParseArgsOptionsConfig = { config: { type: "string" }, ...extra };
+  for (const s of SETTINGS) options[s.flag] = { type: s.kind };
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...args], options, allowPositionals: true, strict: true });
+  } catch (e) {
+    throw new ConfigError("arguments", (e as Error).message.split("\n")[0]!);
+  }
+  const values = parsed.values as Record<string, string | boolean | undefined>;
+  const configFile = (values.config as string | undefined) ?? env.KEYTURN_CONFIG;
+  const file = configFile ? readToml(configFile) : {};
+
+  const settings: Record<string, string | undefined> = {};
+  for (const s of SETTINGS) {
+    const fromFlag = values[s.flag];
+    settings[s.flag] =
+      fromFlag !== undefined ? String(fromFlag) : (env[envName(s.flag)] ?? file[s.flag] ?? s.default);
+  }
+  const flags: Record<string, string | boolean | undefined> = {};
+  for (const name of Object.keys(extra)) flags[name] = values[name];
+  return { settings, flags, positionals: parsed.positionals };
+}
+
+function readToml(path: string): Record<string, string> {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch {
+    throw new ConfigError("config", `cannot read ${path}`);
+  }
+  let doc: Record<string, unknown>;
+  try {
+    doc = Bun.TOML.parse(text) as Record<string, unknown>;
+  } catch (e) {
+    throw new ConfigError("config", `${path} is not valid TOML: ${(e as Error).message}`);
+  }
+  const known = new Set(SETTINGS.map((s) => s.flag));
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(doc)) {
+    if (!known.has(key)) throw new ConfigError("config", `${path}: unknown setting "${key}"`);
+    out[key] = Array.isArray(value) ? value.join(",") : String(value);
+  }
+  return out;
+}
+
+/** Validates the merged settings once, into one frozen object. Throws ConfigError naming the setting. */
+export function toConfig(settings: Readonly<Record<string, string | undefined>>, mode: Mode): Config {
+  const get = (flag: string) => settings[flag]?.trim() || undefined;
+  const demo = parseBoolean("demo", get("demo") ?? "false");
+
+  const variantName = get("variant") ?? (demo ? "alpha" : undefined);
+  if (!variantName) throw new ConfigError("variant", "required: alpha, beta or gamma");
+  if (!Object.hasOwn(VARIANTS, variantName))
+    throw new ConfigError("variant", `unknown variant "${variantName}" (use alpha, beta or gamma)`);
+  const variant = VARIANTS[variantName as VariantName];
+
+  const port = parseInteger("port", get("port") ?? "8080", 0, 65535);
+  const baseUrlText = get("base-url") ?? (demo || mode === "admin" ? `https://localhost:${port}` : undefined);
+  if (!baseUrlText) throw new ConfigError("base-url", "required: the site's https address, e.g. https://updates.example.com");
+  const baseUrl = parseUrl("base-url", baseUrlText, ["https:"]).href.replace(/\/+$/, "");
+
+  const databaseUrl = get("database") ?? null;
+  if (databaseUrl) parseUrl("database", databaseUrl, ["postgres:", "postgresql:"]);
+  const dataDir = get("data") ?? "./data";
+  if (!databaseUrl) ensureWritableDir("data", dataDir);
+  const keysDir = get("keys") ?? "./keys";
+  const releasesDir = get("releases") ?? "./releases";
+  if (mode === "serve" && !demo) {
+    requireReadableDir("keys", keysDir);
+    requireReadableDir("releases", releasesDir);
+  }
+
+  const host = get("host") ?? "127.0.0.1";
+  const certFile = get("tls-cert");
+  const keyFile = get("tls-key");
+  if (!!certFile !== !!keyFile)
+    throw new ConfigError(certFile ? "tls-key" : "tls-cert", "--tls-cert and --tls-key go together");
+  if (certFile) requireReadableFile("tls-cert", certFile);
+  if (keyFile) requireReadableFile("tls-key", keyFile);
+  const allowPlainHttp = parseBoolean("allow-plain-http", get("allow-plain-http") ?? "false");
+  if (mode === "serve" && !certFile && !allowPlainHttp && !isLoopbackHost(host))
+    throw new ConfigError(
+      "host",
+      `plain HTTP on ${host} needs --allow-plain-http (for a TLS-terminating proxy), or give --tls-cert and --tls-key`,
+    );
+
+  const rateStore = get("rate-limit-store") ?? null;
+  if (rateStore) parseUrl("rate-limit-store", rateStore, ["redis:", "rediss:"]);
+
+  const logFormat = get("log-format") ?? "json";
+  if (logFormat !== "json" && logFormat !== "text")
+    throw new ConfigError("log-format", `must be json or text (got "${logFormat}")`);
+  const logLevel = get("log-level") ?? "info";
+  if (!["debug", "info", "warn", "error"].includes(logLevel))
+    throw new ConfigError("log-level", `must be debug, info, warn or error (got "${logLevel}")`);
+
+  const config: Config = {
+    variant,
+    baseUrl,
+    dataDir,
+    databaseUrl,
+    keysDir,
+    releasesDir,
+    host,
+    port,
+    tls: certFile && keyFile ? { certFile, keyFile } : null,
+    allowPlainHttp,
+    tokenTtlSeconds: parseDuration("token-ttl", get("token-ttl") ?? "7d"),
+    tokenCacheSize: parseInteger("token-cache-size", get("token-cache-size") ?? "10000", 0, 10_000_000),
+    rateLimit: {
+      signin: parseRate("rate-limit-signin", get("rate-limit-signin") ?? "20/60s"),
+      api: parseRate("rate-limit-api", get("rate-limit-api") ?? "600/60s"),
+      store: rateStore,
+    },
+    trustProxy: parseList(get("trust-proxy") ?? "").map((c) => parseCidr("trust-proxy", c)),
+    identity: identityConfig(get),
+    staffOrganization: get("staff-organization") ?? "Staff",
+    staffSeats: parseInteger("staff-seats", get("staff-seats") ?? "5", 1, 1000),
+    auditRetentionSeconds: parseDuration("audit-retention", get("audit-retention") ?? "90d"),
+    logFormat,
+    logLevel: logLevel as Config["logLevel"],
+    demo,
+  };
+  return deepFreeze(config);
+}
+
+function identityConfig(get: (flag: string) => string | undefined): IdentityConfig | null {
+  const issuer = get("identity-issuer");
+  const clientId = get("identity-client-id");
+  const groups = parseList(get("identity-groups") ?? "");
+  const maxAgeSeconds = parseDuration("identity-max-age", get("identity-max-age") ?? "600s");
+  if (!issuer || !clientId || groups.length === 0) return null;
+  const url = parseUrl("identity-issuer", issuer, ["https:", "http:"]);
+  if (url.protocol === "http:" && !isLoopbackHost(url.hostname))
+    throw new ConfigError("identity-issuer", "must be https (plain http only on a loopback address, for tests)");
+  return {
+    issuer,
+    clientId,
+    groups,
+    groupsClaim: get("identity-groups-claim") ?? "groups",
+    maxAgeSeconds,
+    mfaValues: parseList(get("identity-mfa-values") ?? "mfa"),
+    scopes: parseList(get("identity-scopes") ?? "openid,profile,email"),
+  };
+}
+
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, "");
+  return h === "localhost" || h === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+function requireReadableDir(setting: string, dir: string): void {
+  let ok = false;
+  try {
+    ok = statSync(dir).isDirectory();
+    accessSync(dir, constants.R_OK | constants.X_OK);
+  } catch {
+    ok = false;
+  }
+  if (!ok) throw new ConfigError(setting, `${dir} is not a readable directory`);
+}
+
+function requireReadableFile(setting: string, file: string): void {
+  try {
+    accessSync(file, constants.R_OK);
+  } catch {
+    throw new ConfigError(setting, `${file} is not a readable file`);
+  }
+}
+
+function ensureWritableDir(setting: string, dir: string): void {
+  try {
+    if (!existsSync(dir)) mkdirSync(dir, { recursive: true, mode: 0o700 });
+    accessSync(dir, constants.R_OK | constants.W_OK | constants.X_OK);
+    if (!statSync(dir).isDirectory()) throw new Error();
+  } catch {
+    throw new ConfigError(setting, `${dir} is not a writable directory`);
+  }
+}
+
+function deepFreeze<T>(o: T): T {
+  if (o && typeof o === "object" && !Object.isFrozen(o)) {
+    Object.freeze(o);
+    for (const v of Object.values(o)) deepFreeze(v);
+  }
+  return o;
+}

@@ -1,0 +1,40 @@
+/** One line per event, JSON or text, on stderr. Callers never pass secrets (tokens, keys, nonces). */
+export type Level = "debug" | "info" | "warn" | "error";
+const RANK: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+export interface Logger {
+  log(level: Level, msg: string, fields?: Record<string, unknown>): void;
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+export function createLogger(
+  format: "json" | "text",
+  minLevel: Level,
+  write: (line: string) => void = (line) => process.stderr.write(line + "\n"),
+): Logger {
+  const min = RANK[minLevel];
+  const log = (level: Level, msg: string, fields: Record<string, unknown> = {}) => {
+    if (RANK[level] < min) return;
+    const time = new Date().toISOString();
+    if (format === "json") write(JSON.stringify({ time, level, msg, ...fields }));
+    else {
+      const rest = Object.entries(fields)
+        .map(([k, v]) => `${k}=${typeof v === "string" && !/\s/.test(v) ? v : JSON.stringify(v)}`)
+        .join(" ");
+      write(`${time} ${level.toUpperCase().padEnd(5)} ${msg}${rest ? " " + rest : ""}`);
+    }
+  };
+  return {
+    log,
+    debug: (m, f) => log("debug", m, f),
+    info: (m, f) => log("info", m, f),
+    warn: (m, f) => log("warn", m, f),
+    error: (m, f) => log("error", m, f),
+  };
+}
+
+/** For tests and commands that must stay quiet. */
+export const silentLogger: Logger = createLogger("json", "error", () => {});

@@ -1,0 +1,80 @@
+/** Parsers for the textual forms settings take in flags, environment and TOML. */
+
+export class ConfigError extends Error {
+  constructor(
+    readonly setting: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "ConfigError";
+  }
+}
+
+const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 };
+
+/** `90`, `90s`, `10m`, `12h`, `7d`, `2w` → seconds. */
+export function parseDuration(setting: string, text: string): number {
+  const m = /^(\d{1,9})([smhdw]?)$/.exec(text.trim());
+  if (!m) throw new ConfigError(setting, `malformed duration "${text}" (use e.g. 600s, 10m, 12h, 7d)`);
+  const seconds = Number(m[1]) * UNIT_SECONDS[m[2] || "s"]!;
+  if (seconds <= 0) throw new ConfigError(setting, `duration must be positive (got "${text}")`);
+  return seconds;
+}
+
+export interface Rate {
+  readonly limit: number;
+  readonly windowSeconds: number;
+}
+
+/** `20/60s`, `600/1m` → { limit, windowSeconds }. */
+export function parseRate(setting: string, text: string): Rate {
+  const m = /^(\d{1,9})\/(.+)$/.exec(text.trim());
+  if (!m || Number(m[1]) <= 0)
+    throw new ConfigError(setting, `malformed rate "${text}" (use e.g. 20/60s: requests per window)`);
+  return { limit: Number(m[1]), windowSeconds: parseDuration(setting, m[2]!) };
+}
+
+export function parseInteger(setting: string, text: string, min: number, max: number): number {
+  if (!/^\d{1,9}$/.test(text.trim()))
+    throw new ConfigError(setting, `expected a whole number (got "${text}")`);
+  const n = Number(text);
+  if (n < min || n > max) throw new ConfigError(setting, `must be between ${min} and ${max} (got ${n})`);
+  return n;
+}
+
+export function parseBoolean(setting: string, text: string): boolean {
+  const t = text.trim().toLowerCase();
+  if (["1", "true", "yes", "on", ""].includes(t)) return true;
+  if (["0", "false", "no", "off"].includes(t)) return false;
+  throw new ConfigError(setting, `expected true or false (got "${text}")`);
+}
+
+export function parseList(text: string): string[] {
+  return text
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
+export function parseUrl(setting: string, text: string, protocols: string[]): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError(setting, `not a URL: "${text}"`);
+  }
+  if (!protocols.includes(url.protocol))
+    throw new ConfigError(setting, `must be a ${protocols.map((p) => p.replace(":", "")).join(" or ")} URL (got "${text}")`);
+  return url;
+}
+
+/** An IPv4 or IPv6 CIDR (a bare address counts as a /32 or /128). Validated here, matched in http/. */
+export function parseCidr(setting: string, text: string): string {
+  const [addr, bits, extra] = text.trim().split("/");
+  const isV4 = /^\d{1,3}(\.\d{1,3}){3}$/.test(addr ?? "") && addr!.split(".").every((o) => Number(o) <= 255);
+  const isV6 = !isV4 && /^[0-9a-fA-F:.]+$/.test(addr ?? "") && (addr ?? "").includes(":");
+  const max = isV4 ? 32 : 128;
+  if ((!isV4 && !isV6) || extra !== undefined || (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= max)))
+    throw new ConfigError(setting, `not an address or CIDR: "${text}"`);
+  return text.trim();
+}

@@ -1,0 +1,48 @@
+/**
+ * Every setting of `keyturn serve` (and of the admin commands that share them): its flag, what it
+ * means and its default. Each also reads `KEYTURN_<FLAG>` and the TOML key of the same name.
+ * The README's configuration reference and `keyturn serve --help` are made from this table.
+ */
+export interface SettingSpec {
+  readonly flag: string;
+  readonly kind: "string" | "boolean";
+  readonly default?: string;
+  readonly help: string;
+}
+
+export const SETTINGS: readonly SettingSpec[] = [
+  { flag: "variant", kind: "string", help: "alpha, beta or gamma (required; the demo defaults to alpha)" },
+  { flag: "base-url", kind: "string", help: "the site's https address; the iss of every token (required)" },
+  { flag: "data", kind: "string", default: "./data", help: "directory of the SQLite records" },
+  { flag: "database", kind: "string", help: "postgres://... URL; records in PostgreSQL instead of --data" },
+  { flag: "keys", kind: "string", default: "./keys", help: "directory of <kid>.pem signing keys" },
+  { flag: "releases", kind: "string", default: "./releases", help: "root of the release tree" },
+  { flag: "host", kind: "string", default: "127.0.0.1", help: "address to listen on" },
+  { flag: "port", kind: "string", default: "8080", help: "port to listen on" },
+  { flag: "tls-cert", kind: "string", help: "PEM certificate (chain); serve HTTPS itself" },
+  { flag: "tls-key", kind: "string", help: "PEM private key of --tls-cert" },
+  { flag: "allow-plain-http", kind: "boolean", default: "false", help: "allow plain HTTP on a non-loopback --host (behind a TLS proxy)" },
+  { flag: "token-ttl", kind: "string", default: "7d", help: "lifetime of entitlement tokens (never past the license's expiry)" },
+  { flag: "token-cache-size", kind: "string", default: "10000", help: "verified tokens kept in memory (0 turns the cache off)" },
+  { flag: "rate-limit-signin", kind: "string", default: "20/60s", help: "activate, challenge, exchange: requests per window per address" },
+  { flag: "rate-limit-api", kind: "string", default: "600/60s", help: "every other endpoint: requests per window per address" },
+  { flag: "rate-limit-store", kind: "string", help: "redis://... to share rate limits between processes" },
+  { flag: "trust-proxy", kind: "string", default: "", help: "CIDRs of proxies whose X-Forwarded-For is believed" },
+  { flag: "identity-issuer", kind: "string", help: "OpenID issuer URL of staff sign-in" },
+  { flag: "identity-client-id", kind: "string", help: "client id registered at the issuer" },
+  { flag: "identity-groups", kind: "string", default: "", help: "groups allowed to sign in (comma-separated)" },
+  { flag: "identity-groups-claim", kind: "string", default: "groups", help: "ID token claim that lists the groups" },
+  { flag: "identity-max-age", kind: "string", default: "600s", help: "maximum age of the sign-in at the issuer" },
+  { flag: "identity-mfa-values", kind: "string", default: "mfa", help: "amr values that count as a second factor" },
+  { flag: "identity-scopes", kind: "string", default: "openid,profile,email", help: "scopes the program asks the issuer for" },
+  { flag: "staff-organization", kind: "string", default: "Staff", help: "organization of staff entitlements" },
+  { flag: "staff-seats", kind: "string", default: "5", help: "installations per staff member" },
+  { flag: "audit-retention", kind: "string", default: "90d", help: "how long audit lines are kept" },
+  { flag: "log-format", kind: "string", default: "json", help: "json or text" },
+  { flag: "log-level", kind: "string", default: "info", help: "debug, info, warn or error" },
+  { flag: "demo", kind: "boolean", default: "false", help: "development keys, a demo license and the example releases" },
+];
+
+export function envName(flag: string): string {
+  return `KEYTURN_${flag.toUpperCase().replaceAll("-", "_")}`;
+}

@@ -1,0 +1,60 @@
+import type { Store } from "../store/types";
+import type { Clock } from "./clock";
+import type { KeyturnError } from "./errors";
+import { newId } from "./ids";
+
+/** Who asked: the network address as http/ determined it (after trusted proxies). */
+export interface RequestContext {
+  readonly address: string | null;
+}
+
+export type AuditAction =
+  | "activate"
+  | "refresh"
+  | "deactivate"
+  | "current"
+  | "sign-in"
+  | "challenge"
+  | "update"
+  | "releases"
+  | "request"
+  | "license-create"
+  | "license-revoke"
+  | "activation-deactivate";
+
+/** The audit trail: one line per state change and per refusal; a refusal's line is its `ref`. */
+export class Audit {
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+  ) {}
+
+  async ok(action: AuditAction, ctx: RequestContext, ids: { licenseId?: string | null; activationId?: string | null }): Promise<string> {
+    return this.write(action, ctx, "ok", null, ids);
+  }
+
+  async refused(action: AuditAction, ctx: RequestContext, error: KeyturnError): Promise<string> {
+    return this.write(action, ctx, "refused", error.code, error.detail ?? {});
+  }
+
+  private async write(
+    action: AuditAction,
+    ctx: RequestContext,
+    outcome: "ok" | "refused",
+    error: string | null,
+    ids: { licenseId?: string | null; activationId?: string | null },
+  ): Promise<string> {
+    const ref = newId("ref");
+    await this.store.writeAudit({
+      ref,
+      time: this.clock(),
+      address: ctx.address,
+      action,
+      activationId: ids.activationId ?? null,
+      licenseId: ids.licenseId ?? null,
+      outcome,
+      error,
+    });
+    return ref;
+  }
+}

@@ -1,0 +1,124 @@
+import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Variant } from "../config/variants";
+
+export type KeyPurpose = "license" | "release";
+
+export interface PublicKeyInfo {
+  readonly kid: string;
+  readonly purpose: KeyPurpose;
+  /** SubjectPublicKeyInfo, DER, base64: what vendors compile into their programs. */
+  readonly spki: string;
+  readonly publicKey: KeyObject;
+  /** The same key for WebCrypto (jose verifies with it). */
+  readonly cryptoKey: CryptoKey;
+}
+
+export interface KeyRing {
+  /** The newest license key (by the year and month in its kid), or null when there is none. */
+  readonly signing: { readonly kid: string; readonly privateKey: KeyObject } | null;
+  /** Every key of this variant that verifies, by kid. */
+  readonly verify: ReadonlyMap<string, PublicKeyInfo>;
+  /** Problems worth a warning at start (loose permissions, unreadable files). */
+  readonly warnings: readonly string[];
+}
+
+const KID = /^(alpha|beta|gamma)-(license|release)-(\d{4})-(\d{2})(?:-([a-z0-9]{1,16}))?$/;
+
+export interface ParsedKid {
+  readonly variant: string;
+  readonly purpose: KeyPurpose;
+  /** YYYY-MM plus the optional suffix, comparable as text: newer sorts later. */
+  readonly order: string;
+}
+
+export function parseKid(kid: string): ParsedKid | null {
+  const m = KID.exec(kid);
+  if (!m || Number(m[4]) < 1 || Number(m[4]) > 12) return null;
+  return { variant: m[1]!, purpose: m[2] as KeyPurpose, order: `${m[3]}-${m[4]}${m[5] ? `-${m[5]}` : ""}` };
+}
+
+export function defaultKid(variant: Variant, purpose: KeyPurpose, now: Date): string {
+  const ym = `${now.getUTCFullYear()}-${String(now.getUTCMonth() + 1).padStart(2, "0")}`;
+  return `${variant.name}-${purpose}-${ym}`;
+}
+
+export function spkiBase64(publicKey: KeyObject): string {
+  return (publicKey.export({ type: "spki", format: "der" }) as Buffer).toString("base64");
+}
+
+async function toCryptoKey(publicKey: KeyObject): Promise<CryptoKey> {
+  const der = new Uint8Array(publicKey.export({ type: "spki", format: "der" }) as Buffer);
+  return crypto.subtle.importKey("spki", der, { name: "ECDSA", namedCurve: "P-256" }, true, ["verify"]);
+}
+
+function isP256(key: KeyObject): boolean {
+  return key.asymmetricKeyType === "ec" && key.asymmetricKeyDetails?.namedCurve === "prime256v1";
+}
+
+/**
+ * Reads every `<kid>.pem` (PKCS#8 private) and `<kid>.pub.pem` (SPKI public) of this variant in
+ * `dir`. Files of other variants are left alone, so one directory can serve several.
+ */
+export async function loadKeyRing(dir: string, variant: Variant): Promise<KeyRing> {
+  const warnings: string[] = [];
+  const privates = new Map<string, KeyObject>();
+  const publics = new Map<string, KeyObject>();
+  const names = existsSync(dir) ? readdirSync(dir).sort() : [];
+  for (const name of names) {
+    const m = /^(.+?)(\.pub)?\.pem$/.exec(name);
+    if (!m) continue;
+    const kid = m[1]!;
+    const parsed = parseKid(kid);
+    if (!parsed || parsed.variant !== variant.name) continue;
+    const path = join(dir, name);
+    try {
+      const pem = readFileSync(path, "utf8");
+      if (m[2]) {
+        const key = createPublicKey(pem);
+        if (!isP256(key)) throw new Error("not a P-256 key");
+        publics.set(kid, key);
+      } else {
+        if ((statSync(path).mode & 0o077) !== 0)
+          warnings.push(`key file ${path} is readable by others (mode ${(statSync(path).mode & 0o777).toString(8)}); chmod 600 it`);
+        const key = createPrivateKey(pem);
+        if (!isP256(key)) throw new Error("not a P-256 key");
+        privates.set(kid, key);
+      }
+    } catch (e) {
+      warnings.push(`key file ${path} skipped: ${(e as Error).message}`);
+    }
+  }
+  for (const [kid, key] of privates) if (!publics.has(kid)) publics.set(kid, createPublicKey(key));
+
+  const verify = new Map<string, PublicKeyInfo>();
+  for (const [kid, publicKey] of publics) {
+    const purpose = parseKid(kid)!.purpose;
+    verify.set(kid, { kid, purpose, spki: spkiBase64(publicKey), publicKey, cryptoKey: await toCryptoKey(publicKey) });
+  }
+  const newestLicense = [...privates.keys()]
+    .filter((kid) => parseKid(kid)!.purpose === "license")
+    .sort((a, b) => (parseKid(a)!.order < parseKid(b)!.order ? -1 : 1))
+    .at(-1);
+  return {
+    signing: newestLicense ? { kid: newestLicense, privateKey: privates.get(newestLicense)! } : null,
+    verify,
+    warnings,
+  };
+}
+
+export class KeyExistsError extends Error {}
+
+/** Writes a new P-256 key pair as `<kid>.pem` (0600) and `<kid>.pub.pem`; refuses to overwrite. */
+export function generateKeyFiles(dir: string, kid: string): { kid: string; spki: string; privatePath: string } {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const privatePath = join(dir, `${kid}.pem`);
+  const publicPath = join(dir, `${kid}.pub.pem`);
+  if (existsSync(privatePath) || existsSync(publicPath)) throw new KeyExistsError(`a key with kid ${kid} already exists in ${dir}`);
+  const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  // "wx": fail rather than overwrite, even if another process created the file a moment ago.
+  writeFileSync(privatePath, privateKey.export({ type: "pkcs8", format: "pem" }), { mode: 0o600, flag: "wx" });
+  writeFileSync(publicPath, publicKey.export({ type: "spki", format: "pem" }), { mode: 0o644, flag: "wx" });
+  return { kid, spki: spkiBase64(publicKey), privatePath };
+}

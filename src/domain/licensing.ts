@@ -1,0 +1,231 @@
+import type { Variant } from "../config/variants";
+import type { ActivationRecord, LicenseRecord, Store } from "../store/types";
+import { type Audit, type RequestContext } from "./audit";
+import { isoTime, type Clock } from "./clock";
+import { installationOf, parseDevice, type Device } from "./device";
+import { KeyturnError } from "./errors";
+import { newId } from "./ids";
+import { hashLicenseKey, normalizeLicenseKey } from "./license-key";
+import type { EntitlementClaims, TokenSigner, TokenVerifier } from "./tokens";
+
+/** The spec's Entitlement object. */
+export interface Entitlement {
+  readonly id: string;
+  readonly kind: LicenseRecord["kind"];
+  readonly licensee: string;
+  readonly organization: string;
+  readonly plan: string;
+  readonly planTitle: string;
+  readonly channels: readonly string[];
+  readonly issued: string;
+  readonly expires: string;
+  readonly seats: { readonly used: number; readonly total: number };
+}
+
+export interface ActivationAnswer {
+  readonly token: string;
+  readonly entitlement: Entitlement;
+}
+
+export interface CurrentAnswer {
+  readonly entitlement: Entitlement;
+  readonly activation: {
+    readonly id: string;
+    readonly product?: string;
+    readonly name: string;
+    readonly platform: string;
+    readonly version: string;
+    readonly created: string;
+    readonly lastSeen: string;
+  };
+}
+
+/** A bearer request's proven identity: the verified claims of a token whose activation is active. */
+export interface Principal {
+  readonly claims: EntitlementClaims;
+}
+
+export interface LicensingDeps {
+  readonly variant: Variant;
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly audit: Audit;
+  /** null when no license key is configured: licensing_unavailable. */
+  readonly signer: TokenSigner | null;
+  readonly verifier: TokenVerifier;
+  readonly tokenTtlSeconds: number;
+}
+
+/** The license half of the spec: activate, refresh, deactivate, current, and the bearer check. */
+export class Licensing {
+  constructor(private readonly d: LicensingDeps) {}
+
+  get available(): boolean {
+    return this.d.signer !== null;
+  }
+
+  async activate(key: unknown, rawDevice: unknown, ctx: RequestContext): Promise<ActivationAnswer> {
+    if (typeof key !== "string" || key.length === 0 || key.length > 200)
+      throw new KeyturnError("invalid_request", "key is required and must be a license key string");
+    const device = parseDevice(this.d.variant, rawDevice);
+    this.requireSigner();
+    const canonical = normalizeLicenseKey(this.d.variant, key);
+    const license = canonical ? await this.d.store.findLicenseByKeyHash(hashLicenseKey(canonical)) : null;
+    if (!license || license.kind !== "license") throw new KeyturnError("license_unknown", "The key is not known, or is mistyped.");
+    return this.grantSeat(license, device, ctx, "activate");
+  }
+
+  /**
+   * Takes (or reuses) the installation's seat of `license` and issues a token. Shared by license
+   * activation and staff sign-in.
+   */
+  async grantSeat(
+    license: LicenseRecord,
+    device: Device,
+    ctx: RequestContext,
+    action: "activate" | "sign-in",
+  ): Promise<ActivationAnswer> {
+    const signer = this.requireSigner();
+    const now = this.d.clock();
+    const ids = { licenseId: license.id };
+    if (license.revoked !== null) throw new KeyturnError("license_revoked", "The license is revoked.", ids);
+    if (license.expires !== null && license.expires <= now) throw new KeyturnError("license_expired", "The license is expired.", ids);
+    const result = await this.d.store.activate({
+      licenseId: license.id,
+      kind: license.kind,
+      installation: installationOf(this.d.variant, device),
+      deviceHash: device.hash,
+      product: device.product,
+      name: device.name,
+      platform: device.platform,
+      version: device.version,
+      newId: newId("act"),
+      now,
+    });
+    if (result.outcome === "seat_limit")
+      throw new KeyturnError("seat_limit", this.seatLimitMessage(license, result.holders), ids);
+    const answer = this.issue(signer, license, result.activation, result.seatsUsed, now);
+    await this.d.audit.ok(action, ctx, { licenseId: license.id, activationId: result.activation.id });
+    return answer;
+  }
+
+  async refresh(principal: Principal, rawDevice: unknown, ctx: RequestContext): Promise<ActivationAnswer> {
+    const device = parseDevice(this.d.variant, rawDevice);
+    const signer = this.requireSigner();
+    const { claims } = principal;
+    const ids = { licenseId: claims.lic, activationId: claims.sub };
+    const activation = await this.d.store.getActivation(claims.sub);
+    if (!activation) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
+    if (device.hash !== claims.dev || installationOf(this.d.variant, device) !== activation.installation)
+      throw new KeyturnError("device_mismatch", "The device is not the one this entitlement was issued to.", ids);
+    const license = await this.liveLicense(activation.licenseId, ids);
+    const now = this.d.clock();
+    await this.d.store.touchActivation(activation.id, { deviceHash: device.hash, ...device }, now);
+    const seatsUsed = await this.d.store.countActiveSeats(license.id);
+    const answer = this.issue(signer, license, activation, seatsUsed, now);
+    await this.d.audit.ok("refresh", ctx, ids);
+    return answer;
+  }
+
+  async deactivate(principal: Principal, ctx: RequestContext): Promise<void> {
+    const { sub, lic } = principal.claims;
+    if (!(await this.d.store.deactivate(sub, this.d.clock())))
+      throw new KeyturnError("entitlement_revoked", "The installation was deactivated.", { licenseId: lic, activationId: sub });
+    await this.d.audit.ok("deactivate", ctx, { licenseId: lic, activationId: sub });
+  }
+
+  async current(principal: Principal): Promise<CurrentAnswer> {
+    const { claims } = principal;
+    const ids = { licenseId: claims.lic, activationId: claims.sub };
+    const activation = await this.d.store.getActivation(claims.sub);
+    if (!activation) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
+    const license = await this.liveLicense(activation.licenseId, ids);
+    const seatsUsed = await this.d.store.countActiveSeats(license.id);
+    return {
+      entitlement: entitlementOf(license, activation.id, claims.iat, claims.exp, seatsUsed),
+      activation: {
+        id: activation.id,
+        ...(activation.product !== null ? { product: activation.product } : {}),
+        name: activation.name,
+        platform: activation.platform,
+        version: activation.version,
+        created: isoTime(activation.created),
+        lastSeen: isoTime(activation.lastSeen),
+      },
+    };
+  }
+
+  /**
+   * The bearer check: a token this site signed for this site, unexpired, whose activation is still
+   * active and whose license is not revoked, read from the records on every request.
+   */
+  async authenticate(token: string): Promise<Principal> {
+    const claims = await this.d.verifier.verify(token);
+    const ids = { licenseId: claims.lic, activationId: claims.sub };
+    const status = await this.d.store.activationStatus(claims.sub);
+    if (!status) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
+    if (status.deactivated !== null) throw new KeyturnError("entitlement_revoked", "The installation was deactivated.", ids);
+    if (status.licenseRevoked !== null) throw new KeyturnError("license_revoked", "The license is revoked.", ids);
+    return { claims };
+  }
+
+  private async liveLicense(licenseId: string, ids: { licenseId: string; activationId: string }): Promise<LicenseRecord> {
+    const license = await this.d.store.getLicense(licenseId);
+    if (!license) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
+    if (license.revoked !== null) throw new KeyturnError("license_revoked", "The license is revoked.", ids);
+    if (license.expires !== null && license.expires <= this.d.clock())
+      throw new KeyturnError("license_expired", "The license is expired.", ids);
+    return license;
+  }
+
+  private issue(signer: TokenSigner, license: LicenseRecord, activation: ActivationRecord, seatsUsed: number, now: number): ActivationAnswer {
+    const ttlEnd = now + this.d.tokenTtlSeconds * 1000;
+    const exp = license.expires !== null ? Math.min(ttlEnd, license.expires) : ttlEnd;
+    const { token, claims } = signer.sign(
+      {
+        sub: activation.id,
+        kind: license.kind,
+        lic: license.id,
+        name: license.licensee,
+        org: license.organization,
+        plan: license.plan,
+        chn: license.channels,
+        dev: activation.deviceHash,
+      },
+      now,
+      exp,
+    );
+    return { token, entitlement: entitlementOf(license, activation.id, claims.iat, claims.exp, seatsUsed) };
+  }
+
+  private requireSigner(): TokenSigner {
+    if (!this.d.signer) throw new KeyturnError("licensing_unavailable", "The site has no signing key configured.");
+    return this.d.signer;
+  }
+
+  private seatLimitMessage(license: LicenseRecord, holders: readonly ActivationRecord[]): string {
+    const computers = this.d.variant.seatHolders === "computers";
+    const names = holders.map((h) =>
+      computers || h.product === null ? `"${h.name}"` : `"${h.name}" (${h.product})`,
+    );
+    return (
+      `Every seat is in use: all ${license.seats} seat${license.seats === 1 ? " is" : "s are"} taken by ` +
+      `these ${computers ? "computers" : "installations"}: ${names.join(", ")}. Deactivate one of them to free a seat.`
+    );
+  }
+}
+
+function entitlementOf(license: LicenseRecord, activationId: string, iat: number, exp: number, seatsUsed: number): Entitlement {
+  return {
+    id: activationId,
+    kind: license.kind,
+    licensee: license.licensee,
+    organization: license.organization,
+    plan: license.plan,
+    planTitle: license.planTitle,
+    channels: license.channels,
+    issued: isoTime(iat * 1000),
+    expires: isoTime(exp * 1000),
+    seats: { used: seatsUsed, total: license.seats },
+  };
+}

@@ -1,0 +1,26 @@
+import type { Logger } from "../config/log";
+import type { Variant } from "../config/variants";
+import type { Audit, RequestContext } from "../domain/audit";
+import type { Clock } from "../domain/clock";
+import type { Licensing, Principal } from "../domain/licensing";
+
+/** What createApp is built from; cli/compose.ts assembles it, tests too. */
+export interface AppServices {
+  readonly variant: Variant;
+  readonly licensing: Licensing;
+  readonly audit: Audit;
+  readonly log: Logger;
+  readonly clock: Clock;
+  /**
+   * The address of the peer that sent the request. Under Bun.serve it is the socket's address;
+   * tests that drive `app.handle` pass their own.
+   */
+  readonly peerAddress?: (request: Request) => string | null;
+}
+
+/** Services plus the per-request helpers every route uses. */
+export interface AppDeps extends AppServices {
+  context(request: Request): RequestContext;
+  /** The bearer check; throws the entitlement_* (or license_revoked) error. */
+  authenticate(request: Request): Promise<Principal>;
+}

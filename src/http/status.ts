@@ -1,0 +1,32 @@
+import type { ErrorCode } from "../domain/errors";
+
+/** The HTTP status of every error code: the spec's Errors table and design.md's additions. */
+export const STATUS_OF: Readonly<Record<ErrorCode, number>> = Object.freeze({
+  license_unknown: 403,
+  license_revoked: 403,
+  license_expired: 403,
+  seat_limit: 409,
+  licensing_unavailable: 503,
+  entitlement_expired: 401,
+  entitlement_invalid: 401,
+  entitlement_revoked: 401,
+  channel_not_allowed: 403,
+  no_release: 404,
+  identity_disabled: 503,
+  challenge_unknown: 401,
+  token_replayed: 409,
+  token_invalid: 401,
+  stale_authentication: 401,
+  mfa_required: 403,
+  not_in_required_group: 403,
+  issuer_unavailable: 503,
+  invalid_request: 400,
+  device_mismatch: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  unavailable: 503,
+  internal_error: 500,
+});

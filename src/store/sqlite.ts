@@ -1,0 +1,275 @@
+import { Database, type Statement } from "bun:sqlite";
+import { join } from "node:path";
+import { MIGRATIONS } from "./migrations";
+import type {
+  ActivateInput,
+  ActivateResult,
+  ActivationRecord,
+  ActivationStatus,
+  AuditFilter,
+  AuditRecord,
+  ChallengeRecord,
+  ConsumeResult,
+  DeviceFields,
+  LicenseRecord,
+  Store,
+} from "./types";
+
+export const SQLITE_FILE = "keyturn.sqlite";
+
+type Row = Record<string, any>;
+
+const licenseFromRow = (r: Row): LicenseRecord => ({
+  id: r.id,
+  kind: r.kind,
+  keyHash: r.key_hash,
+  licensee: r.licensee,
+  organization: r.organization,
+  plan: r.plan,
+  planTitle: r.plan_title,
+  channels: JSON.parse(r.channels),
+  seats: r.seats,
+  issued: r.issued,
+  expires: r.expires,
+  revoked: r.revoked,
+});
+
+const activationFromRow = (r: Row): ActivationRecord => ({
+  id: r.id,
+  licenseId: r.license_id,
+  kind: r.kind,
+  installation: r.installation,
+  deviceHash: r.device_hash,
+  product: r.product,
+  name: r.name,
+  platform: r.platform,
+  version: r.version,
+  created: r.created,
+  lastSeen: r.last_seen,
+  deactivated: r.deactivated,
+});
+
+const auditFromRow = (r: Row): AuditRecord => ({
+  ref: r.ref,
+  time: r.time,
+  address: r.address,
+  action: r.action,
+  activationId: r.activation_id,
+  licenseId: r.license_id,
+  outcome: r.outcome,
+  error: r.error,
+});
+
+/** Opens (creating when needed) the records in `dataDir`, in WAL mode, and applies migrations. */
+export function openSqliteStore(dataDir: string): SqliteStore {
+  return new SqliteStore(new Database(join(dataDir, SQLITE_FILE), { create: true, strict: true }));
+}
+
+export class SqliteStore implements Store {
+  readonly kind = "sqlite" as const;
+  private readonly q: ReturnType<SqliteStore["prepare"]>;
+
+  constructor(readonly db: Database) {
+    // Several processes (serve and the admin commands) share the file: wait for each other's locks.
+    db.exec("PRAGMA busy_timeout = 10000");
+    db.exec("PRAGMA journal_mode = WAL");
+    // WAL + NORMAL survives a killed process (the crash test); only a power cut may lose the last commits.
+    db.exec("PRAGMA synchronous = NORMAL");
+    db.exec("PRAGMA foreign_keys = ON");
+    migrateSqlite(db);
+    this.q = this.prepare();
+  }
+
+  private prepare() {
+    const db = this.db;
+    const s = (sql: string): Statement => db.prepare(sql);
+    return {
+      insertLicense: s(`INSERT INTO licenses (id, kind, key_hash, licensee, organization, plan, plan_title,
+        channels, seats, issued, expires, revoked) VALUES ($id, $kind, $keyHash, $licensee, $organization,
+        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked)`),
+      upsertStaff: s(`INSERT INTO licenses (id, kind, key_hash, licensee, organization, plan, plan_title,
+        channels, seats, issued, expires, revoked) VALUES ($id, $kind, $keyHash, $licensee, $organization,
+        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked)
+        ON CONFLICT(id) DO UPDATE SET licensee = excluded.licensee, organization = excluded.organization,
+        channels = excluded.channels, seats = excluded.seats RETURNING *`),
+      licenseById: s("SELECT * FROM licenses WHERE id = ?"),
+      licenseByKeyHash: s("SELECT * FROM licenses WHERE key_hash = ?"),
+      listLicenses: s("SELECT * FROM licenses ORDER BY issued, id"),
+      revokeLicense: s("UPDATE licenses SET revoked = ? WHERE id = ? AND revoked IS NULL"),
+      activeSeat: s("SELECT * FROM activations WHERE license_id = ? AND installation = ? AND deactivated IS NULL"),
+      activeHolders: s("SELECT * FROM activations WHERE license_id = ? AND deactivated IS NULL ORDER BY created, id"),
+      countActive: s("SELECT count(*) AS n FROM activations WHERE license_id = ? AND deactivated IS NULL"),
+      insertActivation: s(`INSERT INTO activations (id, license_id, kind, installation, device_hash, product, name,
+        platform, version, created, last_seen) VALUES ($id, $licenseId, $kind, $installation, $deviceHash,
+        $product, $name, $platform, $version, $now, $now)`),
+      touch: s(`UPDATE activations SET product = $product, name = $name, platform = $platform,
+        version = $version, last_seen = $now WHERE id = $id`),
+      activationById: s("SELECT * FROM activations WHERE id = ?"),
+      status: s(`SELECT a.deactivated, l.revoked AS license_revoked, l.expires AS license_expires
+        FROM activations a JOIN licenses l ON l.id = a.license_id WHERE a.id = ?`),
+      listActivations: s("SELECT * FROM activations WHERE license_id = ? ORDER BY created, id"),
+      deactivate: s("UPDATE activations SET deactivated = ? WHERE id = ? AND deactivated IS NULL"),
+      insertChallenge: s(`INSERT INTO challenges (nonce_hash, installation, created, expires, used)
+        VALUES ($nonceHash, $installation, $created, $expires, NULL)`),
+      consumeChallenge: s("UPDATE challenges SET used = ? WHERE nonce_hash = ? AND used IS NULL RETURNING *"),
+      challengeExists: s("SELECT 1 FROM challenges WHERE nonce_hash = ?"),
+      pruneChallenges: s("DELETE FROM challenges WHERE expires < ?"),
+      insertAudit: s(`INSERT INTO audit (ref, time, address, action, activation_id, license_id, outcome, error)
+        VALUES ($ref, $time, $address, $action, $activationId, $licenseId, $outcome, $error)`),
+      pruneAudit: s("DELETE FROM audit WHERE time < ?"),
+      ping: s("SELECT 1"),
+    };
+  }
+
+  async createLicense(l: LicenseRecord): Promise<void> {
+    this.q.insertLicense.run(licenseParams(l));
+  }
+
+  async upsertStaffLicense(l: LicenseRecord): Promise<LicenseRecord> {
+    return licenseFromRow(this.q.upsertStaff.get(licenseParams(l)) as Row);
+  }
+
+  async getLicense(id: string): Promise<LicenseRecord | null> {
+    const r = this.q.licenseById.get(id) as Row | null;
+    return r ? licenseFromRow(r) : null;
+  }
+
+  async findLicenseByKeyHash(keyHash: string): Promise<LicenseRecord | null> {
+    const r = this.q.licenseByKeyHash.get(keyHash) as Row | null;
+    return r ? licenseFromRow(r) : null;
+  }
+
+  async listLicenses(): Promise<LicenseRecord[]> {
+    return (this.q.listLicenses.all() as Row[]).map(licenseFromRow);
+  }
+
+  async revokeLicense(id: string, now: number): Promise<boolean> {
+    return this.q.revokeLicense.run(now, id).changes > 0;
+  }
+
+  // BEGIN IMMEDIATE takes the database's write lock before the count, so no other process can take
+  // a seat between the count and the insert.
+  private readonly activateTx = (input: ActivateInput): ActivateResult =>
+    this.db
+      .transaction((): ActivateResult => {
+        const q = this.q;
+        const existing = q.activeSeat.get(input.licenseId, input.installation) as Row | null;
+        if (existing) {
+          q.touch.run({ ...deviceParams(input), id: existing.id, now: input.now });
+          const used = (q.countActive.get(input.licenseId) as Row).n;
+          return { outcome: "reused", activation: activationFromRow(q.activationById.get(existing.id) as Row), seatsUsed: used };
+        }
+        const license = q.licenseById.get(input.licenseId) as Row;
+        const used = (q.countActive.get(input.licenseId) as Row).n as number;
+        if (used >= license.seats)
+          return { outcome: "seat_limit", holders: (q.activeHolders.all(input.licenseId) as Row[]).map(activationFromRow) };
+        q.insertActivation.run({
+          ...deviceParams(input),
+          id: input.newId,
+          licenseId: input.licenseId,
+          kind: input.kind,
+          installation: input.installation,
+          now: input.now,
+        });
+        return { outcome: "created", activation: activationFromRow(q.activationById.get(input.newId) as Row), seatsUsed: used + 1 };
+      })
+      .immediate();
+
+  async activate(input: ActivateInput): Promise<ActivateResult> {
+    return this.activateTx(input);
+  }
+
+  async getActivation(id: string): Promise<ActivationRecord | null> {
+    const r = this.q.activationById.get(id) as Row | null;
+    return r ? activationFromRow(r) : null;
+  }
+
+  async activationStatus(id: string): Promise<ActivationStatus | null> {
+    const r = this.q.status.get(id) as Row | null;
+    return r ? { deactivated: r.deactivated, licenseRevoked: r.license_revoked, licenseExpires: r.license_expires } : null;
+  }
+
+  async touchActivation(id: string, device: DeviceFields, now: number): Promise<void> {
+    this.q.touch.run({ ...deviceParams(device), id, now });
+  }
+
+  async listActivations(licenseId: string): Promise<ActivationRecord[]> {
+    return (this.q.listActivations.all(licenseId) as Row[]).map(activationFromRow);
+  }
+
+  async countActiveSeats(licenseId: string): Promise<number> {
+    return (this.q.countActive.get(licenseId) as Row).n;
+  }
+
+  async deactivate(id: string, now: number): Promise<boolean> {
+    return this.q.deactivate.run(now, id).changes > 0;
+  }
+
+  async createChallenge(c: ChallengeRecord): Promise<void> {
+    this.q.insertChallenge.run({ nonceHash: c.nonceHash, installation: c.installation, created: c.created, expires: c.expires });
+  }
+
+  async consumeChallenge(nonceHash: string, now: number): Promise<ConsumeResult> {
+    const r = this.q.consumeChallenge.get(now, nonceHash) as Row | null;
+    if (r)
+      return {
+        outcome: "consumed",
+        challenge: { nonceHash: r.nonce_hash, installation: r.installation, created: r.created, expires: r.expires, used: r.used },
+      };
+    return this.q.challengeExists.get(nonceHash) ? { outcome: "used" } : { outcome: "unknown" };
+  }
+
+  async pruneChallenges(before: number): Promise<number> {
+    return this.q.pruneChallenges.run(before).changes;
+  }
+
+  async writeAudit(a: AuditRecord): Promise<void> {
+    this.q.insertAudit.run({ ...a });
+  }
+
+  async listAudit(f: AuditFilter): Promise<AuditRecord[]> {
+    const where: string[] = [];
+    const params: Record<string, string | number> = {};
+    if (f.licenseId !== undefined) (where.push("license_id = $licenseId"), (params.licenseId = f.licenseId));
+    if (f.activationId !== undefined) (where.push("activation_id = $activationId"), (params.activationId = f.activationId));
+    if (f.error !== undefined) (where.push("error = $error"), (params.error = f.error));
+    if (f.since !== undefined) (where.push("time >= $since"), (params.since = f.since));
+    if (f.until !== undefined) (where.push("time < $until"), (params.until = f.until));
+    params.limit = f.limit ?? 1000;
+    const sql = `SELECT * FROM audit ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY time DESC, ref LIMIT $limit`;
+    return (this.db.query(sql).all(params) as Row[]).map(auditFromRow);
+  }
+
+  async pruneAudit(before: number): Promise<number> {
+    return this.q.pruneAudit.run(before).changes;
+  }
+
+  async ping(): Promise<void> {
+    this.q.ping.get();
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+}
+
+function licenseParams(l: LicenseRecord) {
+  return { ...l, channels: JSON.stringify(l.channels) };
+}
+
+function deviceParams(d: DeviceFields) {
+  return { deviceHash: d.deviceHash, product: d.product, name: d.name, platform: d.platform, version: d.version };
+}
+
+/** Applies every migration the file has not seen, each in its own transaction. */
+export function migrateSqlite(db: Database): void {
+  db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied INTEGER NOT NULL)");
+  db.transaction(() => {
+    const done = new Set((db.query("SELECT version FROM schema_migrations").all() as Row[]).map((r) => r.version));
+    for (const m of MIGRATIONS) {
+      if (done.has(m.version)) continue;
+      db.exec(m.sqlite);
+      db.query("INSERT INTO schema_migrations (version, applied) VALUES (?, ?)").run(m.version, Date.now());
+    }
+  }).immediate();
+}
