@@ -64,7 +64,7 @@ export function parseUrl(setting: string, text: string, protocols: string[]): UR
     throw new ConfigError(setting, `not a URL: "${text}"`);
   }
   if (!protocols.includes(url.protocol))
-    throw new ConfigError(setting, `must be a ${protocols.map((p) => p.replace(":", "")).join(" or ")} URL (got "${text}")`);
+    throw new ConfigError(setting, `must be ${protocols.length === 1 && protocols[0] === "https:" ? "an" : "a"} ${protocols.map((p) => p.replace(":", "")).join(" or ")} URL (got "${text}")`);
   return url;
 }
 

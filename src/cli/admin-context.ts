@@ -1,0 +1,37 @@
+import type { ParseArgsOptionsConfig } from "node:util";
+import { readSettings, toConfig, type Config } from "../config/config";
+import { ConfigError } from "../config/parse";
+import { Admin } from "../domain/admin";
+import { Audit } from "../domain/audit";
+import { systemClock } from "../domain/clock";
+import type { Store } from "../store/types";
+import { openStore } from "./compose";
+import { UsageError } from "./io";
+
+export interface AdminContext {
+  readonly config: Config;
+  readonly store: Store;
+  readonly admin: Admin;
+  readonly flags: Readonly<Record<string, string | boolean | undefined>>;
+  readonly positionals: readonly string[];
+}
+
+/** Reads an admin command's arguments (settings like serve's, plus its own flags) and opens the records. */
+export async function openAdmin(
+  usage: string,
+  args: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+  extra: ParseArgsOptionsConfig,
+): Promise<AdminContext> {
+  let read;
+  try {
+    read = readSettings(args, env, extra);
+  } catch (e) {
+    if (e instanceof ConfigError && e.setting === "arguments") throw new UsageError(usage, e.message);
+    throw e;
+  }
+  const config = toConfig(read.settings, "admin");
+  const store = await openStore(config);
+  const admin = new Admin(config.variant, store, systemClock, new Audit(store, systemClock));
+  return { config, store, admin, flags: read.flags, positionals: read.positionals };
+}

@@ -1,0 +1,76 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { Config } from "../config/config";
+import { VARIANTS, type VariantName } from "../config/variants";
+import type { Admin } from "../domain/admin";
+import { sha256Hex } from "../domain/ids";
+import { generateKeyFiles, loadKeyRing } from "../domain/keys";
+import { hashLicenseKey } from "../domain/license-key";
+import type { Store } from "../store/types";
+import { out } from "./io";
+
+/**
+ * Demo defaults, applied to the settings before validation: records and development keys under
+ * ./data/demo-<variant>, and the example release tree of the variant.
+ */
+export function demoSettings(settings: Record<string, string | undefined>, explicit: ReadonlySet<string>): void {
+  const variant = (settings.variant ?? "alpha") as VariantName;
+  const home = join(settings.data && explicit.has("data") ? settings.data : "./data", `demo-${variant}`);
+  settings.variant = variant;
+  settings.data = home;
+  if (!explicit.has("keys")) settings.keys = join(home, "keys");
+  if (!explicit.has("releases")) {
+    const example = resolve("releases.example", variant);
+    const empty = join(home, "releases");
+    if (!existsSync(example)) mkdirSync(empty, { recursive: true });
+    settings.releases = existsSync(example) ? example : empty;
+  }
+}
+
+/** Development keys when the demo has none yet. */
+export async function ensureDemoKeys(config: Config): Promise<void> {
+  const ring = await loadKeyRing(config.keysDir, config.variant);
+  if (!ring.signing) generateKeyFiles(config.keysDir, config.variant.defaultLicenseKid);
+}
+
+/** The demo license: created once, its key kept beside the demo records so every start shows it. */
+export async function ensureDemoLicense(config: Config, store: Store, admin: Admin): Promise<string> {
+  const file = join(config.dataDir, "demo-license.txt");
+  if (existsSync(file)) {
+    const key = readFileSync(file, "utf8").trim();
+    const license = await store.findLicenseByKeyHash(hashLicenseKey(key));
+    if (license && license.revoked === null) return key;
+  }
+  const { key } = await admin.createLicense({
+    licensee: "Demo User",
+    organization: "Demo Organization",
+    plan: "demo",
+    planTitle: "Demo",
+    seats: 3,
+    channels: ["stable", "preview"],
+    expires: null,
+  });
+  writeFileSync(file, key + "\n", { mode: 0o600 });
+  return key;
+}
+
+export function printDemoBanner(config: Config, key: string, listenUrl: string): void {
+  const v = VARIANTS[config.variant.name];
+  const hash = Buffer.from(sha256Hex(`${v.deviceTextPrefix}demo-installation`), "hex").toString("base64url");
+  const device: Record<string, string> = { hash, name: "Demo PC", platform: "win-x64", version: "1.0.0" };
+  if (v.products.length > 0) device.product = v.products[0]!;
+  const body = JSON.stringify({ key, device });
+  const bar = "!".repeat(78);
+  out(bar);
+  out("!! DEMO MODE: DEVELOPMENT KEYS. Never use these keys or this data in production.");
+  out(`!! keys:     ${resolve(config.keysDir)}`);
+  out(`!! records:  ${resolve(config.dataDir)}`);
+  out(`!! releases: ${resolve(config.releasesDir)}`);
+  out(bar);
+  out(`variant:      ${config.variant.name}`);
+  out(`demo license: ${key}`);
+  out("");
+  out("Activate an installation:");
+  out(`  curl -s ${listenUrl}/api/v1/licenses/activate -H 'content-type: application/json' -d '${body}'`);
+  out("");
+}

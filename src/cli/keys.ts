@@ -1,0 +1,48 @@
+import { VARIANTS, type VariantName } from "../config/variants";
+import { defaultKid, generateKeyFiles, KeyExistsError, parseKid, type KeyPurpose } from "../domain/keys";
+import { out, printJson, UsageError } from "./io";
+import { parseArgs } from "node:util";
+
+const USAGE = "keyturn keys generate --variant alpha|beta|gamma [--purpose license|release] [--kid KID] [--keys DIR] [--json]";
+
+/** `keyturn keys generate`: a new P-256 key pair; prints the kid and the SPKI vendors compile in. */
+export async function keysCommand(args: string[], env: Record<string, string | undefined>): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub !== "generate") throw new UsageError(USAGE, sub ? `unknown keys command "${sub}"` : "missing keys command");
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: rest,
+      options: { variant: { type: "string" }, purpose: { type: "string" }, kid: { type: "string" }, keys: { type: "string" }, json: { type: "boolean" } },
+      strict: true,
+    }));
+  } catch (e) {
+    throw new UsageError(USAGE, (e as Error).message);
+  }
+  const variantName = values.variant ?? env.KEYTURN_VARIANT;
+  if (!variantName || !Object.hasOwn(VARIANTS, variantName)) throw new UsageError(USAGE, "--variant must be alpha, beta or gamma");
+  const variant = VARIANTS[variantName as VariantName];
+  const purpose = (values.purpose ?? "license") as KeyPurpose;
+  if (purpose !== "license" && purpose !== "release") throw new UsageError(USAGE, "--purpose must be license or release");
+  const kid = values.kid ?? defaultKid(variant, purpose, new Date());
+  const parsed = parseKid(kid);
+  if (!parsed || parsed.variant !== variant.name || parsed.purpose !== purpose)
+    throw new UsageError(USAGE, `--kid must look like ${variant.name}-${purpose}-YYYY-MM (got "${kid}")`);
+  const dir = values.keys ?? env.KEYTURN_KEYS ?? "./keys";
+  try {
+    const key = generateKeyFiles(dir, kid);
+    if (values.json) printJson({ kid: key.kid, spki: key.spki, file: key.privatePath });
+    else {
+      out(`kid:  ${key.kid}`);
+      out(`spki: ${key.spki}`);
+      out(`file: ${key.privatePath} (mode 0600; keep it secret)`);
+    }
+    return 0;
+  } catch (e) {
+    if (e instanceof KeyExistsError) {
+      process.stderr.write(`keyturn: ${e.message}; refusing to overwrite it\n`);
+      return 1;
+    }
+    throw e;
+  }
+}

@@ -1,0 +1,58 @@
+import { readSettings, toConfig } from "../config/config";
+import { SETTINGS, envName } from "../config/settings";
+import { Admin } from "../domain/admin";
+import { createApp } from "../http/app";
+import { VERSION } from "../version";
+import { compose } from "./compose";
+import { demoSettings, ensureDemoKeys, ensureDemoLicense, printDemoBanner } from "./demo";
+import { out } from "./io";
+
+export const SERVE_USAGE = "keyturn serve --variant alpha|beta|gamma --base-url https://... [options]  (keyturn serve --help)";
+
+export function serveHelp(): string {
+  const lines = ["usage: " + SERVE_USAGE, "", "options (each also read from KEYTURN_<NAME> and --config FILE.toml):"];
+  for (const s of SETTINGS)
+    lines.push(`  --${s.flag.padEnd(22)} ${s.help}${s.default !== undefined && s.default !== "" ? ` [${s.default}]` : ""}  (${envName(s.flag)})`);
+  return lines.join("\n");
+}
+
+/** `keyturn serve`: validates the settings, opens records and keys, and serves the API. */
+export async function serveCommand(args: string[], env: Record<string, string | undefined>): Promise<number> {
+  if (args.includes("--help") || args.includes("-h")) {
+    out(serveHelp());
+    return 0;
+  }
+  const read = readSettings(args, env);
+  const settings = { ...read.settings };
+  if (settings.demo === "true") {
+    const explicit = new Set(SETTINGS.filter((s) => args.some((a) => a === `--${s.flag}` || a.startsWith(`--${s.flag}=`)) || env[envName(s.flag)] !== undefined).map((s) => s.flag));
+    demoSettings(settings, explicit);
+  }
+  const config = toConfig(settings, "serve");
+  if (config.demo) await ensureDemoKeys(config);
+
+  const { store, keys, services } = await compose(config);
+  const log = services.log;
+  if (!keys.signing) log.warn("no license signing key: activate, refresh and sign-in answer licensing_unavailable", { keys: config.keysDir });
+  const app = createApp(services);
+  app.listen({ hostname: config.host, port: config.port, maxRequestBodySize: 1024 * 1024 });
+  const server = app.server!;
+  const listenUrl = `http://${server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname}:${server.port}`;
+
+  if (config.demo) {
+    const admin = new Admin(config.variant, store, services.clock, services.audit);
+    printDemoBanner(config, await ensureDemoLicense(config, store, admin), listenUrl);
+  }
+  log.info("keyturn listening", { url: listenUrl, variant: config.variant.name, version: VERSION, baseUrl: config.baseUrl, signingKid: keys.signing?.kid ?? null });
+
+  return new Promise<number>((resolveExit) => {
+    const stop = async (signal: string) => {
+      log.info("shutting down", { signal });
+      await server.stop(false);
+      await store.close();
+      resolveExit(0);
+    };
+    process.once("SIGTERM", () => void stop("SIGTERM"));
+    process.once("SIGINT", () => void stop("SIGINT"));
+  });
+}
