@@ -10,6 +10,8 @@ export interface LocalIssuer {
   readonly clientId: string;
   /** GETs of the key set so far. */
   readonly keyReads: number;
+  /** Every request so far (discovery, keys), answered or not. */
+  readonly requests: number;
   /** The kid of the newest published RSA key; tokens are signed with it unless told otherwise. */
   readonly kid: string;
   /** Publishes a new RSA key (the old ones stay unless `replace`), returns its kid. */
@@ -50,11 +52,14 @@ async function rsaKey(kid: string): Promise<RsaKey> {
 /** `now` is the test's clock (ms): tokens are issued at its time unless claims say otherwise. */
 export async function startIssuer(now: () => number): Promise<LocalIssuer> {
   let keys: RsaKey[] = [await rsaKey("rsa-1")];
+  /** Every key ever published, withdrawn ones too: tokens can still be signed with them. */
+  const everyKey = [...keys];
   let counter = 1;
   const stray = await rsaKey("stray");
   const ec = await generateKeyPair("ES256", { extractable: true });
   const ecJwk = { ...(await exportJWK(ec.publicKey)), kid: "ec-1", alg: "ES256", use: "sig" };
   let reads = 0;
+  let requests = 0;
   let gate: Promise<void> | null = null;
 
   const state = { down: false };
@@ -63,6 +68,7 @@ export async function startIssuer(now: () => number): Promise<LocalIssuer> {
     port: 0,
     async fetch(req): Promise<Response> {
       const path = new URL(req.url).pathname;
+      requests++;
       if (state.down) return new Response("down", { status: 503 });
       if (path === "/.well-known/openid-configuration")
         return Response.json({ issuer: url, jwks_uri: `${url}/jwks`, id_token_signing_alg_values_supported: ["RS256"] });
@@ -82,6 +88,9 @@ export async function startIssuer(now: () => number): Promise<LocalIssuer> {
     get keyReads() {
       return reads;
     },
+    get requests() {
+      return requests;
+    },
     get kid() {
       return keys.at(-1)!.kid;
     },
@@ -93,6 +102,7 @@ export async function startIssuer(now: () => number): Promise<LocalIssuer> {
     },
     async rotate(opts = {}) {
       const key = await rsaKey(`rsa-${++counter}`);
+      everyKey.push(key);
       keys = opts.replace ? [key] : [...keys, key];
       return key.kid;
     },
@@ -128,7 +138,7 @@ export async function startIssuer(now: () => number): Promise<LocalIssuer> {
         const part = (o: unknown) => Buffer.from(JSON.stringify(o)).toString("base64url");
         return `${part(header)}.${part(payload)}.`;
       }
-      const rsa = opts.unpublishedKey ? stray : (keys.find((k) => k.kid === kid) ?? newest);
+      const rsa = opts.unpublishedKey ? stray : (everyKey.find((k) => k.kid === kid) ?? newest);
       const key =
         alg === "ES256"
           ? ec.privateKey
