@@ -116,6 +116,14 @@ describe("issuer keys", () => {
     expect(issuer.keyReads).toBe(reads + 1);
   });
 
+  test("a token without kid verifies while the issuer publishes a single RS256 key", async () => {
+    const { issuer, signIn, clock } = await setup();
+    expect((await signIn({ kid: null })).status).toBe(200);
+    await issuer.rotate();
+    clock.advance(KEYS_MAX_AGE_MS);
+    expect(await signIn({ kid: null })).toEqual(invalid);
+  });
+
   test("keys are read again after an hour, so a withdrawn key stops verifying", async () => {
     const { issuer, signIn, clock } = await setup();
     const oldKid = issuer.kid;

@@ -216,6 +216,14 @@ describe("a successful exchange", () => {
     expect(audit.find((a) => a.ref === bad.body.ref)).toMatchObject({ action: "sign-in", outcome: "refused", error: "mfa_required", licenseId: "staff:00u-grace" });
   });
 
+  test("a revoked staff license refuses the person's sign-in; signing in again does not lift it", async () => {
+    const site = await staffSite();
+    expect((await signIn(site, device("gamma"))).status).toBe(200);
+    await site.composed.store.revokeLicense("staff:00u-grace", clock());
+    expectRefusal(await signIn(site, device("gamma")), 403, "license_revoked");
+    expectRefusal(await signIn(site, device("gamma")), 403, "license_revoked");
+  });
+
   test("no license signing key: 503 licensing_unavailable", async () => {
     clock.set(Date.parse("2026-11-21T12:00:00Z"));
     const site = await testSite("gamma", {
