@@ -1,7 +1,6 @@
 import type { IdentityConfig } from "../../config/config";
 import type { Logger } from "../../config/log";
-import type { Variant } from "../../config/variants";
-import { CHANNELS } from "../../config/variants";
+import { CHANNELS, type Variant } from "../../config/variants";
 import type { LicenseRecord, Store } from "../../store/types";
 import type { RequestContext } from "../audit";
 import type { Clock } from "../clock";
@@ -94,7 +93,7 @@ export class StaffSignIn {
       id: staffLicenseId(claims.sub),
       kind: "staff",
       keyHash: null,
-      licensee: [claims.name, claims.email, claims.sub].find(isName)!.slice(0, MAX_NAME),
+      licensee: ([claims.name, claims.email].find(isName) ?? claims.sub).slice(0, MAX_NAME),
       organization: this.d.staffOrganization,
       plan: "staff",
       planTitle: "Staff",
