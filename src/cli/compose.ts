@@ -4,6 +4,7 @@ import { Audit } from "../domain/audit";
 import { systemClock, type Clock } from "../domain/clock";
 import { loadKeyRing, type KeyRing } from "../domain/keys";
 import { Licensing } from "../domain/licensing";
+import { StaffSignIn } from "../domain/identity/staff-sign-in";
 import { TokenSigner, TokenVerifier } from "../domain/tokens";
 import type { AppServices } from "../http/deps";
 import { openSqliteStore } from "../store/sqlite";
@@ -43,10 +44,20 @@ export async function compose(
     verifier,
     tokenTtlSeconds: config.tokenTtlSeconds,
   });
+  const staffSignIn = new StaffSignIn({
+    variant: config.variant,
+    identity: config.identity,
+    staffOrganization: config.staffOrganization,
+    staffSeats: config.staffSeats,
+    store,
+    clock,
+    log,
+    licensing,
+  });
   return {
     config,
     store,
     keys,
-    services: { variant: config.variant, licensing, audit, log, clock, peerAddress: opts.peerAddress },
+    services: { variant: config.variant, licensing, audit, log, clock, peerAddress: opts.peerAddress, staffSignIn },
   };
 }

@@ -5,6 +5,7 @@ import { bearerToken } from "./bearer";
 import type { AppDeps, AppServices } from "./deps";
 import { errorResponse } from "./respond";
 import { licensingRoutes } from "./routes/licensing";
+import { identityRoutes } from "./routes/identity";
 
 export const API_PREFIX = "/api/v1";
 
@@ -34,6 +35,7 @@ export function createApp(services: AppServices) {
   };
 
   const api = new Elysia({ prefix: API_PREFIX }).use(licensingRoutes(deps));
+  api.use(identityRoutes(deps));
 
   const routes = api.routes.map((r) => ({ method: r.method, pattern: routePattern(r.path) }));
   const allowedMethods = (path: string) => {

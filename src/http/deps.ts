@@ -3,11 +3,13 @@ import type { Variant } from "../config/variants";
 import type { Audit, RequestContext } from "../domain/audit";
 import type { Clock } from "../domain/clock";
 import type { Licensing, Principal } from "../domain/licensing";
+import type { StaffSignIn } from "../domain/identity/staff-sign-in";
 
 /** What createApp is built from; cli/compose.ts assembles it, tests too. */
 export interface AppServices {
   readonly variant: Variant;
   readonly licensing: Licensing;
+  readonly staffSignIn: StaffSignIn;
   readonly audit: Audit;
   readonly log: Logger;
   readonly clock: Clock;

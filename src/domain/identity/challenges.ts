@@ -1,0 +1,79 @@
+import { randomBytes } from "node:crypto";
+import type { Variant } from "../../config/variants";
+import type { ChallengeRecord, Store } from "../../store/types";
+import { isoTime, type Clock } from "../clock";
+import { installationOf, type Device } from "../device";
+import { KeyturnError } from "../errors";
+import { sha256Hex } from "../ids";
+
+/** The spec's lifetime of a staff sign-in challenge. */
+export const CHALLENGE_TTL_MS = 10 * 60_000;
+/** Expired challenges are deleted at most this often, on the way through issue(). */
+export const PRUNE_INTERVAL_MS = 60_000;
+/** 256 random bits: well past the 128 the nonce needs to be unguessable. */
+const NONCE_BYTES = 32;
+
+export interface Challenge {
+  readonly nonce: string;
+  readonly expires: string;
+}
+
+/**
+ * Staff sign-in challenges: a nonce issued to one installation, valid ten minutes, kept in the
+ * records (hashed) so every process sharing the database can redeem it, and used at most once.
+ */
+export class Challenges {
+  private lastPrune = -Infinity;
+
+  constructor(
+    private readonly variant: Variant,
+    private readonly store: Store,
+    private readonly clock: Clock,
+  ) {}
+
+  async issue(device: Device): Promise<Challenge> {
+    const now = this.clock();
+    await this.pruneNowAndThen(now);
+    const nonce = randomBytes(NONCE_BYTES).toString("base64url");
+    const expires = now + CHALLENGE_TTL_MS;
+    await this.store.createChallenge({
+      nonceHash: sha256Hex(nonce),
+      installation: installationOf(this.variant, device),
+      created: now,
+      expires,
+      used: null,
+    });
+    return { nonce, expires: isoTime(expires) };
+  }
+
+  /**
+   * Uses the challenge named by an ID token's nonce, for this installation. The store marks it
+   * used atomically, so of two exchanges racing on one nonce exactly one gets past here. A nonce
+   * presented by another installation, or too late, is used up all the same: its ID token has
+   * left the installation it was meant for, or its time is over.
+   */
+  async consume(nonce: unknown, device: Device, detail: { licenseId: string }): Promise<ChallengeRecord> {
+    if (typeof nonce !== "string" || nonce.length === 0 || nonce.length > 512) throw unknown(detail);
+    const now = this.clock();
+    const result = await this.store.consumeChallenge(sha256Hex(nonce), now);
+    if (result.outcome === "used") throw new KeyturnError("token_replayed", "That sign-in was already used.", detail);
+    if (result.outcome === "unknown") throw unknown(detail);
+    const { challenge } = result;
+    if (challenge.installation !== installationOf(this.variant, device) || challenge.expires <= now) throw unknown(detail);
+    return challenge;
+  }
+
+  private async pruneNowAndThen(now: number): Promise<void> {
+    if (now - this.lastPrune < PRUNE_INTERVAL_MS) return;
+    this.lastPrune = now;
+    await this.store.pruneChallenges(now);
+  }
+}
+
+function unknown(detail: { licenseId: string }): KeyturnError {
+  return new KeyturnError(
+    "challenge_unknown",
+    "The sign-in was not started with this site, or took longer than ten minutes.",
+    detail,
+  );
+}

@@ -1,0 +1,116 @@
+import type { IdentityConfig } from "../../config/config";
+import type { Logger } from "../../config/log";
+import { CHANNELS, type Variant } from "../../config/variants";
+import type { LicenseRecord, Store } from "../../store/types";
+import type { RequestContext } from "../audit";
+import type { Clock } from "../clock";
+import { parseDevice } from "../device";
+import { KeyturnError } from "../errors";
+import type { ActivationAnswer, Licensing } from "../licensing";
+import { Challenges, type Challenge } from "./challenges";
+import { ID_TOKEN_TOLERANCE_SECONDS, invalid, verifyIdToken, type IdTokenClaims } from "./id-token";
+import { IssuerKeys } from "./issuer-keys";
+import { requireAllowedGroup, requireRecentAuthentication, requireSecondFactor } from "./sign-in-rules";
+
+export interface StaffSignInDeps {
+  readonly variant: Variant;
+  /** null when staff sign-in is off. */
+  readonly identity: IdentityConfig | null;
+  readonly staffOrganization: string;
+  readonly staffSeats: number;
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly licensing: Licensing;
+}
+
+/** The spec's staff sign-in information (GET /auth/identity). */
+export interface StaffSignInInfo {
+  readonly enabled: boolean;
+  readonly issuer: string | null;
+  readonly clientId: string | null;
+  readonly scopes: readonly string[];
+  /** Seconds; the program sends it to the issuer as max_age. null when staff sign-in is off. */
+  readonly maxAge: number | null;
+}
+
+const MAX_NAME = 200;
+
+/** Staff sign-in: a challenge, then an ID token from the issuer exchanged for a staff entitlement. */
+export class StaffSignIn {
+  private readonly challenges: Challenges;
+  private readonly keys: IssuerKeys | null;
+
+  constructor(private readonly d: StaffSignInDeps) {
+    this.challenges = new Challenges(d.variant, d.store, d.clock);
+    this.keys = d.identity ? new IssuerKeys(d.identity.issuer, d.clock, d.log) : null;
+  }
+
+  info(): StaffSignInInfo {
+    const id = this.d.identity;
+    return id
+      ? { enabled: true, issuer: id.issuer, clientId: id.clientId, scopes: id.scopes, maxAge: id.maxAgeSeconds }
+      : { enabled: false, issuer: null, clientId: null, scopes: [], maxAge: null };
+  }
+
+  /** Throws identity_disabled unless issuer, client id and groups are configured. */
+  requireEnabled(): IdentityConfig {
+    if (!this.d.identity) throw new KeyturnError("identity_disabled", "Staff sign-in is not switched on.");
+    return this.d.identity;
+  }
+
+  async challenge(rawDevice: unknown): Promise<Challenge> {
+    this.requireEnabled();
+    return this.challenges.issue(parseDevice(this.d.variant, rawDevice));
+  }
+
+  /** Checks the ID token in design.md's order, then takes a seat of the person's staff license. */
+  async exchange(idToken: string, rawDevice: unknown, ctx: RequestContext): Promise<ActivationAnswer> {
+    const identity = this.requireEnabled();
+    const device = parseDevice(this.d.variant, rawDevice);
+    if (!this.d.licensing.available) throw new KeyturnError("licensing_unavailable", "The site has no signing key configured.");
+
+    const claims = await verifyIdToken(idToken, {
+      issuer: identity.issuer,
+      clientId: identity.clientId,
+      keys: this.keys!,
+      nowMs: this.d.clock(),
+    });
+    const detail = { licenseId: staffLicenseId(claims.sub) };
+    const challenge = await this.challenges.consume(claims.nonce, device, detail);
+    if (claims.iat < Math.floor(challenge.created / 1000) - ID_TOKEN_TOLERANCE_SECONDS)
+      throw invalid("it was issued before its sign-in started", detail);
+    requireRecentAuthentication(claims, identity.maxAgeSeconds, this.d.clock(), detail);
+    requireSecondFactor(claims, identity, detail);
+    requireAllowedGroup(claims, identity, detail);
+
+    const license = await this.d.store.upsertStaffLicense(this.staffLicense(claims));
+    return this.d.licensing.grantSeat(license, device, ctx, "sign-in");
+  }
+
+  private staffLicense(claims: IdTokenClaims): LicenseRecord {
+    return {
+      id: staffLicenseId(claims.sub),
+      kind: "staff",
+      keyHash: null,
+      licensee: ([claims.name, claims.email].find(isName) ?? claims.sub).slice(0, MAX_NAME),
+      organization: this.d.staffOrganization,
+      plan: "staff",
+      planTitle: "Staff",
+      channels: [...CHANNELS],
+      seats: this.d.staffSeats,
+      issued: this.d.clock(),
+      expires: null,
+      revoked: null,
+    };
+  }
+}
+
+/** A staff member's seats are held by one license row per person at the issuer. */
+export function staffLicenseId(sub: string): string {
+  return `staff:${sub}`;
+}
+
+function isName(v: unknown): v is string {
+  return typeof v === "string" && v.trim().length > 0;
+}
