@@ -1,9 +1,13 @@
+import { join } from "node:path";
 import type { Config } from "../config/config";
 import { createLogger, type Logger } from "../config/log";
 import { Audit } from "../domain/audit";
 import { systemClock, type Clock } from "../domain/clock";
 import { loadKeyRing, type KeyRing } from "../domain/keys";
 import { Licensing } from "../domain/licensing";
+import { ReleaseHolder } from "../domain/releases/holder";
+import { SignatureCache } from "../domain/releases/signature-cache";
+import { releaseKeysOf } from "../domain/releases/signature";
 import { TokenSigner, TokenVerifier } from "../domain/tokens";
 import type { AppServices } from "../http/deps";
 import { openSqliteStore } from "../store/sqlite";
@@ -43,10 +47,19 @@ export async function compose(
     verifier,
     tokenTtlSeconds: config.tokenTtlSeconds,
   });
+  const releases = new ReleaseHolder({
+    root: config.releasesDir,
+    variant: config.variant,
+    releaseKeys: releaseKeysOf(keys),
+    signatures: SignatureCache.open(config.databaseUrl ? null : join(config.dataDir, "release-signatures.cache")),
+    log,
+  });
+  // The first scan runs while the server starts listening; update requests wait for it.
+  void releases.rescan();
   return {
     config,
     store,
     keys,
-    services: { variant: config.variant, licensing, audit, log, clock, peerAddress: opts.peerAddress },
+    services: { variant: config.variant, licensing, audit, log, clock, peerAddress: opts.peerAddress, releases },
   };
 }

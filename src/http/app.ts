@@ -5,6 +5,8 @@ import { bearerToken } from "./bearer";
 import type { AppDeps, AppServices } from "./deps";
 import { errorResponse } from "./respond";
 import { licensingRoutes } from "./routes/licensing";
+import { releasesRoutes } from "./routes/releases";
+import { updateRoutes } from "./routes/updates";
 
 export const API_PREFIX = "/api/v1";
 
@@ -34,6 +36,8 @@ export function createApp(services: AppServices) {
   };
 
   const api = new Elysia({ prefix: API_PREFIX }).use(licensingRoutes(deps));
+  api.use(updateRoutes(deps));
+  api.use(releasesRoutes(deps));
 
   const routes = api.routes.map((r) => ({ method: r.method, pattern: routePattern(r.path) }));
   const allowedMethods = (path: string) => {

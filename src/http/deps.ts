@@ -3,6 +3,7 @@ import type { Variant } from "../config/variants";
 import type { Audit, RequestContext } from "../domain/audit";
 import type { Clock } from "../domain/clock";
 import type { Licensing, Principal } from "../domain/licensing";
+import type { ReleaseHolder } from "../domain/releases/holder";
 
 /** What createApp is built from; cli/compose.ts assembles it, tests too. */
 export interface AppServices {
@@ -11,6 +12,8 @@ export interface AppServices {
   readonly audit: Audit;
   readonly log: Logger;
   readonly clock: Clock;
+  /** The live release index of the release tree (re-scanned on change). */
+  readonly releases: ReleaseHolder;
   /**
    * The address of the peer that sent the request. Under Bun.serve it is the socket's address;
    * tests that drive `app.handle` pass their own.
