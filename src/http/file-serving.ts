@@ -51,10 +51,9 @@ export function parseRange(header: string | null, size: number): ByteRange | "un
     return { start: Math.max(0, size - suffix), end: size - 1 };
   }
   const start = Number(spec[1]);
-  const end = spec[2] === "" ? size - 1 : Number(spec[2]);
-  if (end < start) return null;
+  if (spec[2] !== "" && Number(spec[2]) < start) return null;
   if (start >= size) return "unsatisfiable";
-  return { start, end: Math.min(end, size - 1) };
+  return { start, end: spec[2] === "" ? size - 1 : Math.min(Number(spec[2]), size - 1) };
 }
 
 /** If-Range holds only for our exact strong ETag; a date or any other tag means "send it whole". */

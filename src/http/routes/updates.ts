@@ -20,10 +20,15 @@ export function updateRoutes(d: AppDeps) {
 
   return new Elysia().get(path, async ({ request, params }) => {
     const principal = await d.authenticate(request);
-    const p = params as Record<string, string>;
-    const product = withProduct ? p.product! : null;
-    const { channel, platform, file } = p as { channel: string; platform: string; file: string };
+    // Elysia gives null for a segment that is not valid percent-encoded UTF-8.
+    const p = params as Record<string, string | null | undefined>;
+    const text = (value: string | null | undefined) => (typeof value === "string" ? value : "");
+    const product = withProduct ? text(p.product) : null;
+    const channel = text(p.channel);
+    const platform = text(p.platform);
+    const file = text(p.file);
     const known =
+      !new URL(request.url).pathname.endsWith("/") &&
       (product === null || v.products.includes(product)) &&
       (CHANNELS as readonly string[]).includes(channel) &&
       (PLATFORMS as readonly string[]).includes(platform) &&
