@@ -99,6 +99,8 @@ export async function releaseSite(variant: VariantName) {
   generateKeyFiles(tree.keysDir, VARIANTS[variant].defaultLicenseKid);
   const site: TestSite = await testSite(variant, { withKey: false, settings: { keys: tree.keysDir, releases: tree.root } });
   const holder = site.composed.services.releases;
+  // compose starts the first scan on the next turn; let it finish so tests' re-scans do not race it.
+  await holder.ready();
   return {
     tree,
     site,

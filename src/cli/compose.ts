@@ -54,8 +54,9 @@ export async function compose(
     signatures: SignatureCache.open(config.databaseUrl ? null : join(config.dataDir, "release-signatures.cache")),
     log,
   });
-  // The first scan runs while the server starts listening; update requests wait for it.
-  void releases.rescan();
+  // The first scan starts once the caller has started listening (after this turn of the event
+  // loop), so a big tree does not delay the first answer; update requests wait for the index.
+  setImmediate(() => void releases.rescan());
   return {
     config,
     store,
