@@ -4,6 +4,7 @@ import { runCommand, UsageError } from "./cli/io";
 import { keysCommand } from "./cli/keys";
 import { licenseCommand } from "./cli/license";
 import { migrateCommand } from "./cli/migrate";
+import { releaseCommand } from "./cli/release";
 import { serveCommand } from "./cli/serve";
 import { VERSION } from "./version";
 
@@ -15,6 +16,7 @@ const COMMANDS: Record<string, Command> = {
   license: licenseCommand,
   activation: activationCommand,
   migrate: migrateCommand,
+  release: releaseCommand,
 };
 
 const USAGE = `keyturn ${Object.keys(COMMANDS).join("|")} ... (keyturn --version, keyturn serve --help)`;

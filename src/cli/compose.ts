@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import type { Config } from "../config/config";
 import { createLogger, type Logger } from "../config/log";
 import { Audit } from "../domain/audit";
@@ -5,6 +6,9 @@ import { systemClock, type Clock } from "../domain/clock";
 import { loadKeyRing, type KeyRing } from "../domain/keys";
 import { Licensing } from "../domain/licensing";
 import { StaffSignIn } from "../domain/identity/staff-sign-in";
+import { ReleaseHolder } from "../domain/releases/holder";
+import { SignatureCache } from "../domain/releases/signature-cache";
+import { releaseKeysOf } from "../domain/releases/signature";
 import { TokenSigner, TokenVerifier } from "../domain/tokens";
 import type { AppServices } from "../http/deps";
 import { openSqliteStore } from "../store/sqlite";
@@ -54,10 +58,20 @@ export async function compose(
     log,
     licensing,
   });
+  const releases = new ReleaseHolder({
+    root: config.releasesDir,
+    variant: config.variant,
+    releaseKeys: releaseKeysOf(keys),
+    signatures: SignatureCache.open(config.databaseUrl ? null : join(config.dataDir, "release-signatures.cache")),
+    log,
+  });
+  // The first scan starts once the caller has started listening (after this turn of the event
+  // loop), so a big tree does not delay the first answer; update requests wait for the index.
+  setImmediate(() => void releases.rescan());
   return {
     config,
     store,
     keys,
-    services: { variant: config.variant, licensing, audit, log, clock, peerAddress: opts.peerAddress, staffSignIn },
+    services: { variant: config.variant, licensing, audit, log, clock, peerAddress: opts.peerAddress, staffSignIn, releases },
   };
 }

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Config } from "../config/config";
 import { VARIANTS, type VariantName } from "../config/variants";
@@ -31,6 +31,18 @@ export function demoSettings(settings: Record<string, string | undefined>, expli
 export async function ensureDemoKeys(config: Config): Promise<void> {
   const ring = await loadKeyRing(config.keysDir, config.variant);
   if (!ring.signing) generateKeyFiles(config.keysDir, config.variant.defaultLicenseKid);
+  copyExampleReleaseKeys(config);
+}
+
+/**
+ * When the demo serves the example tree, the public halves of the keys that signed it go into the
+ * demo keys directory, so the demo checks release signatures exactly as production does.
+ */
+function copyExampleReleaseKeys(config: Config): void {
+  const exampleKeys = resolve("releases.example", "keys");
+  if (resolve(config.releasesDir) !== resolve("releases.example", config.variant.name) || !existsSync(exampleKeys)) return;
+  for (const name of readdirSync(exampleKeys))
+    if (name.startsWith(`${config.variant.name}-release-`) && name.endsWith(".pub.pem")) copyFileSync(join(exampleKeys, name), join(config.keysDir, name));
 }
 
 /** The demo license: created once, its key kept beside the demo records so every start shows it. */

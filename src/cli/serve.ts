@@ -43,11 +43,17 @@ export async function serveCommand(args: string[], env: Record<string, string | 
     const admin = new Admin(config.variant, store, services.clock, services.audit);
     printDemoBanner(config, await ensureDemoLicense(config, store, admin), listenUrl);
   }
+  services.releases.watch();
+  process.on("SIGHUP", () => {
+    log.info("SIGHUP: re-reading the release tree");
+    void services.releases.rescan();
+  });
   log.info("keyturn listening", { url: listenUrl, variant: config.variant.name, version: VERSION, baseUrl: config.baseUrl, signingKid: keys.signing?.kid ?? null });
 
   return new Promise<number>((resolveExit) => {
     const stop = async (signal: string) => {
       log.info("shutting down", { signal });
+      services.releases.close();
       await server.stop(false);
       await store.close();
       resolveExit(0);

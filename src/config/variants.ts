@@ -15,6 +15,8 @@ export interface Variant {
   /** The kid of the spec's published signing key for this variant. */
   readonly defaultLicenseKid: string;
   readonly manifestFile: string;
+  /** The `typ` header of a manifest's detached signature (`<manifestFile>.sig`). */
+  readonly releaseTyp: string;
   /** Product values; empty when the variant has no product concept (device.product absent). */
   readonly products: readonly string[];
   /**
@@ -35,6 +37,7 @@ export const VARIANTS: Readonly<Record<VariantName, Variant>> = Object.freeze({
     audience: "alpha",
     defaultLicenseKid: "alpha-license-2026-10",
     manifestFile: "alpha-update.json",
+    releaseTyp: "al-rel+jws",
     products: ["alpha", "alpha-cli"],
     installationBy: "device",
     seatHolders: "installations",
@@ -47,6 +50,7 @@ export const VARIANTS: Readonly<Record<VariantName, Variant>> = Object.freeze({
     audience: "beta",
     defaultLicenseKid: "beta-license-2026-10",
     manifestFile: "beta-update.json",
+    releaseTyp: "be-rel+jws",
     products: ["beta", "beta-studio"],
     installationBy: "device+product",
     seatHolders: "installations",
@@ -59,6 +63,7 @@ export const VARIANTS: Readonly<Record<VariantName, Variant>> = Object.freeze({
     audience: "gamma",
     defaultLicenseKid: "gamma-license-2026-09",
     manifestFile: "gamma-update.json",
+    releaseTyp: "ga-rel+jws",
     products: [],
     installationBy: "device",
     seatHolders: "computers",

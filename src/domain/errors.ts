@@ -30,6 +30,7 @@ export const ERROR_CODES = [
   "payload_too_large",
   "unsupported_media_type",
   "rate_limited",
+  "range_not_satisfiable",
   "unavailable",
   "internal_error",
 ] as const;

@@ -6,6 +6,8 @@ import type { AppDeps, AppServices } from "./deps";
 import { errorResponse } from "./respond";
 import { licensingRoutes } from "./routes/licensing";
 import { identityRoutes } from "./routes/identity";
+import { releasesRoutes } from "./routes/releases";
+import { updateRoutes } from "./routes/updates";
 
 export const API_PREFIX = "/api/v1";
 
@@ -36,6 +38,8 @@ export function createApp(services: AppServices) {
 
   const api = new Elysia({ prefix: API_PREFIX }).use(licensingRoutes(deps));
   api.use(identityRoutes(deps));
+  api.use(updateRoutes(deps));
+  api.use(releasesRoutes(deps));
 
   const routes = api.routes.map((r) => ({ method: r.method, pattern: routePattern(r.path) }));
   const allowedMethods = (path: string) => {

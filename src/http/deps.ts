@@ -4,6 +4,7 @@ import type { Audit, RequestContext } from "../domain/audit";
 import type { Clock } from "../domain/clock";
 import type { Licensing, Principal } from "../domain/licensing";
 import type { StaffSignIn } from "../domain/identity/staff-sign-in";
+import type { ReleaseHolder } from "../domain/releases/holder";
 
 /** What createApp is built from; cli/compose.ts assembles it, tests too. */
 export interface AppServices {
@@ -13,6 +14,8 @@ export interface AppServices {
   readonly audit: Audit;
   readonly log: Logger;
   readonly clock: Clock;
+  /** The live release index of the release tree (re-scanned on change). */
+  readonly releases: ReleaseHolder;
   /**
    * The address of the peer that sent the request. Under Bun.serve it is the socket's address;
    * tests that drive `app.handle` pass their own.

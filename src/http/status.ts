@@ -27,6 +27,7 @@ export const STATUS_OF: Readonly<Record<ErrorCode, number>> = Object.freeze({
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,
+  range_not_satisfiable: 416,
   unavailable: 503,
   internal_error: 500,
 });

@@ -1,0 +1,78 @@
+/**
+ * Release tree with 10,000 release folders: how long a scan takes with and without the signature
+ * cache, and how long a `keyturn serve` process takes to listen and to have its index built.
+ * `bun bench/releases-startup.ts [folders]`. Targets (issue 6): start to a healthy answer < 200 ms.
+ */
+import { copyFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { createPrivateKey } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { VARIANTS } from "../src/config/variants";
+import { generateKeyFiles, loadKeyRing } from "../src/domain/keys";
+import { scanReleaseTree } from "../src/domain/releases/scan";
+import { releaseKeysOf, signManifest } from "../src/domain/releases/signature";
+import { SignatureCache } from "../src/domain/releases/signature-cache";
+
+const N = Number(process.argv[2] ?? 10_000);
+const variant = VARIANTS.alpha;
+const dir = join(tmpdir(), `keyturn-bench-${process.pid}`);
+const root = join(dir, "releases");
+const keys = join(dir, "keys");
+const kid = "alpha-release-2026-11";
+generateKeyFiles(join(dir, "signing"), kid);
+mkdirSync(keys, { recursive: true });
+copyFileSync(join(dir, "signing", `${kid}.pub.pem`), join(keys, `${kid}.pub.pem`));
+const privateKey = createPrivateKey(readFileSync(join(dir, "signing", `${kid}.pem`), "utf8"));
+
+let t = performance.now();
+const installer = Buffer.from("demo installer\n");
+const sha256 = new Bun.CryptoHasher("sha256").update(installer).digest("hex");
+for (let i = 0; i < N; i++) {
+  const product = variant.products[i % 2]!;
+  const channel = i % 3 === 0 ? "preview" : "stable";
+  const version = `1.${Math.floor(i / 100)}.${i % 100}`;
+  const folder = join(root, product, channel, "win-x64", version);
+  mkdirSync(folder, { recursive: true });
+  const name = `${product}-${version}.exe`;
+  writeFileSync(join(folder, name), installer);
+  const manifest = Buffer.from(JSON.stringify({ product, channel, platform: "win-x64", version, released: new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString(), installer: name, size: installer.length, sha256 }, null, 2));
+  writeFileSync(join(folder, variant.manifestFile), manifest);
+  writeFileSync(join(folder, `${variant.manifestFile}.sig`), signManifest(manifest, { kid, privateKey }, variant));
+}
+console.log(`wrote ${N} release folders in ${(performance.now() - t).toFixed(0)} ms`);
+
+const releaseKeys = releaseKeysOf(await loadKeyRing(keys, variant));
+const cacheFile = join(dir, "release-signatures.cache");
+const cold = SignatureCache.open(cacheFile);
+const a = await scanReleaseTree(root, { variant, releaseKeys, signatures: cold });
+cold.finishScan();
+console.log(`scan, no signature cache:   ${a.stats.ms.toFixed(0)} ms (${a.index.size} live, ${a.stats.verified} signatures verified)`);
+const b = await scanReleaseTree(root, { variant, releaseKeys, signatures: SignatureCache.open(cacheFile) });
+console.log(`scan, signature cache file: ${b.stats.ms.toFixed(0)} ms (${b.stats.cached} from cache, ${b.stats.verified} verified)`);
+const c = await scanReleaseTree(root, { variant, releaseKeys: new Map() });
+console.log(`scan, no release keys:      ${c.stats.ms.toFixed(0)} ms`);
+
+async function startServe(label: string) {
+  const started = performance.now();
+  const proc = Bun.spawn([process.execPath, resolve(import.meta.dir, "../src/main.ts"), "serve", "--demo", "--data", dir, "--keys", keys, "--releases", root, "--port", "0"], { stdout: "ignore", stderr: "pipe" });
+  const marks: Record<string, number> = {};
+  let buffered = "";
+  for await (const chunk of proc.stderr) {
+    buffered += new TextDecoder().decode(chunk);
+    for (const line of buffered.split("\n").slice(0, -1)) {
+      const msg = JSON.parse(line).msg as string;
+      marks[msg] ??= performance.now() - started;
+    }
+    buffered = buffered.slice(buffered.lastIndexOf("\n") + 1);
+    if (marks["keyturn listening"] !== undefined && marks["release index built"] !== undefined) break;
+  }
+  proc.kill();
+  await proc.exited;
+  console.log(`serve (${label}): listening after ${marks["keyturn listening"]!.toFixed(0)} ms, release index built after ${marks["release index built"]!.toFixed(0)} ms`);
+}
+rmSync(cacheFile, { force: true });
+await startServe("first start, no signature cache");
+await startServe("restart, signature cache in --data");
+if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
+else console.log(dir);

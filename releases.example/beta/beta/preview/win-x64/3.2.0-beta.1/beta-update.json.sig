@@ -1,0 +1,1 @@
+eyJhbGciOiJFUzI1NiIsImtpZCI6ImJldGEtcmVsZWFzZS0yMDI2LTExIiwidHlwIjoiYmUtcmVsK2p3cyJ9..u0XWjKdQRLdLmiqsjqQRWgvqfUFcPFfGpj4UQdZBAbik-196J7gp8knN-3Ia-tbJ8XSRAvNRP-9iozXrTTIJIg

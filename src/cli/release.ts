@@ -1,0 +1,124 @@
+import { createPrivateKey } from "node:crypto";
+import { readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { VARIANT_NAMES, VARIANTS, type Variant, type VariantName } from "../config/variants";
+import { loadKeyRing, parseKid } from "../domain/keys";
+import { readRegularFile } from "../domain/releases/files";
+import { parseManifest } from "../domain/releases/manifest";
+import { ReleaseProblem } from "../domain/releases/problem";
+import { checkInstallerHash, checkInstallerSize, placeOfManifestPath, ReleaseTreeUnreadable, scanReleaseTree, treeLevels } from "../domain/releases/scan";
+import { releaseKeysOf, signManifest } from "../domain/releases/signature";
+import { out, UsageError } from "./io";
+
+const USAGE = [
+  "keyturn release sign --key KID.pem MANIFEST              (writes MANIFEST.sig)",
+  "       keyturn release check [--releases DIR] [--keys DIR] [--variant V]",
+].join("\n");
+
+function parse(args: string[], options: Record<string, { type: "string" }>) {
+  try {
+    return parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (e) {
+    throw new UsageError(USAGE, (e as Error).message.split("\n")[0]!);
+  }
+}
+
+/** `keyturn release sign|check`. */
+export async function releaseCommand(args: string[], env: Record<string, string | undefined>): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub === "sign") return sign(rest);
+  if (sub === "check") return check(rest, env);
+  throw new UsageError(USAGE, sub ? `unknown release command "${sub}"` : "missing release command");
+}
+
+/**
+ * Signs a manifest on the vendor's build machine, after checking it the way keyturn will: fields,
+ * agreement with its folder, and its installer's size and SHA-256 (hashed here).
+ */
+function sign(args: string[]): number {
+  const { values, positionals } = parse(args, { key: { type: "string" } });
+  if (!values.key) throw new UsageError(USAGE, "release sign needs --key FILE (a <variant>-release-YYYY-MM.pem private key)");
+  if (positionals.length !== 1) throw new UsageError(USAGE, "release sign needs one MANIFEST");
+  const kid = basename(values.key).replace(/\.pem$/, "");
+  const parsedKid = parseKid(kid);
+  if (!values.key.endsWith(".pem") || !parsedKid || parsedKid.purpose !== "release")
+    throw new UsageError(USAGE, `--key must be a release private key named <variant>-release-YYYY-MM.pem (got "${basename(values.key)}")`);
+  const variant = VARIANTS[parsedKid.variant as VariantName];
+  let privateKey;
+  try {
+    privateKey = createPrivateKey(readFileSync(values.key, "utf8"));
+    if (privateKey.asymmetricKeyDetails?.namedCurve !== "prime256v1") throw new Error("not a P-256 key");
+  } catch (e) {
+    process.stderr.write(`keyturn: cannot use ${values.key}: ${(e as Error).message}\n`);
+    return 1;
+  }
+  const manifestPath = resolve(positionals[0]!);
+  let bytes: Buffer;
+  try {
+    const place = placeOfManifestPath(manifestPath, variant);
+    bytes = readRegularFile(manifestPath, variant.manifestFile, 64 * 1024);
+    const manifest = parseManifest(bytes, variant, place);
+    const installer = join(dirname(manifestPath), manifest.installer);
+    checkInstallerSize(installer, manifest);
+    checkInstallerHash(installer, manifest);
+  } catch (e) {
+    if (!(e instanceof ReleaseProblem)) throw e;
+    process.stderr.write(`keyturn: not signed: ${positionals[0]}: ${e.message}\n`);
+    return 1;
+  }
+  const sigPath = `${manifestPath}.sig`;
+  const tmp = join(dirname(sigPath), `.${basename(sigPath)}.${process.pid}`);
+  writeFileSync(tmp, signManifest(bytes, { kid, privateKey }, variant), { mode: 0o644 });
+  renameSync(tmp, sigPath);
+  out(`signed ${positionals[0]} with ${kid}: wrote ${positionals[0]}.sig`);
+  return 0;
+}
+
+/**
+ * Walks a tree as the server does, and also hashes every installer: prints each release folder as
+ * live or with the reason it is not. Exit code 1 when anything is wrong.
+ */
+async function check(args: string[], env: Record<string, string | undefined>): Promise<number> {
+  const { values, positionals } = parse(args, { releases: { type: "string" }, keys: { type: "string" }, variant: { type: "string" } });
+  if (positionals.length > 0) throw new UsageError(USAGE, `unexpected argument "${positionals[0]}"`);
+  const root = values.releases ?? env.KEYTURN_RELEASES ?? "./releases";
+  const keysDir = values.keys ?? env.KEYTURN_KEYS ?? "./keys";
+  const variant = chooseVariant(values.variant ?? env.KEYTURN_VARIANT, root);
+
+  const ring = await loadKeyRing(keysDir, variant);
+  const releaseKeys = releaseKeysOf(ring);
+  if (releaseKeys.size === 0) out(`note: no ${variant.name}-release-* public key in ${keysDir}: signatures not checked`);
+  let result;
+  try {
+    result = await scanReleaseTree(root, { variant, releaseKeys, hashInstallers: true });
+  } catch (e) {
+    if (!(e instanceof ReleaseTreeUnreadable)) throw e;
+    process.stderr.write(`keyturn: ${e.message}\n`);
+    return 1;
+  }
+  const lines = [
+    ...result.index.all.map((r) => ({ folder: r.folder, text: `live     ${r.folder}  (${r.manifest.version})` })),
+    ...result.problems.map((p) => ({ folder: p.folder, text: `PROBLEM  ${p.folder}: ${p.reason}` })),
+  ].sort((a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0));
+  for (const line of lines) out(line.text);
+  out(`${variant.name} tree ${root}: ${result.index.size} live, ${result.problems.length} with problems`);
+  return result.problems.length > 0 ? 1 : 0;
+}
+
+/** The variant named, or the one whose top level (products, or channels for gamma) the tree has. */
+function chooseVariant(name: string | undefined, root: string): Variant {
+  if (name !== undefined) {
+    if (!Object.hasOwn(VARIANTS, name)) throw new UsageError(USAGE, "--variant must be alpha, beta or gamma");
+    return VARIANTS[name as VariantName];
+  }
+  let top: string[] = [];
+  try {
+    top = readdirSync(root);
+  } catch {
+    // Reported below as a tree that needs --variant; the scan then reports it unreadable.
+  }
+  const matches = VARIANT_NAMES.map((n) => VARIANTS[n]).filter((v) => top.some((entry) => treeLevels(v)[0]!.values.includes(entry)));
+  if (matches.length !== 1) throw new UsageError(USAGE, `cannot tell the variant of ${root}; give --variant`);
+  return matches[0]!;
+}

@@ -1,0 +1,57 @@
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type Stats } from "node:fs";
+import { ReleaseProblem } from "./problem";
+
+/**
+ * Reads a small file of a release folder. Only a regular file is read: a symbolic link could point
+ * outside the tree (keys live next door in many deployments) and a FIFO would hang the scan.
+ */
+export function readRegularFile(path: string, name: string, maxBytes: number): Buffer {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new ReleaseProblem(code === "ENOENT" ? `${name} is missing` : code === "ELOOP" ? `${name} is a symbolic link` : `${name} cannot be read (${code})`);
+  }
+  try {
+    const stats = fstatSync(fd);
+    if (!stats.isFile()) throw new ReleaseProblem(`${name} is not a regular file`);
+    if (stats.size > maxBytes) throw new ReleaseProblem(`${name} is larger than ${maxBytes} bytes`);
+    const buffer = Buffer.allocUnsafe(stats.size);
+    let read = 0;
+    while (read < stats.size) {
+      const n = readSync(fd, buffer, read, stats.size - read, read);
+      if (n === 0) break;
+      read += n;
+    }
+    return buffer.subarray(0, read);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The installer's metadata, refusing anything but a regular file (no symbolic links). */
+export function statInstaller(path: string, name: string): Stats {
+  const stats = lstatSync(path, { throwIfNoEntry: false });
+  if (!stats) throw new ReleaseProblem(`installer ${name} is missing`);
+  if (stats.isSymbolicLink()) throw new ReleaseProblem(`installer ${name} is a symbolic link`);
+  if (!stats.isFile()) throw new ReleaseProblem(`installer ${name} is not a regular file`);
+  return stats;
+}
+
+/** SHA-256 (hex) of a file, read in chunks: installers can be large. Used by `release check` and `release sign`. */
+export function hashFile(path: string): string {
+  const hasher = new Bun.CryptoHasher("sha256");
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const chunk = Buffer.allocUnsafe(1 << 20);
+    for (;;) {
+      const n = readSync(fd, chunk, 0, chunk.length, null);
+      if (n === 0) break;
+      hasher.update(chunk.subarray(0, n));
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return hasher.digest("hex");
+}

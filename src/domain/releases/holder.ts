@@ -1,0 +1,139 @@
+import { watch, type FSWatcher } from "node:fs";
+import type { Logger } from "../../config/log";
+import { ReleaseIndex } from "./release-index";
+import { ReleaseTreeUnreadable, scanReleaseTree, type ScanOptions, type ScanResult } from "./scan";
+import { SignatureCache } from "./signature-cache";
+
+export interface ReleaseHolderOptions extends Omit<ScanOptions, "hashInstallers"> {
+  readonly root: string;
+  readonly log: Logger;
+  /** Quiet time after the last change before a re-scan; a long copy still re-scans every maxWaitMs. */
+  readonly debounceMs?: number;
+  readonly maxWaitMs?: number;
+}
+
+/**
+ * Holds the live release index of a tree. A re-scan builds a whole new index aside and swaps it in
+ * at once, so a request sees either the old tree or the new one, never a half-built index. A folder
+ * that is not a live release (a mirror halfway through copying it) is not in the new index, so the
+ * previous release of its lane stays the newest.
+ */
+export class ReleaseHolder {
+  private index: ReleaseIndex | null = null;
+  private readonly firstIndex: Promise<ReleaseIndex>;
+  private resolveFirst!: (index: ReleaseIndex) => void;
+  private running: Promise<ReleaseIndex> | null = null;
+  private pending: Promise<ReleaseIndex> | null = null;
+  private lastProblems = new Map<string, string>();
+  private watcher: FSWatcher | null = null;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private firstChangeAt = 0;
+  private readonly signatures: SignatureCache;
+
+  constructor(private readonly opts: ReleaseHolderOptions) {
+    this.signatures = opts.signatures ?? SignatureCache.open(null);
+    this.firstIndex = new Promise((resolve) => (this.resolveFirst = resolve));
+  }
+
+  /** The index now, or null before the first scan has finished. */
+  get current(): ReleaseIndex | null {
+    return this.index;
+  }
+
+  /** The index now; before the first scan has finished, waits for it. */
+  ready(): Promise<ReleaseIndex> {
+    return this.index ? Promise.resolve(this.index) : this.firstIndex;
+  }
+
+  /**
+   * Scans the tree and swaps the result in. Calls during a scan share one further scan after it,
+   * so a change made while scanning is never missed and scans never overlap.
+   */
+  rescan(): Promise<ReleaseIndex> {
+    if (!this.running) {
+      this.running = this.scanOnce().finally(() => (this.running = null));
+      return this.running;
+    }
+    this.pending ??= this.running.then(() => {
+      this.pending = null;
+      return this.rescan();
+    });
+    return this.pending;
+  }
+
+  /** Re-scans after changes under the root (debounced). Returns false when the platform cannot watch it. */
+  watch(): boolean {
+    if (this.watcher) return true;
+    try {
+      this.watcher = watch(this.opts.root, { recursive: true }, (_event, filename) => {
+        // rsync writes into hidden temporaries and renames them into place; the rename is the change.
+        const name = String(filename ?? "").split(/[\\/]/).at(-1) ?? "";
+        if (!name.startsWith(".")) this.changed();
+      });
+      this.watcher.on("error", (e) => this.opts.log.warn("release tree watch failed; send SIGHUP after changes", { root: this.opts.root, error: String(e) }));
+      return true;
+    } catch (e) {
+      this.opts.log.warn("cannot watch the release tree; send SIGHUP after changes", { root: this.opts.root, error: String(e) });
+      return false;
+    }
+  }
+
+  close(): void {
+    this.watcher?.close();
+    this.watcher = null;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private changed(): void {
+    const now = Date.now();
+    const debounce = this.opts.debounceMs ?? 250;
+    if (!this.timer) this.firstChangeAt = now;
+    else clearTimeout(this.timer);
+    const wait = Math.max(0, Math.min(debounce, this.firstChangeAt + (this.opts.maxWaitMs ?? 3000) - now));
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.rescan();
+    }, wait);
+  }
+
+  private async scanOnce(): Promise<ReleaseIndex> {
+    let result: ScanResult;
+    try {
+      result = await scanReleaseTree(this.opts.root, { ...this.opts, signatures: this.signatures });
+    } catch (e) {
+      const error = e instanceof ReleaseTreeUnreadable ? e.message : String((e as Error)?.stack ?? e);
+      this.opts.log.error("release tree not scanned; keeping the releases already served", { error });
+      return this.swapIn(this.index ?? ReleaseIndex.empty);
+    }
+    this.signatures.finishScan();
+    this.report(result);
+    return this.swapIn(result.index);
+  }
+
+  private swapIn(index: ReleaseIndex): ReleaseIndex {
+    const first = this.index === null;
+    this.index = index;
+    if (first) this.resolveFirst(index);
+    return index;
+  }
+
+  /** One warning per folder and reason, when it first appears (not again on every re-scan). */
+  private report(result: ScanResult): void {
+    const { log } = this.opts;
+    const problems = new Map(result.problems.map((p) => [p.folder, p.reason]));
+    for (const [folder, reason] of problems)
+      if (this.lastProblems.get(folder) !== reason) log.warn("release folder skipped", { folder, reason });
+    this.lastProblems = problems;
+    if (this.opts.releaseKeys.size === 0 && result.stats.folders > 0 && this.index === null)
+      log.warn("no release public keys in the keys directory: manifest signatures are not checked");
+    log.info("release index built", {
+      root: this.opts.root,
+      live: result.index.size,
+      skipped: result.problems.length,
+      signaturesVerified: result.stats.verified,
+      signaturesCached: result.stats.cached,
+      ms: Math.round(result.stats.ms),
+    });
+  }
+}

@@ -1,0 +1,196 @@
+import { readdirSync, type Dirent } from "node:fs";
+import { join } from "node:path";
+import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
+import type { PublicKeyInfo } from "../keys";
+import { hashFile, readRegularFile, statInstaller } from "./files";
+import { parseManifest, type Manifest, type ReleasePlace } from "./manifest";
+import { ReleaseProblem } from "./problem";
+import { ReleaseIndex, type Release } from "./release-index";
+import { checkSignature, parseSignature } from "./signature";
+import { SignatureCache } from "./signature-cache";
+
+/** Manifests and signatures are small; anything bigger is not one and is not read into memory. */
+const MAX_MANIFEST_BYTES = 64 * 1024;
+/** Folders scanned between two yields to the event loop, so a big first scan does not stall requests. */
+const FOLDERS_PER_SLICE = 256;
+
+export interface ScanOptions {
+  readonly variant: Variant;
+  /** Release public keys by kid. When there are none, signatures are not checked (design.md). */
+  readonly releaseKeys: ReadonlyMap<string, PublicKeyInfo>;
+  /** Remembered good signatures; a fresh in-memory one when absent. */
+  readonly signatures?: SignatureCache;
+  /** `release check`: also hash every installer against the manifest's sha256 (never done by the server). */
+  readonly hashInstallers?: boolean;
+}
+
+export interface ScanProblem {
+  /** Relative to the tree's root, `/`-separated. */
+  readonly folder: string;
+  readonly reason: string;
+}
+
+export interface ScanResult {
+  readonly index: ReleaseIndex;
+  readonly problems: readonly ScanProblem[];
+  readonly stats: {
+    readonly folders: number;
+    /** Signatures checked with ECDSA during this scan, and those found in the cache. */
+    readonly verified: number;
+    readonly cached: number;
+    readonly ms: number;
+  };
+}
+
+/** The error when the tree's root itself cannot be read: the caller keeps what it had. */
+export class ReleaseTreeUnreadable extends Error {}
+
+const etagOf = (hex: string) => `"${hex}"`;
+const sha256Hex = (bytes: Uint8Array) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
+const isHidden = (name: string) => name.startsWith(".");
+
+/** The directory levels above the release folders: product (when the variant has products), channel, platform. */
+export function treeLevels(variant: Variant): { readonly name: keyof ReleasePlace; readonly values: readonly string[] }[] {
+  return [
+    ...(variant.products.length > 0 ? [{ name: "product" as const, values: variant.products }] : []),
+    { name: "channel" as const, values: CHANNELS },
+    { name: "platform" as const, values: PLATFORMS },
+  ];
+}
+
+/**
+ * Walks `<product>/<channel>/<platform>/<release folder>/` (gamma: no product level) and builds an
+ * index of the live releases. Hidden entries (rsync's `.name.XXXXXX` temporaries among them) are
+ * ignored; every other folder that is not a live release becomes one problem with its reason.
+ */
+export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<ScanResult> {
+  const started = performance.now();
+  const signatures = opts.signatures ?? SignatureCache.open(null);
+  const levels = treeLevels(opts.variant);
+  const problems: ScanProblem[] = [];
+  const live: Release[] = [];
+  const counts = { folders: 0, verified: 0, cached: 0 };
+
+  const list = (dir: string): Dirent[] => readdirSync(dir, { withFileTypes: true }).filter((d) => !isHidden(d.name)).sort((a, b) => (a.name < b.name ? -1 : 1));
+  let top: Dirent[];
+  try {
+    top = list(root);
+  } catch (e) {
+    throw new ReleaseTreeUnreadable(`cannot read the release tree ${root} (${(e as NodeJS.ErrnoException).code ?? e})`);
+  }
+
+  const folders: { dir: string; rel: string; place: ReleasePlace }[] = [];
+  const walk = (dir: string, rel: string, entries: Dirent[], depth: number, place: Partial<Record<keyof ReleasePlace, string>>) => {
+    for (const entry of entries) {
+      const childRel = rel ? `${rel}/${entry.name}` : entry.name;
+      if (entry.isSymbolicLink()) {
+        problems.push({ folder: childRel, reason: "is a symbolic link (not followed)" });
+        continue;
+      }
+      if (!entry.isDirectory()) continue;
+      const child = join(dir, entry.name);
+      if (depth === levels.length) {
+        folders.push({ dir: child, rel: childRel, place: { product: place.product ?? null, channel: place.channel!, platform: place.platform! } });
+        continue;
+      }
+      const level = levels[depth]!;
+      if (!level.values.includes(entry.name)) {
+        problems.push({ folder: childRel, reason: `unknown ${level.name} (expected ${level.values.join(" or ")})` });
+        continue;
+      }
+      let children: Dirent[];
+      try {
+        children = list(child);
+      } catch (e) {
+        problems.push({ folder: childRel, reason: `cannot be read (${(e as NodeJS.ErrnoException).code ?? e})` });
+        continue;
+      }
+      walk(child, childRel, children, depth + 1, { ...place, [level.name]: entry.name });
+    }
+  };
+  walk(root, "", top, 0, {});
+
+  for (const [i, folder] of folders.entries()) {
+    if (i > 0 && i % FOLDERS_PER_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    counts.folders++;
+    try {
+      live.push(inspectFolder(folder.dir, folder.rel, folder.place, opts, signatures, counts));
+    } catch (e) {
+      if (!(e instanceof ReleaseProblem)) throw e;
+      problems.push({ folder: folder.rel, reason: e.message });
+    }
+  }
+  problems.sort((a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0));
+  return {
+    index: ReleaseIndex.of(live),
+    problems,
+    stats: { folders: counts.folders, verified: counts.verified, cached: counts.cached, ms: performance.now() - started },
+  };
+}
+
+/** One release folder → a live Release, or the ReleaseProblem that keeps it out. */
+function inspectFolder(
+  dir: string,
+  rel: string,
+  place: ReleasePlace,
+  opts: ScanOptions,
+  signatures: SignatureCache,
+  counts: { verified: number; cached: number },
+): Release {
+  const manifestFile = opts.variant.manifestFile;
+  const manifestBytes = readRegularFile(join(dir, manifestFile), manifestFile, MAX_MANIFEST_BYTES);
+  const manifest = parseManifest(manifestBytes, opts.variant, place);
+  const signatureBytes = readRegularFile(join(dir, `${manifestFile}.sig`), `${manifestFile}.sig`, MAX_MANIFEST_BYTES);
+  const installerPath = join(dir, manifest.installer);
+  checkInstallerSize(installerPath, manifest);
+
+  if (opts.releaseKeys.size > 0) {
+    const parsed = parseSignature(signatureBytes, opts.releaseKeys, opts.variant);
+    const key = SignatureCache.keyOf(parsed.key.spki, signatureBytes, manifestBytes);
+    if (signatures.has(key)) counts.cached++;
+    else {
+      checkSignature(manifestBytes, parsed);
+      counts.verified++;
+      signatures.add(key);
+    }
+  }
+  if (opts.hashInstallers) checkInstallerHash(installerPath, manifest);
+
+  return Object.freeze({
+    manifest,
+    folder: rel,
+    manifestBytes,
+    manifestEtag: etagOf(sha256Hex(manifestBytes)),
+    signatureBytes,
+    signatureEtag: etagOf(sha256Hex(signatureBytes)),
+    installerEtag: etagOf(manifest.sha256),
+    installerPath,
+  });
+}
+
+export function checkInstallerSize(path: string, manifest: Manifest): void {
+  const size = statInstaller(path, manifest.installer).size;
+  if (size !== manifest.size) throw new ReleaseProblem(`installer ${manifest.installer} is ${size} bytes, the manifest says ${manifest.size}`);
+}
+
+export function checkInstallerHash(path: string, manifest: Manifest): void {
+  if (hashFile(path) !== manifest.sha256) throw new ReleaseProblem(`installer ${manifest.installer} does not match the manifest's sha256`);
+}
+
+/**
+ * The place a manifest's path puts it at: the folders above its release folder
+ * (`.../<product>/<channel>/<platform>/<release>/<manifest>`). Used by `release sign`.
+ */
+export function placeOfManifestPath(path: string, variant: Variant): ReleasePlace {
+  const parts = path.split(/[\\/]+/).filter((p) => p !== "" && p !== ".");
+  const levels = treeLevels(variant);
+  if (parts.at(-1) !== variant.manifestFile) throw new ReleaseProblem(`a ${variant.name} manifest is named ${variant.manifestFile}`);
+  const above = parts.slice(-2 - levels.length, -2);
+  if (above.length !== levels.length) throw new ReleaseProblem(`the manifest must sit in ${levels.map((l) => `<${l.name}>`).join("/")}/<release folder>/`);
+  const place: Record<string, string | null> = { product: null };
+  levels.forEach((level, i) => {
+    if (!level.values.includes(above[i]!)) throw new ReleaseProblem(`${above[i]} is not a ${level.name} (expected ${level.values.join(" or ")})`);
+    place[level.name] = above[i]!;
+  });
+  return place as unknown as ReleasePlace;
+}

@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { VARIANTS, type VariantName } from "../../src/config/variants";
+import { releaseSite } from "../release-tree";
+
+type Record_ = { product?: string; channel: string; platform: string; version: string; released: string; installer: string; size: number; sha256: string; manifest: string };
+
+describe.each(["alpha", "beta", "gamma"] as VariantName[])("GET /releases, %s", (variant) => {
+  const v = VARIANTS[variant];
+  const products = v.products.length > 0 ? v.products : [null];
+  let s: Awaited<ReturnType<typeof releaseSite>>;
+  let both: string;
+  let stableOnly: string;
+  const list = async (token: string, query = "") => {
+    const res = await s.site.request("GET", `/releases${query}`, { token });
+    return { status: res.status, body: (await res.json()) as { ok: boolean; releases: Record_[]; error?: string } };
+  };
+
+  beforeAll(async () => {
+    s = await releaseSite(variant);
+    products.forEach((product, i) => {
+      s.tree.add({ product, version: "1.0.0", released: `2026-09-0${i + 1}T00:00:00+00:00` });
+      s.tree.add({ product, version: "1.1.0", released: `2026-10-0${i + 1}T12:00:00+02:00` });
+      s.tree.add({ product, channel: "preview", version: "1.2.0-beta.1", released: `2026-11-0${i + 1}T00:00:00+00:00` });
+    });
+    // Same time: the higher version comes first.
+    s.tree.add({ product: products[0], version: "1.1.1", released: "2026-10-01T10:00:00+00:00" });
+    await s.holder.rescan();
+    both = await s.token(["stable", "preview"]);
+    stableOnly = await s.token(["stable"]);
+  });
+  afterAll(() => s.close());
+
+  test("every live release on the entitlement's channels, newest first, with design.md's record", async () => {
+    const { status, body } = await list(both);
+    expect(status).toBe(200);
+    expect(body.ok).toBe(true);
+    expect(body.releases).toHaveLength(3 * products.length + 1);
+    const times = body.releases.map((r) => Date.parse(r.released));
+    expect(times).toEqual([...times].sort((a, b) => b - a));
+    const first = body.releases.find((r) => r.version === "1.1.1")!;
+    const lane = [...(products[0] ? [products[0]] : []), "stable", "win-x64"].join("/");
+    expect(first).toEqual({
+      ...(products[0] ? { product: products[0] } : {}),
+      channel: "stable",
+      platform: "win-x64",
+      version: "1.1.1",
+      released: "2026-10-01T10:00:00+00:00",
+      installer: `${products[0] ?? variant}-1.1.1-win-x64.exe`,
+      size: 10000,
+      sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      manifest: `/api/v1/updates/${lane}/${v.manifestFile}`,
+    });
+    const idx = (version: string) => body.releases.findIndex((r) => r.version === version && r.product === first.product);
+    expect(idx("1.1.0")).toBe(idx("1.1.1") + 1);
+    expect(body.releases.find((r) => r.version === "1.1.0")!.released).toMatch(/T10:00:00\+00:00$/);
+    const manifest = await s.site.request("GET", first.manifest.replace("/api/v1", ""), { token: both });
+    expect(manifest.status).toBe(200);
+  });
+
+  test("a stable-only entitlement sees no preview release", async () => {
+    const { body } = await list(stableOnly);
+    expect(body.releases.length).toBe(2 * products.length + 1);
+    expect(body.releases.every((r) => r.channel === "stable")).toBe(true);
+  });
+
+  test("bearer required", async () => {
+    const res = await s.site.request("GET", "/releases");
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toBe("Bearer");
+  });
+
+  if (v.products.length > 0) {
+    test("optional product query filters; an unknown product is 400 invalid_request", async () => {
+      const { body } = await list(both, `?product=${v.products[1]}`);
+      expect(body.releases.length).toBe(3);
+      expect(body.releases.every((r) => r.product === v.products[1])).toBe(true);
+      const bad = await list(both, "?product=nope");
+      expect(bad.status).toBe(400);
+      expect(bad.body.error).toBe("invalid_request");
+    });
+  } else {
+    test("no product query: a product parameter is 400 invalid_request", async () => {
+      const bad = await list(both, "?product=gamma");
+      expect(bad.status).toBe(400);
+      expect(bad.body.error).toBe("invalid_request");
+      expect((await list(both)).body.releases.every((r) => !("product" in r))).toBe(true);
+    });
+  }
+});

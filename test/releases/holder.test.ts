@@ -1,0 +1,124 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { renameSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createLogger } from "../../src/config/log";
+import { VARIANTS } from "../../src/config/variants";
+import { loadKeyRing } from "../../src/domain/keys";
+import { ReleaseHolder } from "../../src/domain/releases/holder";
+import { releaseKeysOf } from "../../src/domain/releases/signature";
+import { ReleaseTree } from "../release-tree";
+
+const cleanup: (() => void)[] = [];
+afterEach(() => cleanup.splice(0).forEach((f) => f()));
+
+async function holderOf(t: ReleaseTree, opts: { debounceMs?: number } = {}) {
+  const lines: Record<string, unknown>[] = [];
+  const log = createLogger("json", "debug", (line) => lines.push(JSON.parse(line)));
+  const holder = new ReleaseHolder({
+    root: t.root,
+    variant: VARIANTS[t.variant],
+    releaseKeys: releaseKeysOf(await loadKeyRing(t.keysDir, VARIANTS[t.variant])),
+    log,
+    debounceMs: opts.debounceMs ?? 50,
+  });
+  cleanup.push(() => holder.close());
+  return { holder, lines };
+}
+function tree() {
+  const t = new ReleaseTree("gamma");
+  cleanup.push(() => t.remove());
+  return t;
+}
+const latest = (h: ReleaseHolder) => h.current?.latest(null, "stable", "win-x64")?.manifest.version;
+
+async function eventually(check: () => boolean, ms = 5000) {
+  const until = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > until) throw new Error("condition not met in time");
+    await Bun.sleep(20);
+  }
+}
+
+describe("release holder", () => {
+  test("ready() waits for the first scan; a re-scan swaps a new index in whole, readers keep theirs", async () => {
+    const t = tree();
+    t.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00" });
+    const { holder } = await holderOf(t);
+    expect(holder.current).toBeNull();
+    const pending = holder.ready();
+    void holder.rescan();
+    const before = await pending;
+    expect(before.latest(null, "stable", "win-x64")!.manifest.version).toBe("1.0.0");
+    t.add({ version: "1.1.0", released: "2026-10-01T00:00:00+00:00" });
+    const after = await holder.rescan();
+    expect(after).not.toBe(before);
+    expect(after.latest(null, "stable", "win-x64")!.manifest.version).toBe("1.1.0");
+    expect(before.latest(null, "stable", "win-x64")!.manifest.version).toBe("1.0.0");
+    expect(Object.isFrozen(before.all)).toBe(true);
+  });
+
+  test("calls during a scan share one further scan, so no change is missed", async () => {
+    const t = tree();
+    t.add({ version: "1.0.0" });
+    const { holder, lines } = await holderOf(t);
+    const a = holder.rescan();
+    const b = holder.rescan();
+    const c = holder.rescan();
+    expect(b).toBe(c);
+    await Promise.all([a, b, c]);
+    expect(lines.filter((l) => l.msg === "release index built")).toHaveLength(2);
+  });
+
+  test("a half-copied release never replaces a good one, and is served once complete", async () => {
+    const t = tree();
+    t.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00" });
+    const { holder } = await holderOf(t);
+    await holder.rescan();
+    // rsync: the manifest and signature are in place, the installer still a hidden temporary.
+    const next = t.add({ version: "1.1.0", released: "2026-10-01T00:00:00+00:00" });
+    const temp = join(next.dir, `.${next.installer}.Xy12Zq`);
+    renameSync(next.installerPath, temp);
+    expect((await holder.rescan()).latest(null, "stable", "win-x64")!.manifest.version).toBe("1.0.0");
+    renameSync(temp, next.installerPath);
+    expect((await holder.rescan()).latest(null, "stable", "win-x64")!.manifest.version).toBe("1.1.0");
+  });
+
+  test("one warning per broken folder and reason, not again on every re-scan", async () => {
+    const t = tree();
+    const broken = t.add({ version: "1.0.0" });
+    rmSync(`${broken.manifestPath}.sig`);
+    const { holder, lines } = await holderOf(t);
+    await holder.rescan();
+    await holder.rescan();
+    const warnings = () => lines.filter((l) => l.msg === "release folder skipped");
+    expect(warnings()).toEqual([expect.objectContaining({ level: "warn", folder: "stable/win-x64/1.0.0", reason: "gamma-update.json.sig is missing" })]);
+    writeFileSync(broken.manifestPath, "{");
+    await holder.rescan();
+    expect(warnings()).toHaveLength(2);
+  });
+
+  test("an unreadable tree keeps the releases already served", async () => {
+    const t = tree();
+    t.add({ version: "1.0.0" });
+    const { holder, lines } = await holderOf(t);
+    await holder.rescan();
+    renameSync(t.root, `${t.root}.moved`);
+    await holder.rescan();
+    expect(latest(holder)).toBe("1.0.0");
+    expect(lines.some((l) => l.level === "error" && String(l.error).includes("cannot read the release tree"))).toBe(true);
+  });
+
+  test("a release added while watching is in the index within seconds; temporaries alone do not re-scan", async () => {
+    const t = tree();
+    t.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00" });
+    const { holder, lines } = await holderOf(t);
+    await holder.rescan();
+    expect(holder.watch()).toBe(true);
+    const builds = () => lines.filter((l) => l.msg === "release index built").length;
+    writeFileSync(join(t.root, "stable", "win-x64", ".tmp.AbCdEf"), "x");
+    await Bun.sleep(300);
+    expect(builds()).toBe(1);
+    t.add({ version: "1.1.0", released: "2026-10-01T00:00:00+00:00" });
+    await eventually(() => latest(holder) === "1.1.0");
+  });
+});
