@@ -19,6 +19,8 @@ export interface FuzzWorld {
   readonly variant: Variant;
   readonly routes: ReadonlyArray<{ method: string; path: string }>;
   readonly licenseKey: string;
+  /** Names of the files in the release tree, so file parameters name real files too. */
+  readonly fileNames: readonly string[];
   /** Real tokens and their devices, so some requests get past authentication. */
   readonly tokens: ReadonlyArray<{ token: string; device: Record<string, unknown> }>;
 }
@@ -83,32 +85,31 @@ const HOSTILE_SEGMENTS = [
   "x".repeat(3000),
 ];
 
-function validSegments(v: Variant): string[] {
-  const versions = ["1.0.0", "2.3.4", "0.0.1-beta.1"];
-  return [
-    ...v.products,
-    ...CHANNELS,
-    ...PLATFORMS,
-    v.manifestFile,
-    `${v.manifestFile}.sig`,
-    ...versions,
-    ...versions.map((ver) => `${v.products[0] ?? v.name}-${ver}-win-x64.exe`),
-    "latest",
-  ];
+/** Values a path parameter really takes, by its name where the name says (product, channel, platform). */
+function validSegments(w: FuzzWorld, param: string): readonly string[] {
+  const v = w.variant;
+  if (/product/i.test(param) && v.products.length > 0) return v.products;
+  if (/channel/i.test(param)) return CHANNELS;
+  if (/platform/i.test(param)) return PLATFORMS;
+  const versions = ["1.0.0", "1.1.0", "1.2.0-beta.1", "2.3.4"];
+  const product = v.products[0] ?? v.name;
+  return [...w.fileNames, v.manifestFile, v.manifestFile, `${v.manifestFile}.sig`, ...versions, ...versions.map((ver) => `${product}-${ver}-win-x64.exe`), "latest"];
 }
 
-function segment(r: Random, w: FuzzWorld): string {
+function segment(r: Random, w: FuzzWorld, param = ""): string {
   const roll = r();
-  if (roll < 0.5) return pick(r, validSegments(w.variant));
-  if (roll < 0.85) return pick(r, HOSTILE_SEGMENTS);
-  return encodeURIComponent(randomString(r, 40));
+  if (roll < 0.85) return pick(r, validSegments(w, param));
+  if (roll < 0.95) return pick(r, HOSTILE_SEGMENTS);
+  return encodeURIComponent(randomString(r, 40).toWellFormed());
 }
 
-function fillPath(r: Random, template: string, w: FuzzWorld): string {
+function fillPath(r: Random, template: string, w: FuzzWorld, clean: boolean): string {
+  const param = (name: string) => (clean ? pick(r, validSegments(w, name)) : segment(r, w, name));
   let path = template
     .split("/")
-    .map((seg) => (seg.startsWith(":") ? segment(r, w) : seg === "*" ? Array.from({ length: 1 + int(r, 3) }, () => segment(r, w)).join("/") : seg))
+    .map((seg) => (seg.startsWith(":") ? param(seg.slice(1)) : seg === "*" ? Array.from({ length: 1 + int(r, 3) }, () => param("")).join("/") : seg))
     .join("/");
+  if (clean) return path;
   const mutations: Array<(p: string) => string> = [
     (p) => p + "/",
     (p) => p.replace("/api/", "//api/"),
@@ -123,7 +124,7 @@ function fillPath(r: Random, template: string, w: FuzzWorld): string {
     (p) => p + "?" + pick(r, ["token=abc", "key=AL-AAAAA", "a=%zz", "x=" + "y".repeat(5000), "__proto__[x]=1", "&&&=="]),
     (p) => p + "#frag",
   ];
-  if (chance(r, 0.35)) path = pick(r, mutations)(path);
+  if (chance(r, 0.25)) path = pick(r, mutations)(path);
   return path.startsWith("/") ? path : "/" + path;
 }
 
@@ -131,7 +132,7 @@ function token(r: Random, w: FuzzWorld): string | null {
   const real = pick(r, w.tokens).token;
   const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString("base64url");
   const [h, p, s] = real.split(".") as [string, string, string];
-  if (chance(r, 0.35)) return real;
+  if (chance(r, 0.5)) return real;
   const options: Array<() => string | null> = [
     () => null,
     () => real.slice(0, -2) + (real.endsWith("AA") ? "BB" : "AA"),
@@ -243,11 +244,13 @@ const CONTENT_TYPES = [
   "application/json, text/plain",
 ];
 
+const RANGES = ["bytes=0-", "bytes=0-10", "bytes=-5", "bytes=100-", "bytes=abc", "bytes=5-1", "bytes=-0", "bytes=0-1,2-3,4-5", "bytes=99999999999999999999-", "items=0-1", "bytes=-99999999999", "bytes=3840-", "bytes= 0-1"];
+
 function extraHeaders(r: Random, h: Record<string, string>): void {
   const pool: Array<[string, () => string]> = [
     ["content-length", () => pick(r, ["0", "-1", "99999999999", "abc", "16385", "1"])],
     ["x-forwarded-for", () => pick(r, ["1.2.3.4", "::1", "garbage", "1.2.3.4, 5.6.7.8", "999.1.1.1", "[::1]:80", ""])],
-    ["range", () => pick(r, ["bytes=0-", "bytes=abc", "bytes=5-1", "bytes=-0", "bytes=0-1,2-3,4-5", "bytes=99999999999999999999-", "items=0-1", "bytes=-99999999999"])],
+    ["range", () => pick(r, RANGES)],
     ["if-range", () => pick(r, ['"etag"', "Thu, 01 Jan 1970 00:00:00 GMT", "garbage"])],
     ["if-none-match", () => pick(r, ["*", '"x"', 'W/"x"', "garbage"])],
     ["if-modified-since", () => pick(r, ["garbage", "Thu, 01 Jan 2099 00:00:00 GMT", "0"])],
@@ -267,11 +270,28 @@ function extraHeaders(r: Random, h: Record<string, string>): void {
   }
 }
 
-/** One hostile request aimed at one of the app's routes. */
+/**
+ * One hostile request aimed at one of the app's routes. A fifth are well-formed (the route's
+ * method, real parameter values, a live token, a valid body) but for odd extra headers, so the
+ * fuzz also reaches what lies behind authentication and validation.
+ */
 export function fuzzRequest(r: Random, w: FuzzWorld): FuzzRequest {
   const route = pick(r, w.routes);
+  const clean = chance(r, 0.2) && /^[A-Z]+$/.test(route.method);
+  if (clean) {
+    const { token, device } = pick(r, w.tokens);
+    const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+    let payload: string | undefined;
+    if (route.method !== "GET" && route.method !== "HEAD") {
+      payload = JSON.stringify({ key: w.licenseKey, device, id_token: "a.b.c" });
+      headers["content-type"] = "application/json";
+    }
+    if (chance(r, 0.6)) extraHeaders(r, headers);
+    if (route.method === "GET" && chance(r, 0.4)) headers.range = pick(r, RANGES);
+    return { route: `${route.method} ${route.path}`, method: route.method, path: fillPath(r, route.path, w, true), headers, body: payload };
+  }
   const method = chance(r, 0.7) && /^[A-Z]+$/.test(route.method) ? route.method : pick(r, METHODS);
-  const path = fillPath(r, route.path, w);
+  const path = fillPath(r, route.path, w, false);
   const headers: Record<string, string> = {};
   const auth = authorization(r, w);
   if (auth !== null) headers.authorization = auth;

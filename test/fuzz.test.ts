@@ -9,13 +9,13 @@
  * KEYTURN_FUZZ_STATS=1 prints the answers by status and error code (is the fuzz reaching deep?).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { VariantName } from "../src/config/variants";
 import { VARIANTS } from "../src/config/variants";
 import { ERROR_CODES } from "../src/domain/errors";
 import { STATUS_OF } from "../src/http/status";
-import { BASE, createLicense, device, testSite, type TestSite } from "./helpers";
+import { BASE, createLicense, device, tempDir, testSite, type TestSite } from "./helpers";
 import { fuzzRequest, seededRandom, type FuzzWorld } from "./fuzz-gen";
 
 const SEED = Number(process.env.KEYTURN_FUZZ_SEED ?? 20261121);
@@ -40,27 +40,47 @@ interface Failure {
 }
 
 const sites: TestSite[] = [];
+const root = tempDir("keyturn-fuzz-");
 afterAll(async () => {
   for (const s of sites) await s.close();
+  rmSync(root, { recursive: true, force: true });
 });
 
-async function world(variant: VariantName): Promise<{ site: TestSite; world: FuzzWorld }> {
+/**
+ * The variant's example release tree when the repository has one (so update and file routes
+ * answer with real files, ranges and all), else an empty tree; a marked file sits just outside it.
+ */
+function releaseTree(variant: VariantName): string {
+  const tree = join(root, variant, "releases");
+  const example = join(import.meta.dir, "..", "releases.example", variant);
+  if (existsSync(example)) cpSync(example, tree, { recursive: true });
+  else mkdirSync(tree, { recursive: true });
+  writeFileSync(join(tree, "..", "outside.txt"), OUTSIDE_MARKER);
+  return tree;
+}
+
+async function world(variant: VariantName): Promise<{ site: TestSite; world: FuzzWorld; renewTokens(): Promise<void> }> {
   const site = await testSite(variant, {
-    settings: { "rate-limit-signin": "1000000/60s", "rate-limit-api": "1000000/60s" },
+    settings: { releases: releaseTree(variant), "rate-limit-signin": "1000000/60s", "rate-limit-api": "1000000/60s" },
   });
   sites.push(site);
-  mkdirSync(join(site.dir, "releases"), { recursive: true });
-  writeFileSync(join(site.dir, "outside.txt"), OUTSIDE_MARKER);
-  const { key } = await createLicense(site, { seats: 1000, channels: ["stable", "preview"] });
+  const fileNames = readdirSync(join(root, variant, "releases"), { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => e.name);
+  const { key } = await createLicense(site, { seats: 100_000, channels: ["stable", "preview"] });
   const tokens: Array<{ token: string; device: ReturnType<typeof device> }> = [];
-  for (let i = 0; i < 100; i++) {
-    const dev = device(variant);
-    const r = await site.request("POST", "/licenses/activate", { body: { key, device: dev } });
-    expect(r.status).toBe(200);
-    tokens.push({ token: ((await r.json()) as { token: string }).token, device: dev });
-  }
+  // The fuzz deactivates installations as it goes; fresh tokens keep it reaching past the bearer check.
+  const renewTokens = async () => {
+    tokens.length = 0;
+    for (let i = 0; i < 30; i++) {
+      const dev = device(variant);
+      const r = await site.request("POST", "/licenses/activate", { body: { key, device: dev } });
+      expect(r.status).toBe(200);
+      tokens.push({ token: ((await r.json()) as { token: string }).token, device: dev });
+    }
+  };
   const routes = site.app.routes.map((r) => ({ method: r.method, path: r.path }));
-  return { site, world: { variant: VARIANTS[variant], routes, licenseKey: key, tokens } };
+  return { site, world: { variant: VARIANTS[variant], routes, licenseKey: key, fileNames, tokens }, renewTokens };
 }
 
 function leaks(text: string, site: TestSite): string | null {
@@ -70,6 +90,7 @@ function leaks(text: string, site: TestSite): string | null {
     ["source path", "/src/"],
     ["node_modules", "node_modules"],
     ["the site's directory", site.dir],
+    ["the release tree's directory", root],
     ["the working directory", process.cwd()],
     ["a file outside the release tree", OUTSIDE_MARKER],
     ["/etc/passwd", "root:x:0:0"],
@@ -117,8 +138,9 @@ function judge(res: { status: number; headers: Headers }, method: string, text: 
 for (const round of ROUNDS) {
   let site: TestSite;
   let w: FuzzWorld;
+  let renewTokens: () => Promise<void>;
   beforeAll(async () => {
-    ({ site, world: w } = await world(round.variant));
+    ({ site, world: w, renewTokens } = await world(round.variant));
   });
 
   test(`${round.variant}: ${round.requests} hostile requests across every route`, async () => {
@@ -130,6 +152,7 @@ for (const round of ROUNDS) {
     const refs = new Map<string, string>();
     let built = 0;
     for (let i = 0; i < round.requests; i++) {
+      if (i % 400 === 0) await renewTokens();
       const spec = fuzzRequest(random, w);
       let request: Request;
       try {
