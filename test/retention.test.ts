@@ -5,6 +5,7 @@ import { openSqliteStore, type SqliteStore } from "../src/store/sqlite";
 import type { AuditRecord } from "../src/store/types";
 import { tempDir, testClock } from "./helpers";
 import { rmSync } from "node:fs";
+import { siteArgs, siteDirs, startServe } from "./processes";
 
 const DAY = 86_400_000;
 const dirs: string[] = [];
@@ -89,4 +90,29 @@ test("a failing prune is logged and retried on the next tick, never thrown", asy
   expect(await refs(s)).toEqual([]);
   schedule.stop();
   await s.close();
+});
+
+test("serve prunes at start: an audit line past --audit-retention is gone once it answers", async () => {
+  const root = tempDir();
+  dirs.push(root);
+  const site = siteDirs(root, "alpha");
+  const s = openSqliteStore(site.data);
+  const now = Date.now();
+  await s.writeAudit(line("ref_past", now - 2 * DAY));
+  await s.writeAudit(line("ref_recent", now - 1000));
+  await s.close();
+  const serve = await startServe([...siteArgs("alpha", site), "--audit-retention", "1d"]);
+  try {
+    const check = openSqliteStore(site.data);
+    let left: string[] = [];
+    for (let i = 0; i < 100; i++) {
+      left = (await refs(check)).filter((r) => r.startsWith("ref_past") || r.startsWith("ref_recent"));
+      if (!left.includes("ref_past")) break;
+      await Bun.sleep(20);
+    }
+    await check.close();
+    expect(left).toEqual(["ref_recent"]);
+  } finally {
+    expect(await serve.stop()).toBe(0);
+  }
 });
