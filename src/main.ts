@@ -1,5 +1,7 @@
 #!/usr/bin/env bun
 import { activationCommand } from "./cli/activation";
+import { auditCommand } from "./cli/audit";
+import { backupCommand } from "./cli/backup";
 import { runCommand, UsageError } from "./cli/io";
 import { keysCommand } from "./cli/keys";
 import { licenseCommand } from "./cli/license";
@@ -17,6 +19,8 @@ const COMMANDS: Record<string, Command> = {
   activation: activationCommand,
   migrate: migrateCommand,
   release: releaseCommand,
+  audit: auditCommand,
+  backup: backupCommand,
 };
 
 const USAGE = `keyturn ${Object.keys(COMMANDS).join("|")} ... (keyturn --version, keyturn serve --help)`;

@@ -1,6 +1,7 @@
 import { readSettings, toConfig } from "../config/config";
 import { SETTINGS, envName } from "../config/settings";
 import { Admin } from "../domain/admin";
+import { startRetention } from "../domain/retention";
 import { createApp } from "../http/app";
 import { VERSION } from "../version";
 import { compose } from "./compose";
@@ -34,6 +35,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   const { store, keys, services } = await compose(config);
   const log = services.log;
   if (!keys.signing) log.warn("no license signing key: activate, refresh and sign-in answer licensing_unavailable", { keys: config.keysDir });
+  const retention = startRetention({ store, clock: services.clock, log, auditRetentionSeconds: config.auditRetentionSeconds });
   const app = createApp(services);
   app.listen({ hostname: config.host, port: config.port, maxRequestBodySize: 1024 * 1024 });
   const server = app.server!;
@@ -54,6 +56,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
     const stop = async (signal: string) => {
       log.info("shutting down", { signal });
       services.releases.close();
+      retention.stop();
       await server.stop(false);
       await store.close();
       resolveExit(0);

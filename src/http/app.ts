@@ -52,6 +52,11 @@ export function createApp(services: AppServices) {
     .onStart(({ server: s }) => {
       server = s as typeof server;
     })
+    // Elysia hands a route `null` for a path parameter whose %-encoding is malformed; such a path
+    // names nothing, so it is refused here before any route sees it.
+    .onRequest(({ request }) => {
+      if (!isWellEncodedPath(request.url)) throw new KeyturnError("not_found", "There is nothing at this address.");
+    })
     .onError(async ({ error, code, request }) => {
       const path = new URL(request.url).pathname;
       let err: KeyturnError;
@@ -79,6 +84,15 @@ export function createApp(services: AppServices) {
 }
 
 export type App = ReturnType<typeof createApp>;
+
+function isWellEncodedPath(url: string): boolean {
+  try {
+    decodeURIComponent(new URL(url).pathname);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 function routePattern(path: string): RegExp {
   const escaped = path

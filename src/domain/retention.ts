@@ -1,0 +1,80 @@
+import type { Logger } from "../config/log";
+import type { Store } from "../store/types";
+import type { Clock } from "./clock";
+
+export interface Pruned {
+  readonly audit: number;
+  readonly challenges: number;
+}
+
+/** Deletes audit lines older than the retention and staff challenges past their expiry. */
+export async function pruneRecords(store: Store, clock: Clock, auditRetentionSeconds: number): Promise<Pruned> {
+  const now = clock();
+  const audit = await store.pruneAudit(now - auditRetentionSeconds * 1000);
+  const challenges = await store.pruneChallenges(now);
+  return { audit, challenges };
+}
+
+/** The part of the timer API the schedule uses; tests pass their own to run ticks by hand. */
+export interface Timers {
+  setInterval(tick: () => void, ms: number): unknown;
+  clearInterval(handle: unknown): void;
+}
+
+const realTimers: Timers = {
+  setInterval(tick, ms) {
+    const handle = setInterval(tick, ms);
+    // The schedule alone must never keep a process alive.
+    handle.unref();
+    return handle;
+  },
+  clearInterval: (handle) => clearInterval(handle as ReturnType<typeof setInterval>),
+};
+
+export interface RetentionOptions {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly auditRetentionSeconds: number;
+  /** How often to prune; hourly by default, so the audit table never holds much more than its retention. */
+  readonly everyMs?: number;
+  readonly timers?: Timers;
+}
+
+export interface RetentionSchedule {
+  /** Prunes now (also what every tick does); a failure is logged, never thrown. */
+  run(): Promise<Pruned | null>;
+  stop(): void;
+}
+
+/** Prunes once at start, then every `everyMs`. Overlapping ticks are skipped, not queued. */
+export function startRetention(o: RetentionOptions): RetentionSchedule {
+  const timers = o.timers ?? realTimers;
+  let running: Promise<Pruned | null> | null = null;
+  let stopped = false;
+  const run = () => {
+    if (stopped) return Promise.resolve(null);
+    running ??= pruneRecords(o.store, o.clock, o.auditRetentionSeconds)
+      .then((pruned) => {
+        if (pruned.audit > 0 || pruned.challenges > 0) o.log.info("pruned old records", { ...pruned });
+        return pruned;
+      })
+      .catch((e: unknown) => {
+        o.log.warn("pruning old records failed; will try again", { error: String(e) });
+        return null;
+      })
+      .finally(() => {
+        running = null;
+      });
+    return running;
+  };
+  const handle = timers.setInterval(() => void run(), o.everyMs ?? 3_600_000);
+  void run();
+  return {
+    run,
+    stop() {
+      stopped = true;
+      timers.clearInterval(handle);
+    },
+  };
+}
