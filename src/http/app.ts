@@ -3,8 +3,11 @@ import { KeyturnError } from "../domain/errors";
 import type { AuditAction } from "../domain/audit";
 import { bearerToken } from "./bearer";
 import type { AppDeps, AppServices } from "./deps";
+import { frontDoor } from "./front-door";
 import { errorResponse } from "./respond";
 import { licensingRoutes } from "./routes/licensing";
+import { siteRoutes } from "./routes/site";
+import { STATUS_OF } from "./status";
 
 export const API_PREFIX = "/api/v1";
 
@@ -27,13 +30,15 @@ export function createApp(services: AppServices) {
   let server: { requestIP(r: Request): { address: string } | null } | null = null;
   const peerAddress =
     services.peerAddress ?? ((request: Request) => server?.requestIP(request)?.address ?? null);
+  const front = frontDoor({ ...services, apiPrefix: API_PREFIX, peerAddress });
   const deps: AppDeps = {
     ...services,
-    context: (request) => ({ address: peerAddress(request) }),
+    context: (request) => ({ address: front.address(request) }),
     authenticate: (request) => services.licensing.authenticate(bearerToken(request)),
   };
 
   const api = new Elysia({ prefix: API_PREFIX }).use(licensingRoutes(deps));
+  api.use(siteRoutes(deps));
 
   const routes = api.routes.map((r) => ({ method: r.method, pattern: routePattern(r.path) }));
   const allowedMethods = (path: string) => {
@@ -46,6 +51,8 @@ export function createApp(services: AppServices) {
     .onStart(({ server: s }) => {
       server = s as typeof server;
     })
+    .onRequest(front.onRequest)
+    .onAfterResponse(front.onAfterResponse)
     .onError(async ({ error, code, request }) => {
       const path = new URL(request.url).pathname;
       let err: KeyturnError;
@@ -66,6 +73,7 @@ export function createApp(services: AppServices) {
       } catch (e) {
         services.log.error("audit write failed", { error: String(e) });
       }
+      front.refused(request, STATUS_OF[err.code], err.ref);
       return errorResponse(err, headers);
     })
     .use(api);

@@ -3,6 +3,8 @@ import type { Variant } from "../config/variants";
 import type { Audit, RequestContext } from "../domain/audit";
 import type { Clock } from "../domain/clock";
 import type { Licensing, Principal } from "../domain/licensing";
+import type { Site } from "../domain/site";
+import type { RateLimiter } from "./rate-limit";
 
 /** What createApp is built from; cli/compose.ts assembles it, tests too. */
 export interface AppServices {
@@ -16,6 +18,12 @@ export interface AppServices {
    * tests that drive `app.handle` pass their own.
    */
   readonly peerAddress?: (request: Request) => string | null;
+  /** Counts every request against its client's budget before anything else is done. */
+  readonly rateLimiter: RateLimiter;
+  /** CIDRs of proxies whose X-Forwarded-For is believed (config.trustProxy). */
+  readonly trustProxy: readonly string[];
+  /** Health and metadata (GET /health, /meta). */
+  readonly site: Site;
 }
 
 /** Services plus the per-request helpers every route uses. */
