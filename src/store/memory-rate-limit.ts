@@ -19,6 +19,8 @@ interface Window {
  */
 export class MemoryRateLimitStore implements RateLimitStore {
   private readonly windows = new Map<string, Window>();
+  /** When the front entry's window ends: nothing can be swept before then. */
+  private frontResetAt = Infinity;
 
   constructor(private readonly maxKeys = DEFAULT_MAX_KEYS) {
     if (!(maxKeys >= 10)) throw new RangeError("maxKeys must be at least 10");
@@ -40,24 +42,36 @@ export class MemoryRateLimitStore implements RateLimitStore {
     const windowMs = windowSeconds * 1000;
     const fresh = { count: 1, resetAt: (Math.floor(now / windowMs) + 1) * windowMs };
     this.windows.set(key, fresh);
+    if (this.windows.size === 1) this.frontResetAt = fresh.resetAt;
     return { count: 1, resetAt: fresh.resetAt };
   }
 
   async close(): Promise<void> {
     this.windows.clear();
+    this.frontResetAt = Infinity;
   }
 
+  // Walking a Map from its front steps over the entries deleted there, so these walk only when
+  // there is something to remove, never on every request.
   private sweepExpired(now: number): void {
+    if (now < this.frontResetAt) return;
     for (const [key, w] of this.windows) {
-      if (w.resetAt > now) return;
+      if (w.resetAt > now) break;
       this.windows.delete(key);
     }
+    this.noteFront();
   }
 
   private evictOldest(n: number): void {
     for (const key of this.windows.keys()) {
-      if (n-- <= 0) return;
+      if (n-- <= 0) break;
       this.windows.delete(key);
     }
+    this.noteFront();
+  }
+
+  private noteFront(): void {
+    const first = this.windows.values().next();
+    this.frontResetAt = first.done ? Infinity : first.value.resetAt;
   }
 }
