@@ -67,7 +67,8 @@ export function frontDoor(d: FrontDoorDeps) {
     /** The client's address for audit lines and logs. */
     address: (request: Request) => stateOf(request).address,
 
-    async onRequest({ request, set }: { request: Request; set: { headers: Record<string, unknown> } }) {
+    // Arrow functions: Elysia reads a hook's source to learn what it uses, and cannot read minified methods.
+    onRequest: async ({ request, set }: { request: Request; set: { headers: Record<string, unknown> } }) => {
       const s = stateOf(request);
       const url = new URL(request.url);
       const apiPath = url.pathname.startsWith(d.apiPrefix) ? url.pathname.slice(d.apiPrefix.length) : url.pathname;
@@ -92,7 +93,7 @@ export function frontDoor(d: FrontDoorDeps) {
       s.ref = ref;
     },
 
-    onAfterResponse({ request, set, responseValue }: { request: Request; set: { status?: unknown }; responseValue?: unknown }) {
+    onAfterResponse: ({ request, set, responseValue }: { request: Request; set: { status?: unknown }; responseValue?: unknown }) => {
       const s = stateOf(request);
       const status =
         s.status ?? (responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : 200);
