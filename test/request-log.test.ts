@@ -34,8 +34,9 @@ describe("request log", () => {
     const { ref } = (await refused.json()) as { ref: string };
     await site.request("DELETE", "/licenses/activate");
     await site.request("GET", "/nothing/here");
-    const logged = await requestLines(lines, 4);
-    expect(logged.length).toBe(4);
+    await site.request("GET", `/meta?${"q".repeat(9000)}`);
+    const logged = await requestLines(lines, 5);
+    expect(logged.length).toBe(5);
     expect(logged[0]).toEqual({
       time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
       level: "info",
@@ -49,6 +50,7 @@ describe("request log", () => {
     expect(logged[1]).toMatchObject({ path: "/api/v1/entitlements/current", status: 401, ref });
     expect(logged[2]).toMatchObject({ method: "DELETE", status: 405, ref: expect.stringMatching(/^ref_/) });
     expect(logged[3]).toMatchObject({ status: 404 });
+    expect(logged[4]).toMatchObject({ path: "/api/v1/meta", status: 400, ref: expect.stringMatching(/^ref_/) });
   });
 
   test("never a license key, token, ID token or nonce, whatever the request carries", async () => {

@@ -115,7 +115,11 @@ describe("HTTPS", () => {
   });
 
   test("a broken renewal keeps the previous certificate in service", async () => {
-    const { live, transport, port, lines } = await tlsSite();
+    const { dir, live, transport, port, lines } = await tlsSite();
+    // Half a renewal: the new certificate beside the old key.
+    copyFileSync(makeCertificate(dir, "b", "keyturn-b").cert, live.cert);
+    expect(await transport.reloadTls()).toBe(false);
+    expect(await certificateCN(port)).toBe("keyturn-a");
     writeFileSync(live.cert, "-----BEGIN CERTIFICATE-----\nnot a certificate\n-----END CERTIFICATE-----\n");
     expect(await transport.reloadTls()).toBe(false);
     expect(await certificateCN(port)).toBe("keyturn-a");
