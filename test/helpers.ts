@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { toConfig } from "../src/config/config";
-import { silentLogger } from "../src/config/log";
+import { silentLogger, type Logger } from "../src/config/log";
 import { VARIANTS, type VariantName } from "../src/config/variants";
 import { compose } from "../src/cli/compose";
 import { Admin } from "../src/domain/admin";
@@ -61,17 +61,37 @@ export interface TestSite {
 /** A whole keyturn site in a temp dir: real SQLite file, real keys, the app driven by app.handle. */
 export async function testSite(
   variant: VariantName,
-  opts: { settings?: Record<string, string>; withKey?: boolean; clock?: ReturnType<typeof testClock> } = {},
+  opts: {
+    settings?: Record<string, string>;
+    withKey?: boolean;
+    clock?: ReturnType<typeof testClock>;
+    peerAddress?: (request: Request) => string | null;
+    log?: Logger;
+  } = {},
 ): Promise<TestSite> {
   const dir = tempDir();
   const keys = join(dir, "keys");
   if (opts.withKey !== false) generateKeyFiles(keys, VARIANTS[variant].defaultLicenseKid);
   const clock = opts.clock ?? testClock();
   const config = toConfig(
-    { variant, "base-url": BASE_URL, data: join(dir, "data"), keys, releases: join(dir, "releases"), ...opts.settings },
+    {
+      variant,
+      "base-url": BASE_URL,
+      data: join(dir, "data"),
+      keys,
+      releases: join(dir, "releases"),
+      // Every test request comes from one address: budgets high enough that only rate-limit tests meet them.
+      "rate-limit-signin": "1000000/60s",
+      "rate-limit-api": "1000000/60s",
+      ...opts.settings,
+    },
     "admin",
   );
-  const composed = await compose(config, { clock, log: silentLogger, peerAddress: () => "203.0.113.7" });
+  const composed = await compose(config, {
+    clock,
+    log: opts.log ?? silentLogger,
+    peerAddress: opts.peerAddress ?? (() => "203.0.113.7"),
+  });
   const app = createApp(composed.services);
   const admin = new Admin(config.variant, composed.store, clock, composed.services.audit);
   return {

@@ -9,16 +9,23 @@ import { StaffSignIn } from "../domain/identity/staff-sign-in";
 import { ReleaseHolder } from "../domain/releases/holder";
 import { SignatureCache } from "../domain/releases/signature-cache";
 import { releaseKeysOf } from "../domain/releases/signature";
+import { Site } from "../domain/site";
 import { TokenSigner, TokenVerifier } from "../domain/tokens";
 import type { AppServices } from "../http/deps";
+import { RateLimiter } from "../http/rate-limit";
+import { MemoryRateLimitStore } from "../store/memory-rate-limit";
+import type { RateLimitStore } from "../store/rate-limit";
 import { openSqliteStore } from "../store/sqlite";
 import type { Store } from "../store/types";
+import { VERSION } from "../version";
 
 export interface Composed {
   readonly config: Config;
   readonly store: Store;
   readonly keys: KeyRing;
   readonly services: AppServices;
+  /** Closed at shutdown, after the server has drained. */
+  readonly rateLimitStore: RateLimitStore;
 }
 
 /** Opens the records the configuration names (SQLite in --data unless --database is given). */
@@ -29,7 +36,13 @@ export async function openStore(config: Config): Promise<Store> {
 /** Wires the services of one keyturn process from its configuration. */
 export async function compose(
   config: Config,
-  opts: { clock?: Clock; log?: Logger; store?: Store; peerAddress?: (r: Request) => string | null } = {},
+  opts: {
+    clock?: Clock;
+    log?: Logger;
+    store?: Store;
+    peerAddress?: (r: Request) => string | null;
+    rateLimitStore?: RateLimitStore;
+  } = {},
 ): Promise<Composed> {
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logFormat, config.logLevel);
@@ -68,10 +81,33 @@ export async function compose(
   // The first scan starts once the caller has started listening (after this turn of the event
   // loop), so a big tree does not delay the first answer; update requests wait for the index.
   setImmediate(() => void releases.rescan());
+  const rateLimitStore = opts.rateLimitStore ?? new MemoryRateLimitStore();
+  const rateLimiter = new RateLimiter(rateLimitStore, config.rateLimit, clock, log);
+  const site = new Site({
+    variant: config.variant,
+    version: VERSION,
+    store,
+    keys,
+    releasesDir: config.releasesDir,
+    staffSignIn: config.identity !== null,
+  });
   return {
     config,
     store,
     keys,
-    services: { variant: config.variant, licensing, audit, log, clock, peerAddress: opts.peerAddress, staffSignIn, releases },
+    rateLimitStore,
+    services: {
+      variant: config.variant,
+      licensing,
+      audit,
+      log,
+      clock,
+      peerAddress: opts.peerAddress,
+      rateLimiter,
+      trustProxy: config.trustProxy,
+      site,
+      staffSignIn,
+      releases,
+    },
   };
 }

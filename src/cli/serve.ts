@@ -7,6 +7,7 @@ import { VERSION } from "../version";
 import { compose } from "./compose";
 import { demoSettings, ensureDemoKeys, ensureDemoLicense, printDemoBanner } from "./demo";
 import { out } from "./io";
+import { startTransport, transportMode } from "./transport";
 
 export const SERVE_USAGE = "keyturn serve --variant alpha|beta|gamma --base-url https://... [options]  (keyturn serve --help)";
 
@@ -32,14 +33,25 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   const config = toConfig(settings, "serve");
   if (config.demo) await ensureDemoKeys(config);
 
-  const { store, keys, services } = await compose(config);
+  const peers = new WeakMap<Request, string | null>();
+  const { store, keys, services, rateLimitStore } = await compose(config, { peerAddress: (r) => peers.get(r) ?? null });
   const log = services.log;
   if (!keys.signing) log.warn("no license signing key: activate, refresh and sign-in answer licensing_unavailable", { keys: config.keysDir });
   const retention = startRetention({ store, clock: services.clock, log, auditRetentionSeconds: config.auditRetentionSeconds });
   const app = createApp(services);
-  app.listen({ hostname: config.host, port: config.port, maxRequestBodySize: 1024 * 1024 });
-  const server = app.server!;
-  const listenUrl = `http://${server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname}:${server.port}`;
+  const transport = startTransport(
+    config,
+    (request, peer) => {
+      peers.set(request, peer);
+      return app.handle(request);
+    },
+    log,
+  );
+  const listenUrl = transport.url;
+  const { mode, why } = transportMode(config);
+  log.info("transport", { mode, why });
+  if (!config.tls && config.trustProxy.length === 0)
+    log.warn("no --trust-proxy: behind a reverse proxy every client counts as the proxy's address (rate limits, audit)");
 
   if (config.demo) {
     const admin = new Admin(config.variant, store, services.clock, services.audit);
@@ -53,15 +65,22 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   log.info("keyturn listening", { url: listenUrl, variant: config.variant.name, version: VERSION, baseUrl: config.baseUrl, signingKid: keys.signing?.kid ?? null });
 
   return new Promise<number>((resolveExit) => {
+    let stopping = false;
     const stop = async (signal: string) => {
-      log.info("shutting down", { signal });
+      if (stopping) return;
+      stopping = true;
+      log.info("shutting down: no new connections, finishing requests in flight", { signal, timeoutSeconds: config.shutdownTimeoutSeconds });
       services.releases.close();
       retention.stop();
-      await server.stop(false);
+      const { drained } = await transport.stop(config.shutdownTimeoutSeconds * 1000);
+      if (!drained) log.warn("shutdown timeout: closed connections whose requests had not finished");
+      await rateLimitStore.close();
       await store.close();
+      log.info("stopped", { signal });
       resolveExit(0);
     };
-    process.once("SIGTERM", () => void stop("SIGTERM"));
-    process.once("SIGINT", () => void stop("SIGINT"));
+    process.on("SIGTERM", () => void stop("SIGTERM"));
+    process.on("SIGINT", () => void stop("SIGINT"));
+    if (transport.tls) process.on("SIGHUP", () => void transport.reloadTls());
   });
 }

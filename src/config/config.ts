@@ -46,6 +46,10 @@ export interface Config {
   readonly auditRetentionSeconds: number;
   readonly logFormat: "json" | "text";
   readonly logLevel: "debug" | "info" | "warn" | "error";
+  /** Bun.serve idleTimeout: a connection with no traffic this long is closed (slow clients). */
+  readonly idleTimeoutSeconds: number;
+  /** How long a shutdown waits for in-flight requests before closing their connections. */
+  readonly shutdownTimeoutSeconds: number;
   readonly demo: boolean;
 }
 
@@ -189,9 +193,18 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     auditRetentionSeconds: parseDuration("audit-retention", get("audit-retention") ?? "90d"),
     logFormat,
     logLevel: logLevel as Config["logLevel"],
+    idleTimeoutSeconds: idleTimeout(get("idle-timeout") ?? "10s"),
+    shutdownTimeoutSeconds: parseDuration("shutdown-timeout", get("shutdown-timeout") ?? "10s"),
     demo,
   };
   return deepFreeze(config);
+}
+
+/** Bun accepts 1 to 255 seconds. */
+function idleTimeout(text: string): number {
+  const seconds = parseDuration("idle-timeout", text);
+  if (seconds > 255) throw new ConfigError("idle-timeout", `must be at most 255s (got "${text}")`);
+  return seconds;
 }
 
 function identityConfig(get: (flag: string) => string | undefined): IdentityConfig | null {

@@ -40,6 +40,8 @@ export const SETTINGS: readonly SettingSpec[] = [
   { flag: "audit-retention", kind: "string", default: "90d", help: "how long audit lines are kept" },
   { flag: "log-format", kind: "string", default: "json", help: "json or text" },
   { flag: "log-level", kind: "string", default: "info", help: "debug, info, warn or error" },
+  { flag: "idle-timeout", kind: "string", default: "10s", help: "close a connection that sends or takes nothing this long (at most 255s)" },
+  { flag: "shutdown-timeout", kind: "string", default: "10s", help: "on SIGTERM/SIGINT, how long in-flight requests may take to finish" },
   { flag: "demo", kind: "boolean", default: "false", help: "development keys, a demo license and the example releases" },
 ];
 

@@ -3,11 +3,14 @@ import { KeyturnError } from "../domain/errors";
 import type { AuditAction } from "../domain/audit";
 import { bearerToken } from "./bearer";
 import type { AppDeps, AppServices } from "./deps";
+import { frontDoor } from "./front-door";
 import { errorResponse } from "./respond";
 import { licensingRoutes } from "./routes/licensing";
 import { identityRoutes } from "./routes/identity";
 import { releasesRoutes } from "./routes/releases";
 import { updateRoutes } from "./routes/updates";
+import { siteRoutes } from "./routes/site";
+import { STATUS_OF } from "./status";
 
 export const API_PREFIX = "/api/v1";
 
@@ -30,9 +33,10 @@ export function createApp(services: AppServices) {
   let server: { requestIP(r: Request): { address: string } | null } | null = null;
   const peerAddress =
     services.peerAddress ?? ((request: Request) => server?.requestIP(request)?.address ?? null);
+  const front = frontDoor({ ...services, apiPrefix: API_PREFIX, peerAddress });
   const deps: AppDeps = {
     ...services,
-    context: (request) => ({ address: peerAddress(request) }),
+    context: (request) => ({ address: front.address(request) }),
     authenticate: (request) => services.licensing.authenticate(bearerToken(request)),
   };
 
@@ -40,6 +44,7 @@ export function createApp(services: AppServices) {
   api.use(identityRoutes(deps));
   api.use(updateRoutes(deps));
   api.use(releasesRoutes(deps));
+  api.use(siteRoutes(deps));
 
   const routes = api.routes.map((r) => ({ method: r.method, pattern: routePattern(r.path) }));
   const allowedMethods = (path: string) => {
@@ -52,11 +57,13 @@ export function createApp(services: AppServices) {
     .onStart(({ server: s }) => {
       server = s as typeof server;
     })
+    .onRequest(front.onRequest)
     // Elysia hands a route `null` for a path parameter whose %-encoding is malformed; such a path
     // names nothing, so it is refused here before any route sees it.
     .onRequest(({ request }) => {
       if (!isWellEncodedPath(request.url)) throw new KeyturnError("not_found", "There is nothing at this address.");
     })
+    .onAfterResponse(front.onAfterResponse)
     .onError(async ({ error, code, request }) => {
       const path = new URL(request.url).pathname;
       let err: KeyturnError;
@@ -77,6 +84,7 @@ export function createApp(services: AppServices) {
       } catch (e) {
         services.log.error("audit write failed", { error: String(e) });
       }
+      front.refused(request, STATUS_OF[err.code], err.ref);
       return errorResponse(err, headers);
     })
     .use(api);

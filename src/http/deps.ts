@@ -5,6 +5,8 @@ import type { Clock } from "../domain/clock";
 import type { Licensing, Principal } from "../domain/licensing";
 import type { StaffSignIn } from "../domain/identity/staff-sign-in";
 import type { ReleaseHolder } from "../domain/releases/holder";
+import type { Site } from "../domain/site";
+import type { RateLimiter } from "./rate-limit";
 
 /** What createApp is built from; cli/compose.ts assembles it, tests too. */
 export interface AppServices {
@@ -21,6 +23,12 @@ export interface AppServices {
    * tests that drive `app.handle` pass their own.
    */
   readonly peerAddress?: (request: Request) => string | null;
+  /** Counts every request against its client's budget before anything else is done. */
+  readonly rateLimiter: RateLimiter;
+  /** CIDRs of proxies whose X-Forwarded-For is believed (config.trustProxy). */
+  readonly trustProxy: readonly string[];
+  /** Health and metadata (GET /health, /meta). */
+  readonly site: Site;
 }
 
 /** Services plus the per-request helpers every route uses. */

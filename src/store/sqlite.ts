@@ -249,6 +249,9 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    // Prepared statements keep the connection open after close() (SQLite's close_v2 "zombie"):
+    // finalize them so the file is really closed and the WAL checkpointed.
+    for (const statement of Object.values(this.q)) statement.finalize();
     this.db.close();
   }
 }

@@ -1,0 +1,80 @@
+import { constants } from "node:fs";
+import { access, readdir } from "node:fs/promises";
+import { hasProducts, type Variant } from "../config/variants";
+import type { Store } from "../store/types";
+import { KeyturnError } from "./errors";
+import type { KeyRing, KeyPurpose } from "./keys";
+
+/** design.md's answer of GET /meta (without `ok`). */
+export interface SiteMeta {
+  readonly service: "keyturn";
+  readonly version: string;
+  readonly variant: string;
+  readonly products?: readonly string[];
+  readonly features: {
+    /** A license signing key exists: activate, refresh and exchange can issue tokens. */
+    readonly licensing: boolean;
+    readonly staffSignIn: boolean;
+    /** The release tree is readable, so the update endpoints can answer. */
+    readonly updates: boolean;
+    /** Always on: every request counts against its address's budget. */
+    readonly rateLimit: boolean;
+  };
+  /** Public keys: license keys (tokens) and release keys (manifests), newest last within each purpose. */
+  readonly keys: readonly { readonly kid: string; readonly purpose: KeyPurpose; readonly spki: string }[];
+}
+
+export interface SiteDeps {
+  readonly variant: Variant;
+  readonly version: string;
+  readonly store: Store;
+  readonly keys: KeyRing;
+  readonly releasesDir: string;
+  readonly staffSignIn: boolean;
+}
+
+/** Health and metadata of this keyturn site. */
+export class Site {
+  constructor(private readonly d: SiteDeps) {}
+
+  /** Throws `unavailable` unless the records answer and the release tree can be read. */
+  async health(): Promise<void> {
+    try {
+      await this.d.store.ping();
+    } catch {
+      throw new KeyturnError("unavailable", "The records cannot be reached.");
+    }
+    if (!(await this.releasesReadable()))
+      throw new KeyturnError("unavailable", "The release tree cannot be read.");
+  }
+
+  async meta(): Promise<SiteMeta> {
+    const { variant, keys } = this.d;
+    const published = [...keys.verify.values()]
+      .sort((a, b) => (a.purpose === b.purpose ? (a.kid < b.kid ? -1 : 1) : a.purpose === "license" ? -1 : 1))
+      .map(({ kid, purpose, spki }) => ({ kid, purpose, spki }));
+    return {
+      service: "keyturn",
+      version: this.d.version,
+      variant: variant.name,
+      ...(hasProducts(variant) ? { products: variant.products } : {}),
+      features: {
+        licensing: keys.signing !== null,
+        staffSignIn: this.d.staffSignIn,
+        updates: await this.releasesReadable(),
+        rateLimit: true,
+      },
+      keys: published,
+    };
+  }
+
+  private async releasesReadable(): Promise<boolean> {
+    try {
+      await access(this.d.releasesDir, constants.R_OK | constants.X_OK);
+      await readdir(this.d.releasesDir);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}

@@ -1,0 +1,106 @@
+import { Type, type TSchema } from "@sinclair/typebox";
+import { ERROR_CODES } from "../domain/errors";
+
+/**
+ * The answers of every endpoint as TypeBox schemas, for the OpenAPI document: the spec's
+ * resources and design.md's decisions for what the spec leaves "not shown".
+ */
+const Timestamp = Type.String({ format: "date-time", description: "ISO 8601 with a numeric offset, no fraction" });
+const Ok = Type.Literal(true);
+
+export const ErrorBody = Type.Object(
+  {
+    ok: Type.Literal(false),
+    error: Type.Union(ERROR_CODES.map((c) => Type.Literal(c)), { description: "Stable code, meant for programs" }),
+    message: Type.String({ description: "Text for people" }),
+    ref: Type.Optional(Type.String({ description: "Reference of the line in the site's audit trail" })),
+  },
+  { additionalProperties: false },
+);
+
+export const Entitlement = Type.Object({
+  id: Type.String({ pattern: "^act_" }),
+  kind: Type.Union([Type.Literal("license"), Type.Literal("staff")]),
+  licensee: Type.String(),
+  organization: Type.String(),
+  plan: Type.String(),
+  planTitle: Type.String(),
+  channels: Type.Array(Type.String()),
+  issued: Timestamp,
+  expires: Timestamp,
+  seats: Type.Object({ used: Type.Integer(), total: Type.Integer() }),
+});
+
+export const ActivationAnswer = Type.Object({
+  ok: Ok,
+  token: Type.String({ description: "The entitlement token, a compact JWS (ES256)" }),
+  entitlement: Entitlement,
+});
+
+export const CurrentAnswer = Type.Object({
+  ok: Ok,
+  entitlement: Entitlement,
+  activation: Type.Object({
+    id: Type.String({ pattern: "^act_" }),
+    product: Type.Optional(Type.String()),
+    name: Type.String(),
+    platform: Type.String(),
+    version: Type.String(),
+    created: Timestamp,
+    lastSeen: Timestamp,
+  }),
+});
+
+export const OkAnswer = Type.Object({ ok: Ok });
+
+export const ReleasesAnswer = Type.Object({
+  ok: Ok,
+  releases: Type.Array(
+    Type.Object({
+      product: Type.Optional(Type.String()),
+      channel: Type.String(),
+      platform: Type.String(),
+      version: Type.String(),
+      released: Timestamp,
+      installer: Type.String(),
+      size: Type.Integer(),
+      sha256: Type.String({ pattern: "^[0-9a-f]{64}$" }),
+      manifest: Type.String({ description: "The update path of this release's manifest" }),
+    }),
+    { description: "Newest first by released, then by version" },
+  ),
+});
+
+export const IdentityAnswer = Type.Object({
+  ok: Ok,
+  enabled: Type.Boolean(),
+  issuer: Type.Union([Type.String(), Type.Null()]),
+  clientId: Type.Union([Type.String(), Type.Null()]),
+  scopes: Type.Array(Type.String()),
+  maxAge: Type.Integer({ description: "Seconds; sent to the issuer as max_age" }),
+});
+
+export const ChallengeAnswer = Type.Object({ ok: Ok, nonce: Type.String(), expires: Timestamp });
+
+export const MetaAnswer = Type.Object({
+  ok: Ok,
+  service: Type.Literal("keyturn"),
+  version: Type.String(),
+  variant: Type.String(),
+  products: Type.Optional(Type.Array(Type.String(), { description: "alpha and beta only" })),
+  features: Type.Object({
+    licensing: Type.Boolean(),
+    staffSignIn: Type.Boolean(),
+    updates: Type.Boolean(),
+    rateLimit: Type.Boolean(),
+  }),
+  keys: Type.Array(
+    Type.Object({
+      kid: Type.String(),
+      purpose: Type.Union([Type.Literal("license"), Type.Literal("release")]),
+      spki: Type.String({ description: "SubjectPublicKeyInfo (DER) in base64" }),
+    }),
+  ),
+});
+
+export const OpenApiAnswer: TSchema = Type.Object({ openapi: Type.String() }, { additionalProperties: true });

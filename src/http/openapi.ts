@@ -1,0 +1,118 @@
+import type { TSchema } from "@sinclair/typebox";
+import type { Variant } from "../config/variants";
+import type { ErrorCode } from "../domain/errors";
+import { ErrorBody } from "./answer-schemas";
+import type { RouteDoc } from "./api-routes";
+import { STATUS_OF } from "./status";
+
+/** Refusals any route can give, whatever it does. */
+const ALWAYS: readonly ErrorCode[] = ["rate_limited", "internal_error"];
+
+const HEADER_DOCS: Record<string, string> = {
+  "Retry-After": "Whole seconds until the address's budget allows another request",
+  "RateLimit-Policy": 'The budget this request counts against, e.g. "signin";q=20;w=60',
+  RateLimit: 'What is left of it, e.g. "signin";r=5;t=42',
+  "WWW-Authenticate": 'Bearer, or Bearer error="invalid_token" (RFC 6750)',
+  ETag: "Strong validator derived from the bytes (the installer's: from the manifest's sha256)",
+  "Cache-Control": "private, no-cache",
+  "Accept-Ranges": "bytes",
+  "Content-Range": "bytes a-b/length, or bytes */length on 416",
+  "Content-Length": "Size of the body in bytes",
+};
+
+/** Plain JSON Schema: TypeBox's symbol keys dropped. */
+const plain = (schema: TSchema): Record<string, unknown> => JSON.parse(JSON.stringify(schema));
+
+function headers(names: readonly string[]) {
+  return Object.fromEntries(names.map((n) => [n, { description: HEADER_DOCS[n] ?? n, schema: { type: "string" } }]));
+}
+
+/** One response per status, naming the error codes that give it; the error field enumerates them. */
+function errorResponses(codes: readonly ErrorCode[]) {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of [...new Set([...codes, ...ALWAYS])]) {
+    const status = STATUS_OF[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const out: Record<string, unknown> = {};
+  for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+    const schema = plain(ErrorBody) as { properties: Record<string, unknown> };
+    schema.properties = { ...schema.properties, error: { type: "string", enum: list } };
+    const extra = [
+      ...(status === 429 ? ["Retry-After"] : []),
+      ...(status === 401 && list.some((c) => c.startsWith("entitlement_")) ? ["WWW-Authenticate"] : []),
+    ];
+    out[String(status)] = {
+      description: list.join(", "),
+      ...(extra.length ? { headers: headers(extra) } : {}),
+      content: { "application/json": { schema } },
+    };
+  }
+  return out;
+}
+
+function operation(route: RouteDoc) {
+  const parameters = [
+    ...(route.params ?? []).map((p) => ({
+      name: p.name,
+      in: "path",
+      required: true,
+      description: p.description,
+      schema: p.values ? { type: "string", enum: p.values } : { type: "string" },
+    })),
+    ...(route.query ?? []).map((p) => ({
+      name: p.name,
+      in: "query",
+      required: false,
+      description: p.description,
+      schema: p.values ? { type: "string", enum: p.values } : { type: "string" },
+    })),
+  ];
+  const success: Record<string, unknown> = {};
+  if (route.answer)
+    success["200"] = {
+      description: "Success",
+      headers: headers(["RateLimit-Policy", "RateLimit"]),
+      content: { "application/json": { schema: plain(route.answer) } },
+    };
+  for (const [status, a] of Object.entries(route.answers ?? {}))
+    success[status] = {
+      description: a.description,
+      headers: headers([...(a.headers ?? []), "RateLimit-Policy", "RateLimit"]),
+      ...(a.content && route.method !== "HEAD" ? { content: a.content } : {}),
+    };
+  return {
+    summary: route.summary,
+    operationId: `${route.method.toLowerCase()}${route.path.replace(/[{}]/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? "").toUpperCase())}`,
+    security: route.bearer ? [{ bearer: [] }] : [],
+    ...(parameters.length ? { parameters } : {}),
+    ...(route.body
+      ? { requestBody: { required: true, content: { "application/json": { schema: plain(route.body) } } } }
+      : {}),
+    responses: { ...success, ...errorResponses(route.errors) },
+  };
+}
+
+/** The OpenAPI 3.1 document of one variant's API, made from the route table. */
+export function openApiDocument(variant: Variant, routes: readonly RouteDoc[], version: string) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) (paths[route.path] ??= {})[route.method.toLowerCase()] = operation(route);
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: `keyturn Update and License API (${variant.name})`,
+      version,
+      description:
+        "Licensing and updates for desktop programs. Every answer that is not a file is JSON; every refusal is the error body, with the status its code maps to. Bodies are JSON up to 16 KiB.",
+    },
+    // Relative: resolved against wherever the document was fetched from (the site, or a mirror).
+    servers: [{ url: "/api/v1" }],
+    components: {
+      securitySchemes: {
+        bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "Authorization: Bearer <entitlement token>" },
+      },
+      schemas: { ErrorBody: plain(ErrorBody) },
+    },
+    paths,
+  };
+}
