@@ -6,6 +6,7 @@ import { loadKeyRing, type KeyRing } from "../domain/keys";
 import { Licensing } from "../domain/licensing";
 import { TokenSigner, TokenVerifier } from "../domain/tokens";
 import type { AppServices } from "../http/deps";
+import { openPostgresStore } from "../store/postgres";
 import { openSqliteStore } from "../store/sqlite";
 import type { Store } from "../store/types";
 
@@ -18,6 +19,7 @@ export interface Composed {
 
 /** Opens the records the configuration names (SQLite in --data unless --database is given). */
 export async function openStore(config: Config): Promise<Store> {
+  if (config.databaseUrl) return openPostgresStore(config.databaseUrl);
   return openSqliteStore(config.dataDir);
 }
 
