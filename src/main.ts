@@ -1,5 +1,6 @@
 #!/usr/bin/env bun
 import { activationCommand } from "./cli/activation";
+import { copyCommand } from "./cli/copy";
 import { runCommand, UsageError } from "./cli/io";
 import { keysCommand } from "./cli/keys";
 import { licenseCommand } from "./cli/license";
@@ -15,6 +16,7 @@ const COMMANDS: Record<string, Command> = {
   license: licenseCommand,
   activation: activationCommand,
   migrate: migrateCommand,
+  copy: copyCommand,
 };
 
 const USAGE = `keyturn ${Object.keys(COMMANDS).join("|")} ... (keyturn --version, keyturn serve --help)`;

@@ -3,6 +3,7 @@ import { createLogger, type Logger } from "../config/log";
 import { Audit } from "../domain/audit";
 import { systemClock, type Clock } from "../domain/clock";
 import { loadKeyRing, type KeyRing } from "../domain/keys";
+import { KeyturnError } from "../domain/errors";
 import { Licensing } from "../domain/licensing";
 import { TokenSigner, TokenVerifier } from "../domain/tokens";
 import type { AppServices } from "../http/deps";
@@ -19,8 +20,14 @@ export interface Composed {
 
 /** Opens the records the configuration names (SQLite in --data unless --database is given). */
 export async function openStore(config: Config): Promise<Store> {
-  if (config.databaseUrl) return openPostgresStore(config.databaseUrl);
+  if (config.databaseUrl) return openPostgresStore(config.databaseUrl).catch(cannotOpen);
   return openSqliteStore(config.dataDir);
+}
+
+// One clear line instead of a driver stack trace; the URL (which may hold a password) is not repeated.
+function cannotOpen(e: unknown): never {
+  const code = (e as { code?: string }).code;
+  throw new KeyturnError("unavailable", `cannot open the records in PostgreSQL: ${(e as Error).message}${code ? ` (${code})` : ""}`);
 }
 
 /** Wires the services of one keyturn process from its configuration. */
