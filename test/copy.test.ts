@@ -90,7 +90,8 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
     const target = await openPostgresStore(schema.url);
     try {
       expect(await everything(target)).toEqual(await everything(site.composed.store));
-      expect(await target.countActiveSeats((await target.listLicenses())[0]!.id)).toBe(1);
+      const ada = (await target.listLicenses()).find((l) => l.licensee === "Ada Lovelace")!;
+      expect(await target.countActiveSeats(ada.id)).toBe(1);
     } finally {
       await target.close();
     }
