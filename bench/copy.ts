@@ -7,7 +7,7 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { openSqliteStore } from "../src/store/sqlite";
 import { tempDir } from "../test/helpers";
-import { freshSchema, PG_URL } from "../test/postgres";
+import { freshSchema, PG_URL } from "../test/databases";
 
 if (!PG_URL) {
   console.error("set KEYTURN_TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test)");

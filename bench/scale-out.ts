@@ -15,7 +15,7 @@ import { openPostgresStore } from "../src/store/postgres";
 import { openSqliteStore } from "../src/store/sqlite";
 import type { Store } from "../src/store/types";
 import { BASE_URL, device, tempDir } from "../test/helpers";
-import { freshSchema, PG_URL } from "../test/postgres";
+import { freshSchema, PG_URL } from "../test/databases";
 import { serve, type Serving } from "../test/serve-process";
 
 if (!PG_URL) {

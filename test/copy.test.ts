@@ -5,7 +5,7 @@ import { openPostgresStore, type PostgresStore } from "../src/store/postgres";
 import { openSqliteStore, SQLITE_FILE } from "../src/store/sqlite";
 import type { Store } from "../src/store/types";
 import { createLicense, device, tempDir, testSite, type TestSite } from "./helpers";
-import { announceSkip, freshSchema, PG_URL, type TestSchema } from "./postgres";
+import { announceSkip, freshSchema, PG_URL, type TestSchema } from "./databases";
 import { license, seat } from "./store.suite";
 
 if (!PG_URL) announceSkip("test/copy.test.ts", "KEYTURN_TEST_POSTGRES_URL");

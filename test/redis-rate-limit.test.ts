@@ -5,7 +5,7 @@ import { createLogger } from "../src/config/log";
 import type { RateLimitHit, RateLimitStore } from "../src/store/rate-limit";
 import { FallbackRateLimitStore, sharedRateLimitStore } from "../src/store/rate-limit-fallback";
 import { RedisRateLimitStore } from "../src/store/redis-rate-limit";
-import { announceSkip, REDIS_URL } from "./postgres";
+import { announceSkip, REDIS_URL } from "./databases";
 
 if (!REDIS_URL) announceSkip("test/redis-rate-limit.test.ts", "KEYTURN_TEST_REDIS_URL");
 const REDIS_SERVER = Bun.which("redis-server");

@@ -8,7 +8,7 @@ import { systemClock } from "../src/domain/clock";
 import { generateKeyFiles } from "../src/domain/keys";
 import { openPostgresStore, type PostgresStore } from "../src/store/postgres";
 import { BASE_URL, device, tempDir } from "./helpers";
-import { announceSkip, freshSchema, PG_URL, type TestSchema } from "./postgres";
+import { announceSkip, freshSchema, PG_URL, type TestSchema } from "./databases";
 import { serve, type Serving } from "./serve-process";
 
 if (!PG_URL) announceSkip("test/scale-out.test.ts", "KEYTURN_TEST_POSTGRES_URL");

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { SQL } from "bun";
 import { migratePostgres, openPostgresStore } from "../src/store/postgres";
 import { MIGRATIONS } from "../src/store/migrations";
-import { announceSkip, freshSchema, PG_URL } from "./postgres";
+import { announceSkip, freshSchema, PG_URL } from "./databases";
 import { storeSuite } from "./store.suite";
 
 if (!PG_URL) announceSkip("test/store-postgres.test.ts", "KEYTURN_TEST_POSTGRES_URL");

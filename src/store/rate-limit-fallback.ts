@@ -54,6 +54,7 @@ export class FallbackRateLimitStore implements RateLimitStore {
     }
   }
 
+  /** Closes both stores: the wrapper owns them. */
   async close(): Promise<void> {
     await Promise.all([this.shared.close(), this.fallback.close()]);
   }

@@ -1,7 +1,7 @@
 import { SQL } from "bun";
 import { randomBytes } from "node:crypto";
 
-/** The test database (`.ci/run` sets it); tests that need PostgreSQL skip without it. */
+/** The machine's PostgreSQL and Redis for tests (`.ci/run` sets both); tests that need them skip without. */
 export const PG_URL = process.env.KEYTURN_TEST_POSTGRES_URL ?? null;
 export const REDIS_URL = process.env.KEYTURN_TEST_REDIS_URL ?? null;
 
