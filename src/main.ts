@@ -2,6 +2,7 @@
 import { activationCommand } from "./cli/activation";
 import { auditCommand } from "./cli/audit";
 import { backupCommand } from "./cli/backup";
+import { copyCommand } from "./cli/copy";
 import { runCommand, UsageError } from "./cli/io";
 import { keysCommand } from "./cli/keys";
 import { licenseCommand } from "./cli/license";
@@ -21,6 +22,7 @@ const COMMANDS: Record<string, Command> = {
   release: releaseCommand,
   audit: auditCommand,
   backup: backupCommand,
+  copy: copyCommand,
 };
 
 const USAGE = `keyturn ${Object.keys(COMMANDS).join("|")} ... (keyturn --version, keyturn serve --help)`;

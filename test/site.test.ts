@@ -26,7 +26,7 @@ describe("GET /health", () => {
     const s = await siteWithTree("gamma");
     const r = await s.request("GET", "/health");
     expect(r.status).toBe(200);
-    expect(await r.json()).toEqual({ ok: true });
+    expect(await r.json()).toEqual({ ok: true, rateLimits: "per-process" });
   });
 
   test("503 unavailable when the release tree cannot be read", async () => {

@@ -4,6 +4,7 @@ import { createLogger, type Logger } from "../config/log";
 import { Audit } from "../domain/audit";
 import { systemClock, type Clock } from "../domain/clock";
 import { loadKeyRing, type KeyRing } from "../domain/keys";
+import { KeyturnError } from "../domain/errors";
 import { Licensing } from "../domain/licensing";
 import { StaffSignIn } from "../domain/identity/staff-sign-in";
 import { ReleaseHolder } from "../domain/releases/holder";
@@ -14,7 +15,9 @@ import { TokenSigner, TokenVerifier } from "../domain/tokens";
 import type { AppServices } from "../http/deps";
 import { RateLimiter } from "../http/rate-limit";
 import { MemoryRateLimitStore } from "../store/memory-rate-limit";
+import { sharedRateLimitStore } from "../store/rate-limit-fallback";
 import type { RateLimitStore } from "../store/rate-limit";
+import { openPostgresStore } from "../store/postgres";
 import { openSqliteStore } from "../store/sqlite";
 import type { Store } from "../store/types";
 import { VERSION } from "../version";
@@ -30,7 +33,14 @@ export interface Composed {
 
 /** Opens the records the configuration names (SQLite in --data unless --database is given). */
 export async function openStore(config: Config): Promise<Store> {
+  if (config.databaseUrl) return openPostgresStore(config.databaseUrl).catch(cannotOpen);
   return openSqliteStore(config.dataDir);
+}
+
+// One clear line instead of a driver stack trace; the URL (which may hold a password) is not repeated.
+function cannotOpen(e: unknown): never {
+  const code = (e as { code?: string }).code;
+  throw new KeyturnError("unavailable", `cannot open the records in PostgreSQL: ${(e as Error).message}${code ? ` (${code})` : ""}`);
 }
 
 /** Wires the services of one keyturn process from its configuration. */
@@ -81,7 +91,9 @@ export async function compose(
   // The first scan starts once the caller has started listening (after this turn of the event
   // loop), so a big tree does not delay the first answer; update requests wait for the index.
   setImmediate(() => void releases.rescan());
-  const rateLimitStore = opts.rateLimitStore ?? new MemoryRateLimitStore();
+  const memoryCounters = new MemoryRateLimitStore();
+  const sharedCounters = config.rateLimit.store ? sharedRateLimitStore(config.rateLimit.store, memoryCounters, log) : null;
+  const rateLimitStore = opts.rateLimitStore ?? sharedCounters ?? memoryCounters;
   const rateLimiter = new RateLimiter(rateLimitStore, config.rateLimit, clock, log);
   const site = new Site({
     variant: config.variant,
@@ -90,6 +102,7 @@ export async function compose(
     keys,
     releasesDir: config.releasesDir,
     staffSignIn: config.identity !== null,
+    rateLimits: () => (!sharedCounters ? "per-process" : sharedCounters.degraded ? "per-process (shared store unreachable)" : "shared"),
   });
   return {
     config,

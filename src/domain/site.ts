@@ -31,6 +31,15 @@ export interface SiteDeps {
   readonly keys: KeyRing;
   readonly releasesDir: string;
   readonly staffSignIn: boolean;
+  /** Where rate-limit counters are kept right now (Redis may be away: then per process). */
+  readonly rateLimits: () => RateLimitMode;
+}
+
+export type RateLimitMode = "per-process" | "shared" | "per-process (shared store unreachable)";
+
+/** Details of a healthy answer: what an operator wants to see at a glance. */
+export interface HealthDetails {
+  readonly rateLimits: RateLimitMode;
 }
 
 /** Health and metadata of this keyturn site. */
@@ -38,7 +47,7 @@ export class Site {
   constructor(private readonly d: SiteDeps) {}
 
   /** Throws `unavailable` unless the records answer and the release tree can be read. */
-  async health(): Promise<void> {
+  async health(): Promise<HealthDetails> {
     try {
       await this.d.store.ping();
     } catch {
@@ -46,6 +55,7 @@ export class Site {
     }
     if (!(await this.releasesReadable()))
       throw new KeyturnError("unavailable", "The release tree cannot be read.");
+    return { rateLimits: this.d.rateLimits() };
   }
 
   async meta(): Promise<SiteMeta> {

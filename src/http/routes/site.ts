@@ -10,8 +10,8 @@ export function siteRoutes(d: AppDeps) {
   const openapi = JSON.stringify(openApiDocument(d.variant, apiRoutes(d.variant), VERSION));
   return new Elysia()
     .get("/health", async () => {
-      await d.site.health();
-      return json({ ok: true }, 200, { "cache-control": "no-store" });
+      const details = await d.site.health();
+      return json({ ok: true, ...details }, 200, { "cache-control": "no-store" });
     })
     .get("/meta", async () => json({ ok: true, ...(await d.site.meta()) }, 200, { "cache-control": "no-store" }))
     .get("/openapi.json", () => new Response(openapi, { headers: { "content-type": "application/json;charset=utf-8" } }));

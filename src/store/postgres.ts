@@ -1,0 +1,291 @@
+import { SQL } from "bun";
+import { MIGRATIONS } from "./migrations";
+import type {
+  ActivateInput,
+  ActivateResult,
+  ActivationRecord,
+  ActivationStatus,
+  AuditFilter,
+  AuditRecord,
+  ChallengeRecord,
+  ConsumeResult,
+  DeviceFields,
+  LicenseRecord,
+  Store,
+} from "./types";
+
+type Row = Record<string, any>;
+
+// BIGINT columns arrive as strings (Bun keeps int8 exact); every time here fits a double.
+const num = (v: unknown): number => Number(v);
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+export const licenseFromRow = (r: Row): LicenseRecord => ({
+  id: r.id,
+  kind: r.kind,
+  keyHash: r.key_hash,
+  licensee: r.licensee,
+  organization: r.organization,
+  plan: r.plan,
+  planTitle: r.plan_title,
+  channels: JSON.parse(r.channels),
+  seats: num(r.seats),
+  issued: num(r.issued),
+  expires: numOrNull(r.expires),
+  revoked: numOrNull(r.revoked),
+});
+
+const activationFromRow = (r: Row): ActivationRecord => ({
+  id: r.id,
+  licenseId: r.license_id,
+  kind: r.kind,
+  installation: r.installation,
+  deviceHash: r.device_hash,
+  product: r.product,
+  name: r.name,
+  platform: r.platform,
+  version: r.version,
+  created: num(r.created),
+  lastSeen: num(r.last_seen),
+  deactivated: numOrNull(r.deactivated),
+});
+
+const challengeFromRow = (r: Row): ChallengeRecord => ({
+  nonceHash: r.nonce_hash,
+  installation: r.installation,
+  created: num(r.created),
+  expires: num(r.expires),
+  used: numOrNull(r.used),
+});
+
+const auditFromRow = (r: Row): AuditRecord => ({
+  ref: r.ref,
+  time: num(r.time),
+  address: r.address,
+  action: r.action,
+  activationId: r.activation_id,
+  licenseId: r.license_id,
+  outcome: r.outcome,
+  error: r.error,
+});
+
+/**
+ * Connects to the PostgreSQL database of `url` (its `search_path` query parameter, if any, picks the
+ * schema) and applies pending migrations before returning.
+ */
+export async function openPostgresStore(url: string, opts: { max?: number } = {}): Promise<PostgresStore> {
+  const sql = new SQL(url, { max: opts.max ?? 10 });
+  try {
+    await migratePostgres(sql);
+  } catch (e) {
+    await sql.close();
+    throw e;
+  }
+  return new PostgresStore(sql);
+}
+
+export class PostgresStore implements Store {
+  readonly kind = "postgres" as const;
+
+  constructor(readonly sql: SQL) {}
+
+  async createLicense(l: LicenseRecord): Promise<void> {
+    await this.sql`INSERT INTO licenses ${this.sql(licenseRow(l))}`;
+  }
+
+  async upsertStaffLicense(l: LicenseRecord): Promise<LicenseRecord> {
+    const [r] = await this.sql`INSERT INTO licenses ${this.sql(licenseRow(l))}
+      ON CONFLICT (id) DO UPDATE SET licensee = excluded.licensee, organization = excluded.organization,
+      channels = excluded.channels, seats = excluded.seats RETURNING *`;
+    return licenseFromRow(r);
+  }
+
+  async getLicense(id: string): Promise<LicenseRecord | null> {
+    const [r] = await this.sql`SELECT * FROM licenses WHERE id = ${id}`;
+    return r ? licenseFromRow(r) : null;
+  }
+
+  async findLicenseByKeyHash(keyHash: string): Promise<LicenseRecord | null> {
+    const [r] = await this.sql`SELECT * FROM licenses WHERE key_hash = ${keyHash}`;
+    return r ? licenseFromRow(r) : null;
+  }
+
+  async listLicenses(): Promise<LicenseRecord[]> {
+    return (await this.sql`SELECT * FROM licenses ORDER BY issued, id`).map(licenseFromRow);
+  }
+
+  async revokeLicense(id: string, now: number): Promise<boolean> {
+    return (await this.sql`UPDATE licenses SET revoked = ${now} WHERE id = ${id} AND revoked IS NULL`).count > 0;
+  }
+
+  // The license row lock serialises every activation of one license across all processes: after it
+  // is granted, the count below sees every seat committed before, and no other can be taken until
+  // this transaction ends. Activations of different licenses do not wait for each other.
+  async activate(input: ActivateInput): Promise<ActivateResult> {
+    return this.sql.begin(async (tx): Promise<ActivateResult> => {
+      const [license] = await tx`SELECT seats FROM licenses WHERE id = ${input.licenseId} FOR UPDATE`;
+      if (!license) throw new Error(`no license ${input.licenseId}`);
+      const [existing] = await tx`SELECT id FROM activations
+        WHERE license_id = ${input.licenseId} AND installation = ${input.installation} AND deactivated IS NULL`;
+      const countActive = async () =>
+        num((await tx`SELECT count(*) AS n FROM activations WHERE license_id = ${input.licenseId} AND deactivated IS NULL`)[0].n);
+      if (existing) {
+        const [row] = await tx`UPDATE activations SET product = ${input.product}, name = ${input.name},
+          platform = ${input.platform}, version = ${input.version}, last_seen = ${input.now}
+          WHERE id = ${existing.id} RETURNING *`;
+        return { outcome: "reused", activation: activationFromRow(row), seatsUsed: await countActive() };
+      }
+      const used = await countActive();
+      if (used >= num(license.seats)) {
+        const holders = await tx`SELECT * FROM activations
+          WHERE license_id = ${input.licenseId} AND deactivated IS NULL ORDER BY created, id`;
+        return { outcome: "seat_limit", holders: holders.map(activationFromRow) };
+      }
+      const [row] = await tx`INSERT INTO activations ${tx({
+        id: input.newId,
+        license_id: input.licenseId,
+        kind: input.kind,
+        installation: input.installation,
+        device_hash: input.deviceHash,
+        product: input.product,
+        name: input.name,
+        platform: input.platform,
+        version: input.version,
+        created: input.now,
+        last_seen: input.now,
+      })} RETURNING *`;
+      return { outcome: "created", activation: activationFromRow(row), seatsUsed: used + 1 };
+    });
+  }
+
+  async getActivation(id: string): Promise<ActivationRecord | null> {
+    const [r] = await this.sql`SELECT * FROM activations WHERE id = ${id}`;
+    return r ? activationFromRow(r) : null;
+  }
+
+  async activationStatus(id: string): Promise<ActivationStatus | null> {
+    const [r] = await this.sql`SELECT a.deactivated, l.revoked AS license_revoked, l.expires AS license_expires
+      FROM activations a JOIN licenses l ON l.id = a.license_id WHERE a.id = ${id}`;
+    return r
+      ? { deactivated: numOrNull(r.deactivated), licenseRevoked: numOrNull(r.license_revoked), licenseExpires: numOrNull(r.license_expires) }
+      : null;
+  }
+
+  async touchActivation(id: string, d: DeviceFields, now: number): Promise<void> {
+    await this.sql`UPDATE activations SET product = ${d.product}, name = ${d.name}, platform = ${d.platform},
+      version = ${d.version}, last_seen = ${now} WHERE id = ${id}`;
+  }
+
+  async listActivations(licenseId: string): Promise<ActivationRecord[]> {
+    return (await this.sql`SELECT * FROM activations WHERE license_id = ${licenseId} ORDER BY created, id`).map(activationFromRow);
+  }
+
+  async countActiveSeats(licenseId: string): Promise<number> {
+    const [r] = await this.sql`SELECT count(*) AS n FROM activations WHERE license_id = ${licenseId} AND deactivated IS NULL`;
+    return num(r.n);
+  }
+
+  async deactivate(id: string, now: number): Promise<boolean> {
+    return (await this.sql`UPDATE activations SET deactivated = ${now} WHERE id = ${id} AND deactivated IS NULL`).count > 0;
+  }
+
+  async createChallenge(c: ChallengeRecord): Promise<void> {
+    await this.sql`INSERT INTO challenges (nonce_hash, installation, created, expires, used)
+      VALUES (${c.nonceHash}, ${c.installation}, ${c.created}, ${c.expires}, NULL)`;
+  }
+
+  // One conditional UPDATE: the row lock it takes makes a racing second UPDATE re-check `used`
+  // after the first commits, so exactly one caller gets the row back.
+  async consumeChallenge(nonceHash: string, now: number): Promise<ConsumeResult> {
+    const [r] = await this.sql`UPDATE challenges SET used = ${now} WHERE nonce_hash = ${nonceHash} AND used IS NULL RETURNING *`;
+    if (r) return { outcome: "consumed", challenge: challengeFromRow(r) };
+    const [exists] = await this.sql`SELECT 1 FROM challenges WHERE nonce_hash = ${nonceHash}`;
+    return exists ? { outcome: "used" } : { outcome: "unknown" };
+  }
+
+  async pruneChallenges(before: number): Promise<number> {
+    return (await this.sql`DELETE FROM challenges WHERE expires < ${before}`).count;
+  }
+
+  async writeAudit(a: AuditRecord): Promise<void> {
+    await this.sql`INSERT INTO audit ${this.sql(auditRow(a))}`;
+  }
+
+  async listAudit(f: AuditFilter): Promise<AuditRecord[]> {
+    const where: string[] = [];
+    const params: (string | number)[] = [];
+    const add = (clause: string, value: string | number) => {
+      params.push(value);
+      where.push(clause.replace("?", `$${params.length}`));
+    };
+    if (f.licenseId !== undefined) add("license_id = ?", f.licenseId);
+    if (f.activationId !== undefined) add("activation_id = ?", f.activationId);
+    if (f.error !== undefined) add("error = ?", f.error);
+    if (f.since !== undefined) add("time >= ?", f.since);
+    if (f.until !== undefined) add("time < ?", f.until);
+    params.push(f.limit ?? 1000);
+    const text = `SELECT * FROM audit ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY time DESC, ref LIMIT $${params.length}`;
+    return (await this.sql.unsafe(text, params)).map(auditFromRow);
+  }
+
+  async pruneAudit(before: number): Promise<number> {
+    return (await this.sql`DELETE FROM audit WHERE time < ${before}`).count;
+  }
+
+  async ping(): Promise<void> {
+    await this.sql`SELECT 1`;
+  }
+
+  async close(): Promise<void> {
+    await this.sql.close();
+  }
+}
+
+/** A license as a row of the licenses table (column names as keys). */
+export function licenseRow(l: LicenseRecord) {
+  return {
+    id: l.id,
+    kind: l.kind,
+    key_hash: l.keyHash,
+    licensee: l.licensee,
+    organization: l.organization,
+    plan: l.plan,
+    plan_title: l.planTitle,
+    channels: JSON.stringify(l.channels),
+    seats: l.seats,
+    issued: l.issued,
+    expires: l.expires,
+    revoked: l.revoked,
+  };
+}
+
+function auditRow(a: AuditRecord) {
+  return {
+    ref: a.ref,
+    time: a.time,
+    address: a.address,
+    action: a.action,
+    activation_id: a.activationId,
+    license_id: a.licenseId,
+    outcome: a.outcome,
+    error: a.error,
+  };
+}
+
+/**
+ * Applies every migration the schema has not seen, all in one transaction under an advisory lock
+ * keyed by the schema: processes starting together queue on the lock, and each later one finds the
+ * versions the first recorded. The transaction-scoped lock cannot outlive a crashed migrator.
+ */
+export async function migratePostgres(sql: SQL): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(hashtext('keyturn migrations ' || current_schema()))`;
+    await tx`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied BIGINT NOT NULL)`;
+    const done = new Set((await tx`SELECT version FROM schema_migrations`).map((r: Row) => num(r.version)));
+    for (const m of MIGRATIONS) {
+      if (done.has(m.version)) continue;
+      await tx.unsafe(m.postgres);
+      await tx`INSERT INTO schema_migrations (version, applied) VALUES (${m.version}, ${Date.now()})`;
+    }
+  });
+}

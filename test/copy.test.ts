@@ -1,0 +1,155 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { copySqliteToPostgres } from "../src/store/copy";
+import { openPostgresStore, type PostgresStore } from "../src/store/postgres";
+import { openSqliteStore, SQLITE_FILE } from "../src/store/sqlite";
+import type { Store } from "../src/store/types";
+import { createLicense, device, tempDir, testSite, type TestSite } from "./helpers";
+import { announceSkip, freshSchema, PG_URL, type TestSchema } from "./databases";
+import { license, seat } from "./store.suite";
+
+if (!PG_URL) announceSkip("test/copy.test.ts", "KEYTURN_TEST_POSTGRES_URL");
+
+const MAIN = join(import.meta.dir, "..", "src", "main.ts");
+
+function keyturn(...args: string[]) {
+  const p = Bun.spawnSync([process.execPath, MAIN, ...args], { stdout: "pipe", stderr: "pipe", env: { PATH: process.env.PATH } });
+  return { code: p.exitCode, stdout: p.stdout.toString(), stderr: p.stderr.toString() };
+}
+
+/** Everything the Store interface can read back, to compare two back ends. */
+async function everything(store: Store) {
+  const licenses = await store.listLicenses();
+  const activations = [];
+  for (const l of licenses) activations.push(...(await store.listActivations(l.id)));
+  return { licenses, activations, audit: await store.listAudit({ limit: 100_000 }) };
+}
+
+describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migrate --database", () => {
+  let site: TestSite;
+  let schema: TestSchema;
+  let key: string;
+  let token: string;
+  const nonce = "c".repeat(64);
+
+  beforeAll(async () => {
+    site = await testSite("alpha");
+    schema = await freshSchema();
+    ({ key } = await createLicense(site, { seats: 3 }));
+    await createLicense(site, { seats: 1, licensee: "Grace Hopper", expires: Date.parse("2027-06-01T00:00:00Z") });
+    for (let i = 0; i < 2; i++) {
+      const res = await site.request("POST", "/licenses/activate", { body: { key, device: device("alpha") } });
+      expect(res.status).toBe(200);
+      token = ((await res.json()) as { token: string }).token;
+    }
+    expect((await site.request("POST", "/licenses/activate", { body: { key: "AAAA-BBBB", device: device("alpha") } })).status).not.toBe(200);
+    await site.composed.store.createChallenge({ nonceHash: nonce, installation: "inst", created: site.clock(), expires: site.clock() + 300_000, used: null });
+  });
+  afterAll(async () => {
+    await site?.close();
+    await schema?.drop();
+  });
+
+  test("migrate --database applies the migrations to the PostgreSQL schema", () => {
+    const r = keyturn("migrate", "--variant", "alpha", "--database", schema.url);
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toContain("records are up to date (postgres)");
+    expect(r.code).toBe(0);
+  });
+
+  test("copies every record and reports the counts; the copy reads back the same through the Store interface", async () => {
+    const r = keyturn("copy", "--from", join(site.dir, "data"), "--to", schema.url, "--json");
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const source = await everything(site.composed.store);
+    expect(JSON.parse(r.stdout)).toEqual({
+      ok: true,
+      copied: { licenses: 2, activations: 2, challenges: 1, audit: source.audit.length },
+    });
+    expect(source.audit.length).toBeGreaterThanOrEqual(5);
+    const target = await openPostgresStore(schema.url);
+    try {
+      expect(await everything(target)).toEqual(source);
+      expect((await target.consumeChallenge(nonce, site.clock())).outcome).toBe("consumed");
+    } finally {
+      await target.close();
+    }
+  });
+
+  test("refuses a target that holds records, changing nothing; --merge brings it up to date", async () => {
+    await site.request("POST", "/entitlements/deactivate", { token });
+    const refused = keyturn("copy", "--from", join(site.dir, "data"), "--to", schema.url);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("the target already holds 2 licenses, 2 activations, 1 challenges");
+    expect(refused.stdout).toBe("");
+
+    const merged = keyturn("copy", "--from", join(site.dir, "data"), "--to", schema.url, "--merge");
+    expect(merged.stderr).toBe("");
+    expect(merged.code).toBe(0);
+    expect(merged.stdout).toMatch(/^copied 2 licenses, 2 activations, 1 challenges, \d+ audit lines from .* to PostgreSQL\n$/);
+    const target = await openPostgresStore(schema.url);
+    try {
+      expect(await everything(target)).toEqual(await everything(site.composed.store));
+      const ada = (await target.listLicenses()).find((l) => l.licensee === "Ada Lovelace")!;
+      expect(await target.countActiveSeats(ada.id)).toBe(1);
+    } finally {
+      await target.close();
+    }
+  });
+
+  test("wrong invocations exit 2 with the usage line", () => {
+    const noFrom = keyturn("copy", "--to", schema.url);
+    expect(noFrom.code).toBe(2);
+    expect(noFrom.stderr).toContain("--from DATA_DIR is required");
+    const notPg = keyturn("copy", "--from", join(site.dir, "data"), "--to", "mysql://x/y");
+    expect(notPg.code).toBe(2);
+    expect(notPg.stderr).toContain("--to: must be a postgres or postgresql URL");
+    const empty = keyturn("copy", "--from", tempDir(), "--to", schema.url);
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toContain(`no keyturn records (${SQLITE_FILE})`);
+  });
+
+  test("the source is read as one snapshot: rows written during the copy never arrive half", async () => {
+    const dir = tempDir();
+    const fixture = openSqliteStore(dir);
+    for (let i = 0; i < 1200; i++) {
+      const l = license({ issued: i });
+      await fixture.createLicense(l);
+      await fixture.activate(seat(l.id, { now: i }));
+    }
+    const into = await freshSchema();
+    const target: PostgresStore = await openPostgresStore(into.url);
+    // A second connection keeps adding license + activation pairs while the copy runs: read outside
+    // one snapshot, the activations would name licenses that were not copied (a foreign-key failure).
+    const writerStore = openSqliteStore(dir);
+    let done = false;
+    let written = 0;
+    const writing = (async () => {
+      while (!done) {
+        const l = license({ issued: 1e6 + written });
+        await writerStore.createLicense(l);
+        await writerStore.activate(seat(l.id, { now: 1e6 + written }));
+        written++;
+        await Bun.sleep(0);
+      }
+    })();
+    try {
+      const copied = await copySqliteToPostgres(fixture.db, target.sql, { merge: false });
+      done = true;
+      await writing;
+      expect(written).toBeGreaterThan(0);
+      expect(copied.licenses).toBe(copied.activations);
+      expect(copied.licenses).toBeLessThan(1200 + written);
+      expect(copied.licenses).toBeGreaterThanOrEqual(1200);
+      const [{ n }] = await target.sql`SELECT count(*)::int AS n FROM activations a LEFT JOIN licenses l ON l.id = a.license_id WHERE l.id IS NULL`;
+      expect(n).toBe(0);
+    } finally {
+      done = true;
+      await writing;
+      await writerStore.close();
+      await fixture.close();
+      await target.close();
+      await into.drop();
+    }
+  });
+});
