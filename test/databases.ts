@@ -1,4 +1,4 @@
-import { SQL } from "bun";
+import { RedisClient, SQL, type Subprocess } from "bun";
 import { randomBytes } from "node:crypto";
 
 /** The machine's PostgreSQL and Redis for tests (`.ci/run` sets both); tests that need them skip without. */
@@ -33,4 +33,21 @@ export async function freshSchema(): Promise<TestSchema> {
       await admin.close();
     },
   };
+}
+
+/** A private redis-server this test may stop and start again (the shared one is never touched). */
+export async function privateRedis(port: number): Promise<Subprocess> {
+  const proc = Bun.spawn([Bun.which("redis-server")!, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdout: "ignore", stderr: "ignore" });
+  const probe = new RedisClient(`redis://127.0.0.1:${port}`, { enableOfflineQueue: false, connectionTimeout: 200 });
+  for (let i = 0; i < 100; i++) {
+    try {
+      await probe.connect();
+      await probe.send("PING", []);
+      probe.close();
+      return proc;
+    } catch {
+      await Bun.sleep(20);
+    }
+  }
+  throw new Error("redis-server did not start");
 }

@@ -1,11 +1,11 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { RedisClient, type Subprocess } from "bun";
+import { RedisClient } from "bun";
 import { randomBytes } from "node:crypto";
 import { createLogger } from "../src/config/log";
 import type { RateLimitHit, RateLimitStore } from "../src/store/rate-limit";
 import { FallbackRateLimitStore, sharedRateLimitStore } from "../src/store/rate-limit-fallback";
 import { RedisRateLimitStore } from "../src/store/redis-rate-limit";
-import { announceSkip, REDIS_URL } from "./databases";
+import { announceSkip, privateRedis, REDIS_URL } from "./databases";
 
 if (!REDIS_URL) announceSkip("test/redis-rate-limit.test.ts", "KEYTURN_TEST_REDIS_URL");
 const REDIS_SERVER = Bun.which("redis-server");
@@ -39,22 +39,6 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** A private redis-server this test may stop and start again (the shared one is never touched). */
-async function privateRedis(port: number): Promise<Subprocess> {
-  const proc = Bun.spawn([REDIS_SERVER!, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdout: "ignore", stderr: "ignore" });
-  const probe = new RedisClient(`redis://127.0.0.1:${port}`, { enableOfflineQueue: false, connectionTimeout: 200 });
-  for (let i = 0; i < 100; i++) {
-    try {
-      await probe.connect();
-      await probe.send("PING", []);
-      probe.close();
-      return proc;
-    } catch {
-      await Bun.sleep(20);
-    }
-  }
-  throw new Error("redis-server did not start");
-}
 
 describe.skipIf(!REDIS_URL)("Redis rate-limit store", () => {
   const stores: RateLimitStore[] = [];
