@@ -50,7 +50,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   const listenUrl = transport.url;
   const { mode, why } = transportMode(config);
   log.info("transport", { mode, why });
-  if (!config.tls && config.trustProxy.length === 0)
+  if (!config.tls && config.trustProxy.length === 0 && !config.demo)
     log.warn("no --trust-proxy: behind a reverse proxy every client counts as the proxy's address (rate limits, audit)");
 
   if (config.demo) {
@@ -59,8 +59,9 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   }
   services.releases.watch();
   process.on("SIGHUP", () => {
-    log.info("SIGHUP: re-reading the release tree");
+    log.info(transport.tls ? "SIGHUP: re-reading the release tree and the certificate" : "SIGHUP: re-reading the release tree");
     void services.releases.rescan();
+    if (transport.tls) void transport.reloadTls();
   });
   log.info("keyturn listening", { url: listenUrl, variant: config.variant.name, version: VERSION, baseUrl: config.baseUrl, signingKid: keys.signing?.kid ?? null });
 
@@ -81,6 +82,5 @@ export async function serveCommand(args: string[], env: Record<string, string | 
     };
     process.on("SIGTERM", () => void stop("SIGTERM"));
     process.on("SIGINT", () => void stop("SIGINT"));
-    if (transport.tls) process.on("SIGHUP", () => void transport.reloadTls());
   });
 }
