@@ -32,6 +32,8 @@ describe("bad settings stop keyturn with exit code 2 and one line naming the set
     [["serve", "--base-url", "https://x.example"], { KEYTURN_VARIANT: "omega" }, "--variant"],
     [["serve", "--variant", "alpha", "--base-url", "https://x.example", "--bogus"], {}, "--arguments"],
     [["serve", "--variant", "alpha", "--base-url", "https://x.example", "--host", "0.0.0.0"], {}, "--host"],
+    [["serve", "--variant", "alpha", "--base-url", "https://x.example", "--trust-proxy", "10.0.0.0/8,1:2"], {}, "--trust-proxy"],
+    [["serve", "--variant", "alpha", "--base-url", "https://x.example", "--trust-proxy", ":::"], {}, "--trust-proxy"],
   ];
   for (const [args, env, setting] of cases)
     test(`${args.slice(1).join(" ")} ${JSON.stringify(env)}`, () => {

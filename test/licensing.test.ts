@@ -231,6 +231,8 @@ for (const variant of ["alpha", "beta", "gamma"] as const) {
         const r = await s.request("GET", "/entitlements/current", { headers: { authorization } });
         expect(r.status).toBe(401);
         expectError(await json(r), "entitlement_invalid");
+        // RFC 6750 via design.md: plain `Bearer` when no token was sent (another scheme sends none)
+        expect(r.headers.get("www-authenticate")).toBe(authorization.startsWith("Basic") ? "Bearer" : 'Bearer error="invalid_token"');
       }
     });
 
@@ -297,6 +299,7 @@ describe("malformed input (design.md)", () => {
     ["missing name", (v) => ({ device: { ...device(v), name: undefined } }), "device.name"],
     ["wrongly typed version", (v) => ({ device: device(v, { version: 3 }) }), "device.version"],
     ["missing device", () => ({}), "device"],
+    ["name longer than allowed", (v) => ({ device: device(v, { name: "n".repeat(300) }) }), "device.name is longer than 200 characters"],
   ];
   for (const [what, body, field] of cases)
     test(`400 invalid_request naming the field: ${what}`, async () => {

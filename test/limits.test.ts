@@ -73,7 +73,11 @@ describe("size limits", () => {
     const over = await raw(`POST /api/v1/licenses/activate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
     expect(over.head).toStartWith("HTTP/1.1 413");
     expect(JSON.parse(over.body)).toMatchObject({ ok: false, error: "payload_too_large" });
-    // Beyond 64 KiB declared, Bun refuses before keyturn sees the request.
+    // A 100 KB declared body still gets keyturn's own answer, without being read…
+    const large = await raw(`POST /api/v1/licenses/activate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100000\r\nConnection: close\r\n\r\n`);
+    expect(large.head).toStartWith("HTTP/1.1 413");
+    expect(JSON.parse(large.body)).toMatchObject({ ok: false, error: "payload_too_large" });
+    // …and beyond 8 MiB declared, Bun refuses before keyturn sees the request.
     const absurd = await raw(`POST /api/v1/licenses/activate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n`);
     expect(absurd.head).toStartWith("HTTP/1.1 413");
     // Request line and headers together over 16 KiB: Bun answers 431 itself.

@@ -54,6 +54,17 @@ describe("rate limits per address", () => {
     expect((await site.composed.store.listAudit({})).length).toBe(auditBefore);
   });
 
+  test("no spelling of a sign-in path escapes the sign-in budget: a trailing slash reaches no sign-in", async () => {
+    const { send } = await limitedSite({ "rate-limit-signin": "2/60s" });
+    const body = { key: "AL-00000-00000-00000-00000-00000", device: device("alpha") };
+    for (let i = 0; i < 2; i++) expect((await send("198.51.100.9", "POST", "/licenses/activate", { body })).status).toBe(403);
+    for (const path of ["/licenses/activate/", "/auth/identity/exchange/", "/auth/identity/challenge/", "/licenses/activate//"]) {
+      const r = await send("198.51.100.9", "POST", path, { body });
+      expect(r.status).toBe(404); // not an attempt at a key or a sign-in
+    }
+    expect((await send("198.51.100.9", "POST", "/licenses/activate", { body })).status).toBe(429);
+  });
+
   test("the two budgets are counted apart", async () => {
     const { send } = await limitedSite({ "rate-limit-signin": "2/60s", "rate-limit-api": "5/60s" });
     const body = { key: "x", device: device("alpha") };

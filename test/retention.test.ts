@@ -44,22 +44,24 @@ test("prunes audit lines past the retention and expired challenges at start and 
   await s.writeAudit(line("ref_old", t0 - 91 * DAY));
   await s.writeAudit(line("ref_edge", t0 - 90 * DAY + 1));
   await s.writeAudit(line("ref_new", t0 - DAY));
-  await s.createChallenge({ nonceHash: "expired", installation: "i", created: t0 - 700_000, expires: t0 - 100_000, used: null });
+  await s.createChallenge({ nonceHash: "expired", installation: "i", created: t0 - DAY - 700_000, expires: t0 - DAY - 100_000, used: null });
+  // expired, but kept a day so that a replayed ID token still meets token_replayed
+  await s.createChallenge({ nonceHash: "kept", installation: "i", created: t0 - 700_000, expires: t0 - 100_000, used: t0 - 600_000 });
   await s.createChallenge({ nonceHash: "live", installation: "i", created: t0, expires: t0 + 600_000, used: null });
 
   const m = manualTimers();
   const schedule = startRetention({ store: s, clock, log: silentLogger, auditRetentionSeconds: 90 * 86400, everyMs: 3_600_000, timers: m.timers });
   await settle();
   expect(await refs(s)).toEqual(["ref_edge", "ref_new"]);
-  expect(challenges(s)).toEqual(["live"]);
+  expect(challenges(s)).toEqual(["kept", "live"]);
 
-  // A day later the edge line is past the retention and the live challenge has expired.
+  // A day later the edge line is past the retention and the kept challenge is a day past its expiry.
   clock.advance(DAY);
   expect(await refs(s)).toEqual(["ref_edge", "ref_new"]);
   m.tick();
   await settle();
   expect(await refs(s)).toEqual(["ref_new"]);
-  expect(challenges(s)).toEqual([]);
+  expect(challenges(s)).toEqual(["live"]);
 
   schedule.stop();
   expect(m.cleared).toBe(1);

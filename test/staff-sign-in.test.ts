@@ -110,13 +110,18 @@ describe("POST /auth/identity/challenge", () => {
     expect(JSON.stringify(rows)).not.toContain(a.nonce);
   });
 
-  test("expired challenges are pruned from the records", async () => {
+  test("expired challenges are pruned from the records a day after their expiry", async () => {
     const site = await staffSite();
     const old = await challenge(site, device("gamma"));
     clock.advance(11 * 60_000);
     await challenge(site, device("gamma"));
+    const count = () => (site.composed.store as SqliteStore).db.query("SELECT count(*) AS n FROM challenges").get() as { n: number };
+    expect(count().n).toBe(2);
+    clock.advance(24 * 3600_000);
+    await challenge(site, device("gamma"));
+    // the first is a day past its expiry and gone; the second expired less than a day ago and stays
     const hashes = ((site.composed.store as SqliteStore).db.query("SELECT nonce_hash FROM challenges").all() as any[]).map((r) => r.nonce_hash);
-    expect(hashes).toHaveLength(1);
+    expect(hashes).toHaveLength(2);
     expect(hashes).not.toContain(sha256Hex(old.nonce));
   });
 
@@ -330,6 +335,17 @@ describe("refusals, one token for each", () => {
     expectRefusal(await exchange(site, token, dev), 409, "token_replayed");
   });
 
+  test("token_replayed still after the challenge's ten minutes and a clean-up of expired challenges", async () => {
+    const site = await staffSite();
+    const dev = device("gamma");
+    const { nonce } = await challenge(site, dev);
+    const token = await issuer.mint({ nonce, exp: Math.floor(clock() / 1000) + 3600 });
+    expect((await exchange(site, token, dev)).status).toBe(200);
+    clock.advance(11 * 60_000);
+    await challenge(site, device("gamma")); // issuing a challenge prunes what may be pruned
+    expectRefusal(await exchange(site, token, dev), 409, "token_replayed");
+  });
+
   test("token_replayed: two exchanges racing on one nonce give exactly one success", async () => {
     const site = await staffSite();
     const dev = device("gamma");
@@ -347,8 +363,12 @@ describe("refusals, one token for each", () => {
     const now = Math.floor(clock() / 1000);
     expectRefusal(await signIn(site, device("gamma"), { auth_time: undefined }), 401, "stale_authentication");
     expectRefusal(await signIn(site, device("gamma"), { auth_time: "yesterday" }), 401, "stale_authentication");
-    expectRefusal(await signIn(site, device("gamma"), { auth_time: now - 300 - 61 }), 401, "stale_authentication");
+    // "no older than maxAge": one second past it is stale (the clock tolerance does not stretch maxAge)
+    expectRefusal(await signIn(site, device("gamma"), { auth_time: now - 300 - 1 }), 401, "stale_authentication");
     expect((await signIn(site, device("gamma"), { auth_time: now - 300 })).status).toBe(200);
+    // an issuer clock a little ahead of ours is forgiven, far ahead is not
+    expect((await signIn(site, device("gamma"), { auth_time: now + 30 })).status).toBe(200);
+    expectRefusal(await signIn(site, device("gamma"), { auth_time: now + 61 }), 401, "stale_authentication");
   });
 
   test("mfa_required: no amr, or no second-factor marker in it; the markers are configurable", async () => {

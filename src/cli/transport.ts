@@ -9,9 +9,10 @@ export const HSTS = "max-age=31536000";
 
 /**
  * The runtime refuses bodies declared larger than this with a bare 413. The app answers 413 with
- * the error body from 16 KiB on; this bound only stops absurd uploads before the app sees them.
+ * the error body from 16 KiB on, before reading the body; this bound only stops absurd uploads
+ * before the app sees them, and is high enough that clients see keyturn's own answer.
  */
-const MAX_REQUEST_BODY = 4 * MAX_JSON_BODY;
+const MAX_REQUEST_BODY = 512 * MAX_JSON_BODY;
 
 export type Handler = (request: Request, peer: string | null) => Response | Promise<Response>;
 

@@ -1,3 +1,5 @@
+import { isIP } from "node:net";
+
 /** Parsers for the textual forms settings take in flags, environment and TOML. */
 
 export class ConfigError extends Error {
@@ -70,11 +72,10 @@ export function parseUrl(setting: string, text: string, protocols: string[]): UR
 
 /** An IPv4 or IPv6 CIDR (a bare address counts as a /32 or /128). Validated here, matched in http/. */
 export function parseCidr(setting: string, text: string): string {
-  const [addr, bits, extra] = text.trim().split("/");
-  const isV4 = /^\d{1,3}(\.\d{1,3}){3}$/.test(addr ?? "") && addr!.split(".").every((o) => Number(o) <= 255);
-  const isV6 = !isV4 && /^[0-9a-fA-F:.]+$/.test(addr ?? "") && (addr ?? "").includes(":");
-  const max = isV4 ? 32 : 128;
-  if ((!isV4 && !isV6) || extra !== undefined || (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= max)))
+  const [addr = "", bits, extra] = text.trim().split("/");
+  const family = isIP(addr);
+  const max = family === 4 ? 32 : 128;
+  if (family === 0 || extra !== undefined || (bits !== undefined && !(/^\d{1,3}$/.test(bits) && Number(bits) <= max)))
     throw new ConfigError(setting, `not an address or CIDR: "${text}"`);
   return text.trim();
 }

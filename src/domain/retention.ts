@@ -1,17 +1,18 @@
 import type { Logger } from "../config/log";
 import type { Store } from "../store/types";
 import type { Clock } from "./clock";
+import { challengesPrunableBefore } from "./identity/challenges";
 
 export interface Pruned {
   readonly audit: number;
   readonly challenges: number;
 }
 
-/** Deletes audit lines older than the retention and staff challenges past their expiry. */
+/** Deletes audit lines older than the retention and staff challenges a day past their expiry. */
 export async function pruneRecords(store: Store, clock: Clock, auditRetentionSeconds: number): Promise<Pruned> {
   const now = clock();
   const audit = await store.pruneAudit(now - auditRetentionSeconds * 1000);
-  const challenges = await store.pruneChallenges(now);
+  const challenges = await store.pruneChallenges(challengesPrunableBefore(now));
   return { audit, challenges };
 }
 

@@ -4,7 +4,7 @@ import type { AuditAction } from "../domain/audit";
 import { bearerToken } from "./bearer";
 import type { AppDeps, AppServices } from "./deps";
 import { frontDoor } from "./front-door";
-import { errorResponse } from "./respond";
+import { errorResponse, HttpRefusal } from "./respond";
 import { licensingRoutes } from "./routes/licensing";
 import { identityRoutes } from "./routes/identity";
 import { releasesRoutes } from "./routes/releases";
@@ -40,7 +40,7 @@ export function createApp(services: AppServices) {
     authenticate: (request) => services.licensing.authenticate(bearerToken(request)),
   };
 
-  const api = new Elysia({ prefix: API_PREFIX }).use(licensingRoutes(deps));
+  const api = new Elysia({ prefix: API_PREFIX, strictPath: true }).use(licensingRoutes(deps));
   api.use(identityRoutes(deps));
   api.use(updateRoutes(deps));
   api.use(releasesRoutes(deps));
@@ -53,22 +53,20 @@ export function createApp(services: AppServices) {
     return [...methods];
   };
 
-  const app = new Elysia()
+  const app = new Elysia({ strictPath: true })
     .onStart(({ server: s }) => {
       server = s as typeof server;
     })
     .onRequest(front.onRequest)
-    // Elysia hands a route `null` for a path parameter whose %-encoding is malformed; such a path
-    // names nothing, so it is refused here before any route sees it.
-    .onRequest(({ request }) => {
-      if (!isWellEncodedPath(request.url)) throw new KeyturnError("not_found", "There is nothing at this address.");
-    })
     .onAfterResponse(front.onAfterResponse)
     .onError(async ({ error, code, request }) => {
       const path = new URL(request.url).pathname;
       let err: KeyturnError;
       const headers: Record<string, string> = {};
-      if (error instanceof KeyturnError) err = error;
+      if (error instanceof KeyturnError) {
+        err = error;
+        if (error instanceof HttpRefusal) Object.assign(headers, error.headers);
+      }
       else if (code === "NOT_FOUND") {
         const allow = allowedMethods(path);
         if (allow.length > 0) {
@@ -92,15 +90,6 @@ export function createApp(services: AppServices) {
 }
 
 export type App = ReturnType<typeof createApp>;
-
-function isWellEncodedPath(url: string): boolean {
-  try {
-    decodeURIComponent(new URL(url).pathname);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function routePattern(path: string): RegExp {
   const escaped = path

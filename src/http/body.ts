@@ -76,6 +76,9 @@ function describeFirstError(check: TypeCheck<TSchema>, value: unknown): string {
     .slice(1)
     .reduce<unknown>((v, k) => (v && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined), value);
   if (present === undefined) return `${field} is required.`;
+  const maxLength = (first.schema as { maxLength?: number }).maxLength;
+  if (typeof present === "string" && maxLength !== undefined && present.length > maxLength)
+    return `${field} is longer than ${maxLength} characters.`;
   const expected = (first.schema as { type?: string }).type;
   return expected ? `${field} must be a ${expected === "object" ? "JSON object" : expected}.` : `${field} is not valid.`;
 }

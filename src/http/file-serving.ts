@@ -1,5 +1,4 @@
-import { KeyturnError } from "../domain/errors";
-import { errorResponse } from "./respond";
+import { HttpRefusal } from "./respond";
 
 /**
  * Conditional and range requests for the update files, written out rather than left to the
@@ -78,8 +77,11 @@ export function serveFile(request: Request, path: string, size: number, etag: st
   const file = Bun.file(path);
   const range = ifRangeAllows(request, etag) ? parseRange(request.headers.get("range"), size) : null;
   if (range === "unsatisfiable") {
-    const err = new KeyturnError("range_not_satisfiable", `The range is outside the file's ${size} bytes.`);
-    return errorResponse(err, { "content-range": `bytes */${size}`, "accept-ranges": "bytes", etag });
+    throw new HttpRefusal("range_not_satisfiable", `The range is outside the file's ${size} bytes.`, {
+      "content-range": `bytes */${size}`,
+      "accept-ranges": "bytes",
+      etag,
+    });
   }
   if (range === null) return new Response(file, { status: 200, headers: { ...headers, "content-length": String(size) } });
   headers["content-range"] = `bytes ${range.start}-${range.end}/${size}`;

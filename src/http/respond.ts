@@ -1,4 +1,4 @@
-import type { KeyturnError } from "../domain/errors";
+import { KeyturnError, type ErrorCode } from "../domain/errors";
 import { STATUS_OF } from "./status";
 
 const JSON_TYPE = "application/json;charset=utf-8";
@@ -18,3 +18,14 @@ export function errorResponse(err: KeyturnError, headers: Record<string, string>
 }
 
 export const NO_TOKEN = "This request needs an Authorization: Bearer <entitlement token> header.";
+
+/** A refusal that needs HTTP headers of its own (416's Content-Range); the error handler adds them. */
+export class HttpRefusal extends KeyturnError {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    readonly headers: Readonly<Record<string, string>>,
+  ) {
+    super(code, message);
+  }
+}

@@ -129,12 +129,14 @@ export class PostgresStore implements Store {
         WHERE license_id = ${input.licenseId} AND installation = ${input.installation} AND deactivated IS NULL`;
       const countActive = async () =>
         num((await tx`SELECT count(*) AS n FROM activations WHERE license_id = ${input.licenseId} AND deactivated IS NULL`)[0].n);
-      if (existing) {
-        const [row] = await tx`UPDATE activations SET product = ${input.product}, name = ${input.name},
-          platform = ${input.platform}, version = ${input.version}, last_seen = ${input.now}
-          WHERE id = ${existing.id} RETURNING *`;
-        return { outcome: "reused", activation: activationFromRow(row), seatsUsed: await countActive() };
-      }
+      // A deactivation does not take the license lock: if one commits between the select and this
+      // update, the update finds no active row and the installation takes a new seat below.
+      const [reused] = existing
+        ? await tx`UPDATE activations SET product = ${input.product}, name = ${input.name},
+            platform = ${input.platform}, version = ${input.version}, last_seen = ${input.now}
+            WHERE id = ${existing.id} AND deactivated IS NULL RETURNING *`
+        : [];
+      if (reused) return { outcome: "reused", activation: activationFromRow(reused), seatsUsed: await countActive() };
       const used = await countActive();
       if (used >= num(license.seats)) {
         const holders = await tx`SELECT * FROM activations

@@ -123,7 +123,10 @@ describe.each(["alpha", "beta", "gamma"] as VariantName[])("updates, %s", (varia
       const res = await get(`${lane}/${newest.installer}`, { range });
       expect(res.status).toBe(416);
       expect(res.headers.get("content-range")).toBe(`bytes */${len}`);
-      expect(((await res.json()) as { error: string }).error).toBe("range_not_satisfiable");
+      const body = (await res.json()) as { error: string; ref: string };
+      expect(body.error).toBe("range_not_satisfiable");
+      // a refusal like any other: its ref names an audit line
+      expect(body.ref).toMatch(/^ref_/);
     }
     for (const range of ["bytes=0-9,20-29", "bytes=20-10", "lines=1-2", "bytes=x"]) {
       const res = await get(`${lane}/${newest.installer}`, { range });

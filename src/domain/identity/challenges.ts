@@ -66,8 +66,19 @@ export class Challenges {
   private async pruneNowAndThen(now: number): Promise<void> {
     if (now - this.lastPrune < PRUNE_INTERVAL_MS) return;
     this.lastPrune = now;
-    await this.store.pruneChallenges(now);
+    await this.store.pruneChallenges(challengesPrunableBefore(now));
   }
+}
+
+/**
+ * Challenges are kept a day past their expiry before they are deleted: a replayed ID token (which
+ * may live an hour or more at the issuer) must keep meeting token_replayed, as the spec's state
+ * table says, not challenge_unknown because its used challenge was cleaned up.
+ */
+export const CHALLENGE_KEPT_AFTER_EXPIRY_MS = 24 * 3600_000;
+
+export function challengesPrunableBefore(now: number): number {
+  return now - CHALLENGE_KEPT_AFTER_EXPIRY_MS;
 }
 
 function unknown(detail: { licenseId: string }): KeyturnError {

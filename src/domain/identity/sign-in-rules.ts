@@ -10,7 +10,9 @@ export function requireRecentAuthentication(claims: IdTokenClaims, maxAgeSeconds
   if (typeof authTime !== "number" || !Number.isFinite(authTime))
     throw new KeyturnError("stale_authentication", "The ID token does not say when the sign-in at the issuer was made (auth_time).", detail);
   const age = Math.floor(nowMs / 1000) - authTime;
-  if (age > maxAgeSeconds + ID_TOKEN_TOLERANCE_SECONDS || age < -ID_TOKEN_TOLERANCE_SECONDS)
+  // maxAge is the spec's limit as it stands; the clock tolerance only forgives an auth_time a little
+  // in the future (the issuer's clock ahead of ours).
+  if (age > maxAgeSeconds || age < -ID_TOKEN_TOLERANCE_SECONDS)
     throw new KeyturnError("stale_authentication", `The sign-in at the issuer is older than ${maxAgeSeconds} seconds; sign in again.`, detail);
 }
 
