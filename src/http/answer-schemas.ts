@@ -52,6 +52,12 @@ export const CurrentAnswer = Type.Object({
 });
 
 export const OkAnswer = Type.Object({ ok: Ok });
+export const HealthAnswer = Type.Object({
+  ok: Ok,
+  rateLimits: Type.Union([Type.Literal("per-process"), Type.Literal("shared"), Type.Literal("per-process (shared store unreachable)")], {
+    description: "where the rate-limit counters live right now",
+  }),
+});
 
 export const ReleasesAnswer = Type.Object({
   ok: Ok,

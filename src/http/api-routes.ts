@@ -178,7 +178,7 @@ export function apiRoutes(variant: Variant): RouteDoc[] {
       path: "/health",
       summary: "ok when the records answer and the release tree is readable",
       bearer: false,
-      answer: A.OkAnswer,
+      answer: A.HealthAnswer,
       errors: ["unavailable"],
     },
     {
