@@ -98,7 +98,8 @@ export class SqliteStore implements Store {
       revokeLicense: s("UPDATE licenses SET revoked = ? WHERE id = ? AND revoked IS NULL"),
       activeSeat: s("SELECT * FROM activations WHERE license_id = ? AND installation = ? AND deactivated IS NULL"),
       activeHolders: s("SELECT * FROM activations WHERE license_id = ? AND deactivated IS NULL ORDER BY created, id"),
-      countActive: s("SELECT count(*) AS n FROM activations WHERE license_id = ? AND deactivated IS NULL"),
+      // Kept by the database (migration 2), so reading it does not scan the license's seats.
+      countActive: s("SELECT active_seats AS n FROM licenses WHERE id = ?"),
       insertActivation: s(`INSERT INTO activations (id, license_id, kind, installation, device_hash, product, name,
         platform, version, created, last_seen) VALUES ($id, $licenseId, $kind, $installation, $deviceHash,
         $product, $name, $platform, $version, $now, $now)`),
@@ -160,7 +161,7 @@ export class SqliteStore implements Store {
           return { outcome: "reused", activation: activationFromRow(q.activationById.get(existing.id) as Row), seatsUsed: used };
         }
         const license = q.licenseById.get(input.licenseId) as Row;
-        const used = (q.countActive.get(input.licenseId) as Row).n as number;
+        const used = license.active_seats as number;
         if (used >= license.seats)
           return { outcome: "seat_limit", holders: (q.activeHolders.all(input.licenseId) as Row[]).map(activationFromRow) };
         q.insertActivation.run({
