@@ -16,6 +16,8 @@ import type {
 } from "./types";
 
 export const SQLITE_FILE = "keyturn.sqlite";
+/** Activation statuses kept between writes (a few hundred bytes each). */
+const STATUS_CACHE_SIZE = 10_000;
 
 type Row = Record<string, any>;
 
@@ -119,6 +121,7 @@ export class SqliteStore implements Store {
         VALUES ($ref, $time, $address, $action, $activationId, $licenseId, $outcome, $error)`),
       pruneAudit: s("DELETE FROM audit WHERE time < ?"),
       ping: s("SELECT 1"),
+      writeStamp: s("SELECT data_version AS v, total_changes() AS t FROM pragma_data_version"),
     };
   }
 
@@ -185,9 +188,27 @@ export class SqliteStore implements Store {
     return r ? activationFromRow(r) : null;
   }
 
+  // Every bearer request reads its activation's status. A status already read is reused only while
+  // nothing was written since: data_version moves when another connection (another process: an
+  // admin command revoking) commits, total_changes when this one writes. Checking both costs a
+  // third of the read itself, which takes the file's shared locks.
+  private readonly statusCache = new Map<string, ActivationStatus>();
+  private statusStamp: unknown[] = [];
+
   async activationStatus(id: string): Promise<ActivationStatus | null> {
+    const stamp = this.q.writeStamp.values()[0]!;
+    if (stamp[0] !== this.statusStamp[0] || stamp[1] !== this.statusStamp[1]) {
+      this.statusCache.clear();
+      this.statusStamp = stamp;
+    }
+    const cached = this.statusCache.get(id);
+    if (cached) return cached;
     const r = this.q.status.get(id) as Row | null;
-    return r ? { deactivated: r.deactivated, licenseRevoked: r.license_revoked, licenseExpires: r.license_expires } : null;
+    if (!r) return null;
+    const status = { deactivated: r.deactivated, licenseRevoked: r.license_revoked, licenseExpires: r.license_expires };
+    if (this.statusCache.size >= STATUS_CACHE_SIZE) this.statusCache.clear();
+    this.statusCache.set(id, status);
+    return status;
   }
 
   async touchActivation(id: string, device: DeviceFields, now: number): Promise<void> {
