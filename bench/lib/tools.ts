@@ -27,3 +27,11 @@ export const CPUS = (() => {
 export function pinned(cpu: string, cmd: string[]): string[] {
   return ["taskset", "-c", cpu, ...cmd];
 }
+
+/** A port free right now (other programs share this machine's loopback). */
+export function freePort(): number {
+  const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
+  const port = server.port!;
+  server.stop(true);
+  return port;
+}

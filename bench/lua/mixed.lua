@@ -1,6 +1,6 @@
 -- What a fleet of installed programs sends, paced towards a target rate:
 -- wrk ... -- TOKEN KEYS_FILE PREFIX MANIFEST_PATH DELAY_MS
--- 60 % manifest, 10 % signature, 20 % current, 5 % releases list, 5 % activation of a new installation.
+-- 65 % manifest, 10 % signature, 20 % current, 4 % activation of a new installation, 1 % releases list.
 dofile(os.getenv("BENCH_LUA_DIR") .. "/report.lua")
 dofile(os.getenv("BENCH_LUA_DIR") .. "/device.lua")
 
@@ -28,11 +28,11 @@ end
 
 function request()
   n = n + 1
-  local slot = n % 20
-  if slot < 12 then return fixed.manifest end
-  if slot < 14 then return fixed.signature end
-  if slot < 18 then return fixed.current end
-  if slot < 19 then return fixed.releases end
+  local slot = n % 100
+  if slot < 65 then return fixed.manifest end
+  if slot < 75 then return fixed.signature end
+  if slot < 95 then return fixed.current end
+  if slot < 96 then return fixed.releases end
   local body = string.format('{"key":"%s","device":%s}', keys[1 + n % #keys], new_device(prefix, "alpha"))
   return wrk.format("POST", "/api/v1/licenses/activate", json, body)
 end
