@@ -15,34 +15,33 @@ describe.skipIf(!PG_URL)("PostgreSQL store", () => {
     },
   });
 
-  test("an installation re-activating while another process deactivates it gets a new seat, never the revoked one", async () => {
+  test("a re-activation racing a deactivation of one installation, across processes: no deadlock, never a revoked seat", async () => {
     const schema = await freshSchema();
-    const store = await openPostgresStore(schema.url);
-    const other = new SQL(schema.url, { max: 2 });
+    const [one, two] = await Promise.all([openPostgresStore(schema.url), openPostgresStore(schema.url)]);
     try {
       const now = Date.now();
-      await store.createLicense({ id: "lic_race", kind: "license", keyHash: "h", licensee: "a", organization: "o", plan: "p", planTitle: "P", channels: ["stable"], seats: 1, issued: now, expires: null, revoked: null });
+      await one.createLicense({ id: "lic_race", kind: "license", keyHash: "h", licensee: "a", organization: "o", plan: "p", planTitle: "P", channels: ["stable"], seats: 1, issued: now, expires: null, revoked: null });
       const input = (newId: string) => ({ licenseId: "lic_race", kind: "license" as const, installation: "dev1", deviceHash: "dev1", product: null, name: "n", platform: "win-x64", version: "1", newId, now });
-      expect((await store.activate(input("act_first"))).outcome).toBe("created");
-      // Another process (the admin's `activation deactivate`) holds the activation's row…
-      const tx = await other.reserve();
-      await tx`BEGIN`;
-      await tx`SELECT 1 FROM activations WHERE id = 'act_first' FOR UPDATE`;
-      const racing = store.activate(input("act_second"));
-      // …until the re-activation is waiting for it, then deactivates and commits.
-      for (let i = 0; i < 200 && Number((await other`SELECT count(*) AS n FROM pg_locks WHERE NOT granted`)[0].n) === 0; i++) await Bun.sleep(5);
-      await tx`UPDATE activations SET deactivated = ${Date.now()} WHERE id = 'act_first'`;
-      await tx`COMMIT`;
-      tx.release();
-      const result = await racing;
-      expect(result.outcome).toBe("created");
-      if (result.outcome === "seat_limit") throw new Error("unreachable");
-      expect(result.activation.id).toBe("act_second");
-      expect(result.activation.deactivated).toBeNull();
-      expect(await store.countActiveSeats("lic_race")).toBe(1);
+      let current = "act_0";
+      expect((await one.activate(input(current))).outcome).toBe("created");
+      for (let round = 1; round <= 25; round++) {
+        // process one deactivates the seat (the admin's command) while process two re-activates it
+        const [deactivated, result] = await Promise.all([one.deactivate(current, now + round), two.activate(input(`act_${round}`))]);
+        if (result.outcome === "seat_limit") throw new Error("one installation, one seat: never seat_limit");
+        expect(result.activation.deactivated).toBeNull();
+        expect(deactivated).toBe(true);
+        if (result.outcome === "reused") {
+          // the activation came first; the deactivation then revoked it: take it again
+          expect((await one.activationStatus(current))!.deactivated).not.toBeNull();
+          const again = await two.activate(input(`act_${round}`));
+          expect(again.outcome).toBe("created");
+          current = `act_${round}`;
+        } else current = result.activation.id;
+        expect(await one.countActiveSeats("lic_race")).toBe(1);
+        expect((await one.activationStatus(current))!.deactivated).toBeNull();
+      }
     } finally {
-      await other.close();
-      await store.close();
+      await Promise.all([one.close(), two.close()]);
       await schema.drop();
     }
   });

@@ -1,10 +1,13 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { generateKeyPairSync, sign as nodeSign } from "node:crypto";
+import { generateKeyPairSync, randomBytes, sign as nodeSign } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { compactVerify, decodeProtectedHeader, importSPKI, jwtVerify, SignJWT, UnsecuredJWT } from "jose";
 import { VARIANTS, type VariantName } from "../src/config/variants";
-import { createLicense, device, testSite, type TestSite } from "./helpers";
+import { generateKeyFiles, loadKeyRing } from "../src/domain/keys";
+import type { KeyturnError } from "../src/domain/errors";
+import { TokenSigner, TokenVerifier } from "../src/domain/tokens";
+import { createLicense, device, tempDir, testClock, testSite, type TestSite } from "./helpers";
 
 const sites: TestSite[] = [];
 afterEach(async () => {
@@ -152,5 +155,89 @@ describe("token cache", () => {
     }
     const verifier = (s.composed.services.licensing as any).d.verifier;
     expect(verifier.cached).toBe(2);
+  });
+});
+
+describe("TokenVerifier's cache of verified tokens", () => {
+  const alpha = VARIANTS.alpha;
+  const ISS = "https://licenses.example.com";
+
+  /** A verifier whose key map the test can empty: then only a cache hit can still verify. */
+  async function setup(cacheSize = 10) {
+    const keysDir = join(tempDir(), "keys");
+    generateKeyFiles(keysDir, alpha.defaultLicenseKid);
+    const ring = await loadKeyRing(keysDir, alpha);
+    const verifyKeys = new Map(ring.verify);
+    const clock = testClock();
+    const verifier = new TokenVerifier(alpha, ISS, { ...ring, verify: verifyKeys }, clock, cacheSize);
+    const signer = new TokenSigner(alpha, ISS, ring.signing!);
+    const issue = (sub = `act_${randomBytes(8).toString("hex")}`) =>
+      signer.sign({ sub, kind: "license", lic: "lic_x", name: "N", org: "O", plan: "p", chn: ["stable"], dev: "d" }, clock(), clock() + 3600_000).token;
+    const restoreKeys = () => ring.verify.forEach((v, k) => verifyKeys.set(k, v));
+    return { verifier, verifyKeys, restoreKeys, clock, issue };
+  }
+  const code = async (p: Promise<unknown>) => p.then(() => "ok", (e: KeyturnError) => e.code);
+
+  test("a verified token is served from the cache (its key may even be gone) until its exp", async () => {
+    const { verifier, verifyKeys, restoreKeys, clock, issue } = await setup();
+    const token = issue();
+    expect((await verifier.verify(token)).sub).toMatch(/^act_/);
+    verifyKeys.clear();
+    expect(await code(verifier.verify(token))).toBe("ok");
+    clock.advance(3600_000 - 1000);
+    expect(await code(verifier.verify(token))).toBe("ok");
+    clock.advance(1000);
+    restoreKeys();
+    // At exp the cached entry is dropped and the token checked afresh: expired.
+    expect(await code(verifier.verify(token))).toBe("entitlement_expired");
+    expect(verifier.cached).toBe(0);
+  });
+
+  test("a token differing by one byte is not a hit, even one whose signature decodes to the same bytes", async () => {
+    const { verifier, verifyKeys, issue } = await setup();
+    const token = issue();
+    await verifier.verify(token);
+    verifyKeys.clear();
+    // 86 base64url characters carry the 64-byte signature; the last one's low 2 bits are padding,
+    // so changing them leaves the decoded signature as it was. Still not the cached text: no key, refused.
+    const B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const sameBytes = token.slice(0, -1) + B64URL[B64URL.indexOf(token.at(-1)!) ^ 1];
+    expect(Buffer.from(sameBytes.split(".")[2]!, "base64url")).toEqual(Buffer.from(token.split(".")[2]!, "base64url"));
+    expect(await code(verifier.verify(sameBytes))).toBe("entitlement_invalid");
+    expect(await code(verifier.verify(token + " "))).toBe("entitlement_invalid");
+    expect(await code(verifier.verify(token))).toBe("ok");
+  });
+
+  test("bounded: the oldest token leaves first, and size 0 keeps nothing", async () => {
+    const { verifier, verifyKeys, issue } = await setup(2);
+    const [a, b, c] = [issue(), issue(), issue()];
+    for (const t of [a, b, c]) await verifier.verify(t);
+    expect(verifier.cached).toBe(2);
+    verifyKeys.clear();
+    expect(await code(verifier.verify(a))).toBe("entitlement_invalid");
+    expect(await code(verifier.verify(b))).toBe("ok");
+    expect(await code(verifier.verify(c))).toBe("ok");
+
+    const off = await setup(0);
+    await off.verifier.verify(off.issue());
+    expect(off.verifier.cached).toBe(0);
+  });
+
+  test("revocation applies at once to a cached token (deactivation, operator's deactivation, license revoked)", async () => {
+    for (const revoke of ["deactivate", "operator", "license"] as const) {
+      const s = await testSite("alpha");
+      sites.push(s);
+      const { key, license } = await createLicense(s);
+      const body = (await (await s.request("POST", "/licenses/activate", { body: { key, device: device("alpha") } })).json()) as any;
+      expect((await s.request("GET", "/entitlements/current", { token: body.token })).status).toBe(200);
+      const verifier = (s.composed.services.licensing as any).d.verifier as TokenVerifier;
+      expect(verifier.cached).toBe(1);
+      if (revoke === "deactivate") expect((await s.request("POST", "/entitlements/deactivate", { token: body.token })).status).toBe(200);
+      if (revoke === "operator") await s.admin.deactivate(body.entitlement.id);
+      if (revoke === "license") await s.admin.revokeLicense(license.id);
+      const r = await s.request("GET", "/entitlements/current", { token: body.token });
+      expect(((await r.json()) as any).error).toBe(revoke === "license" ? "license_revoked" : "entitlement_revoked");
+      expect(verifier.cached).toBe(1); // still cached: the refusal came from the records
+    }
   });
 });

@@ -7,6 +7,11 @@ export function json(body: unknown, status = 200, headers?: Record<string, strin
   return new Response(JSON.stringify(body), { status, headers: { "content-type": JSON_TYPE, ...headers } });
 }
 
+/** A JSON body already serialised. */
+export function jsonText(body: string): Response {
+  return new Response(body, { headers: { "content-type": JSON_TYPE } });
+}
+
 /** The spec's error body, with the status from the code and the headers some codes call for. */
 export function errorResponse(err: KeyturnError, headers: Record<string, string> = {}): Response {
   const status = STATUS_OF[err.code];

@@ -122,4 +122,44 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX audit_by_activation ON audit(activation_id, time);
     `,
   },
+  {
+    version: 2,
+    name: "licenses.active_seats, kept by triggers",
+    // Counting a license's active seats scanned all of them on every activation and every
+    // entitlements/current (~65 ns a seat: 0.4 ms at 6,000 seats). The database keeps the count
+    // itself, so every store and every process sharing the file agree on it without code of theirs.
+    sqlite: `
+      ALTER TABLE licenses ADD COLUMN active_seats INTEGER NOT NULL DEFAULT 0;
+      UPDATE licenses SET active_seats =
+        (SELECT count(*) FROM activations a WHERE a.license_id = licenses.id AND a.deactivated IS NULL);
+      CREATE TRIGGER activations_seat_taken AFTER INSERT ON activations WHEN NEW.deactivated IS NULL
+      BEGIN UPDATE licenses SET active_seats = active_seats + 1 WHERE id = NEW.license_id; END;
+      CREATE TRIGGER activations_seat_freed AFTER UPDATE OF deactivated ON activations
+        WHEN OLD.deactivated IS NULL AND NEW.deactivated IS NOT NULL
+      BEGIN UPDATE licenses SET active_seats = active_seats - 1 WHERE id = OLD.license_id; END;
+      CREATE TRIGGER activations_seat_retaken AFTER UPDATE OF deactivated ON activations
+        WHEN OLD.deactivated IS NOT NULL AND NEW.deactivated IS NULL
+      BEGIN UPDATE licenses SET active_seats = active_seats + 1 WHERE id = NEW.license_id; END;
+      CREATE TRIGGER activations_seat_deleted AFTER DELETE ON activations WHEN OLD.deactivated IS NULL
+      BEGIN UPDATE licenses SET active_seats = active_seats - 1 WHERE id = OLD.license_id; END;
+    `,
+    postgres: `
+      ALTER TABLE licenses ADD COLUMN active_seats INTEGER NOT NULL DEFAULT 0;
+      UPDATE licenses l SET active_seats =
+        (SELECT count(*) FROM activations a WHERE a.license_id = l.id AND a.deactivated IS NULL);
+      CREATE FUNCTION keyturn_count_active_seats() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_OP <> 'INSERT' AND OLD.deactivated IS NULL THEN
+          UPDATE licenses SET active_seats = active_seats - 1 WHERE id = OLD.license_id;
+        END IF;
+        IF TG_OP <> 'DELETE' AND NEW.deactivated IS NULL THEN
+          UPDATE licenses SET active_seats = active_seats + 1 WHERE id = NEW.license_id;
+        END IF;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER activations_count_active_seats
+        AFTER INSERT OR DELETE OR UPDATE OF deactivated, license_id ON activations
+        FOR EACH ROW EXECUTE FUNCTION keyturn_count_active_seats();
+    `,
+  },
 ];

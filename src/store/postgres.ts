@@ -187,8 +187,16 @@ export class PostgresStore implements Store {
     return num(r.n);
   }
 
+  // Locks in the order activate takes them (license row, then activation row): the seat-count
+  // trigger updates the license row, and the opposite order would deadlock with an activation of
+  // the same license.
   async deactivate(id: string, now: number): Promise<boolean> {
-    return (await this.sql`UPDATE activations SET deactivated = ${now} WHERE id = ${id} AND deactivated IS NULL`).count > 0;
+    return this.sql.begin(async (tx) => {
+      const [a] = await tx`SELECT license_id FROM activations WHERE id = ${id}`;
+      if (!a) return false;
+      await tx`SELECT 1 FROM licenses WHERE id = ${a.license_id} FOR UPDATE`;
+      return (await tx`UPDATE activations SET deactivated = ${now} WHERE id = ${id} AND deactivated IS NULL`).count > 0;
+    });
   }
 
   async createChallenge(c: ChallengeRecord): Promise<void> {

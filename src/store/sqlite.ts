@@ -16,6 +16,8 @@ import type {
 } from "./types";
 
 export const SQLITE_FILE = "keyturn.sqlite";
+/** Activation statuses kept between writes (a few hundred bytes each). */
+const STATUS_CACHE_SIZE = 10_000;
 
 type Row = Record<string, any>;
 
@@ -98,7 +100,8 @@ export class SqliteStore implements Store {
       revokeLicense: s("UPDATE licenses SET revoked = ? WHERE id = ? AND revoked IS NULL"),
       activeSeat: s("SELECT * FROM activations WHERE license_id = ? AND installation = ? AND deactivated IS NULL"),
       activeHolders: s("SELECT * FROM activations WHERE license_id = ? AND deactivated IS NULL ORDER BY created, id"),
-      countActive: s("SELECT count(*) AS n FROM activations WHERE license_id = ? AND deactivated IS NULL"),
+      // Kept by the database (migration 2), so reading it does not scan the license's seats.
+      countActive: s("SELECT active_seats AS n FROM licenses WHERE id = ?"),
       insertActivation: s(`INSERT INTO activations (id, license_id, kind, installation, device_hash, product, name,
         platform, version, created, last_seen) VALUES ($id, $licenseId, $kind, $installation, $deviceHash,
         $product, $name, $platform, $version, $now, $now)`),
@@ -118,6 +121,7 @@ export class SqliteStore implements Store {
         VALUES ($ref, $time, $address, $action, $activationId, $licenseId, $outcome, $error)`),
       pruneAudit: s("DELETE FROM audit WHERE time < ?"),
       ping: s("SELECT 1"),
+      writeStamp: s("SELECT data_version AS v, total_changes() AS t FROM pragma_data_version"),
     };
   }
 
@@ -160,7 +164,7 @@ export class SqliteStore implements Store {
           return { outcome: "reused", activation: activationFromRow(q.activationById.get(existing.id) as Row), seatsUsed: used };
         }
         const license = q.licenseById.get(input.licenseId) as Row;
-        const used = (q.countActive.get(input.licenseId) as Row).n as number;
+        const used = license.active_seats as number;
         if (used >= license.seats)
           return { outcome: "seat_limit", holders: (q.activeHolders.all(input.licenseId) as Row[]).map(activationFromRow) };
         q.insertActivation.run({
@@ -184,9 +188,27 @@ export class SqliteStore implements Store {
     return r ? activationFromRow(r) : null;
   }
 
+  // Every bearer request reads its activation's status. A status already read is reused only while
+  // nothing was written since: data_version moves when another connection (another process: an
+  // admin command revoking) commits, total_changes when this one writes. Checking both costs a
+  // third of the read itself, which takes the file's shared locks.
+  private readonly statusCache = new Map<string, ActivationStatus>();
+  private statusStamp: unknown[] = [];
+
   async activationStatus(id: string): Promise<ActivationStatus | null> {
+    const stamp = this.q.writeStamp.values()[0]!;
+    if (stamp[0] !== this.statusStamp[0] || stamp[1] !== this.statusStamp[1]) {
+      this.statusCache.clear();
+      this.statusStamp = stamp;
+    }
+    const cached = this.statusCache.get(id);
+    if (cached) return cached;
     const r = this.q.status.get(id) as Row | null;
-    return r ? { deactivated: r.deactivated, licenseRevoked: r.license_revoked, licenseExpires: r.license_expires } : null;
+    if (!r) return null;
+    const status = { deactivated: r.deactivated, licenseRevoked: r.license_revoked, licenseExpires: r.license_expires };
+    if (this.statusCache.size >= STATUS_CACHE_SIZE) this.statusCache.clear();
+    this.statusCache.set(id, status);
+    return status;
   }
 
   async touchActivation(id: string, device: DeviceFields, now: number): Promise<void> {
@@ -198,7 +220,7 @@ export class SqliteStore implements Store {
   }
 
   async countActiveSeats(licenseId: string): Promise<number> {
-    return (this.q.countActive.get(licenseId) as Row).n;
+    return (this.q.countActive.get(licenseId) as Row | null)?.n ?? 0;
   }
 
   async deactivate(id: string, now: number): Promise<boolean> {

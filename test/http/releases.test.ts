@@ -63,6 +63,17 @@ describe.each(["alpha", "beta", "gamma"] as VariantName[])("GET /releases, %s", 
     expect(body.releases.every((r) => r.channel === "stable")).toBe(true);
   });
 
+  test("the answer follows a re-scan (answers are kept per index, and a re-scan makes a new one)", async () => {
+    const before = (await list(both)).body.releases.length;
+    expect((await list(stableOnly)).body.releases.length).toBe(2 * products.length + 1);
+    s.tree.add({ product: products[0], version: "1.3.0", released: "2026-11-20T00:00:00+00:00" });
+    await s.holder.rescan();
+    const after = (await list(both)).body.releases;
+    expect(after).toHaveLength(before + 1);
+    expect(after[0]!.version).toBe("1.3.0");
+    expect((await list(stableOnly)).body.releases.length).toBe(2 * products.length + 2);
+  });
+
   test("bearer required", async () => {
     const res = await s.site.request("GET", "/releases");
     expect(res.status).toBe(401);

@@ -1,9 +1,12 @@
 import { Elysia } from "elysia";
 import { isoTime } from "../../domain/clock";
 import { KeyturnError } from "../../domain/errors";
-import type { Release } from "../../domain/releases/release-index";
+import type { Release, ReleaseIndex } from "../../domain/releases/release-index";
 import { API_PREFIX } from "../app";
 import type { AppDeps } from "../deps";
+import { jsonText } from "../respond";
+
+const serialised = new WeakMap<ReleaseIndex, Map<string, string>>();
 
 /** GET /releases: every live release on the entitlement's channels, newest first (design.md's record). */
 export function releasesRoutes(d: AppDeps) {
@@ -34,7 +37,17 @@ export function releasesRoutes(d: AppDeps) {
       );
     const index = await d.releases.ready();
     const channels = principal.claims.chn;
-    const releases = index.all.filter((r) => channels.includes(r.manifest.channel) && (product === null || r.manifest.product === product));
-    return { ok: true, releases: releases.map(record) };
+    // An index never changes once built (a re-scan swaps in a new one), so each answer is built and
+    // serialised once per index: with 10,000 releases it is a megabyte of JSON.
+    let answers = serialised.get(index);
+    if (!answers) serialised.set(index, (answers = new Map()));
+    const key = `${channels.join(",")}|${product ?? ""}`;
+    let body = answers.get(key);
+    if (body === undefined) {
+      const releases = index.all.filter((r) => channels.includes(r.manifest.channel) && (product === null || r.manifest.product === product));
+      body = JSON.stringify({ ok: true, releases: releases.map(record) });
+      answers.set(key, body);
+    }
+    return jsonText(body);
   });
 }

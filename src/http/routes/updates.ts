@@ -28,7 +28,7 @@ export function updateRoutes(d: AppDeps) {
     const platform = text(p.platform);
     const file = text(p.file);
     const known =
-      !new URL(request.url).pathname.endsWith("/") &&
+      !request.url.split("?", 1)[0]!.endsWith("/") &&
       (product === null || v.products.includes(product)) &&
       (CHANNELS as readonly string[]).includes(channel) &&
       (PLATFORMS as readonly string[]).includes(platform) &&

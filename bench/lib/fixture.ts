@@ -1,0 +1,91 @@
+/**
+ * What the bench serves, generated afresh in a temp directory (never committed): keys made with
+ * `keyturn keys generate`, a release tree of 10,000 release folders whose newest alpha/stable
+ * release carries a 256 MiB installer (signed with `keyturn release sign`; the 10,000 small ones
+ * are signed in-process, 10,000 processes would take minutes), and licenses made with
+ * `keyturn license create`.
+ */
+import { copyFileSync, createWriteStream, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createHash, createPrivateKey, randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { VARIANTS } from "../../src/config/variants";
+import { signManifest } from "../../src/domain/releases/signature";
+
+const variant = VARIANTS.alpha;
+export const RELEASE_KID = "alpha-release-2026-11";
+export const LICENSE_KID = "alpha-license-2026-10";
+export const BIG = { product: "alpha", channel: "stable", platform: "win-x64", version: "9.0.0", installer: "alpha-9.0.0-win-x64.exe" };
+export const MANIFEST_PATH = `/api/v1/updates/${BIG.product}/${BIG.channel}/${BIG.platform}/${variant.manifestFile}`;
+export const INSTALLER_PATH = `/api/v1/updates/${BIG.product}/${BIG.channel}/${BIG.platform}/${BIG.installer}`;
+/** The same files under nginx's root (the release tree itself). */
+export const NGINX_MANIFEST = `/${BIG.product}/${BIG.channel}/${BIG.platform}/${BIG.version}/${variant.manifestFile}`;
+export const NGINX_INSTALLER = `/${BIG.product}/${BIG.channel}/${BIG.platform}/${BIG.version}/${BIG.installer}`;
+
+export function keyturn(exe: string, args: string[]): string {
+  const r = Bun.spawnSync([exe, ...args], { stdout: "pipe", stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`keyturn ${args.join(" ")}: ${r.stderr.toString()}`);
+  return r.stdout.toString();
+}
+
+export function makeKeys(exe: string, dir: string) {
+  const keys = join(dir, "keys");
+  const signing = join(dir, "release-signing");
+  keyturn(exe, ["keys", "generate", "--variant", "alpha", "--kid", LICENSE_KID, "--keys", keys]);
+  keyturn(exe, ["keys", "generate", "--variant", "alpha", "--purpose", "release", "--kid", RELEASE_KID, "--keys", signing]);
+  copyFileSync(join(signing, `${RELEASE_KID}.pub.pem`), join(keys, `${RELEASE_KID}.pub.pem`));
+  return { keys, releaseKeyFile: join(signing, `${RELEASE_KID}.pem`), licenseKeyFile: join(keys, `${LICENSE_KID}.pem`) };
+}
+
+export async function makeReleaseTree(exe: string, root: string, releaseKeyFile: string, folders: number, bigBytes: number) {
+  const privateKey = createPrivateKey(readFileSync(releaseKeyFile, "utf8"));
+  const installer = Buffer.from("small installer\n");
+  const sha256 = createHash("sha256").update(installer).digest("hex");
+  for (let i = 0; i < folders - 1; i++) {
+    const product = variant.products[i % 2]!;
+    const channel = i % 3 === 0 ? "preview" : "stable";
+    const version = `1.${Math.floor(i / 100)}.${i % 100}`;
+    const folder = join(root, product, channel, "win-x64", version);
+    mkdirSync(folder, { recursive: true });
+    const name = `${product}-${version}.exe`;
+    writeFileSync(join(folder, name), installer);
+    const released = new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString();
+    const manifest = Buffer.from(JSON.stringify({ product, channel, platform: "win-x64", version, released, installer: name, size: installer.length, sha256 }, null, 2));
+    writeFileSync(join(folder, variant.manifestFile), manifest);
+    writeFileSync(join(folder, `${variant.manifestFile}.sig`), signManifest(manifest, { kid: RELEASE_KID, privateKey }, variant));
+  }
+
+  const folder = join(root, BIG.product, BIG.channel, BIG.platform, BIG.version);
+  mkdirSync(folder, { recursive: true });
+  const hash = createHash("sha256");
+  const out = createWriteStream(join(folder, BIG.installer));
+  const chunk = 16 * 1024 * 1024;
+  for (let written = 0; written < bigBytes; written += chunk) {
+    const bytes = randomBytes(Math.min(chunk, bigBytes - written));
+    hash.update(bytes);
+    if (!out.write(bytes)) await new Promise((resolve) => out.once("drain", resolve));
+  }
+  await new Promise((resolve, reject) => out.end((e: unknown) => (e ? reject(e) : resolve(null))));
+  const manifest = {
+    product: BIG.product, channel: BIG.channel, platform: BIG.platform, version: BIG.version,
+    released: "2026-11-20T10:00:00+00:00", installer: BIG.installer, size: bigBytes, sha256: hash.digest("hex"),
+    notes: "The release the bench downloads.",
+  };
+  const manifestFile = join(folder, variant.manifestFile);
+  writeFileSync(manifestFile, JSON.stringify(manifest, null, 2) + "\n");
+  keyturn(exe, ["release", "sign", "--key", releaseKeyFile, manifestFile]);
+}
+
+/** A license through the admin command; returns its key. */
+export function createLicense(exe: string, data: string, keys: string, seats: number): string {
+  const out = keyturn(exe, [
+    "license", "create", "--variant", "alpha", "--data", data, "--keys", keys,
+    "--licensee", "Bench Ltd", "--organization", "Bench Ltd", "--plan", "site", "--plan-title", "Site",
+    "--seats", String(seats), "--channels", "stable,preview", "--json",
+  ]);
+  return JSON.parse(out).key;
+}
+
+/** A device prefix unique to this run, so every activation of the bench is a new installation. */
+export function devicePrefix(): string {
+  return randomBytes(16).toString("base64url").slice(0, 22);
+}

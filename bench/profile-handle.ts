@@ -1,0 +1,54 @@
+/**
+ * Drives one request shape through `app.handle` in a loop, in-process, so the runtime's profiler
+ * sees only request work (a profile of the server under wrk is mostly the event loop waiting).
+ * `bun --cpu-prof-md bench/profile-handle.ts manifest|current|activate|releases [seconds]`
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { silentLogger } from "../src/config/log";
+import { toConfig } from "../src/config/config";
+import { VARIANTS } from "../src/config/variants";
+import { compose } from "../src/cli/compose";
+import { Admin } from "../src/domain/admin";
+import { generateKeyFiles } from "../src/domain/keys";
+import { createApp } from "../src/http/app";
+import { makeSmallTree } from "./lib/small-tree";
+
+const what = process.argv[2] ?? "manifest";
+const seconds = Number(process.argv[3] ?? 3);
+const dir = mkdtempSync(join(tmpdir(), "keyturn-profile-"));
+generateKeyFiles(join(dir, "keys"), VARIANTS.alpha.defaultLicenseKid);
+makeSmallTree(join(dir, "releases"));
+const config = toConfig({ variant: "alpha", "base-url": "https://licenses.example.com", data: dir, keys: join(dir, "keys"), releases: join(dir, "releases") }, "admin");
+const { services, store } = await compose(config, { log: silentLogger, peerAddress: () => "127.0.0.1" });
+const app = createApp(services);
+await services.releases.ready();
+const admin = new Admin(config.variant, store, services.clock, services.audit);
+const { key } = await admin.createLicense({ licensee: "Bench", organization: "Bench", plan: "p", planTitle: "P", seats: 1_000_000, channels: ["stable", "preview"], expires: null });
+let n = 0;
+const newDevice = () => ({ hash: `D${String(++n).padStart(42, "0")}`, name: "Bench PC", platform: "win-x64", version: "1.0.0", product: "alpha" });
+const activateRequest = () =>
+  new Request("http://localhost/api/v1/licenses/activate", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ key, device: newDevice() }) });
+const token = ((await (await app.handle(activateRequest())).json()) as { token: string }).token;
+const auth = { authorization: `Bearer ${token}` };
+const make: Record<string, () => Request> = {
+  manifest: () => new Request("http://localhost/api/v1/updates/alpha/stable/win-x64/alpha-update.json", { headers: auth }),
+  current: () => new Request("http://localhost/api/v1/entitlements/current", { headers: auth }),
+  releases: () => new Request("http://localhost/api/v1/releases?product=alpha", { headers: auth }),
+  activate: activateRequest,
+};
+const request = make[what]!;
+let count = 0;
+const end = performance.now() + seconds * 1000;
+while (performance.now() < end) {
+  for (let i = 0; i < 100; i++) {
+    const r = await app.handle(request());
+    if (r.status !== 200) throw new Error(`${r.status} ${await r.text()}`);
+    await r.arrayBuffer();
+  }
+  count += 100;
+}
+console.log(`${what}: ${(count / seconds).toFixed(0)} handled/s in-process (${((seconds * 1e6) / count).toFixed(1)} µs each)`);
+await store.close();
+rmSync(dir, { recursive: true, force: true });

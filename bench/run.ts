@@ -1,0 +1,263 @@
+/**
+ * keyturn's performance harness (issue 6): `bun bench/run.ts` (or `bun run bench`).
+ * Builds the executable, generates keys, a release tree and licenses in a temp directory, starts
+ * keyturn and nginx on loopback and drives them with wrk; prints one table and writes it to
+ * bench/results/latest.json. Not part of `bun test`: figures depend on the machine.
+ *
+ * Options: --runs N (3), --seconds S per run (5), --warmup S (2), --skip-scale (no 1M-license
+ * scenario), --out FILE (bench/results/latest.json), --keep (leave the temp directory).
+ */
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, release, tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { buildExecutable } from "../build";
+import { createLicense, devicePrefix, INSTALLER_PATH, makeKeys, makeReleaseTree, MANIFEST_PATH, NGINX_INSTALLER, NGINX_MANIFEST } from "./lib/fixture";
+import { startKeyturn, serveArgs, type ServeOptions } from "./lib/keyturn";
+import { startNginx } from "./lib/nginx";
+import { CPUS, ensureTools, freePort, pinned } from "./lib/tools";
+import { measure, median, wrk } from "./lib/wrk";
+
+const { values: flags } = parseArgs({
+  options: {
+    runs: { type: "string", default: "3" },
+    seconds: { type: "string", default: "5" },
+    warmup: { type: "string", default: "2" },
+    "skip-scale": { type: "boolean", default: false },
+    out: { type: "string", default: join(import.meta.dir, "results", "latest.json") },
+    keep: { type: "boolean", default: false },
+  },
+});
+const RUNS = Number(flags.runs);
+const SECONDS = Number(flags.seconds);
+const WARMUP = Number(flags.warmup);
+const FOLDERS = 10_000;
+const BIG_BYTES = 256 * 1024 * 1024;
+const rounds = { runs: RUNS, warmupSeconds: WARMUP };
+
+interface Row {
+  readonly scenario: string;
+  readonly keyturn: number;
+  readonly reference: number | null;
+  readonly unit: string;
+  readonly referenceName: string;
+  readonly ratio: number | null;
+  readonly target: string;
+  readonly pass: boolean;
+  readonly runs: readonly number[];
+  readonly note?: string;
+}
+const rows: Row[] = [];
+const extraNotes: string[] = [];
+const log = (msg: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}`);
+
+ensureTools();
+const dir = mkdtempSync(join(tmpdir(), "keyturn-bench-"));
+// nginx's workers run as another user (nobody) and must reach the release tree inside it.
+chmodSync(dir, 0o755);
+let cleanup: (() => Promise<unknown>)[] = [];
+try {
+  await main();
+} finally {
+  for (const c of cleanup.reverse()) await c().catch(() => {});
+  if (flags.keep) log(`kept ${dir}`);
+  else rmSync(dir, { recursive: true, force: true });
+}
+
+async function main() {
+  log(`building the executable into ${dir}`);
+  const exe = await buildExecutable(join(dir, "keyturn"));
+  const { keys, releaseKeyFile } = makeKeys(exe, dir);
+  const releases = join(dir, "releases");
+  log(`release tree: ${FOLDERS} release folders, a ${BIG_BYTES >> 20} MiB installer`);
+  await makeReleaseTree(exe, releases, releaseKeyFile, FOLDERS, BIG_BYTES);
+  const data = join(dir, "data");
+  mkdirSync(data);
+  const siteKey = createLicense(exe, data, keys, 10_000_000);
+  const keysFile = join(dir, "site-key.txt");
+  writeFileSync(keysFile, siteKey + "\n");
+  const serve: ServeOptions = { exe, data, keys, releases, port: freePort() };
+
+  log("reference: ES256 in a tight loop (node:crypto and WebCrypto), pinned to the server core");
+  const cryptoRates = cryptoReference();
+
+  const kt = await startKeyturn(serve);
+  cleanup.push(kt.stop);
+  const token = await activate(kt.url, siteKey);
+  const nginx = await startNginx(join(dir, "nginx"), releases, freePort());
+  cleanup.push(nginx.stop);
+
+  log("1. authenticated manifest GET vs nginx");
+  const ktManifest = await measure({ url: kt.url, script: "bearer.lua", args: [token, MANIFEST_PATH], connections: 32, seconds: SECONDS }, rounds, (r) => r.rps);
+  const ngManifest = await measure({ url: nginx.url + NGINX_MANIFEST, script: "plain.lua", connections: 32, seconds: SECONDS }, rounds, (r) => r.rps);
+  row("1. manifest GET, one token (req/s)", ktManifest.value, ngManifest.value, "req/s", "nginx, same file, no auth", ">= 0.80 x", (r) => r >= 0.8, ktManifest.values);
+
+  log("2. activation, a new installation each time");
+  const ktActivate = await measure({ url: kt.url, script: "activate.lua", args: [keysFile, devicePrefix()], connections: 16, seconds: SECONDS }, rounds, (r) => r.rps);
+  row("2. activate, new installation (req/s)", ktActivate.value, cryptoRates.nodeSign, "req/s", "ES256 sign, node:crypto sync", ">= 0.25 x", (r) => r >= 0.25, ktActivate.values);
+
+  log("3. 256 MiB installer download, 4 connections");
+  const ktDownload = await measure({ url: kt.url, script: "bearer.lua", args: [token, INSTALLER_PATH], connections: 4, seconds: SECONDS }, rounds, (r) => r.bytesPerSec);
+  const ngDownload = await measure({ url: nginx.url + NGINX_INSTALLER, script: "plain.lua", connections: 4, seconds: SECONDS }, rounds, (r) => r.bytesPerSec);
+  row("3. installer download, 4 conns (MiB/s)", ktDownload.value / 2 ** 20, ngDownload.value / 2 ** 20, "MiB/s", "nginx sendfile, same file", ">= 0.90 x", (r) => r >= 0.9, ktDownload.values.map((v) => v / 2 ** 20));
+  await nginx.stop();
+
+  log("4a. RSS during a mixed load paced at 10,000 req/s");
+  const mixed = await mixedLoad(kt, token, keysFile);
+  rows.push({
+    scenario: "4a. peak RSS, mixed load (MB)", keyturn: mixed.peakMb, reference: mixed.rps, unit: "MB", referenceName: "achieved req/s of the mix",
+    ratio: null, target: "< 100 MB at 10k req/s", pass: mixed.peakMb < 100 && mixed.rps >= 9500, runs: mixed.runs,
+    note: "65% manifest, 10% signature, 20% current, 4% activation, 1% releases list (of 10,000 releases)",
+  });
+  await kt.stop();
+  cleanup = cleanup.filter((c) => c !== kt.stop);
+
+  log("4b. process start to a healthy answer, 10,000 release folders");
+  const startup = await startupTimes(serve, token);
+  rows.push({
+    scenario: "4b. start to healthy answer (ms)", keyturn: startup.median, reference: null, unit: "ms", referenceName: "",
+    ratio: null, target: "< 200 ms", pass: startup.median < 200, runs: startup.runs,
+    note: "healthy = 200 to an authenticated manifest GET (no /health on this branch); signature cache in --data",
+  });
+  row("   start to first current answer (ms)", startup.first, null, "ms", "", "(information)", () => true, [startup.first]);
+  row("   first start, no signature cache (ms)", startup.cold, null, "ms", "", "(information)", () => true, [startup.cold]);
+
+  if (!flags["skip-scale"]) await scale(exe, keys, releases);
+
+  rows.push(
+    ...(["nodeSign", "nodeVerify", "webcryptoSign", "webcryptoVerify"] as const).map((k) => ({
+      scenario: `ref: ES256 ${k.replace(/^(node|webcrypto)/, "").toLowerCase()}, ${k.startsWith("node") ? "node:crypto sync" : "WebCrypto"} (/s)`,
+      keyturn: cryptoRates[k], reference: null, unit: "/s", referenceName: "", ratio: null, target: "(reference)", pass: true, runs: [cryptoRates[k]],
+    })),
+  );
+  report();
+}
+
+function row(scenario: string, keyturn: number, reference: number | null, unit: string, referenceName: string, target: string, ok: (ratio: number) => boolean, runs: readonly number[]) {
+  const ratio = reference ? keyturn / reference : null;
+  rows.push({ scenario, keyturn, reference, unit, referenceName, ratio, target, pass: ratio === null ? ok(keyturn) : ok(ratio), runs });
+}
+
+function cryptoReference(): Record<"nodeSign" | "nodeVerify" | "webcryptoSign" | "webcryptoVerify", number> {
+  const results = Array.from({ length: RUNS }, () => {
+    const r = Bun.spawnSync(pinned(CPUS.server, [process.execPath, join(import.meta.dir, "crypto-rates.ts"), "1.5"]), { stdout: "pipe", stderr: "inherit" });
+    return JSON.parse(r.stdout.toString());
+  });
+  return Object.fromEntries(Object.keys(results[0]).map((k) => [k, median(results.map((r) => r[k]))])) as any;
+}
+
+async function activate(url: string, key: string): Promise<string> {
+  const device = { hash: "B".repeat(43), name: "Bench PC", platform: "win-x64", version: "1.0.0", product: "alpha" };
+  const r = await fetch(`${url}/api/v1/licenses/activate`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ key, device }) });
+  const body = (await r.json()) as { token?: string };
+  if (!body.token) throw new Error(`activation failed: ${JSON.stringify(body)}`);
+  return body.token;
+}
+
+/** wrk with a per-request pause (Lua delay) tuned so 64 connections send about 10k req/s. */
+async function mixedLoad(kt: Awaited<ReturnType<typeof startKeyturn>>, token: string, keysFile: string) {
+  const connections = 64;
+  const run = { url: kt.url, script: "mixed.lua", args: [token, keysFile, devicePrefix(), MANIFEST_PATH, "5"], connections, seconds: SECONDS };
+  await wrk({ ...run, seconds: WARMUP });
+  const peaks: number[] = [];
+  const rates: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    let peak = 0;
+    const sampler = setInterval(() => (peak = Math.max(peak, kt.rssBytes())), 50);
+    const r = await wrk(run);
+    clearInterval(sampler);
+    peaks.push(peak / 1e6);
+    rates.push(r.rps);
+  }
+  return { peakMb: Math.max(...peaks), rps: median(rates), runs: peaks };
+}
+
+/**
+ * Spawns keyturn and polls until an authenticated GET answers 200: entitlements/current (records
+ * and keys ready) and then the manifest (which also waits for the first scan of the release tree).
+ */
+async function startupTimes(serve: ServeOptions, token: string) {
+  const once = async () => {
+    const started = performance.now();
+    const proc = Bun.spawn(pinned(CPUS.server, serveArgs(serve)), { stdout: "ignore", stderr: "ignore" });
+    const answered = async (path: string) => {
+      for (;;) {
+        try {
+          const r = await fetch(`http://127.0.0.1:${serve.port}${path}`, { headers: { authorization: `Bearer ${token}` } });
+          if (r.status === 200) return performance.now() - started;
+          throw new Error(`${path}: status ${r.status}`);
+        } catch (e) {
+          if (!String(e).includes("Unable to connect") && !String(e).includes("ECONNREFUSED")) throw e;
+          if (performance.now() - started > 30_000) throw new Error("keyturn did not answer within 30 s");
+          await Bun.sleep(1);
+        }
+      }
+    };
+    try {
+      const first = await answered("/api/v1/entitlements/current");
+      return { first, manifest: await answered(MANIFEST_PATH) };
+    } finally {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    }
+  };
+  rmSync(join(serve.data, "release-signatures.cache"), { force: true });
+  const cold = await once();
+  await once(); // the cache file exists from here on
+  const runs: { first: number; manifest: number }[] = [];
+  for (let i = 0; i < Math.max(5, RUNS); i++) runs.push(await once());
+  return { median: median(runs.map((r) => r.manifest)), runs: runs.map((r) => r.manifest), first: median(runs.map((r) => r.first)), cold: cold.manifest };
+}
+
+async function scale(exe: string, keys: string, releases: string) {
+  const data = join(dir, "scale");
+  mkdirSync(data);
+  log("5. seeding 1,000,000 licenses and 3,000,000 activations straight into SQLite");
+  const seed = Bun.spawnSync([process.execPath, join(import.meta.dir, "seed-scale.ts"), data, join(keys, "alpha-license-2026-10.pem")], { stdout: "inherit", stderr: "inherit" });
+  if (seed.exitCode !== 0) throw new Error("seeding failed");
+  const kt = await startKeyturn({ exe, data, keys, releases, port: freePort() });
+  cleanup.push(kt.stop);
+  log("5. activate and current latency on the seeded records");
+  const conns = 4;
+  const act = await measure({ url: kt.url, script: "activate.lua", args: [join(data, "sample-keys.txt"), devicePrefix()], connections: conns, seconds: SECONDS }, rounds, (r) => r.latencyUs.p99);
+  const cur = await measure({ url: kt.url, script: "tokens.lua", args: [join(data, "sample-tokens.txt"), "/api/v1/entitlements/current"], connections: conns, seconds: SECONDS }, rounds, (r) => r.latencyUs.p99);
+  row("5a. activate p99, 1M licenses (ms)", act.value / 1000, null, "ms", "", "<= 5 ms", (v) => v <= 5, act.values.map((v) => v / 1000));
+  row("5b. current p99, 3M activations (ms)", cur.value / 1000, null, "ms", "", "<= 2 ms", (v) => v <= 2, cur.values.map((v) => v / 1000));
+  extraNotes.push(`5: ${conns} connections; activate ${median(act.results.map((r) => r.rps)).toFixed(0)} req/s, current ${median(cur.results.map((r) => r.rps)).toFixed(0)} req/s (medians)`);
+  await kt.stop();
+  cleanup = cleanup.filter((c) => c !== kt.stop);
+}
+
+
+function machine() {
+  const wrkVersion = Bun.spawnSync(["wrk", "--version"]).stdout.toString().split("\n")[0]!.trim();
+  const nginxVersion = Bun.spawnSync(["/usr/sbin/nginx", "-v"]).stderr.toString().trim();
+  return { cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, kernel: release(), bun: Bun.version, wrk: wrkVersion, nginx: nginxVersion };
+}
+
+function fmt(v: number | null): string {
+  if (v === null) return "";
+  return v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2);
+}
+
+function report() {
+  const header = ["scenario", "keyturn", "reference", "ratio", "target", "result"];
+  const table = rows.map((r) => [r.scenario, fmt(r.keyturn), r.reference === null ? "" : `${fmt(r.reference)} (${r.referenceName})`, r.ratio === null ? "" : r.ratio.toFixed(2), r.target, r.target.startsWith("(") ? "" : r.pass ? "pass" : "FAIL"]);
+  const widths = header.map((h, i) => Math.max(h.length, ...table.map((t) => t[i]!.length)));
+  const line = (cells: string[]) => "| " + cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ") + " |";
+  const m = machine();
+  const date = new Date().toISOString();
+  const out = [
+    `keyturn bench, ${date}, ${m.cpu} (${m.cores} cores), Linux ${m.kernel}, Bun ${m.bun}, ${m.wrk.split(" [")[0]}, ${m.nginx.replace("nginx version: ", "")}`,
+    `median of ${RUNS} runs of ${SECONDS} s after a ${WARMUP} s warm-up; wrk -t1 on cpu ${CPUS.client}, keyturn/nginx/crypto loop on cpu ${CPUS.server}`,
+    "",
+    line(header),
+    line(widths.map((w) => "-".repeat(w))),
+    ...table.map(line),
+    ...extraNotes.map((n) => `\n${n}`),
+  ].join("\n");
+  console.log(out);
+  mkdirSync(join(flags.out!, ".."), { recursive: true });
+  writeFileSync(flags.out!, JSON.stringify({ date, machine: m, settings: { runs: RUNS, seconds: SECONDS, warmup: WARMUP, cpus: CPUS }, rows, notes: extraNotes }, null, 2) + "\n");
+  log(`wrote ${flags.out}`);
+}
