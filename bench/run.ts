@@ -5,7 +5,9 @@
  * bench/results/latest.json. Not part of `bun test`: figures depend on the machine.
  *
  * Options: --runs N (3), --seconds S per run (5), --warmup S (2), --skip-scale (no 1M-license
- * scenario), --out FILE (bench/results/latest.json), --keep (leave the temp directory).
+ * scenario), --out FILE (bench/results/latest.json), --keep (leave the temp directory),
+ * --only 1,4b (only these scenarios: 1, 2, 3, 4a, 4b, 5; the table is then only printed unless
+ * --out is given, so a partial run never replaces the last whole one).
  */
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, release, tmpdir } from "node:os";
@@ -26,8 +28,12 @@ const { values: flags } = parseArgs({
     "skip-scale": { type: "boolean", default: false },
     out: { type: "string", default: join(import.meta.dir, "results", "latest.json") },
     keep: { type: "boolean", default: false },
+    only: { type: "string" },
   },
 });
+const only = flags.only?.split(",").map((o) => o.trim()) ?? null;
+const wanted = (scenario: string) => only === null || only.includes(scenario);
+const outFile = only === null || process.argv.some((a) => a === "--out" || a.startsWith("--out=")) ? flags.out! : null;
 const RUNS = Number(flags.runs);
 const SECONDS = Number(flags.seconds);
 const WARMUP = Number(flags.warmup);
@@ -87,42 +93,52 @@ async function main() {
   const nginx = await startNginx(join(dir, "nginx"), releases, freePort());
   cleanup.push(nginx.stop);
 
-  log("1. authenticated manifest GET vs nginx");
-  const ktManifest = await measure({ url: kt.url, script: "bearer.lua", args: [token, MANIFEST_PATH], connections: 32, seconds: SECONDS }, rounds, (r) => r.rps);
-  const ngManifest = await measure({ url: nginx.url + NGINX_MANIFEST, script: "plain.lua", connections: 32, seconds: SECONDS }, rounds, (r) => r.rps);
-  row("1. manifest GET, one token (req/s)", ktManifest.value, ngManifest.value, "req/s", "nginx, same file, no auth", ">= 0.80 x", (r) => r >= 0.8, ktManifest.values);
+  if (wanted("1")) {
+    log("1. authenticated manifest GET vs nginx");
+    const ktManifest = await measure({ url: kt.url, script: "bearer.lua", args: [token, MANIFEST_PATH], connections: 32, seconds: SECONDS }, rounds, (r) => r.rps);
+    const ngManifest = await measure({ url: nginx.url + NGINX_MANIFEST, script: "plain.lua", connections: 32, seconds: SECONDS }, rounds, (r) => r.rps);
+    row("1. manifest GET, one token (req/s)", ktManifest.value, ngManifest.value, "req/s", "nginx, same file, no auth", ">= 0.80 x", (r) => r >= 0.8, ktManifest.values);
+  }
 
-  log("2. activation, a new installation each time");
-  const ktActivate = await measure({ url: kt.url, script: "activate.lua", args: [keysFile, devicePrefix()], connections: 16, seconds: SECONDS }, rounds, (r) => r.rps);
-  row("2. activate, new installation (req/s)", ktActivate.value, cryptoRates.nodeSign, "req/s", "ES256 sign, node:crypto sync", ">= 0.25 x", (r) => r >= 0.25, ktActivate.values);
+  if (wanted("2")) {
+    log("2. activation, a new installation each time");
+    const ktActivate = await measure({ url: kt.url, script: "activate.lua", args: [keysFile, devicePrefix()], connections: 16, seconds: SECONDS }, rounds, (r) => r.rps);
+    row("2. activate, new installation (req/s)", ktActivate.value, cryptoRates.nodeSign, "req/s", "ES256 sign, node:crypto sync", ">= 0.25 x", (r) => r >= 0.25, ktActivate.values);
+  }
 
-  log("3. 256 MiB installer download, 4 connections");
-  const ktDownload = await measure({ url: kt.url, script: "bearer.lua", args: [token, INSTALLER_PATH], connections: 4, seconds: SECONDS }, rounds, (r) => r.bytesPerSec);
-  const ngDownload = await measure({ url: nginx.url + NGINX_INSTALLER, script: "plain.lua", connections: 4, seconds: SECONDS }, rounds, (r) => r.bytesPerSec);
-  row("3. installer download, 4 conns (MiB/s)", ktDownload.value / 2 ** 20, ngDownload.value / 2 ** 20, "MiB/s", "nginx sendfile, same file", ">= 0.90 x", (r) => r >= 0.9, ktDownload.values.map((v) => v / 2 ** 20));
+  if (wanted("3")) {
+    log("3. 256 MiB installer download, 4 connections");
+    const ktDownload = await measure({ url: kt.url, script: "bearer.lua", args: [token, INSTALLER_PATH], connections: 4, seconds: SECONDS }, rounds, (r) => r.bytesPerSec);
+    const ngDownload = await measure({ url: nginx.url + NGINX_INSTALLER, script: "plain.lua", connections: 4, seconds: SECONDS }, rounds, (r) => r.bytesPerSec);
+    row("3. installer download, 4 conns (MiB/s)", ktDownload.value / 2 ** 20, ngDownload.value / 2 ** 20, "MiB/s", "nginx sendfile, same file", ">= 0.90 x", (r) => r >= 0.9, ktDownload.values.map((v) => v / 2 ** 20));
+  }
   await nginx.stop();
 
-  log("4a. RSS during a mixed load paced at 10,000 req/s");
-  const mixed = await mixedLoad(kt, token, keysFile);
-  rows.push({
-    scenario: "4a. peak RSS, mixed load (MB)", keyturn: mixed.peakMb, reference: mixed.rps, unit: "MB", referenceName: "achieved req/s of the mix",
-    ratio: null, target: "< 100 MB at 10k req/s", pass: mixed.peakMb < 100 && mixed.rps >= 9500, runs: mixed.runs,
-    note: "65% manifest, 10% signature, 20% current, 4% activation, 1% releases list (of 10,000 releases)",
-  });
+  if (wanted("4a")) {
+    log("4a. RSS during a mixed load paced at 10,000 req/s");
+    const mixed = await mixedLoad(kt, token, keysFile);
+    rows.push({
+      scenario: "4a. peak RSS, mixed load (MB)", keyturn: mixed.peakMb, reference: mixed.rps, unit: "MB", referenceName: "achieved req/s of the mix",
+      ratio: null, target: "< 100 MB at 10k req/s", pass: mixed.peakMb < 100 && mixed.rps >= 9500, runs: mixed.runs,
+      note: "65% manifest, 10% signature, 20% current, 4% activation, 1% releases list (of 10,000 releases)",
+    });
+  }
   await kt.stop();
   cleanup = cleanup.filter((c) => c !== kt.stop);
 
-  log("4b. process start to a healthy answer, 10,000 release folders");
-  const startup = await startupTimes(serve, token);
-  rows.push({
-    scenario: "4b. start to healthy answer (ms)", keyturn: startup.median, reference: null, unit: "ms", referenceName: "",
-    ratio: null, target: "< 200 ms", pass: startup.median < 200, runs: startup.runs,
-    note: "healthy = 200 to an authenticated manifest GET (no /health on this branch); signature cache in --data",
-  });
-  row("   start to first current answer (ms)", startup.first, null, "ms", "", "(information)", () => true, [startup.first]);
-  row("   first start, no signature cache (ms)", startup.cold, null, "ms", "", "(information)", () => true, [startup.cold]);
+  if (wanted("4b")) {
+    log("4b. process start to a healthy answer, 10,000 release folders");
+    const startup = await startupTimes(serve, token);
+    rows.push({
+      scenario: "4b. start to healthy answer (ms)", keyturn: startup.median, reference: null, unit: "ms", referenceName: "",
+      ratio: null, target: "< 200 ms", pass: startup.median < 200, runs: startup.runs,
+      note: "healthy = 200 to an authenticated manifest GET (no /health on this branch); signature cache in --data",
+    });
+    row("   start to first current answer (ms)", startup.first, null, "ms", "", "(information)", () => true, [startup.first]);
+    row("   first start, no signature cache (ms)", startup.cold, null, "ms", "", "(information)", () => true, [startup.cold]);
+  }
 
-  if (!flags["skip-scale"]) await scale(exe, keys, releases);
+  if (!flags["skip-scale"] && wanted("5")) await scale(exe, keys, releases);
 
   rows.push(
     ...(["nodeSign", "nodeVerify", "webcryptoSign", "webcryptoVerify"] as const).map((k) => ({
@@ -257,7 +273,8 @@ function report() {
     ...extraNotes.map((n) => `\n${n}`),
   ].join("\n");
   console.log(out);
-  mkdirSync(join(flags.out!, ".."), { recursive: true });
-  writeFileSync(flags.out!, JSON.stringify({ date, machine: m, settings: { runs: RUNS, seconds: SECONDS, warmup: WARMUP, cpus: CPUS }, rows, notes: extraNotes }, null, 2) + "\n");
-  log(`wrote ${flags.out}`);
+  if (outFile === null) return;
+  mkdirSync(join(outFile, ".."), { recursive: true });
+  writeFileSync(outFile, JSON.stringify({ date, machine: m, settings: { runs: RUNS, seconds: SECONDS, warmup: WARMUP, cpus: CPUS }, rows, notes: extraNotes }, null, 2) + "\n");
+  log(`wrote ${outFile}`);
 }

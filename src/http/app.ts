@@ -1,32 +1,16 @@
 import { Elysia } from "elysia";
-import { KeyturnError } from "../domain/errors";
-import type { AuditAction } from "../domain/audit";
 import { bearerToken } from "./bearer";
 import type { AppDeps, AppServices } from "./deps";
 import { frontDoor } from "./front-door";
-import { errorResponse, HttpRefusal } from "./respond";
+import { updateFastPath } from "./fast-path";
+import { refusalResponder } from "./refusal";
 import { licensingRoutes } from "./routes/licensing";
 import { identityRoutes } from "./routes/identity";
 import { releasesRoutes } from "./routes/releases";
-import { updateRoutes } from "./routes/updates";
+import { updateHandler, updateRoutes } from "./routes/updates";
 import { siteRoutes } from "./routes/site";
-import { STATUS_OF } from "./status";
 
 export const API_PREFIX = "/api/v1";
-
-/** The audit action a refusal on this path is filed under. */
-function actionOf(path: string): AuditAction {
-  const p = path.slice(API_PREFIX.length);
-  if (p === "/licenses/activate") return "activate";
-  if (p === "/entitlements/refresh") return "refresh";
-  if (p === "/entitlements/deactivate") return "deactivate";
-  if (p === "/entitlements/current") return "current";
-  if (p === "/auth/identity/exchange") return "sign-in";
-  if (p === "/auth/identity/challenge") return "challenge";
-  if (p.startsWith("/updates/")) return "update";
-  if (p === "/releases") return "releases";
-  return "request";
-}
 
 /** The Elysia app of keyturn's API. Tests drive it with `app.handle(new Request(...))`. */
 export function createApp(services: AppServices) {
@@ -42,7 +26,8 @@ export function createApp(services: AppServices) {
 
   const api = new Elysia({ prefix: API_PREFIX, strictPath: true }).use(licensingRoutes(deps));
   api.use(identityRoutes(deps));
-  api.use(updateRoutes(deps));
+  const serveUpdate = updateHandler(deps);
+  api.use(updateRoutes(deps, serveUpdate));
   api.use(releasesRoutes(deps));
   api.use(siteRoutes(deps));
 
@@ -53,39 +38,19 @@ export function createApp(services: AppServices) {
     return [...methods];
   };
 
+  const refuse = refusalResponder({ apiPrefix: API_PREFIX, log: services.log, audit: services.audit, context: deps.context, allowedMethods, refused: front.refused });
   const app = new Elysia({ strictPath: true })
     .onStart(({ server: s }) => {
       server = s as typeof server;
     })
     .onRequest(front.onRequest)
     .onAfterResponse(front.onAfterResponse)
-    .onError(async ({ error, code, request }) => {
-      const path = new URL(request.url).pathname;
-      let err: KeyturnError;
-      const headers: Record<string, string> = {};
-      if (error instanceof KeyturnError) {
-        err = error;
-        if (error instanceof HttpRefusal) Object.assign(headers, error.headers);
-      }
-      else if (code === "NOT_FOUND") {
-        const allow = allowedMethods(path);
-        if (allow.length > 0) {
-          headers.allow = allow.join(", ");
-          err = new KeyturnError("method_not_allowed", `${request.method} is not allowed here; use ${allow.join(" or ")}.`);
-        } else err = new KeyturnError("not_found", "There is nothing at this address.");
-      } else {
-        services.log.error("unexpected error", { path, error: String((error as Error)?.stack ?? error) });
-        err = new KeyturnError("internal_error", "Something went wrong on our side; the reference names it in our logs.");
-      }
-      try {
-        err.ref ??= await services.audit.refused(actionOf(path), deps.context(request), err);
-      } catch (e) {
-        services.log.error("audit write failed", { error: String(e) });
-      }
-      front.refused(request, STATUS_OF[err.code], err.ref);
-      return errorResponse(err, headers);
-    })
+    .onError(({ error, code, request }) => refuse(error, request, code === "NOT_FOUND"))
     .use(api);
+  // app.handle (what the server and the tests call) tries the fast path first; Elysia answers the rest.
+  const fast = updateFastPath({ apiPrefix: API_PREFIX, variant: services.variant, front, refuse, serve: serveUpdate });
+  const elysiaHandle = app.handle;
+  app.handle = (request) => fast(request) ?? elysiaHandle(request);
   return app;
 }
 

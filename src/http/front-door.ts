@@ -9,6 +9,8 @@ import { errorResponse } from "./respond";
 export const MAX_URL_BYTES = 8 * 1024;
 /** Paths in log lines are cut here, so a hostile path cannot make a log line huge. */
 const MAX_LOGGED_PATH = 512;
+/** Client addresses remembered in their parsed forms; the memory is dropped whole when full. */
+const MAX_REMEMBERED_CLIENTS = 10_000;
 
 interface RequestState {
   readonly start: number;
@@ -36,14 +38,62 @@ export function frontDoor(d: FrontDoorDeps) {
   const states = new WeakMap<Request, RequestState>();
   const resolve = clientAddressResolver(d.trustProxy);
 
+  // A client sends many requests from one peer address: its parsed and formatted forms are kept.
+  const clients = new Map<string, { address: string | null; group: string }>();
+  const clientOf = (peer: string | null, forwardedFor: string | null) => {
+    const key = forwardedFor === null || d.trustProxy.length === 0 ? `${peer}` : `${peer}|${forwardedFor}`;
+    let c = clients.get(key);
+    if (!c) {
+      const ip = resolve(peer, forwardedFor);
+      c = { address: ip ? formatIp(ip) : null, group: ip ? addressGroup(ip) : "unknown" };
+      if (clients.size >= MAX_REMEMBERED_CLIENTS) clients.clear();
+      clients.set(key, c);
+    }
+    return c;
+  };
+
   const stateOf = (request: Request): RequestState => {
     let s = states.get(request);
     if (!s) {
-      const ip = resolve(d.peerAddress(request), request.headers.get("x-forwarded-for"));
-      s = { start: performance.now(), address: ip ? formatIp(ip) : null, group: ip ? addressGroup(ip) : "unknown" };
+      const c = clientOf(d.peerAddress(request), request.headers.get("x-forwarded-for"));
+      s = { start: performance.now(), address: c.address, group: c.group };
       states.set(request, s);
     }
     return s;
+  };
+
+  /** The path and query of a request's URL (already normalised by the runtime), without parsing it again. */
+  const pathAndQuery = (url: string) => {
+    const start = url.indexOf("/", url.indexOf("//") + 2);
+    const hash = url.indexOf("#", start);
+    return url.slice(start, hash < 0 ? undefined : hash);
+  };
+
+  /**
+   * The rate limit, then the URL size limit. Answers a limited request (429) itself; throws the
+   * URL-size refusal; otherwise gives the RateLimit headers every answer carries.
+   */
+  const admit = async (request: Request): Promise<{ limited: Response | null; headers: Record<string, string> | null }> => {
+    const s = stateOf(request);
+    const target = pathAndQuery(request.url);
+    const query = target.indexOf("?");
+    const pathname = query < 0 ? target : target.slice(0, query);
+    const apiPath = pathname.startsWith(d.apiPrefix) ? pathname.slice(d.apiPrefix.length) : pathname;
+    const decision = await d.rateLimiter.check(budgetOf(apiPath), s.group);
+    if (decision?.limited) {
+      s.status = 429;
+      logLine(request, s, 429);
+      const limited = errorResponse(
+        new KeyturnError("rate_limited", `Too many requests from this address; try again in ${decision.retryAfter} s.`),
+        { ...decision.headers },
+      );
+      return { limited, headers: decision.headers };
+    }
+    // An empty query (`?` alone) is not part of url.search; the limit has always counted url.search.
+    const measured = query === target.length - 1 ? pathname : target;
+    if (Buffer.byteLength(measured) > MAX_URL_BYTES)
+      throw new KeyturnError("invalid_request", `The path and query are limited to ${MAX_URL_BYTES} bytes.`);
+    return { limited: null, headers: decision?.headers ?? null };
   };
 
   const logLine = (request: Request, s: RequestState, status: number) => {
@@ -68,22 +118,12 @@ export function frontDoor(d: FrontDoorDeps) {
     address: (request: Request) => stateOf(request).address,
 
     // Arrow functions: Elysia reads a hook's source to learn what it uses, and cannot read minified methods.
+    admit,
+
     onRequest: async ({ request, set }: { request: Request; set: { headers: Record<string, unknown> } }) => {
-      const s = stateOf(request);
-      const url = new URL(request.url);
-      const apiPath = url.pathname.startsWith(d.apiPrefix) ? url.pathname.slice(d.apiPrefix.length) : url.pathname;
-      const decision = await d.rateLimiter.check(budgetOf(apiPath), s.group);
-      if (decision) Object.assign(set.headers, decision.headers);
-      if (decision?.limited) {
-        s.status = 429;
-        logLine(request, s, 429);
-        return errorResponse(
-          new KeyturnError("rate_limited", `Too many requests from this address; try again in ${decision.retryAfter} s.`),
-          { ...decision.headers },
-        );
-      }
-      if (Buffer.byteLength(url.pathname + url.search) > MAX_URL_BYTES)
-        throw new KeyturnError("invalid_request", `The path and query are limited to ${MAX_URL_BYTES} bytes.`);
+      const { limited, headers } = await admit(request);
+      if (headers) Object.assign(set.headers, headers);
+      if (limited) return limited;
     },
 
     /** Called by the error handler with the refusal it answered. */
@@ -98,6 +138,12 @@ export function frontDoor(d: FrontDoorDeps) {
       const status =
         s.status ?? (responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : 200);
       logLine(request, s, status);
+    },
+
+    /** The log line of a request answered outside Elysia (the fast path). */
+    answered(request: Request, status: number) {
+      const s = stateOf(request);
+      logLine(request, s, s.status ?? status);
     },
   };
 }

@@ -1,6 +1,6 @@
 import { lstatSync } from "node:fs";
 import { Elysia } from "elysia";
-import { CHANNELS, PLATFORMS } from "../../config/variants";
+import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
 import { KeyturnError } from "../../domain/errors";
 import { isInstallerName } from "../../domain/releases/manifest";
 import type { AppDeps } from "../deps";
@@ -12,17 +12,28 @@ import { serveBytes, serveFile } from "../file-serving";
  * release of that lane. Files are found in the release index by exact name, never by joining the
  * URL onto a path, so no request can reach a file outside the tree.
  */
-export function updateRoutes(d: AppDeps) {
+export function updateRoutes(d: AppDeps, serve: UpdateHandler) {
+  return new Elysia().get(updatePath(d.variant), ({ request, params }) => serve(request, params as UpdateParams));
+}
+
+/** The route's path below the API prefix, with Elysia's `:param` segments. */
+export function updatePath(v: Variant): string {
+  return v.products.length > 0 ? "/updates/:product/:channel/:platform/:file" : "/updates/:channel/:platform/:file";
+}
+
+/** The path segments as decoded; null for a segment that is not valid percent-encoded UTF-8. */
+export type UpdateParams = Readonly<Record<"product" | "channel" | "platform" | "file", string | null | undefined>>;
+export type UpdateHandler = (request: Request, params: UpdateParams) => Promise<Response>;
+
+/** The update route's work, the same whether Elysia or the fast path (src/http/fast-path.ts) routed the request. */
+export function updateHandler(d: AppDeps): UpdateHandler {
   const v = d.variant;
   const withProduct = v.products.length > 0;
-  const path = withProduct ? "/updates/:product/:channel/:platform/:file" : "/updates/:channel/:platform/:file";
   const sigFile = `${v.manifestFile}.sig`;
+  const text = (value: string | null | undefined) => (typeof value === "string" ? value : "");
 
-  return new Elysia().get(path, async ({ request, params }) => {
+  return async (request, p) => {
     const principal = await d.authenticate(request);
-    // Elysia gives null for a segment that is not valid percent-encoded UTF-8.
-    const p = params as Record<string, string | null | undefined>;
-    const text = (value: string | null | undefined) => (typeof value === "string" ? value : "");
     const product = withProduct ? text(p.product) : null;
     const channel = text(p.channel);
     const platform = text(p.platform);
@@ -54,5 +65,5 @@ export function updateRoutes(d: AppDeps) {
       throw new KeyturnError("unavailable", "The installer is being replaced; try again shortly.");
     }
     return serveFile(request, release.installerPath, release.manifest.size, release.installerEtag, release.manifest.installer);
-  });
+  };
 }
