@@ -3,7 +3,7 @@
  * cache, and how long a `keyturn serve` process takes to listen and to have its index built.
  * `bun bench/releases-startup.ts [folders]`. Targets (issue 6): start to a healthy answer < 200 ms.
  */
-import { copyFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createPrivateKey } from "node:crypto";
@@ -13,6 +13,7 @@ import { generateKeyFiles, loadKeyRing } from "../src/domain/keys";
 import { scanReleaseTree } from "../src/domain/releases/scan";
 import { releaseKeysOf, signManifest } from "../src/domain/releases/signature";
 import { SignatureCache } from "../src/domain/releases/signature-cache";
+import { loadSnapshot, saveSnapshot } from "../src/domain/releases/index-snapshot";
 
 const N = Number(process.argv[2] ?? 10_000);
 const variant = VARIANTS.alpha;
@@ -52,6 +53,13 @@ const b = await scanReleaseTree(root, { variant, releaseKeys, signatures: Signat
 console.log(`scan, signature cache file: ${b.stats.ms.toFixed(0)} ms (${b.stats.cached} from cache, ${b.stats.verified} verified)`);
 const c = await scanReleaseTree(root, { variant, releaseKeys: new Map() });
 console.log(`scan, no release keys:      ${c.stats.ms.toFixed(0)} ms`);
+const snapshot = { file: join(dir, "release-index.snapshot"), root, variant, releaseKeys };
+t = performance.now();
+saveSnapshot(snapshot, b);
+console.log(`index snapshot written:     ${(performance.now() - t).toFixed(0)} ms (${(statSync(snapshot.file).size / 1e6).toFixed(1)} MB)`);
+t = performance.now();
+const loaded = loadSnapshot(snapshot);
+console.log(`index snapshot loaded:      ${(performance.now() - t).toFixed(0)} ms (${loaded?.index.size} live, checked by stat)`);
 
 async function startServe(label: string) {
   const started = performance.now();
@@ -69,10 +77,16 @@ async function startServe(label: string) {
   }
   proc.kill();
   await proc.exited;
-  console.log(`serve (${label}): listening after ${marks["keyturn listening"]!.toFixed(0)} ms, release index built after ${marks["release index built"]!.toFixed(0)} ms`);
+  const fromSnapshot = marks["release index loaded from the snapshot"];
+  console.log(
+    `serve (${label}): listening after ${marks["keyturn listening"]!.toFixed(0)} ms, ` +
+      (fromSnapshot !== undefined ? `index from the snapshot after ${fromSnapshot.toFixed(0)} ms, ` : "") +
+      `release index built after ${marks["release index built"]!.toFixed(0)} ms`,
+  );
 }
 rmSync(cacheFile, { force: true });
-await startServe("first start, no signature cache");
-await startServe("restart, signature cache in --data");
+rmSync(snapshot.file, { force: true });
+await startServe("first start, no signature cache or snapshot");
+await startServe("restart, signature cache and snapshot in --data");
 if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
 else console.log(dir);

@@ -18,6 +18,7 @@ afterEach(async () => {
 async function siteWithTree(variant: "alpha" | "beta" | "gamma", opts: Parameters<typeof testSite>[1] = {}) {
   site = await testSite(variant, opts);
   mkdirSync(join(site.dir, "releases"), { recursive: true });
+  await site.composed.services.releases.ready();
   return site;
 }
 
@@ -27,6 +28,18 @@ describe("GET /health", () => {
     const r = await s.request("GET", "/health");
     expect(r.status).toBe(200);
     expect(await r.json()).toEqual({ ok: true, rateLimits: "per-process" });
+  });
+
+  test("503 unavailable until the first release index is built (the update routes wait for it), then ok", async () => {
+    site = await testSite("gamma");
+    mkdirSync(join(site.dir, "releases"), { recursive: true });
+    // compose starts building the index on the next turn of the event loop: it is not there yet.
+    expect(site.composed.services.releases.current).toBeNull();
+    const early = await site.request("GET", "/health");
+    expect(early.status).toBe(503);
+    expect(await early.json()).toMatchObject({ ok: false, error: "unavailable", message: "The release index is being built; try again shortly." });
+    await site.composed.services.releases.ready();
+    expect((await site.request("GET", "/health")).status).toBe(200);
   });
 
   test("503 unavailable when the release tree cannot be read", async () => {

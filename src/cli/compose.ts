@@ -86,11 +86,12 @@ export async function compose(
     variant: config.variant,
     releaseKeys: releaseKeysOf(keys),
     signatures: SignatureCache.open(config.databaseUrl ? null : join(config.dataDir, "release-signatures.cache")),
+    snapshotFile: config.databaseUrl ? null : join(config.dataDir, "release-index.snapshot"),
     log,
   });
   // The first scan starts once the caller has started listening (after this turn of the event
   // loop), so a big tree does not delay the first answer; update requests wait for the index.
-  setImmediate(() => void releases.rescan());
+  setImmediate(() => void releases.start());
   const memoryCounters = new MemoryRateLimitStore();
   const sharedCounters = config.rateLimit.store ? sharedRateLimitStore(config.rateLimit.store, memoryCounters, log) : null;
   const rateLimitStore = opts.rateLimitStore ?? sharedCounters ?? memoryCounters;
@@ -101,6 +102,7 @@ export async function compose(
     store,
     keys,
     releasesDir: config.releasesDir,
+    releasesReady: () => releases.current !== null,
     staffSignIn: config.identity !== null,
     rateLimits: () => (!sharedCounters ? "per-process" : sharedCounters.degraded ? "per-process (shared store unreachable)" : "shared"),
   });

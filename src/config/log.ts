@@ -1,3 +1,5 @@
+import { writeSync } from "node:fs";
+
 /** One line per event, JSON or text, on stderr. Callers never pass secrets (tokens, keys, nonces). */
 export type Level = "debug" | "info" | "warn" | "error";
 const RANK: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -13,7 +15,7 @@ export interface Logger {
 export function createLogger(
   format: "json" | "text",
   minLevel: Level,
-  write: (line: string) => void = (line) => process.stderr.write(line + "\n"),
+  write: (line: string) => void = stderrLines(),
 ): Logger {
   const min = RANK[minLevel];
   const log = (level: Level, msg: string, fields: Record<string, unknown> = {}) => {
@@ -38,3 +40,28 @@ export function createLogger(
 
 /** For tests and commands that must stay quiet. */
 export const silentLogger: Logger = createLogger("json", "error", () => {});
+
+/**
+ * Lines to stderr, gathered during one turn of the event loop and written at its end in one
+ * system call: a write per line (one per request) cost as much as the request itself. Lines still
+ * waiting when the process exits are written then.
+ */
+function stderrLines(): (line: string) => void {
+  let pending: string[] = [];
+  const flush = () => {
+    if (pending.length === 0) return;
+    const bytes = Buffer.from(pending.join(""));
+    pending = [];
+    for (let written = 0; written < bytes.length; ) {
+      try {
+        written += writeSync(2, bytes, written);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "EAGAIN") return;
+      }
+    }
+  };
+  process.on("exit", flush);
+  return (line) => {
+    if (pending.push(line + "\n") === 1) setImmediate(flush);
+  };
+}

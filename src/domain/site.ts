@@ -30,6 +30,8 @@ export interface SiteDeps {
   readonly store: Store;
   readonly keys: KeyRing;
   readonly releasesDir: string;
+  /** Whether the first release index is there: until then the update routes wait, so the site is not ready. */
+  readonly releasesReady: () => boolean;
   readonly staffSignIn: boolean;
   /** Where rate-limit counters are kept right now (Redis may be away: then per process). */
   readonly rateLimits: () => RateLimitMode;
@@ -46,13 +48,14 @@ export interface HealthDetails {
 export class Site {
   constructor(private readonly d: SiteDeps) {}
 
-  /** Throws `unavailable` unless the records answer and the release tree can be read. */
+  /** Throws `unavailable` unless the records answer, the first release index is built and the release tree can be read. */
   async health(): Promise<HealthDetails> {
     try {
       await this.d.store.ping();
     } catch {
       throw new KeyturnError("unavailable", "The records cannot be reached.");
     }
+    if (!this.d.releasesReady()) throw new KeyturnError("unavailable", "The release index is being built; try again shortly.");
     if (!(await this.releasesReadable()))
       throw new KeyturnError("unavailable", "The release tree cannot be read.");
     return { rateLimits: this.d.rateLimits() };

@@ -5,7 +5,7 @@ import { ReleaseProblem } from "./problem";
  * Reads a small file of a release folder. Only a regular file is read: a symbolic link could point
  * outside the tree (keys live next door in many deployments) and a FIFO would hang the scan.
  */
-export function readRegularFile(path: string, name: string, maxBytes: number): Buffer {
+export function readRegularFile(path: string, name: string, maxBytes: number, seen?: (stats: Stats) => void): Buffer {
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -17,6 +17,7 @@ export function readRegularFile(path: string, name: string, maxBytes: number): B
     const stats = fstatSync(fd);
     if (!stats.isFile()) throw new ReleaseProblem(`${name} is not a regular file`);
     if (stats.size > maxBytes) throw new ReleaseProblem(`${name} is larger than ${maxBytes} bytes`);
+    seen?.(stats);
     const buffer = Buffer.allocUnsafe(stats.size);
     let read = 0;
     while (read < stats.size) {
@@ -54,4 +55,15 @@ export function hashFile(path: string): string {
     closeSync(fd);
   }
   return hasher.digest("hex");
+}
+
+/**
+ * What identifies one version of a file without reading it: device, inode, size, modification and
+ * change times. A file replaced (rename onto it) gets another inode; one written in place another
+ * size, mtime or ctime (ctime also moves when mtime is set back, as rsync -t does).
+ */
+export type FileIdentity = readonly [dev: number, ino: number, size: number, mtimeMs: number, ctimeMs: number];
+
+export function identityOf(stats: Stats): FileIdentity {
+  return [stats.dev, stats.ino, stats.size, stats.mtimeMs, stats.ctimeMs];
 }

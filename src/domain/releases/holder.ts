@@ -1,5 +1,6 @@
 import { watch, type FSWatcher } from "node:fs";
 import type { Logger } from "../../config/log";
+import { loadSnapshot, saveSnapshot } from "./index-snapshot";
 import { ReleaseIndex } from "./release-index";
 import { ReleaseTreeUnreadable, scanReleaseTree, type ScanOptions, type ScanResult } from "./scan";
 import { SignatureCache } from "./signature-cache";
@@ -10,6 +11,8 @@ export interface ReleaseHolderOptions extends Omit<ScanOptions, "hashInstallers"
   /** Quiet time after the last change before a re-scan; a long copy still re-scans every maxWaitMs. */
   readonly debounceMs?: number;
   readonly maxWaitMs?: number;
+  /** Where the last index is kept between starts (index-snapshot.ts); none when null or absent. */
+  readonly snapshotFile?: string | null;
 }
 
 /**
@@ -29,6 +32,7 @@ export class ReleaseHolder {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private firstChangeAt = 0;
   private readonly signatures: SignatureCache;
+  private scanned = false;
 
   constructor(private readonly opts: ReleaseHolderOptions) {
     this.signatures = opts.signatures ?? SignatureCache.open(null);
@@ -43,6 +47,27 @@ export class ReleaseHolder {
   /** The index now; before the first scan has finished, waits for it. */
   ready(): Promise<ReleaseIndex> {
     return this.index ? Promise.resolve(this.index) : this.firstIndex;
+  }
+
+  /**
+   * The first index: the snapshot of the last one at once when it still holds (checked by stat),
+   * then a whole scan of the tree, whose index replaces it.
+   */
+  start(): Promise<ReleaseIndex> {
+    const file = this.opts.snapshotFile;
+    if (file && this.index === null) {
+      const started = performance.now();
+      const loaded = loadSnapshot({ ...this.opts, file });
+      if (loaded) {
+        this.swapIn(loaded.index);
+        this.opts.log.info("release index loaded from the snapshot", {
+          live: loaded.index.size,
+          changedSince: loaded.changed,
+          ms: Math.round(performance.now() - started),
+        });
+      }
+    }
+    return this.rescan();
   }
 
   /**
@@ -108,6 +133,8 @@ export class ReleaseHolder {
     }
     this.signatures.finishScan();
     this.report(result);
+    this.scanned = true;
+    this.save(result);
     return this.swapIn(result.index);
   }
 
@@ -118,6 +145,17 @@ export class ReleaseHolder {
     return index;
   }
 
+  private save(result: ScanResult): void {
+    const file = this.opts.snapshotFile;
+    if (!file) return;
+    try {
+      saveSnapshot({ ...this.opts, file }, result);
+    } catch (e) {
+      // A read-only data directory only costs the next start a whole scan before it is ready.
+      this.opts.log.warn("release index snapshot not written", { file, error: String((e as Error)?.message ?? e) });
+    }
+  }
+
   /** One warning per folder and reason, when it first appears (not again on every re-scan). */
   private report(result: ScanResult): void {
     const { log } = this.opts;
@@ -125,7 +163,7 @@ export class ReleaseHolder {
     for (const [folder, reason] of problems)
       if (this.lastProblems.get(folder) !== reason) log.warn("release folder skipped", { folder, reason });
     this.lastProblems = problems;
-    if (this.opts.releaseKeys.size === 0 && result.stats.folders > 0 && this.index === null)
+    if (this.opts.releaseKeys.size === 0 && result.stats.folders > 0 && !this.scanned)
       log.warn("no release public keys in the keys directory: manifest signatures are not checked");
     log.info("release index built", {
       root: this.opts.root,

@@ -1,3 +1,4 @@
+import type { FileIdentity } from "./files";
 import type { Manifest } from "./manifest";
 import { compareVersions } from "./version-order";
 
@@ -13,6 +14,8 @@ export interface Release {
   readonly signatureEtag: string;
   readonly installerEtag: string;
   readonly installerPath: string;
+  /** Manifest, signature and installer as they were when read and checked (see index-snapshot.ts). */
+  readonly files: readonly [manifest: FileIdentity, signature: FileIdentity, installer: FileIdentity];
 }
 
 /** Newest first: by `released`, then by version. */

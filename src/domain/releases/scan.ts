@@ -1,8 +1,8 @@
-import { readdirSync, type Dirent } from "node:fs";
+import { readdirSync, statSync, type Dirent, type Stats } from "node:fs";
 import { join } from "node:path";
 import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
 import type { PublicKeyInfo } from "../keys";
-import { hashFile, readRegularFile, statInstaller } from "./files";
+import { hashFile, identityOf, readRegularFile, statInstaller, type FileIdentity } from "./files";
 import { parseManifest, type Manifest, type ReleasePlace } from "./manifest";
 import { ReleaseProblem } from "./problem";
 import { ReleaseIndex, type Release } from "./release-index";
@@ -33,6 +33,8 @@ export interface ScanProblem {
 export interface ScanResult {
   readonly index: ReleaseIndex;
   readonly problems: readonly ScanProblem[];
+  /** Each directory above the release folders (root first), as it was before it was listed. */
+  readonly directories: readonly { readonly rel: string; readonly id: FileIdentity }[];
   readonly stats: {
     readonly folders: number;
     /** Signatures checked with ECDSA during this scan, and those found in the cache. */
@@ -71,10 +73,15 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
   const live: Release[] = [];
   const counts = { folders: 0, verified: 0, cached: 0 };
 
-  const list = (dir: string): Dirent[] => readdirSync(dir, { withFileTypes: true }).filter((d) => !isHidden(d.name)).sort((a, b) => (a.name < b.name ? -1 : 1));
+  const directories: { rel: string; id: FileIdentity }[] = [];
+  const list = (dir: string, rel: string): Dirent[] => {
+    // Stat before listing: a change made after the listing then shows as a changed directory.
+    directories.push({ rel, id: identityOf(statSync(dir)) });
+    return readdirSync(dir, { withFileTypes: true }).filter((d) => !isHidden(d.name)).sort((a, b) => (a.name < b.name ? -1 : 1));
+  };
   let top: Dirent[];
   try {
-    top = list(root);
+    top = list(root, "");
   } catch (e) {
     throw new ReleaseTreeUnreadable(`cannot read the release tree ${root} (${(e as NodeJS.ErrnoException).code ?? e})`);
   }
@@ -100,7 +107,7 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
       }
       let children: Dirent[];
       try {
-        children = list(child);
+        children = list(child, childRel);
       } catch (e) {
         problems.push({ folder: childRel, reason: `cannot be read (${(e as NodeJS.ErrnoException).code ?? e})` });
         continue;
@@ -124,6 +131,7 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
   return {
     index: ReleaseIndex.of(live),
     problems,
+    directories,
     stats: { folders: counts.folders, verified: counts.verified, cached: counts.cached, ms: performance.now() - started },
   };
 }
@@ -138,11 +146,13 @@ function inspectFolder(
   counts: { verified: number; cached: number },
 ): Release {
   const manifestFile = opts.variant.manifestFile;
-  const manifestBytes = readRegularFile(join(dir, manifestFile), manifestFile, MAX_MANIFEST_BYTES);
+  // The identities of the files as read (fstat of the descriptor read), for the index snapshot.
+  const files: FileIdentity[] = [];
+  const manifestBytes = readRegularFile(join(dir, manifestFile), manifestFile, MAX_MANIFEST_BYTES, (s) => (files[0] = identityOf(s)));
   const manifest = parseManifest(manifestBytes, opts.variant, place);
-  const signatureBytes = readRegularFile(join(dir, `${manifestFile}.sig`), `${manifestFile}.sig`, MAX_MANIFEST_BYTES);
+  const signatureBytes = readRegularFile(join(dir, `${manifestFile}.sig`), `${manifestFile}.sig`, MAX_MANIFEST_BYTES, (s) => (files[1] = identityOf(s)));
   const installerPath = join(dir, manifest.installer);
-  checkInstallerSize(installerPath, manifest);
+  files[2] = identityOf(checkInstallerSize(installerPath, manifest));
 
   if (opts.releaseKeys.size > 0) {
     const parsed = parseSignature(signatureBytes, opts.releaseKeys, opts.variant);
@@ -165,12 +175,15 @@ function inspectFolder(
     signatureEtag: etagOf(sha256Hex(signatureBytes)),
     installerEtag: etagOf(manifest.sha256),
     installerPath,
+    files: files as unknown as Release["files"],
   });
 }
 
-export function checkInstallerSize(path: string, manifest: Manifest): void {
-  const size = statInstaller(path, manifest.installer).size;
+export function checkInstallerSize(path: string, manifest: Manifest): Stats {
+  const stats = statInstaller(path, manifest.installer);
+  const size = stats.size;
   if (size !== manifest.size) throw new ReleaseProblem(`installer ${manifest.installer} is ${size} bytes, the manifest says ${manifest.size}`);
+  return stats;
 }
 
 export function checkInstallerHash(path: string, manifest: Manifest): void {

@@ -1,0 +1,108 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { statSync, utimesSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createLogger } from "../../src/config/log";
+import { VARIANTS } from "../../src/config/variants";
+import { generateKeyFiles, loadKeyRing } from "../../src/domain/keys";
+import { ReleaseHolder } from "../../src/domain/releases/holder";
+import { releaseKeysOf } from "../../src/domain/releases/signature";
+import { ReleaseTree, type WrittenRelease } from "../release-tree";
+
+// Issue 6: "from process start to a healthy answer under 200 ms with 10,000 release folders". The
+// index of the last scan is kept in the data directory and used at start when a stat of everything
+// it rests on shows no change; a release whose manifest, .sig or installer changed is never served
+// from it.
+
+const cleanup: (() => void)[] = [];
+afterEach(() => cleanup.splice(0).forEach((f) => f()));
+
+function tree() {
+  const t = new ReleaseTree("gamma");
+  cleanup.push(() => t.remove());
+  return t;
+}
+
+/** A holder as a keyturn process has one: started once, with the snapshot file in a data directory. */
+async function started(t: ReleaseTree, keysDir = t.keysDir) {
+  const lines: Record<string, unknown>[] = [];
+  const holder = new ReleaseHolder({
+    root: t.root,
+    variant: VARIANTS.gamma,
+    releaseKeys: releaseKeysOf(await loadKeyRing(keysDir, VARIANTS.gamma)),
+    log: createLogger("json", "debug", (line) => lines.push(JSON.parse(line))),
+    snapshotFile: join(t.dir, "release-index.snapshot"),
+  });
+  cleanup.push(() => holder.close());
+  const scanned = holder.start();
+  // What is served before the scan of the tree has finished: the snapshot's index, if it was used.
+  const atOnce = holder.current;
+  await scanned;
+  return { holder, atOnce, lines };
+}
+
+const versions = (index: ReleaseHolder["current"]) => index?.all.map((r) => r.manifest.version) ?? null;
+
+describe("release index snapshot", () => {
+  test("a restart with nothing changed serves the last index at once, byte for byte, and then re-scans", async () => {
+    const t = tree();
+    t.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00" });
+    const newest = t.add({ version: "1.1.0" });
+    const first = await started(t);
+    expect(first.atOnce).toBeNull();
+
+    const second = await started(t);
+    expect(versions(second.atOnce)).toEqual(["1.1.0", "1.0.0"]);
+    const served = second.atOnce!.latest(null, "stable", "win-x64")!;
+    expect(Buffer.from(served.manifestBytes).equals(newest.manifestBytes)).toBe(true);
+    expect(served).toEqual(first.holder.current!.latest(null, "stable", "win-x64")!);
+    expect(second.lines.find((l) => l.msg === "release index loaded from the snapshot")).toMatchObject({ live: 2, changedSince: 0 });
+    // The scan still runs and its index replaces the snapshot's.
+    expect(second.lines.some((l) => l.msg === "release index built")).toBe(true);
+    expect(second.holder.current).not.toBe(second.atOnce);
+  });
+
+  const changes: [string, (r: WrittenRelease) => void][] = [
+    ["manifest rewritten", (r) => writeFileSync(r.manifestPath, Buffer.from(r.manifestBytes.toString().replace("1.1.0", "1.1.9")))],
+    ["signature replaced", (r) => writeFileSync(`${r.manifestPath}.sig`, "not a signature")],
+    ["installer rewritten in place, same size", (r) => writeFileSync(r.installerPath, new Uint8Array(r.installerBytes.length))],
+    [
+      "installer rewritten with its old size and mtime put back (rsync -t)",
+      (r) => {
+        const before = statSync(r.installerPath);
+        writeFileSync(r.installerPath, new Uint8Array(r.installerBytes.length).fill(7));
+        utimesSync(r.installerPath, before.atime, before.mtime);
+      },
+    ],
+  ];
+  for (const [name, change] of changes)
+    test(`${name} between two runs: that release is not served from the snapshot`, async () => {
+      const t = tree();
+      t.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00" });
+      const newest = t.add({ version: "1.1.0" });
+      await started(t);
+      change(newest);
+      const again = await started(t);
+      expect(versions(again.atOnce)).toEqual(["1.0.0"]);
+      expect(again.lines.find((l) => l.msg === "release index loaded from the snapshot")).toMatchObject({ live: 1, changedSince: 1 });
+    });
+
+  test("a release folder added or removed since: the snapshot is not used (the lane's directory changed)", async () => {
+    const t = tree();
+    t.add({ version: "1.0.0" });
+    await started(t);
+    t.add({ version: "2.0.0", released: "2026-11-01T00:00:00+00:00" });
+    const again = await started(t);
+    expect(again.atOnce).toBeNull();
+    expect(versions(again.holder.current)).toEqual(["2.0.0", "1.0.0"]);
+  });
+
+  test("other release keys than the snapshot was checked with: the snapshot is not used", async () => {
+    const t = tree();
+    t.add({ version: "1.0.0" });
+    await started(t);
+    const otherKeys = join(t.dir, "other-keys");
+    generateKeyFiles(otherKeys, "gamma-release-2027-01");
+    const again = await started(t, otherKeys);
+    expect(again.atOnce).toBeNull();
+  });
+});
