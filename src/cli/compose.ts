@@ -52,6 +52,8 @@ export async function compose(
     store?: Store;
     peerAddress?: (r: Request) => string | null;
     rateLimitStore?: RateLimitStore;
+    /** Re-scan the release tree when it changes (the server does; commands and tests need not). */
+    watchReleases?: boolean;
   } = {},
 ): Promise<Composed> {
   const clock = opts.clock ?? systemClock;
@@ -91,7 +93,7 @@ export async function compose(
   });
   // The first scan starts once the caller has started listening (after this turn of the event
   // loop), so a big tree does not delay the first answer; update requests wait for the index.
-  setImmediate(() => void releases.start());
+  setImmediate(() => void releases.start({ watch: opts.watchReleases }));
   const memoryCounters = new MemoryRateLimitStore();
   const sharedCounters = config.rateLimit.store ? sharedRateLimitStore(config.rateLimit.store, memoryCounters, log) : null;
   const rateLimitStore = opts.rateLimitStore ?? sharedCounters ?? memoryCounters;

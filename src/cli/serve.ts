@@ -34,7 +34,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   if (config.demo) await ensureDemoKeys(config);
 
   const peers = new WeakMap<Request, string | null>();
-  const { store, keys, services, rateLimitStore } = await compose(config, { peerAddress: (r) => peers.get(r) ?? null });
+  const { store, keys, services, rateLimitStore } = await compose(config, { peerAddress: (r) => peers.get(r) ?? null, watchReleases: true });
   const log = services.log;
   if (!keys.signing) log.warn("no license signing key: activate, refresh and sign-in answer licensing_unavailable", { keys: config.keysDir });
   const retention = startRetention({ store, clock: services.clock, log, auditRetentionSeconds: config.auditRetentionSeconds });
@@ -57,7 +57,6 @@ export async function serveCommand(args: string[], env: Record<string, string | 
     const admin = new Admin(config.variant, store, services.clock, services.audit);
     printDemoBanner(config, await ensureDemoLicense(config, store, admin), listenUrl);
   }
-  services.releases.watch();
   process.on("SIGHUP", () => {
     log.info(transport.tls ? "SIGHUP: re-reading the release tree and the certificate" : "SIGHUP: re-reading the release tree");
     void services.releases.rescan();

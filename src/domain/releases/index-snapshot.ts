@@ -12,8 +12,9 @@ import type { ScanResult } from "./scan";
  * only if nothing it rests on changed, checked by stat alone: the variant, the release keys and the
  * root it was built with; every directory above the release folders (a folder added, removed or
  * renamed changes its parent); and the manifest, signature and installer of each release (device,
- * inode, size, mtime, ctime as they were when read and checked). A release with any file changed is
- * left out, never served from the snapshot; the full re-scan that follows every start puts it back.
+ * inode, size, mtime, ctime as they were when read and checked), checked when the release is first
+ * answered. A release with any file changed is skipped, never served from the snapshot; the whole
+ * scan that follows every start replaces the snapshot's index.
  */
 const FORMAT = 1;
 
@@ -48,8 +49,19 @@ function basisOf(o: SnapshotOptions): string {
   return new Bun.CryptoHasher("sha256").update(JSON.stringify([o.variant.name, o.variant.manifestFile, o.root, keys])).digest("hex");
 }
 
-/** Writes the index of a whole scan (temp file and rename, so a reader never sees half of one). */
-export function saveSnapshot(o: SnapshotOptions, scan: ScanResult): void {
+/** What the snapshot rests on, as one string: equal stamps mean an equal snapshot. */
+function stampOf(directories: ScanResult["directories"], releases: readonly Release[]): string {
+  return JSON.stringify([directories, releases.map((r) => [r.folder, r.files])]);
+}
+
+/**
+ * Writes the index of a whole scan (temp file and rename, so a reader never sees half of one),
+ * unless it rests on exactly the files of `previous` (the snapshot loaded at start). Returns the
+ * snapshot now on disk.
+ */
+export function saveSnapshot(o: SnapshotOptions, scan: ScanResult, previous: LoadedSnapshot | null): LoadedSnapshot {
+  const now: LoadedSnapshot = { index: scan.index, stamp: stampOf(scan.directories, scan.index.all) };
+  if (previous?.stamp === now.stamp) return previous;
   const snapshot: Snapshot = {
     format: FORMAT,
     basis: basisOf(o),
@@ -57,8 +69,9 @@ export function saveSnapshot(o: SnapshotOptions, scan: ScanResult): void {
     releases: scan.index.all.map((r) => ({
       folder: r.folder,
       manifest: r.manifest,
-      manifestBytes: Buffer.from(r.manifestBytes).toString("base64"),
-      signatureBytes: Buffer.from(r.signatureBytes).toString("base64"),
+      // A manifest is UTF-8 (the scan decoded it strictly) and a signature a compact JWS (ASCII).
+      manifestBytes: Buffer.from(r.manifestBytes).toString("utf8"),
+      signatureBytes: Buffer.from(r.signatureBytes).toString("latin1"),
       manifestEtag: r.manifestEtag,
       signatureEtag: r.signatureEtag,
       installerEtag: r.installerEtag,
@@ -68,15 +81,20 @@ export function saveSnapshot(o: SnapshotOptions, scan: ScanResult): void {
   const tmp = `${o.file}.${process.pid}.tmp`;
   writeFileSync(tmp, JSON.stringify(snapshot), { mode: 0o600 });
   renameSync(tmp, o.file);
+  return now;
 }
 
 export interface LoadedSnapshot {
   readonly index: ReleaseIndex;
-  /** Releases of the snapshot left out because a file of theirs changed. */
-  readonly changed: number;
+  /** What it rests on (stampOf), so a scan that found the same files does not write it again. */
+  readonly stamp: string;
 }
 
-/** The snapshot's index, with every changed release left out; null when there is none or it cannot be trusted. */
+/**
+ * The snapshot's index, or null when there is none or what it rests on changed. Each release's
+ * files are checked by stat when it is first answered (ReleaseIndex's check), not here: 30,000
+ * stats would take most of the time a start may take.
+ */
 export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
   let snapshot: Snapshot;
   try {
@@ -87,31 +105,34 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
   if (snapshot.format !== FORMAT || snapshot.basis !== basisOf(o)) return null;
   for (const d of snapshot.directories) if (!sameFile(statSync(join(o.root, d.rel), { throwIfNoEntry: false }), d.id)) return null;
 
-  const releases: Release[] = [];
-  let changed = 0;
-  for (const r of snapshot.releases) {
+  const releases = snapshot.releases.map((r): Release => {
     const dir = join(o.root, r.folder);
-    const installerPath = join(dir, r.manifest.installer);
-    const paths = [join(dir, o.variant.manifestFile), join(dir, `${o.variant.manifestFile}.sig`), installerPath];
-    if (!paths.every((path, i) => sameFile(lstatSync(path, { throwIfNoEntry: false }), r.files[i]!))) {
-      changed++;
-      continue;
-    }
-    releases.push(
-      Object.freeze({
-        manifest: Object.freeze(r.manifest),
-        folder: r.folder,
-        manifestBytes: Buffer.from(r.manifestBytes, "base64"),
-        manifestEtag: r.manifestEtag,
-        signatureBytes: Buffer.from(r.signatureBytes, "base64"),
-        signatureEtag: r.signatureEtag,
-        installerEtag: r.installerEtag,
-        installerPath,
-        files: r.files,
-      }),
-    );
-  }
-  return { index: ReleaseIndex.of(releases), changed };
+    return Object.freeze({
+      manifest: Object.freeze(r.manifest),
+      folder: r.folder,
+      manifestBytes: Buffer.from(r.manifestBytes, "utf8"),
+      manifestEtag: r.manifestEtag,
+      signatureBytes: Buffer.from(r.signatureBytes, "latin1"),
+      signatureEtag: r.signatureEtag,
+      installerEtag: r.installerEtag,
+      installerPath: join(dir, r.manifest.installer),
+      files: r.files,
+    });
+  });
+  const unchanged = (r: Release) => {
+    const dir = join(o.root, r.folder);
+    const paths = [join(dir, o.variant.manifestFile), join(dir, `${o.variant.manifestFile}.sig`), r.installerPath];
+    return paths.every((path, i) => sameFile(lstatSync(path, { throwIfNoEntry: false }), r.files[i]!));
+  };
+  const index = ReleaseIndex.of(releases, unchanged);
+  // Computed when a scan asks (after the start), not now: nothing waits for it then.
+  let stamp: string | undefined;
+  return {
+    index,
+    get stamp() {
+      return (stamp ??= stampOf(snapshot.directories, releases));
+    },
+  };
 }
 
 function sameFile(stats: Stats | undefined, id: FileIdentity): boolean {

@@ -34,14 +34,22 @@ interface Lane {
 /**
  * An immutable index of the live releases of one tree, by product, channel and platform. A new
  * scan builds a new index; readers keep whichever one they started with.
+ *
+ * An index loaded from a snapshot carries a check (its files are still those it was built from):
+ * a release is checked the first time it would be answered, and one that fails is skipped as if
+ * absent, so a changed release is never served from a snapshot. The result is kept for the life of
+ * the index, which the scan that follows every start soon replaces.
  */
 export class ReleaseIndex {
+  private readonly checked = new Map<Release, boolean>();
+
   private constructor(
     private readonly lanes: ReadonlyMap<string, Lane>,
     private readonly everything: readonly Release[],
+    private readonly check: ((r: Release) => boolean) | null,
   ) {}
 
-  static of(releases: readonly Release[]): ReleaseIndex {
+  static of(releases: readonly Release[], check: ((r: Release) => boolean) | null = null): ReleaseIndex {
     const sorted = [...releases].sort(newestFirst);
     const grouped = new Map<string, Release[]>();
     for (const r of sorted) {
@@ -56,27 +64,39 @@ export class ReleaseIndex {
       for (const r of list) if (!installers.has(r.manifest.installer)) installers.set(r.manifest.installer, r);
       lanes.set(key, Object.freeze({ releases: Object.freeze(list), installers }));
     }
-    return new ReleaseIndex(lanes, Object.freeze(sorted));
+    return new ReleaseIndex(lanes, Object.freeze(sorted), check);
   }
 
   static readonly empty = ReleaseIndex.of([]);
 
+  private holds = (r: Release): boolean => {
+    if (!this.check) return true;
+    let ok = this.checked.get(r);
+    if (ok === undefined) this.checked.set(r, (ok = this.check(r)));
+    return ok;
+  };
+
   /** Every live release, newest first. */
   get all(): readonly Release[] {
-    return this.everything;
+    return this.check ? this.everything.filter(this.holds) : this.everything;
   }
 
+  /** Releases in the index (for a snapshot's index: before any was checked). */
   get size(): number {
     return this.everything.length;
   }
 
   /** The newest live release of a product (null in gamma), channel and platform. */
   latest(product: string | null, channel: string, platform: string): Release | undefined {
-    return this.lanes.get(laneKey(product, channel, platform))?.releases[0];
+    const lane = this.lanes.get(laneKey(product, channel, platform));
+    return this.check ? lane?.releases.find(this.holds) : lane?.releases[0];
   }
 
   /** The live release of that product, channel and platform whose installer has exactly this name. */
   installer(product: string | null, channel: string, platform: string, name: string): Release | undefined {
-    return this.lanes.get(laneKey(product, channel, platform))?.installers.get(name);
+    const lane = this.lanes.get(laneKey(product, channel, platform));
+    const newest = lane?.installers.get(name);
+    if (!newest || this.holds(newest)) return newest;
+    return lane!.releases.find((r) => r.manifest.installer === name && this.holds(r));
   }
 }
