@@ -17,6 +17,7 @@ async function loggedSite(format: "json" | "text" = "json", level: "debug" | "in
   const lines: string[] = [];
   site = await testSite("alpha", { log: createLogger(format, level, (l) => lines.push(l)) });
   mkdirSync(join(site.dir, "releases"));
+  await site.composed.services.releases.ready();
   return { site, lines };
 }
 

@@ -12,6 +12,18 @@ export interface Logger {
   error(msg: string, fields?: Record<string, unknown>): void;
 }
 
+// Many lines share a millisecond under load; formatting the time once for them is measurable.
+let lastMs = -1;
+let lastIso = "";
+function isoNow(): string {
+  const ms = Date.now();
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastIso = new Date(ms).toISOString();
+  }
+  return lastIso;
+}
+
 export function createLogger(
   format: "json" | "text",
   minLevel: Level,
@@ -20,7 +32,7 @@ export function createLogger(
   const min = RANK[minLevel];
   const log = (level: Level, msg: string, fields: Record<string, unknown> = {}) => {
     if (RANK[level] < min) return;
-    const time = new Date().toISOString();
+    const time = isoNow();
     if (format === "json") write(JSON.stringify({ time, level, msg, ...fields }));
     else {
       const rest = Object.entries(fields)

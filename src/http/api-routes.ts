@@ -176,7 +176,7 @@ export function apiRoutes(variant: Variant): RouteDoc[] {
     {
       method: "GET",
       path: "/health",
-      summary: "ok when the records answer and the release tree is readable",
+      summary: "ok when the records answer, the first release index is built and the release tree is readable",
       bearer: false,
       answer: A.HealthAnswer,
       errors: ["unavailable"],

@@ -41,18 +41,20 @@ export function updateFastPath(o: {
   };
 
   const answer = async (request: Request, params: UpdateParams): Promise<Response> => {
+    const state = o.front.begin(request);
     let response: Response;
     let rateHeaders: Record<string, string> | null = null;
     try {
-      const admitted = await o.front.admit(request);
+      const admitted = await o.front.admit(request, state);
       rateHeaders = admitted.limited ? null : admitted.headers;
       response = admitted.limited ?? (await o.serve(request, params));
     } catch (e) {
+      o.front.track(request, state);
       response = await o.refuse(e, request, false);
     }
     if (rateHeaders) for (const name in rateHeaders) response.headers.set(name, rateHeaders[name]!);
     if (request.method === "HEAD") response = await withoutBody(response);
-    o.front.answered(request, response.status);
+    o.front.answered(request, state, response.status);
     return response;
   };
 

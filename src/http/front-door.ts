@@ -52,13 +52,14 @@ export function frontDoor(d: FrontDoorDeps) {
     return c;
   };
 
+  const newState = (request: Request): RequestState => {
+    const c = clientOf(d.peerAddress(request), request.headers.get("x-forwarded-for"));
+    return { start: performance.now(), address: c.address, group: c.group };
+  };
+
   const stateOf = (request: Request): RequestState => {
     let s = states.get(request);
-    if (!s) {
-      const c = clientOf(d.peerAddress(request), request.headers.get("x-forwarded-for"));
-      s = { start: performance.now(), address: c.address, group: c.group };
-      states.set(request, s);
-    }
+    if (!s) states.set(request, (s = newState(request)));
     return s;
   };
 
@@ -73,8 +74,7 @@ export function frontDoor(d: FrontDoorDeps) {
    * The rate limit, then the URL size limit. Answers a limited request (429) itself; throws the
    * URL-size refusal; otherwise gives the RateLimit headers every answer carries.
    */
-  const admit = async (request: Request): Promise<{ limited: Response | null; headers: Record<string, string> | null }> => {
-    const s = stateOf(request);
+  const admit = async (request: Request, s = stateOf(request)): Promise<{ limited: Response | null; headers: Record<string, string> | null }> => {
     const target = pathAndQuery(request.url);
     const query = target.indexOf("?");
     const pathname = query < 0 ? target : target.slice(0, query);
@@ -140,9 +140,18 @@ export function frontDoor(d: FrontDoorDeps) {
       logLine(request, s, status);
     },
 
+    // The fast path keeps its request's state itself (a WeakMap entry per request costs more than
+    // the rest of the front door) and hands it over only when a refusal needs it by request.
+    /** A request's state, not yet tracked: for the fast path. */
+    begin: newState,
+
+    /** Tracks a state from `begin`, for the error handler and the audit line's address. */
+    track(request: Request, s: RequestState) {
+      states.set(request, s);
+    },
+
     /** The log line of a request answered outside Elysia (the fast path). */
-    answered(request: Request, status: number) {
-      const s = stateOf(request);
+    answered(request: Request, s: RequestState, status: number) {
       logLine(request, s, s.status ?? status);
     },
   };

@@ -103,7 +103,7 @@ for (const variant of ["alpha", "gamma"] as VariantName[]) {
 }
 
 describe("which requests take the fast path", () => {
-  const front = { admit: async () => ({ limited: null, headers: null }), answered() {} };
+  const front = { begin: () => ({}), track() {}, admit: async () => ({ limited: null, headers: null }), answered() {} };
   const seen: unknown[] = [];
   const fast = updateFastPath({
     apiPrefix: "/api/v1",
