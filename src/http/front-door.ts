@@ -41,7 +41,7 @@ export function frontDoor(d: FrontDoorDeps) {
   // A client sends many requests from one peer address: its parsed and formatted forms are kept.
   const clients = new Map<string, { address: string | null; group: string }>();
   const clientOf = (peer: string | null, forwardedFor: string | null) => {
-    const key = forwardedFor === null || d.trustProxy.length === 0 ? `${peer}` : `${peer}|${forwardedFor}`;
+    const key = forwardedFor === null ? `${peer}` : `${peer}|${forwardedFor}`;
     let c = clients.get(key);
     if (!c) {
       const ip = resolve(peer, forwardedFor);
@@ -53,7 +53,8 @@ export function frontDoor(d: FrontDoorDeps) {
   };
 
   const newState = (request: Request): RequestState => {
-    const c = clientOf(d.peerAddress(request), request.headers.get("x-forwarded-for"));
+    // Without trusted proxies X-Forwarded-For is never believed, so it is not even read.
+    const c = clientOf(d.peerAddress(request), d.trustProxy.length === 0 ? null : request.headers.get("x-forwarded-for"));
     return { start: performance.now(), address: c.address, group: c.group };
   };
 
