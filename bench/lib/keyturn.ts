@@ -24,37 +24,36 @@ export function serveArgs(o: ServeOptions): string[] {
 export interface Running {
   readonly url: string;
   readonly pid: number;
-  /** Log lines (stderr) seen so far. */
-  readonly lines: string[];
+  /** Where its log lines (stderr) go. */
+  readonly logFile: string;
   rssBytes(): number;
   stop(): Promise<void>;
 }
 
+/**
+ * Starts keyturn with its log in a file beside --data (as an operator's journal would take it: the
+ * bench must not spend its own CPU reading one line per request) and waits until GET /health is
+ * 200, which it answers once the first release index is there.
+ */
 export async function startKeyturn(o: ServeOptions): Promise<Running> {
-  const proc = Bun.spawn(pinned(CPUS.server, serveArgs(o)), { stdout: "ignore", stderr: "pipe" });
-  const lines: string[] = [];
-  let listening = () => {};
-  const ready = new Promise<void>((resolve) => (listening = resolve));
-  void (async () => {
-    let buffered = "";
-    for await (const chunk of proc.stderr) {
-      buffered += new TextDecoder().decode(chunk);
-      const parts = buffered.split("\n");
-      buffered = parts.pop()!;
-      for (const line of parts) {
-        lines.push(line);
-        if (line.includes('"msg":"release index built"')) listening();
-      }
+  const logFile = `${o.data}.keyturn.log`;
+  const proc = Bun.spawn(pinned(CPUS.server, serveArgs(o)), { stdout: "ignore", stderr: Bun.file(logFile) });
+  const url = `http://127.0.0.1:${o.port}`;
+  const until = Date.now() + 60_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`keyturn exited (${proc.exitCode}):\n${readFileSync(logFile, "utf8")}`);
+    if (Date.now() > until) {
+      proc.kill();
+      throw new Error(`keyturn was not healthy within 60 s:\n${readFileSync(logFile, "utf8")}`);
     }
-  })();
-  const timeout = setTimeout(() => proc.kill(), 60_000);
-  await Promise.race([ready, proc.exited]);
-  clearTimeout(timeout);
-  if (proc.exitCode !== null) throw new Error(`keyturn exited (${proc.exitCode}):\n${lines.join("\n")}`);
+    const status = await fetch(`${url}/api/v1/health`).then((r) => r.status, () => 0);
+    if (status === 200) break;
+    await Bun.sleep(20);
+  }
   return {
-    url: `http://127.0.0.1:${o.port}`,
+    url,
     pid: proc.pid,
-    lines,
+    logFile,
     rssBytes: () => rssOf(proc.pid),
     stop: async () => {
       proc.kill("SIGTERM");

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { statSync, utimesSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createLogger } from "../../src/config/log";
 import { VARIANTS } from "../../src/config/variants";
@@ -109,4 +109,15 @@ describe("release index snapshot", () => {
     const again = await started(t, otherKeys);
     expect(again.atOnce).toBeNull();
   });
+});
+
+test("a snapshot naming a folder outside the tree is not used", async () => {
+  const t = tree();
+  t.add({ version: "1.0.0" });
+  await started(t);
+  const file = join(t.dir, "release-index.snapshot");
+  const snapshot = JSON.parse(readFileSync(file, "utf8"));
+  snapshot.releases[0].folder = "stable/win-x64/../../../keys";
+  writeFileSync(file, JSON.stringify(snapshot));
+  expect((await started(t)).atOnce).toBeNull();
 });

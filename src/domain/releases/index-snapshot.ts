@@ -4,7 +4,8 @@ import type { Variant } from "../../config/variants";
 import type { PublicKeyInfo } from "../keys";
 import { identityOf, type FileIdentity } from "./files";
 import { ReleaseIndex, type Release } from "./release-index";
-import type { ScanResult } from "./scan";
+import { isInstallerName } from "./manifest";
+import { treeLevels, type ScanResult } from "./scan";
 
 /**
  * The last built release index, kept in the data directory so a start can serve at once instead of
@@ -104,6 +105,14 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
   }
   if (snapshot.format !== FORMAT || snapshot.basis !== basisOf(o)) return null;
   for (const d of snapshot.directories) if (!sameFile(statSync(join(o.root, d.rel), { throwIfNoEntry: false }), d.id)) return null;
+
+  // The data directory is trusted, but a snapshot still names nothing outside the release tree.
+  const depth = treeLevels(o.variant).length + 1;
+  const inTree = (r: SnapshotRelease) => {
+    const parts = r.folder.split("/");
+    return parts.length === depth && parts.every((p) => p !== "" && p !== ".." && !p.startsWith(".")) && isInstallerName(r.manifest.installer);
+  };
+  if (!snapshot.releases.every(inTree)) return null;
 
   const releases = snapshot.releases.map((r): Release => {
     const dir = join(o.root, r.folder);
