@@ -1,6 +1,8 @@
 import { Database, type Statement } from "bun:sqlite";
 import { join } from "node:path";
 import { MIGRATIONS } from "./migrations";
+import { startCheckpoints } from "./sqlite-checkpoints";
+import { GroupCommit } from "./sqlite-group-commit";
 import type {
   ActivateInput,
   ActivateResult,
@@ -70,6 +72,8 @@ export function openSqliteStore(dataDir: string): SqliteStore {
 export class SqliteStore implements Store {
   readonly kind = "sqlite" as const;
   private readonly q: ReturnType<SqliteStore["prepare"]>;
+  private readonly groupCommit: GroupCommit;
+  private checkpoints: { stop(): Promise<void> } | null = null;
 
   constructor(readonly db: Database) {
     // Several processes (serve and the admin commands) share the file: wait for each other's locks.
@@ -78,8 +82,18 @@ export class SqliteStore implements Store {
     // WAL + NORMAL survives a killed process (the crash test); only a power cut may lose the last commits.
     db.exec("PRAGMA synchronous = NORMAL");
     db.exec("PRAGMA foreign_keys = ON");
+    // 32 MiB of pages instead of SQLite's 2 MiB: at a million licenses the upper levels of every
+    // index stay in the process instead of being read again from the OS (three lookups of the
+    // activation path: 21 instead of 39 µs). Only a file that big fills it.
+    db.exec("PRAGMA cache_size = -32768");
     migrateSqlite(db);
     this.q = this.prepare();
+    this.groupCommit = new GroupCommit(db);
+  }
+
+  /** For a long-running server: SQLite's checkpoints move to a worker thread (sqlite-checkpoints.ts). */
+  checkpointInBackground(): void {
+    this.checkpoints ??= startCheckpoints(this.db);
   }
 
   private prepare() {
@@ -151,36 +165,33 @@ export class SqliteStore implements Store {
     return this.q.revokeLicense.run(now, id).changes > 0;
   }
 
-  // BEGIN IMMEDIATE takes the database's write lock before the count, so no other process can take
-  // a seat between the count and the insert.
-  private readonly activateTx = (input: ActivateInput): ActivateResult =>
-    this.db
-      .transaction((): ActivateResult => {
-        const q = this.q;
-        const existing = q.activeSeat.get(input.licenseId, input.installation) as Row | null;
-        if (existing) {
-          q.touch.run({ ...deviceParams(input), id: existing.id, now: input.now });
-          const used = (q.countActive.get(input.licenseId) as Row).n;
-          return { outcome: "reused", activation: activationFromRow(q.activationById.get(existing.id) as Row), seatsUsed: used };
-        }
-        const license = q.licenseById.get(input.licenseId) as Row;
-        const used = license.active_seats as number;
-        if (used >= license.seats)
-          return { outcome: "seat_limit", holders: (q.activeHolders.all(input.licenseId) as Row[]).map(activationFromRow) };
-        q.insertActivation.run({
-          ...deviceParams(input),
-          id: input.newId,
-          licenseId: input.licenseId,
-          kind: input.kind,
-          installation: input.installation,
-          now: input.now,
-        });
-        return { outcome: "created", activation: activationFromRow(q.activationById.get(input.newId) as Row), seatsUsed: used + 1 };
-      })
-      .immediate();
+  // Runs inside a group commit's transaction (BEGIN IMMEDIATE): the write lock is held from before
+  // the count to after the insert, so no other process can take a seat in between.
+  private activateNow(input: ActivateInput): ActivateResult {
+    const q = this.q;
+    const existing = q.activeSeat.get(input.licenseId, input.installation) as Row | null;
+    if (existing) {
+      q.touch.run({ ...deviceParams(input), id: existing.id, now: input.now });
+      const used = (q.countActive.get(input.licenseId) as Row).n;
+      return { outcome: "reused", activation: activationFromRow(q.activationById.get(existing.id) as Row), seatsUsed: used };
+    }
+    const license = q.licenseById.get(input.licenseId) as Row;
+    const used = license.active_seats as number;
+    if (used >= license.seats)
+      return { outcome: "seat_limit", holders: (q.activeHolders.all(input.licenseId) as Row[]).map(activationFromRow) };
+    q.insertActivation.run({
+      ...deviceParams(input),
+      id: input.newId,
+      licenseId: input.licenseId,
+      kind: input.kind,
+      installation: input.installation,
+      now: input.now,
+    });
+    return { outcome: "created", activation: activationFromRow(q.activationById.get(input.newId) as Row), seatsUsed: used + 1 };
+  }
 
   async activate(input: ActivateInput): Promise<ActivateResult> {
-    return this.activateTx(input);
+    return this.groupCommit.write(() => this.activateNow(input));
   }
 
   async getActivation(id: string): Promise<ActivationRecord | null> {
@@ -246,7 +257,7 @@ export class SqliteStore implements Store {
   }
 
   async writeAudit(a: AuditRecord): Promise<void> {
-    this.q.insertAudit.run({ ...a });
+    await this.groupCommit.write(() => void this.q.insertAudit.run({ ...a }));
   }
 
   async listAudit(f: AuditFilter): Promise<AuditRecord[]> {
@@ -271,9 +282,12 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    this.groupCommit.flush();
+    await this.checkpoints?.stop();
     // Prepared statements keep the connection open after close() (SQLite's close_v2 "zombie"):
     // finalize them so the file is really closed and the WAL checkpointed.
     for (const statement of Object.values(this.q)) statement.finalize();
+    this.groupCommit.finalize();
     this.db.close();
   }
 }
