@@ -9,8 +9,7 @@ import pkg from "./package.json" with { type: "json" };
 export async function buildExecutable(outfile = join(import.meta.dir, "dist", "keyturn")): Promise<string> {
   mkdirSync(join(outfile, ".."), { recursive: true });
   const result = await Bun.build({
-    // The SQLite checkpointer runs in a worker thread, which needs an entrypoint of its own.
-    entrypoints: [join(import.meta.dir, "src", "main.ts"), join(import.meta.dir, "src", "store", "sqlite-checkpointer.ts")],
+    entrypoints: [join(import.meta.dir, "src", "main.ts")],
     compile: { outfile },
     minify: true,
     sourcemap: "linked",

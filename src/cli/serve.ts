@@ -3,7 +3,6 @@ import { SETTINGS, envName } from "../config/settings";
 import { Admin } from "../domain/admin";
 import { startRetention } from "../domain/retention";
 import { createApp } from "../http/app";
-import { SqliteStore } from "../store/sqlite";
 import { VERSION } from "../version";
 import { compose } from "./compose";
 import { demoSettings, ensureDemoKeys, ensureDemoLicense, printDemoBanner } from "./demo";
@@ -37,8 +36,6 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   const peers = new WeakMap<Request, string | null>();
   const { store, keys, services, rateLimitStore } = await compose(config, { peerAddress: (r) => peers.get(r) ?? null });
   const log = services.log;
-  // A server keeps SQLite's checkpoints off the request path; a one-off admin command needs none.
-  if (store instanceof SqliteStore) store.checkpointInBackground();
   if (!keys.signing) log.warn("no license signing key: activate, refresh and sign-in answer licensing_unavailable", { keys: config.keysDir });
   const retention = startRetention({ store, clock: services.clock, log, auditRetentionSeconds: config.auditRetentionSeconds });
   const app = createApp(services);
