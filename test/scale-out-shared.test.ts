@@ -102,7 +102,7 @@ describe.skipIf(!PG_URL || !REDIS_URL)("two keyturn processes sharing PostgreSQL
       await redis.exited;
       redis = null;
       const statuses: number[] = [];
-      for (let i = 0; i < 20; i++) {
+      for (let i = 0; i < 10; i++) {
         const r = await fetch(`${c.url}/api/v1/meta`, { headers: { "x-forwarded-for": freshAddress() } });
         statuses.push(r.status);
       }
@@ -117,5 +117,5 @@ describe.skipIf(!PG_URL || !REDIS_URL)("two keyturn processes sharing PostgreSQL
       redis?.kill("SIGKILL");
       await c.stop();
     }
-  });
+  }, 20_000);
 });

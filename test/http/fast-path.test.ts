@@ -85,12 +85,18 @@ for (const variant of ["alpha", "gamma"] as VariantName[]) {
 
     test("the fast path writes one log line per request, with the refusal's status and ref", async () => {
       const lines: Record<string, unknown>[] = [];
+      // Earlier tests' requests through Elysia log after their answers (onAfterResponse): let them land first.
+      const settle = async () => {
+        for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+      };
+      await settle();
       const log = s.site.composed.services.log;
       const info = log.info;
       log.info = (msg, fields) => void (msg === "request" && lines.push(fields!));
       try {
         await s.site.request("GET", `/updates/${lane()}/${v.manifestFile}`, { token });
         const refused = (await (await s.site.request("GET", `/updates/${lane()}/${v.manifestFile}`)).json()) as { ref: string };
+        await settle();
         expect(lines).toEqual([
           expect.objectContaining({ method: "GET", path: `/api/v1/updates/${lane()}/${v.manifestFile}`, status: 200 }),
           expect.objectContaining({ status: 401, ref: refused.ref }),
