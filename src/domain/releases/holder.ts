@@ -5,6 +5,9 @@ import { ReleaseIndex } from "./release-index";
 import { ReleaseTreeUnreadable, scanReleaseTree, type ScanOptions, type ScanResult } from "./scan";
 import { SignatureCache } from "./signature-cache";
 
+/** How long after a start from the snapshot the tree is watched and scanned afresh. */
+export const RESCAN_AFTER_SNAPSHOT_MS = 500;
+
 export interface ReleaseHolderOptions extends Omit<ScanOptions, "hashInstallers"> {
   readonly root: string;
   readonly log: Logger;
@@ -71,8 +74,10 @@ export class ReleaseHolder {
     };
     if (!this.snapshot) return scan();
     // Serving already: watching (a watch per directory: ~80 ms at 10,000 folders) and the scan wait
-    // a turn, so the requests already waiting are answered first.
-    return new Promise((resolve) => setImmediate(() => resolve(scan())));
+    // a moment, so the first requests (a load balancer's health checks) are not held behind them.
+    // Nothing is missed meanwhile: snapshot releases are checked by stat when first served, and the
+    // scan that follows finds what was added.
+    return new Promise((resolve) => setTimeout(() => resolve(scan()), RESCAN_AFTER_SNAPSHOT_MS));
   }
 
   /**
