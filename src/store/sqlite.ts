@@ -1,6 +1,7 @@
 import { Database, type Statement } from "bun:sqlite";
 import { join } from "node:path";
 import { MIGRATIONS } from "./migrations";
+import { activationFromRow, auditFromRow, challengeFromRow, licenseFromRow, type Row } from "./rows";
 import { GroupCommit } from "./sqlite-group-commit";
 import type {
   ActivateInput,
@@ -28,48 +29,6 @@ const AUTOCHECKPOINT_PAGES = 250;
 /** Activation statuses kept between writes (a few hundred bytes each). */
 const STATUS_CACHE_SIZE = 10_000;
 
-type Row = Record<string, any>;
-
-const licenseFromRow = (r: Row): LicenseRecord => ({
-  id: r.id,
-  kind: r.kind,
-  keyHash: r.key_hash,
-  licensee: r.licensee,
-  organization: r.organization,
-  plan: r.plan,
-  planTitle: r.plan_title,
-  channels: JSON.parse(r.channels),
-  seats: r.seats,
-  issued: r.issued,
-  expires: r.expires,
-  revoked: r.revoked,
-});
-
-const activationFromRow = (r: Row): ActivationRecord => ({
-  id: r.id,
-  licenseId: r.license_id,
-  kind: r.kind,
-  installation: r.installation,
-  deviceHash: r.device_hash,
-  product: r.product,
-  name: r.name,
-  platform: r.platform,
-  version: r.version,
-  created: r.created,
-  lastSeen: r.last_seen,
-  deactivated: r.deactivated,
-});
-
-const auditFromRow = (r: Row): AuditRecord => ({
-  ref: r.ref,
-  time: r.time,
-  address: r.address,
-  action: r.action,
-  activationId: r.activation_id,
-  licenseId: r.license_id,
-  outcome: r.outcome,
-  error: r.error,
-});
 
 /** Opens (creating when needed) the records in `dataDir`, in WAL mode, and applies migrations. */
 export function openSqliteStore(dataDir: string): SqliteStore {
@@ -242,11 +201,7 @@ export class SqliteStore implements Store {
 
   async consumeChallenge(nonceHash: string, now: number): Promise<ConsumeResult> {
     const r = this.q.consumeChallenge.get(now, nonceHash) as Row | null;
-    if (r)
-      return {
-        outcome: "consumed",
-        challenge: { nonceHash: r.nonce_hash, installation: r.installation, created: r.created, expires: r.expires, used: r.used },
-      };
+    if (r) return { outcome: "consumed", challenge: challengeFromRow(r) };
     return this.q.challengeExists.get(nonceHash) ? { outcome: "used" } : { outcome: "unknown" };
   }
 
