@@ -62,7 +62,7 @@ function stampOf(directories: ScanResult["directories"], releases: readonly Rele
  */
 export function saveSnapshot(o: SnapshotOptions, scan: ScanResult, previous: LoadedSnapshot | null): LoadedSnapshot {
   const now: LoadedSnapshot = { index: scan.index, stamp: stampOf(scan.directories, scan.index.all) };
-  if (previous?.stamp === now.stamp) return previous;
+  if (previous?.stamp === now.stamp) return now; // nothing to write; keep no reference to the old index
   const snapshot: Snapshot = {
     format: FORMAT,
     basis: basisOf(o),
