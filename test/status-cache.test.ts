@@ -49,3 +49,11 @@ test("an operator's deactivation in this process applies to the next request", a
   await s.admin.deactivate(activationId);
   expect(await current()).toBe("entitlement_revoked");
 });
+
+test("a revocation committed by another process applies to the next request", async () => {
+  const { s, license, current } = await activated();
+  const file = join(s.dir, "data", SQLITE_FILE);
+  const script = `const { Database } = require("bun:sqlite"); const db = new Database(${JSON.stringify(file)}); db.exec("PRAGMA busy_timeout = 5000"); db.run("UPDATE licenses SET revoked = 1 WHERE id = ?", [${JSON.stringify(license.id)}])`;
+  expect(Bun.spawnSync([process.execPath, "-e", script]).exitCode).toBe(0);
+  expect(await current()).toBe("license_revoked");
+});

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { MIGRATIONS } from "./migrations";
 import { activationFromRow, auditFromRow, challengeFromRow, licenseFromRow, type Row } from "./rows";
 import { GroupCommit } from "./sqlite-group-commit";
+import { sqliteWriteStamp, type WriteStamp } from "./sqlite-write-stamp";
 import type {
   ActivateInput,
   ActivateResult,
@@ -39,6 +40,7 @@ export class SqliteStore implements Store {
   readonly kind = "sqlite" as const;
   private readonly q: ReturnType<SqliteStore["prepare"]>;
   private readonly groupCommit: GroupCommit;
+  private readonly writeStamp: WriteStamp;
 
   constructor(readonly db: Database) {
     // Several processes (serve and the admin commands) share the file: wait for each other's locks.
@@ -51,6 +53,7 @@ export class SqliteStore implements Store {
     migrateSqlite(db);
     this.q = this.prepare();
     this.groupCommit = new GroupCommit(db);
+    this.writeStamp = sqliteWriteStamp(db, db.filename);
   }
 
   private prepare() {
@@ -92,7 +95,6 @@ export class SqliteStore implements Store {
         VALUES ($ref, $time, $address, $action, $activationId, $licenseId, $outcome, $error)`),
       pruneAudit: s("DELETE FROM audit WHERE time < ?"),
       ping: s("SELECT 1"),
-      writeStamp: s("SELECT data_version AS v, total_changes() AS t FROM pragma_data_version"),
     };
   }
 
@@ -157,18 +159,11 @@ export class SqliteStore implements Store {
   }
 
   // Every bearer request reads its activation's status. A status already read is reused only while
-  // nothing was written since: data_version moves when another connection (another process: an
-  // admin command revoking) commits, total_changes when this one writes. Checking both costs a
-  // third of the read itself, which takes the file's shared locks.
+  // nothing was committed since, by this connection or any other (an admin command revoking).
   private readonly statusCache = new Map<string, ActivationStatus>();
-  private statusStamp: unknown[] = [];
 
   async activationStatus(id: string): Promise<ActivationStatus | null> {
-    const stamp = this.q.writeStamp.values()[0]!;
-    if (stamp[0] !== this.statusStamp[0] || stamp[1] !== this.statusStamp[1]) {
-      this.statusCache.clear();
-      this.statusStamp = stamp;
-    }
+    if (this.writeStamp.changedSinceLastCall()) this.statusCache.clear();
     const cached = this.statusCache.get(id);
     if (cached) return cached;
     const r = this.q.status.get(id) as Row | null;
@@ -240,6 +235,7 @@ export class SqliteStore implements Store {
     // finalize them so the file is really closed and the WAL checkpointed.
     for (const statement of Object.values(this.q)) statement.finalize();
     this.groupCommit.finalize();
+    this.writeStamp.close();
     this.db.close();
   }
 }
