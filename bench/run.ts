@@ -17,6 +17,7 @@ import { buildExecutable } from "../build";
 import { createLicense, devicePrefix, INSTALLER_PATH, makeKeys, makeReleaseTree, MANIFEST_PATH, NGINX_INSTALLER, NGINX_MANIFEST } from "./lib/fixture";
 import { startKeyturn, serveArgs, type ServeOptions } from "./lib/keyturn";
 import { startNginx } from "./lib/nginx";
+import { startBunFloor } from "./lib/bun-floor";
 import { CPUS, ensureTools, freePort, pinned } from "./lib/tools";
 import { measure, median, wrk } from "./lib/wrk";
 
@@ -98,6 +99,14 @@ async function main() {
     const ktManifest = await measure({ url: kt.url, script: "bearer.lua", args: [token, MANIFEST_PATH], connections: 32, seconds: SECONDS }, rounds, (r) => r.rps);
     const ngManifest = await measure({ url: nginx.url + NGINX_MANIFEST, script: "plain.lua", connections: 32, seconds: SECONDS }, rounds, (r) => r.rps);
     row("1. manifest GET, one token (req/s)", ktManifest.value, ngManifest.value, "req/s", "nginx, same file, no auth", ">= 0.80 x", (r) => r >= 0.8, ktManifest.values);
+    const floor = await startBunFloor(join(releases, NGINX_MANIFEST), freePort());
+    try {
+      const bare = await measure({ url: floor.url + "/", script: "plain.lua", connections: 32, seconds: SECONDS }, rounds, (r) => r.rps);
+      row("   bare Bun.serve, same bytes, no auth (req/s)", bare.value, ngManifest.value, "req/s", "nginx", "(information)", () => true, bare.values);
+      row("   keyturn vs bare Bun.serve (req/s)", ktManifest.value, bare.value, "req/s", "bare Bun.serve", "(information)", () => true, ktManifest.values);
+    } finally {
+      await floor.stop();
+    }
   }
 
   if (wanted("2")) {
