@@ -181,6 +181,25 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       expect(await store.countActiveSeats("lic_none")).toBe(0);
     });
 
+    test("getActivationWithLicense reads the activation, its whole license and the active seats at once", async () => {
+      const lic = license({ seats: 4, expires: T0 + 1e6, channels: ["stable", "beta"] });
+      await store.createLicense(lic);
+      const a = seat(lic.id);
+      const b = seat(lic.id, { installation: "other", deviceHash: "h2" });
+      await store.activate(a);
+      await store.activate(b);
+      const got = await store.getActivationWithLicense(a.newId);
+      expect(got!.activation).toEqual((await store.getActivation(a.newId))!);
+      expect(got!.license).toEqual(lic);
+      expect(got!.seatsUsed).toBe(2);
+      await store.deactivate(b.newId, T0 + 5);
+      await store.revokeLicense(lic.id, T0 + 6);
+      const later = await store.getActivationWithLicense(a.newId);
+      expect(later!.seatsUsed).toBe(1);
+      expect(later!.license.revoked).toBe(T0 + 6);
+      expect(await store.getActivationWithLicense("act_none")).toBeNull();
+    });
+
     test("N parallel activations through two connections with k free seats take exactly k", async () => {
       const lic = license({ seats: 5 });
       await store.createLicense(lic);

@@ -114,14 +114,14 @@ export class Licensing {
     const signer = this.requireSigner();
     const { claims } = principal;
     const ids = { licenseId: claims.lic, activationId: claims.sub };
-    const activation = await this.d.store.getActivation(claims.sub);
-    if (!activation) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
+    const found = await this.d.store.getActivationWithLicense(claims.sub);
+    if (!found) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
+    const { activation, license, seatsUsed } = found;
     if (device.hash !== claims.dev || installationOf(this.d.variant, device) !== activation.installation)
       throw new KeyturnError("device_mismatch", "The device is not the one this entitlement was issued to.", ids);
-    const license = await this.liveLicense(activation.licenseId, ids);
+    this.requireLive(license, ids);
     const now = this.d.clock();
     await this.d.store.touchActivation(activation.id, { deviceHash: device.hash, ...device }, now);
-    const seatsUsed = await this.d.store.countActiveSeats(license.id);
     const answer = this.issue(signer, license, activation, seatsUsed, now);
     await this.d.audit.ok("refresh", ctx, ids);
     return answer;
@@ -137,10 +137,10 @@ export class Licensing {
   async current(principal: Principal): Promise<CurrentAnswer> {
     const { claims } = principal;
     const ids = { licenseId: claims.lic, activationId: claims.sub };
-    const activation = await this.d.store.getActivation(claims.sub);
-    if (!activation) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
-    const license = await this.liveLicense(activation.licenseId, ids);
-    const seatsUsed = await this.d.store.countActiveSeats(license.id);
+    const found = await this.d.store.getActivationWithLicense(claims.sub);
+    if (!found) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
+    const { activation, license, seatsUsed } = found;
+    this.requireLive(license, ids);
     return {
       entitlement: entitlementOf(license, activation.id, claims.iat, claims.exp, seatsUsed),
       activation: {
@@ -169,9 +169,7 @@ export class Licensing {
     return { claims };
   }
 
-  private async liveLicense(licenseId: string, ids: { licenseId: string; activationId: string }): Promise<LicenseRecord> {
-    const license = await this.d.store.getLicense(licenseId);
-    if (!license) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
+  private requireLive(license: LicenseRecord, ids: { licenseId: string; activationId: string }): LicenseRecord {
     if (license.revoked !== null) throw new KeyturnError("license_revoked", "The license is revoked.", ids);
     if (license.expires !== null && license.expires <= this.d.clock())
       throw new KeyturnError("license_expired", "The license is expired.", ids);

@@ -1,11 +1,12 @@
 import { SQL } from "bun";
 import { MIGRATIONS } from "./migrations";
-import { activationFromRow, auditFromRow, challengeFromRow, licenseFromRow, num, numOrNull, type Row } from "./rows";
+import { ACTIVATION_WITH_LICENSE_COLUMNS, activationFromRow, activationWithLicenseFromRow, auditFromRow, challengeFromRow, licenseFromRow, num, numOrNull, type Row } from "./rows";
 import type {
   ActivateInput,
   ActivateResult,
   ActivationRecord,
   ActivationStatus,
+  ActivationWithLicense,
   AuditFilter,
   AuditRecord,
   ChallengeRecord,
@@ -104,6 +105,11 @@ export class PostgresStore implements Store {
       })} RETURNING *`;
       return { outcome: "created", activation: activationFromRow(row), seatsUsed: used + 1 };
     });
+  }
+
+  async getActivationWithLicense(id: string): Promise<ActivationWithLicense | null> {
+    const [r] = await this.sql.unsafe(`SELECT ${ACTIVATION_WITH_LICENSE_COLUMNS} FROM activations a JOIN licenses l ON l.id = a.license_id WHERE a.id = $1`, [id]);
+    return r ? activationWithLicenseFromRow(r) : null;
   }
 
   async getActivation(id: string): Promise<ActivationRecord | null> {

@@ -9,6 +9,7 @@ import type {
   ActivateResult,
   ActivationRecord,
   ActivationStatus,
+  ActivationWithLicense,
   AuditFilter,
   AuditRecord,
   ChallengeRecord,
@@ -41,6 +42,7 @@ export class SqliteStore implements Store {
   private readonly q: ReturnType<SqliteStore["prepare"]>;
   private readonly groupCommit: GroupCommit;
   private readonly writeStamp: WriteStamp;
+  private readonly readActivationWithLicense: (id: string) => ActivationWithLicense | null;
 
   constructor(readonly db: Database) {
     // Several processes (serve and the admin commands) share the file: wait for each other's locks.
@@ -54,6 +56,11 @@ export class SqliteStore implements Store {
     this.q = this.prepare();
     this.groupCommit = new GroupCommit(db);
     this.writeStamp = sqliteWriteStamp(db, db.filename);
+    this.readActivationWithLicense = db.transaction((id: string) => {
+      const a = this.q.activationById.get(id) as Row | null;
+      const l = a && (this.q.licenseById.get(a.license_id) as Row | null);
+      return l ? { activation: activationFromRow(a), license: licenseFromRow(l), seatsUsed: l.active_seats as number } : null;
+    });
   }
 
   private prepare() {
@@ -82,8 +89,10 @@ export class SqliteStore implements Store {
       touch: s(`UPDATE activations SET product = $product, name = $name, platform = $platform,
         version = $version, last_seen = $now WHERE id = $id`),
       activationById: s("SELECT * FROM activations WHERE id = ?"),
-      status: s(`SELECT a.deactivated, l.revoked AS license_revoked, l.expires AS license_expires
-        FROM activations a JOIN licenses l ON l.id = a.license_id WHERE a.id = ?`),
+      // Subqueries rather than a join: bun:sqlite reads a join's columns several times slower
+      // (7.4 µs against 2.7 µs for these three).
+      status: s(`SELECT a.deactivated, (SELECT revoked FROM licenses WHERE id = a.license_id) AS license_revoked,
+        (SELECT expires FROM licenses WHERE id = a.license_id) AS license_expires FROM activations a WHERE a.id = ?`),
       listActivations: s("SELECT * FROM activations WHERE license_id = ? ORDER BY created, id"),
       deactivate: s("UPDATE activations SET deactivated = ? WHERE id = ? AND deactivated IS NULL"),
       insertChallenge: s(`INSERT INTO challenges (nonce_hash, installation, created, expires, used)
@@ -156,6 +165,12 @@ export class SqliteStore implements Store {
   async getActivation(id: string): Promise<ActivationRecord | null> {
     const r = this.q.activationById.get(id) as Row | null;
     return r ? activationFromRow(r) : null;
+  }
+
+  // Two single-table reads in one read transaction: a join of both rows cost 16 µs in bun:sqlite,
+  // these 4.4 µs (three reads, each in a transaction of its own: 9 µs).
+  async getActivationWithLicense(id: string): Promise<ActivationWithLicense | null> {
+    return this.readActivationWithLicense(id);
   }
 
   // Every bearer request reads its activation's status. A status already read is reused only while

@@ -59,6 +59,13 @@ export type ActivateResult =
   | { readonly outcome: "created" | "reused"; readonly activation: ActivationRecord; readonly seatsUsed: number }
   | { readonly outcome: "seat_limit"; readonly holders: readonly ActivationRecord[] };
 
+/** An activation with its license and the license's active seats, read together. */
+export interface ActivationWithLicense {
+  readonly activation: ActivationRecord;
+  readonly license: LicenseRecord;
+  readonly seatsUsed: number;
+}
+
 /** What a bearer request needs to know about its token's activation, read in one query. */
 export interface ActivationStatus {
   readonly deactivated: number | null;
@@ -118,6 +125,8 @@ export interface Store {
    */
   activate(input: ActivateInput): Promise<ActivateResult>;
   getActivation(id: string): Promise<ActivationRecord | null>;
+  /** The activation, its license and that license's active seat count, in one read. */
+  getActivationWithLicense(id: string): Promise<ActivationWithLicense | null>;
   activationStatus(id: string): Promise<ActivationStatus | null>;
   /** Records the device fields and last-seen time of a refresh. */
   touchActivation(id: string, device: DeviceFields, now: number): Promise<void>;
