@@ -200,6 +200,22 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       expect(await store.getActivationWithLicense("act_none")).toBeNull();
     });
 
+    test("a granted seat's audit line is written with it, carrying the seat's activation id; a refused one writes none", async () => {
+      const lic = license({ seats: 1 });
+      await store.createLicense(lic);
+      const line = (ref: string) => ({ ref, time: T0, address: "192.0.2.1", action: "activate" as const, licenseId: lic.id, outcome: "ok" as const, error: null });
+      const refs = [`ref_${rnd()}`, `ref_${rnd()}`, `ref_${rnd()}`];
+      const first = seat(lic.id, { audit: line(refs[0]!) });
+      await store.activate(first);
+      const again = await store.activate({ ...first, newId: `act_${rnd()}`, audit: line(refs[1]!) });
+      expect(again.outcome).toBe("reused");
+      const refused = await store.activate(seat(lic.id, { installation: "other", audit: line(refs[2]!) }));
+      expect(refused.outcome).toBe("seat_limit");
+      const lines = await store.listAudit({ licenseId: lic.id });
+      expect(lines.map((l) => l.activationId)).toEqual([first.newId, first.newId]);
+      expect(lines.map((l) => l.ref).sort()).toEqual([refs[0]!, refs[1]!].sort());
+    });
+
     test("N parallel activations through two connections with k free seats take exactly k", async () => {
       const lic = license({ seats: 5 });
       await store.createLicense(lic);

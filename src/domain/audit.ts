@@ -1,4 +1,4 @@
-import type { Store } from "../store/types";
+import type { AuditRecord, Store } from "../store/types";
 import type { Clock } from "./clock";
 import type { KeyturnError } from "./errors";
 import { newId } from "./ids";
@@ -35,6 +35,11 @@ export class Audit {
 
   async refused(action: AuditAction, ctx: RequestContext, error: KeyturnError): Promise<string> {
     return this.write(action, ctx, "refused", error.code, error.detail ?? {});
+  }
+
+  /** The line of a success that the store writes in the transaction of the change itself. */
+  okLine(action: AuditAction, ctx: RequestContext, licenseId: string): Omit<AuditRecord, "activationId"> {
+    return { ref: newId("ref"), time: this.clock(), address: ctx.address, action, licenseId, outcome: "ok", error: null };
   }
 
   private async write(

@@ -101,12 +101,11 @@ export class Licensing {
       version: device.version,
       newId: newId("act"),
       now,
+      audit: this.d.audit.okLine(action, ctx, license.id),
     });
     if (result.outcome === "seat_limit")
       throw new KeyturnError("seat_limit", this.seatLimitMessage(license, result.holders), ids);
-    const answer = this.issue(signer, license, result.activation, result.seatsUsed, now);
-    await this.d.audit.ok(action, ctx, { licenseId: license.id, activationId: result.activation.id });
-    return answer;
+    return this.issue(signer, license, result.activation, result.seatsUsed, now);
   }
 
   async refresh(principal: Principal, rawDevice: unknown, ctx: RequestContext): Promise<ActivationAnswer> {

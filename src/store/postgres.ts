@@ -83,7 +83,13 @@ export class PostgresStore implements Store {
             platform = ${input.platform}, version = ${input.version}, last_seen = ${input.now}
             WHERE id = ${existing.id} AND deactivated IS NULL RETURNING *`
         : [];
-      if (reused) return { outcome: "reused", activation: activationFromRow(reused), seatsUsed: await countActive() };
+      const audit = async (activationId: string) => {
+        if (input.audit) await tx`INSERT INTO audit ${tx(auditRow({ ...input.audit, activationId }))}`;
+      };
+      if (reused) {
+        await audit(reused.id);
+        return { outcome: "reused", activation: activationFromRow(reused), seatsUsed: await countActive() };
+      }
       const used = await countActive();
       if (used >= num(license.seats)) {
         const holders = await tx`SELECT * FROM activations
@@ -103,6 +109,7 @@ export class PostgresStore implements Store {
         created: input.now,
         last_seen: input.now,
       })} RETURNING *`;
+      await audit(row.id);
       return { outcome: "created", activation: activationFromRow(row), seatsUsed: used + 1 };
     });
   }

@@ -83,6 +83,7 @@ export class SqliteStore implements Store {
       activeHolders: s("SELECT * FROM activations WHERE license_id = ? AND deactivated IS NULL ORDER BY created, id"),
       // Kept by the database (migration 2), so reading it does not scan the license's seats.
       countActive: s("SELECT active_seats AS n FROM licenses WHERE id = ?"),
+      seatsOf: s("SELECT seats, active_seats FROM licenses WHERE id = ?"),
       insertActivation: s(`INSERT INTO activations (id, license_id, kind, installation, device_hash, product, name,
         platform, version, created, last_seen) VALUES ($id, $licenseId, $kind, $installation, $deviceHash,
         $product, $name, $platform, $version, $now, $now)`),
@@ -139,23 +140,39 @@ export class SqliteStore implements Store {
     const q = this.q;
     const existing = q.activeSeat.get(input.licenseId, input.installation) as Row | null;
     if (existing) {
-      q.touch.run({ ...deviceParams(input), id: existing.id, now: input.now });
+      q.touch.run({ ...deviceFields(input), id: existing.id, now: input.now });
       const used = (q.countActive.get(input.licenseId) as Row).n;
+      this.auditSeat(input, existing.id);
       return { outcome: "reused", activation: activationFromRow(q.activationById.get(existing.id) as Row), seatsUsed: used };
     }
-    const license = q.licenseById.get(input.licenseId) as Row;
+    const license = q.seatsOf.get(input.licenseId) as Row;
     const used = license.active_seats as number;
     if (used >= license.seats)
       return { outcome: "seat_limit", holders: (q.activeHolders.all(input.licenseId) as Row[]).map(activationFromRow) };
     q.insertActivation.run({
-      ...deviceParams(input),
+      ...deviceFields(input),
       id: input.newId,
       licenseId: input.licenseId,
       kind: input.kind,
       installation: input.installation,
       now: input.now,
     });
-    return { outcome: "created", activation: activationFromRow(q.activationById.get(input.newId) as Row), seatsUsed: used + 1 };
+    this.auditSeat(input, input.newId);
+    const activation: ActivationRecord = {
+      id: input.newId,
+      licenseId: input.licenseId,
+      kind: input.kind,
+      installation: input.installation,
+      ...deviceFields(input),
+      created: input.now,
+      lastSeen: input.now,
+      deactivated: null,
+    };
+    return { outcome: "created", activation, seatsUsed: used + 1 };
+  }
+
+  private auditSeat(input: ActivateInput, activationId: string): void {
+    if (input.audit) this.q.insertAudit.run({ ...input.audit, activationId });
   }
 
   async activate(input: ActivateInput): Promise<ActivateResult> {
@@ -190,7 +207,7 @@ export class SqliteStore implements Store {
   }
 
   async touchActivation(id: string, device: DeviceFields, now: number): Promise<void> {
-    this.q.touch.run({ ...deviceParams(device), id, now });
+    this.q.touch.run({ ...deviceFields(device), id, now });
   }
 
   async listActivations(licenseId: string): Promise<ActivationRecord[]> {
@@ -259,7 +276,7 @@ function licenseParams(l: LicenseRecord) {
   return { ...l, channels: JSON.stringify(l.channels) };
 }
 
-function deviceParams(d: DeviceFields) {
+function deviceFields(d: DeviceFields): DeviceFields {
   return { deviceHash: d.deviceHash, product: d.product, name: d.name, platform: d.platform, version: d.version };
 }
 

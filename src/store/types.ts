@@ -53,6 +53,8 @@ export interface ActivateInput extends DeviceFields {
   /** The id to use if a new activation is created. */
   readonly newId: string;
   readonly now: number;
+  /** The audit line of a granted seat, written in the same transaction with the seat's activation id. */
+  readonly audit?: Omit<AuditRecord, "activationId">;
 }
 
 export type ActivateResult =
