@@ -33,6 +33,9 @@ async function readLimited(request: Request): Promise<string> {
   const declared = request.headers.get("content-length");
   if (declared !== null && Number(declared) > MAX_JSON_BODY) throw tooLarge();
   if (!request.body) throw new KeyturnError("invalid_request", "The request needs a JSON body.");
+  // A declared length is the most the runtime reads (the framing ends the body there): read it in
+  // one call. Chunked bodies are counted as they arrive.
+  if (declared !== null) return decodeUtf8(new Uint8Array(await request.arrayBuffer()));
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -46,8 +49,14 @@ async function readLimited(request: Request): Promise<string> {
     }
     chunks.push(value);
   }
+  return decodeUtf8(Buffer.concat(chunks));
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+function decodeUtf8(bytes: Uint8Array): string {
   try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(Buffer.concat(chunks));
+    return utf8.decode(bytes);
   } catch {
     throw new KeyturnError("invalid_request", "The body is not valid UTF-8.");
   }
