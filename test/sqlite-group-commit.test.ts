@@ -163,3 +163,26 @@ test("a write that fails after some of its statements leaves none of them (its s
   group.finalize();
   db.close();
 });
+
+test("writes that all succeed run once each; after a failure they are applied again, each row in once", async () => {
+  const db = new Database(":memory:");
+  db.exec("CREATE TABLE t (v TEXT PRIMARY KEY)");
+  const group = new GroupCommit(db);
+  const insert = db.prepare("INSERT INTO t (v) VALUES (?)");
+  const runs = new Map<string, number>();
+  const writing = (v: string) => () => {
+    runs.set(v, (runs.get(v) ?? 0) + 1);
+    insert.run(v);
+  };
+  await Promise.all([group.write(writing("a")), group.write(writing("b"))]);
+  expect(Object.fromEntries(runs)).toEqual({ a: 1, b: 1 });
+
+  runs.clear();
+  const results = await Promise.allSettled([group.write(writing("c")), group.write(writing("a")), group.write(writing("d"))]);
+  expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+  expect(Object.fromEntries(runs)).toEqual({ c: 2, a: 2, d: 1 }); // the first pass stopped at the failure
+  expect(db.query("SELECT v FROM t ORDER BY v").all()).toEqual([{ v: "a" }, { v: "b" }, { v: "c" }, { v: "d" }]);
+  insert.finalize();
+  group.finalize();
+  db.close();
+});
