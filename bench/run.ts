@@ -96,7 +96,7 @@ async function main() {
 
   if (wanted("1")) {
     log("1. authenticated manifest GET vs nginx");
-    const ktManifest = await measure({ url: kt.url, script: "bearer.lua", args: [token, MANIFEST_PATH], connections: 32, seconds: SECONDS }, rounds, (r) => r.rps);
+    const ktManifest = await measure({ url: kt.url, script: "bearer.lua", args: [token, MANIFEST_PATH], connections: 32, seconds: SECONDS }, { ...rounds, cpuMicros: kt.cpuMicros }, (r) => r.rps);
     const ngManifest = await measure({ url: nginx.url + NGINX_MANIFEST, script: "plain.lua", connections: 32, seconds: SECONDS }, rounds, (r) => r.rps);
     row("1. manifest GET, one token (req/s)", ktManifest.value, ngManifest.value, "req/s", "nginx, same file, no auth", ">= 0.80 x", (r) => r >= 0.8, ktManifest.values);
     const floor = await startBunFloor(join(releases, NGINX_MANIFEST), freePort());
@@ -104,6 +104,7 @@ async function main() {
       const bare = await measure({ url: floor.url + "/", script: "plain.lua", connections: 32, seconds: SECONDS }, rounds, (r) => r.rps);
       row("   bare Bun.serve, same bytes, no auth (req/s)", bare.value, ngManifest.value, "req/s", "nginx", "(information)", () => true, bare.values);
       row("   keyturn vs bare Bun.serve (req/s)", ktManifest.value, bare.value, "req/s", "bare Bun.serve", "(information)", () => true, ktManifest.values);
+      row("   keyturn CPU per manifest GET (µs)", ktManifest.cpuUsPerRequest!, null, "µs", "", "(information)", () => true, [ktManifest.cpuUsPerRequest!]);
     } finally {
       await floor.stop();
     }
@@ -111,8 +112,9 @@ async function main() {
 
   if (wanted("2")) {
     log("2. activation, a new installation each time");
-    const ktActivate = await measure({ url: kt.url, script: "activate.lua", args: [keysFile, devicePrefix()], connections: 16, seconds: SECONDS }, rounds, (r) => r.rps);
+    const ktActivate = await measure({ url: kt.url, script: "activate.lua", args: [keysFile, devicePrefix()], connections: 16, seconds: SECONDS }, { ...rounds, cpuMicros: kt.cpuMicros }, (r) => r.rps);
     row("2. activate, new installation (req/s)", ktActivate.value, cryptoRates.nodeSign, "req/s", "ES256 sign, node:crypto sync", ">= 0.25 x", (r) => r >= 0.25, ktActivate.values);
+    row("   keyturn CPU per activation (µs)", ktActivate.cpuUsPerRequest!, null, "µs", "", "(information)", () => true, [ktActivate.cpuUsPerRequest!]);
   }
 
   if (wanted("3")) {

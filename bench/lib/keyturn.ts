@@ -27,6 +27,8 @@ export interface Running {
   /** Where its log lines (stderr) go. */
   readonly logFile: string;
   rssBytes(): number;
+  /** CPU time (user + system) the process has used so far, in µs (10 ms resolution). */
+  cpuMicros(): number;
   stop(): Promise<void>;
 }
 
@@ -55,6 +57,7 @@ export async function startKeyturn(o: ServeOptions): Promise<Running> {
     pid: proc.pid,
     logFile,
     rssBytes: () => rssOf(proc.pid),
+    cpuMicros: () => cpuOf(proc.pid),
     stop: async () => {
       proc.kill("SIGTERM");
       await proc.exited;
@@ -66,3 +69,13 @@ export function rssOf(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   return m ? Number(m[1]) * 1024 : 0;
 }
+
+/** utime + stime of /proc/PID/stat (fields 14 and 15, after the command name in parentheses). */
+export function cpuOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return (ticks * 1e6) / CLOCK_TICKS;
+}
+
+const CLOCK_TICKS = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;

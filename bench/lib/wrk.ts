@@ -48,13 +48,23 @@ export function median(values: readonly number[]): number {
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
-/** A warm-up, then `runs` measured runs; the run whose `pick` is the median is returned with all of them. */
-export async function measure(run: WrkRun, opts: { runs: number; warmupSeconds: number }, pick: (r: WrkResult) => number) {
+/**
+ * A warm-up, then `runs` measured runs; the run whose `pick` is the median is returned with all of
+ * them. With `cpuMicros` (the server's CPU clock), also the server's median CPU time per request:
+ * a figure that other programs on a shared machine disturb far less than a rate.
+ */
+export async function measure(run: WrkRun, opts: { runs: number; warmupSeconds: number; cpuMicros?: () => number }, pick: (r: WrkResult) => number) {
   await wrk({ ...run, seconds: opts.warmupSeconds });
   const results: WrkResult[] = [];
-  for (let i = 0; i < opts.runs; i++) results.push(await wrk(run));
+  const cpuPerRequest: number[] = [];
+  for (let i = 0; i < opts.runs; i++) {
+    const before = opts.cpuMicros?.();
+    const r = await wrk(run);
+    results.push(r);
+    if (before !== undefined) cpuPerRequest.push((opts.cpuMicros!() - before) / r.requests);
+  }
   const bad = results.filter((r) => errorCount(r) > 0);
   if (bad.length) throw new Error(`${run.script} ${run.url}: errors ${JSON.stringify(bad[0]!.errors)}`);
   const values = results.map(pick);
-  return { value: median(values), values, results };
+  return { value: median(values), values, results, cpuUsPerRequest: cpuPerRequest.length ? median(cpuPerRequest) : null };
 }

@@ -2,9 +2,9 @@ import { Elysia } from "elysia";
 import { bearerToken } from "./bearer";
 import type { AppDeps, AppServices } from "./deps";
 import { frontDoor } from "./front-door";
-import { updateFastPath } from "./fast-path";
+import { fastPath } from "./fast-path";
 import { refusalResponder } from "./refusal";
-import { licensingRoutes } from "./routes/licensing";
+import { LICENSING_PATHS, licensingHandlers, licensingRoutes } from "./routes/licensing";
 import { identityRoutes } from "./routes/identity";
 import { releasesRoutes } from "./routes/releases";
 import { updateHandler, updateRoutes } from "./routes/updates";
@@ -24,7 +24,8 @@ export function createApp(services: AppServices) {
     authenticate: (request) => services.licensing.authenticate(bearerToken(request)),
   };
 
-  const api = new Elysia({ prefix: API_PREFIX, strictPath: true }).use(licensingRoutes(deps));
+  const licensing = licensingHandlers(deps);
+  const api = new Elysia({ prefix: API_PREFIX, strictPath: true }).use(licensingRoutes(licensing));
   api.use(identityRoutes(deps));
   const serveUpdate = updateHandler(deps);
   api.use(updateRoutes(deps, serveUpdate));
@@ -48,7 +49,19 @@ export function createApp(services: AppServices) {
     .onError(({ error, code, request }) => refuse(error, request, code === "NOT_FOUND"))
     .use(api);
   // app.handle (what the server and the tests call) tries the fast path first; Elysia answers the rest.
-  const fast = updateFastPath({ apiPrefix: API_PREFIX, variant: services.variant, front, refuse, serve: serveUpdate });
+  const fast = fastPath({
+    apiPrefix: API_PREFIX,
+    variant: services.variant,
+    front,
+    refuse,
+    serveUpdate,
+    exact: {
+      [`POST ${LICENSING_PATHS.activate}`]: licensing.activate,
+      [`GET ${LICENSING_PATHS.current}`]: licensing.current,
+      [`POST ${LICENSING_PATHS.refresh}`]: licensing.refresh,
+      [`POST ${LICENSING_PATHS.deactivate}`]: licensing.deactivate,
+    },
+  });
   const elysiaHandle = app.handle;
   app.handle = (request) => fast(request) ?? elysiaHandle(request);
   return app;

@@ -3,51 +3,67 @@ import type { frontDoor } from "./front-door";
 import type { UpdateHandler, UpdateParams } from "./routes/updates";
 
 type Refuse = (error: unknown, request: Request, routeNotFound: boolean) => Promise<Response>;
+/** A route's whole work for one request, the same one Elysia's route calls. */
+export type RouteHandler = (request: Request) => Promise<Response>;
 
 /**
- * The update files (GET and HEAD of manifest, signature and installer) answered without Elysia's
- * per-request routing and response mapping, which cost more than all of keyturn's own work on
- * these requests. Only plain URLs come here (the route's exact number of segments, none empty, no
- * `%`); anything else goes to Elysia, whose update route runs the same handler. The request meets
- * the same front door, bearer check, handler and refusal answer either way.
+ * The busiest requests answered without Elysia's per-request routing and response mapping, which
+ * cost more than all of keyturn's own work on an update file (and a third of an
+ * entitlements/current): GET and HEAD of the update files, and the routes of `exact` (method and
+ * path below the API prefix). Only plain URLs come here (no `%`; for updates the route's exact
+ * number of segments, none empty); anything else goes to Elysia, whose routes run the same
+ * handlers. The request meets the same front door, handler and refusal answer either way.
  */
-export function updateFastPath(o: {
+export function fastPath(o: {
   readonly apiPrefix: string;
   readonly variant: Variant;
   readonly front: ReturnType<typeof frontDoor>;
   readonly refuse: Refuse;
-  readonly serve: UpdateHandler;
+  readonly serveUpdate: UpdateHandler;
+  /** `METHOD /path` below the API prefix → its handler. */
+  readonly exact: Readonly<Record<string, RouteHandler>>;
 }) {
-  const prefix = `${o.apiPrefix}/updates/`;
+  const updatePrefix = `${o.apiPrefix}/updates/`;
   const withProduct = o.variant.products.length > 0;
   const segments = withProduct ? 4 : 3;
+  const exact = new Map(Object.entries(o.exact).map(([route, handler]) => {
+    const [method, path] = route.split(" ");
+    return [`${method} ${o.apiPrefix}${path}`, handler] as const;
+  }));
 
-  /** The route's parameters when the URL is a plain update path, else null. */
-  const match = (url: string): UpdateParams | null => {
+  /** The handler of a plain URL this path answers, else null. */
+  const match = (method: string, url: string): RouteHandler | null => {
     const pathStart = url.indexOf("/", url.indexOf("//") + 2);
-    if (!url.startsWith(prefix, pathStart)) return null;
-    const from = pathStart + prefix.length;
-    let end = url.indexOf("?", from);
+    let end = url.indexOf("?", pathStart);
     if (end < 0) end = url.length;
-    const hash = url.indexOf("#", from);
+    const hash = url.indexOf("#", pathStart);
     if (hash >= 0 && hash < end) end = hash;
-    const percent = url.indexOf("%", from);
+    const percent = url.indexOf("%", pathStart);
     if (percent >= 0 && percent < end) return null;
-    const parts = url.slice(from, end).split("/");
+    if (url.startsWith(updatePrefix, pathStart)) {
+      if (method !== "GET" && method !== "HEAD") return null;
+      const params = updateParams(url.slice(pathStart + updatePrefix.length, end));
+      return params && ((request) => o.serveUpdate(request, params));
+    }
+    return exact.get(`${method} ${url.slice(pathStart, end)}`) ?? null;
+  };
+
+  const updateParams = (rest: string): UpdateParams | null => {
+    const parts = rest.split("/");
     if (parts.length !== segments || parts.includes("")) return null;
     return withProduct
       ? { product: parts[0], channel: parts[1], platform: parts[2], file: parts[3] }
       : { product: undefined, channel: parts[0], platform: parts[1], file: parts[2] };
   };
 
-  const answer = async (request: Request, params: UpdateParams): Promise<Response> => {
+  const answer = async (request: Request, handler: RouteHandler): Promise<Response> => {
     const state = o.front.begin(request);
     let response: Response;
     let rateHeaders: Record<string, string> | null = null;
     try {
       const admitted = await o.front.admit(request, state);
       rateHeaders = admitted.limited ? null : admitted.headers;
-      response = admitted.limited ?? (await o.serve(request, params));
+      response = admitted.limited ?? (await handler(request));
     } catch (e) {
       o.front.track(request, state);
       response = await o.refuse(e, request, false);
@@ -58,11 +74,10 @@ export function updateFastPath(o: {
     return response;
   };
 
-  /** The answer of an update request, or null when Elysia must route it. */
+  /** The answer of a request this path routes, or null when Elysia must route it. */
   return (request: Request): Promise<Response> | null => {
-    if (request.method !== "GET" && request.method !== "HEAD") return null;
-    const params = match(request.url);
-    return params ? answer(request, params) : null;
+    const handler = match(request.method, request.url);
+    return handler ? answer(request, handler) : null;
   };
 }
 

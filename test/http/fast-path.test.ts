@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { VARIANTS, type VariantName } from "../../src/config/variants";
-import { updateFastPath } from "../../src/http/fast-path";
+import { fastPath } from "../../src/http/fast-path";
 import { BASE } from "../helpers";
 import { releaseSite, type WrittenRelease } from "../release-tree";
 
@@ -111,22 +111,34 @@ for (const variant of ["alpha", "gamma"] as VariantName[]) {
 describe("which requests take the fast path", () => {
   const front = { begin: () => ({}), track() {}, admit: async () => ({ limited: null, headers: null }), answered() {} };
   const seen: unknown[] = [];
-  const fast = updateFastPath({
+  const fast = fastPath({
     apiPrefix: "/api/v1",
     variant: VARIANTS.alpha,
     front: front as never,
     refuse: async () => new Response(null, { status: 500 }),
-    serve: async (_request, params) => (seen.push(params), new Response("x")),
+    serveUpdate: async (_request, params) => (seen.push(params), new Response("x")),
+    exact: {
+      "POST /licenses/activate": async () => (seen.push("activate"), new Response("a")),
+      "GET /entitlements/current": async () => (seen.push("current"), new Response("c")),
+    },
   });
   const takes = (url: string, method = "GET") => fast(new Request(url, { method })) !== null;
 
   test("GET and HEAD of a plain update URL, with the route's parameters", async () => {
+    seen.length = 0;
     await fast(new Request("http://localhost/api/v1/updates/alpha/stable/win-x64/alpha-update.json"));
     await fast(new Request("http://localhost/api/v1/updates/alpha/stable/win-x64/alpha-update.json?x=%41", { method: "HEAD" }));
     expect(seen).toEqual([
       { product: "alpha", channel: "stable", platform: "win-x64", file: "alpha-update.json" },
       { product: "alpha", channel: "stable", platform: "win-x64", file: "alpha-update.json" },
     ]);
+  });
+
+  test("the exact routes, by method and path, with or without a query", async () => {
+    seen.length = 0;
+    await fast(new Request("http://localhost/api/v1/licenses/activate", { method: "POST" }));
+    await fast(new Request("http://localhost/api/v1/entitlements/current?x=1"));
+    expect(seen).toEqual(["activate", "current"]);
   });
 
   test("everything else is left to Elysia", () => {
@@ -137,9 +149,14 @@ describe("which requests take the fast path", () => {
       "http://localhost/api/v1/updates/alpha/stable/win-x64/a/b",
       "http://localhost/api/v1/updates/alpha//win-x64/a",
       "http://localhost/api/v1/updatesx/alpha/stable/win-x64/a",
-      "http://localhost/api/v1/entitlements/current",
+      "http://localhost/api/v1/entitlements/current/",
+      "http://localhost/api/v1/entitlements/%63urrent",
+      "http://localhost/api/v1/entitlements/refresh",
+      "http://localhost/entitlements/current",
     ])
       expect({ url, fast: takes(url) }).toEqual({ url, fast: false });
     expect(takes("http://localhost/api/v1/updates/alpha/stable/win-x64/a", "POST")).toBe(false);
+    expect(takes("http://localhost/api/v1/licenses/activate", "GET")).toBe(false);
+    expect(takes("http://localhost/api/v1/entitlements/current", "HEAD")).toBe(false);
   });
 });
