@@ -1,12 +1,21 @@
-import { randomBytes } from "node:crypto";
-
 /** Crockford base32: the license key alphabet, also used for random ids. */
 export const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
+// Random bytes are drawn from the system's CSPRNG a pool at a time: one call per id (three per
+// activation) cost more than the rest of making it. A byte is used once, then the pool is refilled.
+const pool = new Uint8Array(4096);
+let next = pool.length;
+
 export function randomBase32(length: number): string {
-  const bytes = randomBytes(length);
+  if (length > pool.length) throw new RangeError("randomBase32: too long");
+  if (next + length > pool.length) {
+    crypto.getRandomValues(pool);
+    next = 0;
+  }
   let out = "";
-  for (let i = 0; i < length; i++) out += CROCKFORD[bytes[i]! & 31];
+  for (let i = 0; i < length; i++) out += CROCKFORD[pool[next + i]! & 31];
+  pool.fill(0, next, next + length);
+  next += length;
   return out;
 }
 
