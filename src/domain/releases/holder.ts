@@ -26,8 +26,9 @@ export interface ReleaseHolderOptions extends Omit<ScanOptions, "hashInstallers"
  */
 export class ReleaseHolder {
   private index: ReleaseIndex | null = null;
-  private readonly firstIndex: Promise<ReleaseIndex>;
-  private resolveFirst!: (index: ReleaseIndex) => void;
+  /** Settles with no value: a promise resolved with the first index would keep it (and a snapshot's, all it rests on) for good. */
+  private readonly firstIndex: Promise<void>;
+  private resolveFirst!: () => void;
   private running: Promise<ReleaseIndex> | null = null;
   private pending: Promise<ReleaseIndex> | null = null;
   private lastProblems = new Map<string, string>();
@@ -50,7 +51,7 @@ export class ReleaseHolder {
 
   /** The index now; before the first scan has finished, waits for it. */
   ready(): Promise<ReleaseIndex> {
-    return this.index ? Promise.resolve(this.index) : this.firstIndex;
+    return this.index ? Promise.resolve(this.index) : this.firstIndex.then(() => this.index!);
   }
 
   /**
@@ -62,7 +63,7 @@ export class ReleaseHolder {
     const file = this.opts.snapshotFile;
     if (file && this.index === null) {
       const started = performance.now();
-      this.snapshot = loadSnapshot({ ...this.opts, file });
+      this.snapshot = loadSnapshot({ ...this.opts, file, signatures: this.signatures });
       if (this.snapshot) {
         this.swapIn(this.snapshot.index);
         this.opts.log.info("release index loaded from the snapshot", { releases: this.snapshot.index.size, ms: Math.round(performance.now() - started) });
@@ -151,7 +152,7 @@ export class ReleaseHolder {
   private swapIn(index: ReleaseIndex): ReleaseIndex {
     const first = this.index === null;
     this.index = index;
-    if (first) this.resolveFirst(index);
+    if (first) this.resolveFirst();
     return index;
   }
 
