@@ -19,6 +19,16 @@ export interface ReleaseHolderOptions extends Omit<ScanOptions, "hashInstallers"
 }
 
 /**
+ * A whole scan leaves megabytes of garbage (stats, paths and bytes of every folder) and, after a
+ * re-scan, the previous index. The runtime would collect them only once the heap grew further, and
+ * until then their pages stay resident: collected just after the swap, they go back to the system
+ * (RSS after a start with 10,000 release folders: 99–118 → about 80 MB).
+ */
+function collectSoon(): void {
+  setTimeout(() => Bun.gc(true), 0).unref();
+}
+
+/**
  * Holds the live release index of a tree. A re-scan builds a whole new index aside and swaps it in
  * at once, so a request sees either the old tree or the new one, never a half-built index. A folder
  * that is not a live release (a mirror halfway through copying it) is not in the new index, so the
@@ -146,6 +156,7 @@ export class ReleaseHolder {
     this.report(result);
     this.scanned = true;
     this.save(result);
+    collectSoon();
     return this.swapIn(result.index);
   }
 
