@@ -5,6 +5,7 @@ import { createLogger } from "../../src/config/log";
 import { VARIANTS } from "../../src/config/variants";
 import { generateKeyFiles, loadKeyRing } from "../../src/domain/keys";
 import { ReleaseHolder } from "../../src/domain/releases/holder";
+import { isServed } from "../../src/domain/releases/release-index";
 import { releaseKeysOf } from "../../src/domain/releases/signature";
 import { ReleaseTree, type WrittenRelease } from "../release-tree";
 
@@ -108,6 +109,67 @@ describe("release index snapshot", () => {
     generateKeyFiles(otherKeys, "gamma-release-2027-01");
     const again = await started(t, otherKeys);
     expect(again.atOnce).toBeNull();
+  });
+});
+
+describe("a release the snapshot keeps without its bytes (not its lane's newest)", () => {
+  const sha256 = (bytes: Uint8Array) => `"${new Bun.CryptoHasher("sha256").update(bytes).digest("hex")}"`;
+  const changeNewest = (r: WrittenRelease) => writeFileSync(r.manifestPath, Buffer.from(r.manifestBytes.toString().replace("1.1.0", "1.1.9")));
+
+  test("only each lane's newest release is kept with its bytes", async () => {
+    const t = tree();
+    t.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00" });
+    t.add({ version: "1.1.0" });
+    t.add({ version: "2.0.0", channel: "preview" });
+    await started(t);
+    const again = await started(t);
+    expect(again.atOnce!.all.filter(isServed).map((r) => r.manifest.version).sort()).toEqual(["1.1.0", "2.0.0"]);
+    expect(again.holder.current!.all.filter(isServed).map((r) => r.manifest.version).sort()).toEqual(["1.1.0", "2.0.0"]);
+  });
+
+  test("served when the newest changed: read from the tree, byte for byte, with the ETag of the bytes read", async () => {
+    const t = tree();
+    const older = t.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00" });
+    const newest = t.add({ version: "1.1.0" });
+    await started(t);
+    changeNewest(newest);
+    const served = (await started(t)).atOnce!.latest(null, "stable", "win-x64")!;
+    const signature = readFileSync(`${older.manifestPath}.sig`);
+    expect(served.manifest.version).toBe("1.0.0");
+    expect(Buffer.from(served.manifestBytes).equals(older.manifestBytes)).toBe(true);
+    expect(served.manifestEtag).toBe(sha256(older.manifestBytes));
+    expect(Buffer.from(served.signatureBytes).equals(signature)).toBe(true);
+    expect(served.signatureEtag).toBe(sha256(signature));
+  });
+
+  test("read again, it is checked as a scan checks it: a release that no longer agrees with the snapshot is skipped", async () => {
+    const t = tree();
+    t.add({ version: "0.9.0", released: "2026-08-01T00:00:00+00:00" });
+    t.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00" });
+    const newest = t.add({ version: "1.1.0" });
+    await started(t);
+    changeNewest(newest);
+    // What the snapshot says of 1.0.0 no longer matches its folder (its files are unchanged by stat).
+    const file = join(t.dir, "release-index.snapshot");
+    const snapshot = JSON.parse(readFileSync(file, "utf8"));
+    snapshot.releases.find((r: { manifest: { version: string } }) => r.manifest.version === "1.0.0").manifest.sha256 = "0".repeat(64);
+    writeFileSync(file, JSON.stringify(snapshot));
+    const again = await started(t);
+    expect(again.atOnce!.latest(null, "stable", "win-x64")!.manifest.version).toBe("0.9.0");
+    expect(versions(again.atOnce)).toEqual(["0.9.0"]);
+  });
+
+  test("changed on disk too: not served from the snapshot", async () => {
+    const t = tree();
+    const older = t.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00" });
+    const newest = t.add({ version: "1.1.0" });
+    await started(t);
+    changeNewest(newest);
+    writeFileSync(`${older.manifestPath}.sig`, "not a signature");
+    const again = await started(t);
+    expect(again.atOnce!.latest(null, "stable", "win-x64")).toBeUndefined();
+    // The scan that follows serves neither.
+    expect(again.holder.current!.latest(null, "stable", "win-x64")).toBeUndefined();
   });
 });
 

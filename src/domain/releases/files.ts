@@ -64,6 +64,9 @@ export function hashFile(path: string): string {
  */
 export type FileIdentity = readonly [dev: number, ino: number, size: number, mtimeMs: number, ctimeMs: number];
 
+/** A release's manifest, signature and installer as they were when read and checked (see index-snapshot.ts). */
+export type ReleaseFiles = readonly [manifest: FileIdentity, signature: FileIdentity, installer: FileIdentity];
+
 export function identityOf(stats: Stats): FileIdentity {
   return [stats.dev, stats.ino, stats.size, stats.mtimeMs, stats.ctimeMs];
 }

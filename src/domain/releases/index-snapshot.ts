@@ -2,10 +2,12 @@ import { lstatSync, readFileSync, renameSync, statSync, writeFileSync, type Stat
 import { join } from "node:path";
 import type { Variant } from "../../config/variants";
 import type { PublicKeyInfo } from "../keys";
-import { identityOf, type FileIdentity } from "./files";
-import { ReleaseIndex, type Release } from "./release-index";
-import { isInstallerName } from "./manifest";
-import { treeLevels, type ScanResult } from "./scan";
+import { identityOf, type FileIdentity, type ReleaseFiles } from "./files";
+import { isInstallerName, type Manifest, type ReleasePlace } from "./manifest";
+import { ReleaseProblem } from "./problem";
+import { isServed, ReleaseIndex, type Release } from "./release-index";
+import { inspectFolder, servedOf, treeLevels, type Inspected, type ScanResult } from "./scan";
+import { SignatureCache } from "./signature-cache";
 
 /**
  * The last built release index, kept in the data directory so a start can serve at once instead of
@@ -15,19 +17,19 @@ import { treeLevels, type ScanResult } from "./scan";
  * renamed changes its parent); and the manifest, signature and installer of each release (device,
  * inode, size, mtime, ctime as they were when read and checked), checked when the release is first
  * answered. A release with any file changed is skipped, never served from the snapshot; the whole
- * scan that follows every start replaces the snapshot's index.
+ * scan that follows every start replaces the snapshot's index. Only each lane's newest release is
+ * kept with its manifest and signature bytes, as in the index (release-index.ts).
  */
-const FORMAT = 1;
+const FORMAT = 2;
 
 interface SnapshotRelease {
   readonly folder: string;
-  readonly manifest: Release["manifest"];
-  readonly manifestBytes: string;
-  readonly signatureBytes: string;
-  readonly manifestEtag: string;
-  readonly signatureEtag: string;
-  readonly installerEtag: string;
-  readonly files: Release["files"];
+  /** Product, channel and platform are the folder's. */
+  readonly manifest: Omit<Manifest, keyof ReleasePlace>;
+  readonly files: ReleaseFiles;
+  /** A lane's newest release only: its manifest (UTF-8, as the scan decoded it) and signature (a compact JWS, ASCII). */
+  readonly manifestBytes?: string;
+  readonly signatureBytes?: string;
 }
 
 interface Snapshot {
@@ -42,6 +44,8 @@ export interface SnapshotOptions {
   readonly root: string;
   readonly variant: Variant;
   readonly releaseKeys: ReadonlyMap<string, PublicKeyInfo>;
+  /** Used when a release the snapshot kept without its bytes is read again. */
+  readonly signatures?: SignatureCache;
 }
 
 /** What the checks were made against: a snapshot built on other keys, variant or root is not used. */
@@ -50,9 +54,10 @@ function basisOf(o: SnapshotOptions): string {
   return new Bun.CryptoHasher("sha256").update(JSON.stringify([o.variant.name, o.variant.manifestFile, o.root, keys])).digest("hex");
 }
 
-/** What the snapshot rests on, as one string: equal stamps mean an equal snapshot. */
-function stampOf(directories: ScanResult["directories"], releases: readonly Release[]): string {
-  return JSON.stringify([directories, releases.map((r) => [r.folder, r.files])]);
+/** What the snapshot rests on, hashed (the text is megabytes at 10,000 releases): equal stamps mean an equal snapshot. */
+function stampOf(directories: ScanResult["directories"], releases: readonly Release[], files: ReadonlyMap<Release, ReleaseFiles>): string {
+  const text = JSON.stringify([directories, releases.map((r) => [r.folder, files.get(r)])]);
+  return new Bun.CryptoHasher("sha256").update(text).digest("hex");
 }
 
 /**
@@ -61,23 +66,21 @@ function stampOf(directories: ScanResult["directories"], releases: readonly Rele
  * snapshot now on disk.
  */
 export function saveSnapshot(o: SnapshotOptions, scan: ScanResult, previous: LoadedSnapshot | null): LoadedSnapshot {
-  const now: LoadedSnapshot = { index: scan.index, stamp: stampOf(scan.directories, scan.index.all) };
+  const now: LoadedSnapshot = { index: scan.index, stamp: stampOf(scan.directories, scan.index.all, scan.files) };
   if (previous?.stamp === now.stamp) return now; // nothing to write; keep no reference to the old index
   const snapshot: Snapshot = {
     format: FORMAT,
     basis: basisOf(o),
     directories: scan.directories,
-    releases: scan.index.all.map((r) => ({
-      folder: r.folder,
-      manifest: r.manifest,
-      // A manifest is UTF-8 (the scan decoded it strictly) and a signature a compact JWS (ASCII).
-      manifestBytes: Buffer.from(r.manifestBytes).toString("utf8"),
-      signatureBytes: Buffer.from(r.signatureBytes).toString("latin1"),
-      manifestEtag: r.manifestEtag,
-      signatureEtag: r.signatureEtag,
-      installerEtag: r.installerEtag,
-      files: r.files,
-    })),
+    releases: scan.index.all.map((r) => {
+      const { product, channel, platform, ...manifest } = r.manifest;
+      return {
+        folder: r.folder,
+        manifest,
+        files: scan.files.get(r)!,
+        ...(isServed(r) ? { manifestBytes: Buffer.from(r.manifestBytes).toString("utf8"), signatureBytes: Buffer.from(r.signatureBytes).toString("latin1") } : {}),
+      };
+    }),
   };
   const tmp = `${o.file}.${process.pid}.tmp`;
   writeFileSync(tmp, JSON.stringify(snapshot), { mode: 0o600 });
@@ -94,7 +97,9 @@ export interface LoadedSnapshot {
 /**
  * The snapshot's index, or null when there is none or what it rests on changed. Each release's
  * files are checked by stat when it is first answered (ReleaseIndex's check), not here: 30,000
- * stats would take most of the time a start may take.
+ * stats would take most of the time a start may take. The manifest and signature of a release the
+ * snapshot kept without them (not its lane's newest) are read from the tree only if it comes to be
+ * served, and then checked as a scan checks them.
  */
 export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
   let snapshot: Snapshot;
@@ -107,41 +112,65 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
   for (const d of snapshot.directories) if (!sameFile(statSync(join(o.root, d.rel), { throwIfNoEntry: false }), d.id)) return null;
 
   // The data directory is trusted, but a snapshot still names nothing outside the release tree.
-  const depth = treeLevels(o.variant).length + 1;
-  const inTree = (r: SnapshotRelease) => {
-    const parts = r.folder.split("/");
-    return parts.length === depth && parts.every((p) => p !== "" && p !== ".." && !p.startsWith(".")) && isInstallerName(r.manifest.installer);
-  };
-  if (!snapshot.releases.every(inTree)) return null;
+  const places = snapshot.releases.map((r) => (isInstallerName(r.manifest.installer) ? placeOfFolder(r.folder, o.variant) : null));
+  if (places.includes(null)) return null;
 
-  const releases = snapshot.releases.map((r): Release => {
-    const dir = join(o.root, r.folder);
-    return Object.freeze({
-      manifest: Object.freeze(r.manifest),
-      folder: r.folder,
-      manifestBytes: Buffer.from(r.manifestBytes, "utf8"),
-      manifestEtag: r.manifestEtag,
-      signatureBytes: Buffer.from(r.signatureBytes, "latin1"),
-      signatureEtag: r.signatureEtag,
-      installerEtag: r.installerEtag,
-      installerPath: join(dir, r.manifest.installer),
-      files: r.files,
-    });
+  const files = new Map<Release, ReleaseFiles>();
+  const releases = snapshot.releases.map((r, i): Release => {
+    const m = r.manifest;
+    const manifest: Manifest = Object.freeze({ ...places[i]!, version: m.version, released: m.released, installer: m.installer, size: m.size, sha256: m.sha256 });
+    const release: Release = Object.freeze({ manifest, folder: r.folder, installerPath: join(o.root, r.folder, m.installer) });
+    const served =
+      r.manifestBytes !== undefined && r.signatureBytes !== undefined
+        ? servedOf({ release, files: r.files, manifestBytes: Buffer.from(r.manifestBytes, "utf8"), signatureBytes: Buffer.from(r.signatureBytes, "latin1") })
+        : release;
+    files.set(served, r.files);
+    return served;
   });
-  const unchanged = (r: Release) => {
+  const holds = (r: Release) => {
     const dir = join(o.root, r.folder);
     const paths = [join(dir, o.variant.manifestFile), join(dir, `${o.variant.manifestFile}.sig`), r.installerPath];
-    return paths.every((path, i) => sameFile(lstatSync(path, { throwIfNoEntry: false }), r.files[i]!));
+    return paths.every((path, i) => sameFile(lstatSync(path, { throwIfNoEntry: false }), files.get(r)![i]!));
   };
-  const index = ReleaseIndex.of(releases, unchanged);
-  // Computed when a scan asks (after the start), not now: nothing waits for it then.
+  const reread = (r: Release) => {
+    let found: Inspected;
+    try {
+      found = inspectFolder(join(o.root, r.folder), r.folder, r.manifest, o, o.signatures ?? SignatureCache.open(null), { verified: 0, cached: 0 });
+    } catch (e) {
+      if (e instanceof ReleaseProblem) return null;
+      throw e;
+    }
+    const same = found.files.every((id, i) => id.every((v, j) => v === files.get(r)![i]![j]));
+    const m = found.release.manifest;
+    const agrees = (["version", "released", "installer", "size", "sha256"] as const).every((k) => m[k] === r.manifest[k]);
+    return same && agrees ? servedOf(found) : null;
+  };
+  const index = ReleaseIndex.of(releases, { holds, reread });
+  // Computed when a scan asks (after the start), not now: nothing waits for it then. The closures
+  // here name none of the parsed snapshot but what they use, so they do not keep the rest of it.
+  const directories = snapshot.directories;
   let stamp: string | undefined;
   return {
     index,
     get stamp() {
-      return (stamp ??= stampOf(snapshot.directories, releases));
+      return (stamp ??= stampOf(directories, releases, files));
     },
   };
+}
+
+/** The place of a release folder named `<product>/<channel>/<platform>/<release>` (gamma: no product), or null when it is not one. */
+function placeOfFolder(folder: string, variant: Variant): ReleasePlace | null {
+  const levels = treeLevels(variant);
+  const parts = folder.split("/");
+  if (parts.length !== levels.length + 1 || !parts.every((p) => p !== "" && p !== ".." && !p.startsWith("."))) return null;
+  const place: Record<string, string | null> = { product: null, channel: null, platform: null };
+  for (const [i, level] of levels.entries()) {
+    // The level's own string, so 10,000 releases share a handful.
+    const value = level.values.find((v) => v === parts[i]);
+    if (value === undefined) return null;
+    place[level.name] = value;
+  }
+  return place as unknown as ReleasePlace;
 }
 
 function sameFile(stats: Stats | undefined, id: FileIdentity): boolean {

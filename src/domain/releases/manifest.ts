@@ -8,7 +8,11 @@ export interface ReleasePlace {
   readonly platform: string;
 }
 
-/** The fields of a release manifest keyturn reads (vendors may add others; they are served as they are). */
+/**
+ * The fields of a release manifest keyturn uses. notes, minimumVersion and critical are checked but
+ * not kept (they reach clients in the manifest's bytes; 10,000 releases' notes would stay in memory),
+ * and vendors may add other fields, served as they are.
+ */
 export interface Manifest extends ReleasePlace {
   readonly version: string;
   /** `released` as milliseconds since the epoch. */
@@ -16,9 +20,6 @@ export interface Manifest extends ReleasePlace {
   readonly installer: string;
   readonly size: number;
   readonly sha256: string;
-  readonly notes?: string;
-  readonly minimumVersion?: string;
-  readonly critical?: boolean;
 }
 
 const VERSION = /^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/;
@@ -73,21 +74,18 @@ export function parseManifest(bytes: Uint8Array, variant: Variant, place: Releas
     throw new ReleaseProblem("manifest installer must not be the manifest or its signature");
 
   const product = variant.products.length > 0 ? (m.product as string) : null;
-  const manifest: Manifest = {
-    product,
-    channel: m.channel as string,
-    platform: m.platform as string,
+  const said = { product, channel: m.channel as string, platform: m.platform as string };
+  for (const key of ["product", "channel", "platform"] as const)
+    if (said[key] !== place[key]) throw new ReleaseProblem(`manifest says ${key} ${said[key]}, but the folder is under ${place[key]}`);
+  // The place's strings, not the manifest's copies: 10,000 releases share a handful.
+  return Object.freeze({
+    product: place.product,
+    channel: place.channel,
+    platform: place.platform,
     version: m.version as string,
     released,
     installer,
     size: m.size as number,
     sha256: m.sha256 as string,
-    ...(m.notes !== undefined ? { notes: m.notes as string } : {}),
-    ...(m.minimumVersion !== undefined ? { minimumVersion: m.minimumVersion as string } : {}),
-    ...(m.critical !== undefined ? { critical: m.critical as boolean } : {}),
-  };
-  for (const key of ["product", "channel", "platform"] as const)
-    if (manifest[key] !== place[key])
-      throw new ReleaseProblem(`manifest says ${key} ${manifest[key]}, but the folder is under ${place[key]}`);
-  return Object.freeze(manifest);
+  });
 }

@@ -1,29 +1,40 @@
-import type { FileIdentity } from "./files";
 import type { Manifest } from "./manifest";
 import { compareVersions } from "./version-order";
 
-/** One live release: its manifest and signature as read (and checked) at scan time, and its installer's path. */
+/** One live release as the index keeps it: what listing it and serving its installer need. */
 export interface Release {
   readonly manifest: Manifest;
   /** The folder, relative to the tree's root (for logs and `release check`). */
   readonly folder: string;
+  readonly installerPath: string;
+}
+
+/**
+ * A release with its manifest and signature as read and checked, and their strong ETags (the
+ * SHA-256, hex, quoted, of each body, so every mirror gives the same). The update path serves only
+ * a lane's newest release, so only that one is kept with its bytes (10,000 releases with theirs
+ * were most of the process's memory).
+ */
+export interface ServedRelease extends Release {
   readonly manifestBytes: Uint8Array;
-  /** Strong ETags: the SHA-256 (hex, quoted) of each body, so every mirror gives the same. */
   readonly manifestEtag: string;
   readonly signatureBytes: Uint8Array;
   readonly signatureEtag: string;
-  readonly installerEtag: string;
-  readonly installerPath: string;
-  /** Manifest, signature and installer as they were when read and checked (see index-snapshot.ts). */
-  readonly files: readonly [manifest: FileIdentity, signature: FileIdentity, installer: FileIdentity];
 }
+
+export const etagOf = (hex: string) => `"${hex}"`;
+
+/** The installer's strong ETag: its SHA-256 as the manifest declares it. */
+export const installerEtag = (r: Release) => etagOf(r.manifest.sha256);
+
+export const isServed = (r: Release): r is ServedRelease => "manifestBytes" in r;
 
 /** Newest first: by `released`, then by version. */
 export function newestFirst(a: Release, b: Release): number {
   return b.manifest.released - a.manifest.released || compareVersions(b.manifest.version, a.manifest.version);
 }
 
-const laneKey = (product: string | null, channel: string, platform: string) => `${product ?? ""}/${channel}/${platform}`;
+export const laneKey = (product: string | null, channel: string, platform: string) => `${product ?? ""}/${channel}/${platform}`;
 
 interface Lane {
   readonly releases: readonly Release[];
@@ -32,24 +43,36 @@ interface Lane {
 }
 
 /**
+ * What an index loaded from a snapshot checks before it answers with a release (index-snapshot.ts):
+ * that its files are still those it was built from, and, for a release the snapshot kept without
+ * its bytes, the bytes read from the tree again and checked as a scan checks them.
+ */
+export interface SnapshotChecks {
+  holds(r: Release): boolean;
+  reread(r: Release): ServedRelease | null;
+}
+
+/**
  * An immutable index of the live releases of one tree, by product, channel and platform. A new
- * scan builds a new index; readers keep whichever one they started with.
+ * scan builds a new index; readers keep whichever one they started with. Each lane's newest release
+ * is a ServedRelease.
  *
- * An index loaded from a snapshot carries a check (its files are still those it was built from):
- * a release is checked the first time it would be answered, and one that fails is skipped as if
- * absent, so a changed release is never served from a snapshot. The result is kept for the life of
- * the index, which the scan that follows every start soon replaces.
+ * An index loaded from a snapshot carries its checks: a release is checked the first time it would
+ * be answered, and one that fails is skipped as if absent, so a changed release is never served from
+ * a snapshot. The result is kept for the life of the index, which the scan that follows every start
+ * soon replaces.
  */
 export class ReleaseIndex {
   private readonly checked = new Map<Release, boolean>();
+  private readonly reread = new Map<Release, ServedRelease | null>();
 
   private constructor(
     private readonly lanes: ReadonlyMap<string, Lane>,
     private readonly everything: readonly Release[],
-    private readonly check: ((r: Release) => boolean) | null,
+    private readonly checks: SnapshotChecks | null,
   ) {}
 
-  static of(releases: readonly Release[], check: ((r: Release) => boolean) | null = null): ReleaseIndex {
+  static of(releases: readonly Release[], checks: SnapshotChecks | null = null): ReleaseIndex {
     const sorted = [...releases].sort(newestFirst);
     const grouped = new Map<string, Release[]>();
     for (const r of sorted) {
@@ -60,25 +83,35 @@ export class ReleaseIndex {
     }
     const lanes = new Map<string, Lane>();
     for (const [key, list] of grouped) {
+      if (!checks && !isServed(list[0]!)) throw new Error(`the newest release of ${key} has no bytes`);
       const installers = new Map<string, Release>();
       for (const r of list) if (!installers.has(r.manifest.installer)) installers.set(r.manifest.installer, r);
       lanes.set(key, Object.freeze({ releases: Object.freeze(list), installers }));
     }
-    return new ReleaseIndex(lanes, Object.freeze(sorted), check);
+    return new ReleaseIndex(lanes, Object.freeze(sorted), checks);
   }
 
   static readonly empty = ReleaseIndex.of([]);
 
   private holds = (r: Release): boolean => {
-    if (!this.check) return true;
+    if (!this.checks) return true;
     let ok = this.checked.get(r);
-    if (ok === undefined) this.checked.set(r, (ok = this.check(r)));
+    if (ok === undefined) this.checked.set(r, (ok = this.checks.holds(r)));
     return ok;
   };
 
+  /** A snapshot release with its bytes, read again when the snapshot kept none; null (and skipped from then on) when that fails. */
+  private served(r: Release, checks: SnapshotChecks): ServedRelease | null {
+    if (isServed(r)) return r;
+    let served = this.reread.get(r);
+    if (served === undefined) this.reread.set(r, (served = checks.reread(r)));
+    if (!served) this.checked.set(r, false);
+    return served;
+  }
+
   /** Every live release, newest first. */
   get all(): readonly Release[] {
-    return this.check ? this.everything.filter(this.holds) : this.everything;
+    return this.checks ? this.everything.filter(this.holds) : this.everything;
   }
 
   /** Releases in the index (for a snapshot's index: before any was checked). */
@@ -86,10 +119,16 @@ export class ReleaseIndex {
     return this.everything.length;
   }
 
-  /** The newest live release of a product (null in gamma), channel and platform. */
-  latest(product: string | null, channel: string, platform: string): Release | undefined {
+  /** The newest live release of a product (null in gamma), channel and platform, with its bytes. */
+  latest(product: string | null, channel: string, platform: string): ServedRelease | undefined {
     const lane = this.lanes.get(laneKey(product, channel, platform));
-    return this.check ? lane?.releases.find(this.holds) : lane?.releases[0];
+    if (!lane) return undefined;
+    if (!this.checks) return lane.releases[0] as ServedRelease;
+    for (const r of lane.releases) {
+      const served = this.holds(r) ? this.served(r, this.checks) : null;
+      if (served) return served;
+    }
+    return undefined;
   }
 
   /** The live release of that product, channel and platform whose installer has exactly this name. */

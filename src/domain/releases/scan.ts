@@ -2,10 +2,10 @@ import { readdirSync, statSync, type Dirent, type Stats } from "node:fs";
 import { join } from "node:path";
 import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
 import type { PublicKeyInfo } from "../keys";
-import { hashFile, identityOf, readRegularFile, statInstaller, type FileIdentity } from "./files";
+import { hashFile, identityOf, readRegularFile, statInstaller, type FileIdentity, type ReleaseFiles } from "./files";
 import { parseManifest, type Manifest, type ReleasePlace } from "./manifest";
 import { ReleaseProblem } from "./problem";
-import { ReleaseIndex, type Release } from "./release-index";
+import { etagOf, laneKey, newestFirst, ReleaseIndex, type Release, type ServedRelease } from "./release-index";
 import { checkSignature, parseSignature } from "./signature";
 import { SignatureCache } from "./signature-cache";
 
@@ -32,6 +32,8 @@ export interface ScanProblem {
 
 export interface ScanResult {
   readonly index: ReleaseIndex;
+  /** Each live release's files as read (for the index snapshot; the index itself does not keep them). */
+  readonly files: ReadonlyMap<Release, ReleaseFiles>;
   readonly problems: readonly ScanProblem[];
   /** Each directory above the release folders (root first), as it was before it was listed. */
   readonly directories: readonly { readonly rel: string; readonly id: FileIdentity }[];
@@ -47,7 +49,6 @@ export interface ScanResult {
 /** The error when the tree's root itself cannot be read: the caller keeps what it had. */
 export class ReleaseTreeUnreadable extends Error {}
 
-const etagOf = (hex: string) => `"${hex}"`;
 const sha256Hex = (bytes: Uint8Array) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 const isHidden = (name: string) => name.startsWith(".");
 
@@ -70,7 +71,6 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
   const signatures = opts.signatures ?? SignatureCache.open(null);
   const levels = treeLevels(opts.variant);
   const problems: ScanProblem[] = [];
-  const live: Release[] = [];
   const counts = { folders: 0, verified: 0, cached: 0 };
 
   const directories: { rel: string; id: FileIdentity }[] = [];
@@ -117,34 +117,66 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
   };
   walk(root, "", top, 0, {});
 
+  // Live releases in folder order (ties in the index keep it). Only each lane's newest so far is
+  // held with its bytes, so a scan never holds every manifest and signature at once.
+  const live: { release: Release; files: ReleaseFiles }[] = [];
+  const newest = new Map<string, { i: number; found: Inspected }>();
   for (const [i, folder] of folders.entries()) {
     if (i > 0 && i % FOLDERS_PER_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     counts.folders++;
+    let found: Inspected;
     try {
-      live.push(inspectFolder(folder.dir, folder.rel, folder.place, opts, signatures, counts));
+      found = inspectFolder(folder.dir, folder.rel, folder.place, opts, signatures, counts);
     } catch (e) {
       if (!(e instanceof ReleaseProblem)) throw e;
       problems.push({ folder: folder.rel, reason: e.message });
+      continue;
     }
+    live[i] = { release: found.release, files: found.files };
+    const lane = laneKey(folder.place.product, folder.place.channel, folder.place.platform);
+    const head = newest.get(lane);
+    if (!head || newestFirst(found.release, head.found.release) < 0) newest.set(lane, { i, found });
   }
+  const served = new Map([...newest.values()].map(({ i, found }) => [i, servedOf(found)]));
+  const releases = live.flatMap((r, i) => (r ? [{ release: served.get(i) ?? r.release, files: r.files }] : []));
   problems.sort((a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0));
   return {
-    index: ReleaseIndex.of(live),
+    index: ReleaseIndex.of(releases.map((r) => r.release)),
+    files: new Map(releases.map((r) => [r.release, r.files])),
     problems,
     directories,
     stats: { folders: counts.folders, verified: counts.verified, cached: counts.cached, ms: performance.now() - started },
   };
 }
 
-/** One release folder → a live Release, or the ReleaseProblem that keeps it out. */
-function inspectFolder(
+/** A live release folder as read: the release, its files' identities and its bytes. */
+export interface Inspected {
+  readonly release: Release;
+  readonly files: ReleaseFiles;
+  readonly manifestBytes: Uint8Array;
+  readonly signatureBytes: Uint8Array;
+}
+
+/** The release with its bytes and their ETags, as the update path serves it. */
+export function servedOf(r: Inspected): ServedRelease {
+  return Object.freeze({
+    ...r.release,
+    manifestBytes: r.manifestBytes,
+    manifestEtag: etagOf(sha256Hex(r.manifestBytes)),
+    signatureBytes: r.signatureBytes,
+    signatureEtag: etagOf(sha256Hex(r.signatureBytes)),
+  });
+}
+
+/** One release folder → a live release, or the ReleaseProblem that keeps it out. */
+export function inspectFolder(
   dir: string,
   rel: string,
   place: ReleasePlace,
   opts: ScanOptions,
   signatures: SignatureCache,
   counts: { verified: number; cached: number },
-): Release {
+): Inspected {
   const manifestFile = opts.variant.manifestFile;
   // The identities of the files as read (fstat of the descriptor read), for the index snapshot.
   const files: FileIdentity[] = [];
@@ -166,17 +198,7 @@ function inspectFolder(
   }
   if (opts.hashInstallers) checkInstallerHash(installerPath, manifest);
 
-  return Object.freeze({
-    manifest,
-    folder: rel,
-    manifestBytes,
-    manifestEtag: etagOf(sha256Hex(manifestBytes)),
-    signatureBytes,
-    signatureEtag: etagOf(sha256Hex(signatureBytes)),
-    installerEtag: etagOf(manifest.sha256),
-    installerPath,
-    files: files as unknown as Release["files"],
-  });
+  return { release: Object.freeze({ manifest, folder: rel, installerPath }), files: files as unknown as ReleaseFiles, manifestBytes, signatureBytes };
 }
 
 export function checkInstallerSize(path: string, manifest: Manifest): Stats {

@@ -3,6 +3,7 @@ import { Elysia } from "elysia";
 import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
 import { KeyturnError } from "../../domain/errors";
 import { isInstallerName } from "../../domain/releases/manifest";
+import { installerEtag } from "../../domain/releases/release-index";
 import type { AppDeps } from "../deps";
 import { serveBytes, serveFile } from "../file-serving";
 
@@ -64,6 +65,6 @@ export function updateHandler(d: AppDeps): UpdateHandler {
       void d.releases.rescan();
       throw new KeyturnError("unavailable", "The installer is being replaced; try again shortly.");
     }
-    return serveFile(request, release.installerPath, release.manifest.size, release.installerEtag, release.manifest.installer);
+    return serveFile(request, release.installerPath, release.manifest.size, installerEtag(release), release.manifest.installer);
   };
 }
