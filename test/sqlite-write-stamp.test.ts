@@ -1,6 +1,6 @@
 import { afterEach, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sqliteWriteStamp } from "../src/store/sqlite-write-stamp";
@@ -62,5 +62,28 @@ test("without a shared-memory WAL index it asks SQLite instead, with the same an
   db.run("INSERT INTO t VALUES (1)");
   expect(stamp.changedSinceLastCall()).toBe(true);
   stamp.close();
+  db.close();
+});
+
+// SQLite locks the -shm file with POSIX record locks, which a process loses when it closes ANY
+// descriptor of that file. A stamp that did (Bun.mmap opens and closes one) let another process
+// open the database as if no one had it open, truncate the -shm and crash this one with SIGBUS.
+test.skipIf(!existsSync("/proc/locks"))("making and reading the stamp keeps this process's SQLite locks on the -shm file", () => {
+  const { db, file } = walDatabase();
+  db.query("SELECT count(*) FROM t").get();
+  const ino = statSync(`${file}-shm`).ino;
+  const held = () => readFileSync("/proc/locks", "utf8").split("\n").filter((l) => l.includes(` ${process.pid} `) && l.includes(`:${ino} `)).length;
+  const before = held();
+  expect(before).toBeGreaterThan(0);
+  const stamp = sqliteWriteStamp(db, file);
+  stamp.changedSinceLastCall();
+  expect(held()).toBe(before);
+  const other = sqliteWriteStamp(db, file); // a second stamp of the same file reuses the descriptor
+  other.changedSinceLastCall();
+  expect(held()).toBe(before);
+  const writer = Bun.spawnSync([process.execPath, "-e", `const { Database } = require("bun:sqlite"); new Database(${JSON.stringify(file)}).run("INSERT INTO t VALUES (1)")`]);
+  expect(writer.exitCode).toBe(0);
+  expect(stamp.changedSinceLastCall()).toBe(true);
+  expect(db.query("SELECT count(*) AS n FROM t").get()).toEqual({ n: 1 });
   db.close();
 });

@@ -1,8 +1,9 @@
 import type { Database } from "bun:sqlite";
+import { fstatSync, openSync, readSync, statSync } from "node:fs";
 
 /** Whether anything was committed to the database (by any connection, any process) since the last call. */
 export interface WriteStamp {
-  /** Where the answer comes from: the mapped WAL-index header, or SQLite's data_version. */
+  /** Where the answer comes from: the WAL-index header read from the `-shm` file, or SQLite's data_version. */
   readonly source: "wal-index" | "data_version";
   changedSinceLastCall(): boolean;
   close(): void;
@@ -14,36 +15,52 @@ const HEADER_BYTES = 48;
 /**
  * Every commit in WAL mode ends by rewriting the WAL-index header at the start of the `-shm` file
  * (change counter, last frame, salts, checksum), and a commit is visible to readers only from that
- * moment. Comparing those 48 bytes through a shared mapping tells "something was committed" in
- * nanoseconds; asking SQLite (`PRAGMA data_version`) costs a read transaction with its file locks,
+ * moment. Reading those 48 bytes (one pread) tells "something was committed" in well under a
+ * microsecond; asking SQLite (`PRAGMA data_version`) costs a read transaction with its file locks,
  * 3–9 µs, which was most of an authenticated update request's own work.
  *
- * The `-shm` file stays in place while this connection is open (SQLite truncates it only when the
- * first connection opens the database), so the mapping stays valid. Where it cannot be mapped (no
- * shared-memory WAL index), the stamp falls back to asking SQLite.
+ * Where the file cannot be read (no shared-memory WAL index), the stamp asks SQLite instead.
  */
 export function sqliteWriteStamp(db: Database, file: string): WriteStamp {
-  return mappedStamp(file) ?? pragmaStamp(db);
+  return walIndexStamp(`${file}-shm`) ?? pragmaStamp(db);
 }
 
-function mappedStamp(file: string): WriteStamp | null {
-  let header: Uint32Array;
+// The descriptors of `-shm` files, one per file (by inode), opened once and NEVER closed. SQLite
+// locks the `-shm` file with POSIX record locks, and closing any descriptor of a file drops all of
+// the process's locks on it: had this one been closed (as Bun.mmap closes its own), another process
+// opening the database would find no one holding it, take it for unused and truncate it under
+// everyone's feet (a SIGBUS in this process, a corrupted WAL index for all). SQLite keeps its own
+// descriptors open for the same reason.
+const descriptors = new Map<string, { fd: number; ino: number; dev: number }>();
+
+function walIndexStamp(shmFile: string): WriteStamp | null {
+  let fd: number;
   try {
-    const shm = Bun.mmap(`${file}-shm`, { shared: true });
-    if (shm.byteLength < HEADER_BYTES) return null;
-    header = new Uint32Array(shm.buffer, shm.byteOffset, HEADER_BYTES / 4);
+    const now = statSync(shmFile);
+    let known = descriptors.get(shmFile);
+    if (!known || known.ino !== now.ino || known.dev !== now.dev) {
+      const opened = openSync(shmFile, "r");
+      const id = fstatSync(opened);
+      // The old descriptor (of a `-shm` file since deleted) is left open: see above.
+      descriptors.set(shmFile, (known = { fd: opened, ino: id.ino, dev: id.dev }));
+    }
+    fd = known.fd;
+    if (now.size < HEADER_BYTES) return null;
   } catch {
     return null;
   }
-  const seen = new Uint32Array(HEADER_BYTES / 4).fill(0xffffffff);
+  const header = new Uint8Array(HEADER_BYTES);
+  const seen = new Uint8Array(HEADER_BYTES);
+  let first = true;
   return {
     source: "wal-index",
     changedSinceLastCall() {
-      let changed = false;
-      for (let i = 0; i < seen.length; i++) {
-        const word = header[i]!;
-        if (word !== seen[i]) {
-          seen[i] = word;
+      readSync(fd, header, 0, HEADER_BYTES, 0);
+      let changed = first;
+      first = false;
+      for (let i = 0; i < HEADER_BYTES; i++) {
+        if (header[i] !== seen[i]) {
+          seen[i] = header[i]!;
           changed = true;
         }
       }

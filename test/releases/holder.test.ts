@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { renameSync, rmSync, writeFileSync } from "node:fs";
+import { renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createLogger } from "../../src/config/log";
 import { VARIANTS } from "../../src/config/variants";
@@ -95,6 +95,50 @@ describe("release holder", () => {
     writeFileSync(broken.manifestPath, "{");
     await holder.rescan();
     expect(warnings()).toHaveLength(2);
+  });
+
+  test("a re-scan takes releases whose files are unchanged (lstat) as they are, and reads again only what changed", async () => {
+    const t = tree();
+    const old = t.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00" });
+    const head = t.add({ version: "1.1.0", released: "2026-10-01T00:00:00+00:00" });
+    t.add({ version: "1.0.0", channel: "preview", released: "2026-09-01T00:00:00+00:00" });
+    const { holder, lines } = await holderOf(t);
+    await holder.rescan();
+    const built = () => lines.filter((l) => l.msg === "release index built").at(-1)!;
+    expect(built()).toMatchObject({ live: 3, reused: 0, signaturesVerified: 3 });
+
+    const again = await holder.rescan();
+    expect(built()).toMatchObject({ live: 3, reused: 3, signaturesVerified: 0, signaturesCached: 0 });
+    expect(Buffer.from(again.latest(null, "stable", "win-x64")!.manifestBytes)).toEqual(head.manifestBytes);
+
+    // The newest release re-signed in place with new notes: read and checked again, its new bytes served.
+    const changed = t.add({ version: "1.1.0", released: "2026-10-01T00:00:00+00:00", fields: { notes: "fixed" } });
+    const third = await holder.rescan();
+    expect(built()).toMatchObject({ live: 3, reused: 2, signaturesVerified: 1 });
+    expect(Buffer.from(third.latest(null, "stable", "win-x64")!.manifestBytes)).toEqual(changed.manifestBytes);
+
+    // The newest removed: the older one, taken unread and so without its bytes, is read for them now.
+    rmSync(head.dir, { recursive: true });
+    const fourth = await holder.rescan();
+    expect(built()).toMatchObject({ live: 2, reused: 1 });
+    const served = fourth.latest(null, "stable", "win-x64")!;
+    expect(served.manifest.version).toBe("1.0.0");
+    expect(Buffer.from(served.manifestBytes)).toEqual(old.manifestBytes);
+    expect(served.manifestEtag).toBe(`"${new Bun.CryptoHasher("sha256").update(old.manifestBytes).digest("hex")}"`);
+  });
+
+  test("a file replaced by a symbolic link is not taken unread: the folder is refused as a scan refuses it", async () => {
+    const t = tree();
+    const r = t.add({ version: "1.0.0" });
+    const { holder, lines } = await holderOf(t);
+    await holder.rescan();
+    const elsewhere = join(t.dir, "elsewhere.json");
+    writeFileSync(elsewhere, r.manifestBytes);
+    rmSync(r.manifestPath);
+    symlinkSync(elsewhere, r.manifestPath);
+    const index = await holder.rescan();
+    expect(index.latest(null, "stable", "win-x64")).toBeUndefined();
+    expect(lines.filter((l) => l.msg === "release folder skipped").at(-1)).toMatchObject({ reason: "gamma-update.json is a symbolic link" });
   });
 
   test("an unreadable tree keeps the releases already served", async () => {

@@ -70,3 +70,15 @@ export type ReleaseFiles = readonly [manifest: FileIdentity, signature: FileIden
 export function identityOf(stats: Stats): FileIdentity {
   return [stats.dev, stats.ino, stats.size, stats.mtimeMs, stats.ctimeMs];
 }
+
+/** Whether a path is still the very file of `id` (a symbolic link never is). */
+export function sameFile(stats: Stats | undefined, id: FileIdentity): boolean {
+  if (!stats || stats.isSymbolicLink()) return false;
+  const now = identityOf(stats);
+  return now.every((v, i) => v === id[i]);
+}
+
+/** Whether a release folder's manifest, signature and installer are still the files of `files`, by lstat. */
+export function releaseFilesUnchanged(paths: readonly [manifest: string, signature: string, installer: string], files: ReleaseFiles): boolean {
+  return paths.every((path, i) => sameFile(lstatSync(path, { throwIfNoEntry: false }), files[i]!));
+}

@@ -1,8 +1,8 @@
 import { watch, type FSWatcher } from "node:fs";
 import type { Logger } from "../../config/log";
-import { loadSnapshot, saveSnapshot, type LoadedSnapshot } from "./index-snapshot";
+import { knownOf, loadSnapshot, saveSnapshot, type LoadedSnapshot } from "./index-snapshot";
 import { ReleaseIndex } from "./release-index";
-import { ReleaseTreeUnreadable, scanReleaseTree, type ScanOptions, type ScanResult } from "./scan";
+import { ReleaseTreeUnreadable, scanReleaseTree, type KnownRelease, type ScanOptions, type ScanResult } from "./scan";
 import { SignatureCache } from "./signature-cache";
 
 /** How long after a start from the snapshot the tree is watched and scanned afresh. */
@@ -48,6 +48,8 @@ export class ReleaseHolder {
   private readonly signatures: SignatureCache;
   private scanned = false;
   private snapshot: LoadedSnapshot | null = null;
+  /** The live releases of the index now, with their files: a scan takes those still the same files unread. */
+  private known: ReadonlyMap<string, KnownRelease> | null = null;
 
   constructor(private readonly opts: ReleaseHolderOptions) {
     this.signatures = opts.signatures ?? SignatureCache.open(null);
@@ -75,6 +77,7 @@ export class ReleaseHolder {
       const started = performance.now();
       this.snapshot = loadSnapshot({ ...this.opts, file, signatures: this.signatures });
       if (this.snapshot) {
+        this.known = this.snapshot.known;
         this.swapIn(this.snapshot.index);
         this.opts.log.info("release index loaded from the snapshot", { releases: this.snapshot.index.size, ms: Math.round(performance.now() - started) });
       }
@@ -146,7 +149,7 @@ export class ReleaseHolder {
   private async scanOnce(): Promise<ReleaseIndex> {
     let result: ScanResult;
     try {
-      result = await scanReleaseTree(this.opts.root, { ...this.opts, signatures: this.signatures });
+      result = await scanReleaseTree(this.opts.root, { ...this.opts, signatures: this.signatures, previous: this.known ?? undefined });
     } catch (e) {
       const error = e instanceof ReleaseTreeUnreadable ? e.message : String((e as Error)?.stack ?? e);
       this.opts.log.error("release tree not scanned; keeping the releases already served", { error });
@@ -155,6 +158,7 @@ export class ReleaseHolder {
     this.signatures.finishScan();
     this.report(result);
     this.scanned = true;
+    this.known = knownOf(result);
     this.save(result);
     collectSoon();
     return this.swapIn(result.index);
@@ -171,7 +175,7 @@ export class ReleaseHolder {
     const file = this.opts.snapshotFile;
     if (!file) return;
     try {
-      this.snapshot = saveSnapshot({ ...this.opts, file }, result, this.snapshot);
+      this.snapshot = saveSnapshot({ ...this.opts, file }, result, this.snapshot, this.known!);
     } catch (e) {
       // A read-only data directory only costs the next start a whole scan before it is ready.
       this.opts.log.warn("release index snapshot not written", { file, error: String((e as Error)?.message ?? e) });
@@ -191,6 +195,7 @@ export class ReleaseHolder {
       root: this.opts.root,
       live: result.index.size,
       skipped: result.problems.length,
+      reused: result.stats.reused,
       signaturesVerified: result.stats.verified,
       signaturesCached: result.stats.cached,
       ms: Math.round(result.stats.ms),

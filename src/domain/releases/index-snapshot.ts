@@ -1,12 +1,12 @@
-import { lstatSync, readFileSync, renameSync, statSync, writeFileSync, type Stats } from "node:fs";
+import { readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Variant } from "../../config/variants";
 import type { PublicKeyInfo } from "../keys";
-import { identityOf, type FileIdentity, type ReleaseFiles } from "./files";
+import { releaseFilesUnchanged, sameFile, type ReleaseFiles } from "./files";
 import { isInstallerName, type Manifest, type ReleasePlace } from "./manifest";
 import { ReleaseProblem } from "./problem";
 import { isServed, ReleaseIndex, type Release } from "./release-index";
-import { inspectFolder, servedOf, treeLevels, type Inspected, type ScanResult } from "./scan";
+import { inspectFolder, releasePaths, servedOf, treeLevels, type Inspected, type KnownRelease, type ScanResult } from "./scan";
 import { SignatureCache } from "./signature-cache";
 
 /**
@@ -65,8 +65,8 @@ function stampOf(directories: ScanResult["directories"], releases: readonly Rele
  * unless it rests on exactly the files of `previous` (the snapshot loaded at start). Returns the
  * snapshot now on disk.
  */
-export function saveSnapshot(o: SnapshotOptions, scan: ScanResult, previous: LoadedSnapshot | null): LoadedSnapshot {
-  const now: LoadedSnapshot = { index: scan.index, stamp: stampOf(scan.directories, scan.index.all, scan.files) };
+export function saveSnapshot(o: SnapshotOptions, scan: ScanResult, previous: LoadedSnapshot | null, known = knownOf(scan)): LoadedSnapshot {
+  const now: LoadedSnapshot = { index: scan.index, known, stamp: stampOf(scan.directories, scan.index.all, scan.files) };
   if (previous?.stamp === now.stamp) return now; // nothing to write; keep no reference to the old index
   const snapshot: Snapshot = {
     format: FORMAT,
@@ -88,8 +88,15 @@ export function saveSnapshot(o: SnapshotOptions, scan: ScanResult, previous: Loa
   return now;
 }
 
+/** A scan's live releases with their files, by folder. */
+export function knownOf(scan: ScanResult): ReadonlyMap<string, KnownRelease> {
+  return new Map([...scan.files].map(([release, files]) => [release.folder, { release, files }]));
+}
+
 export interface LoadedSnapshot {
   readonly index: ReleaseIndex;
+  /** The snapshot's releases with their files, by folder: what the scan after the start may take unread. */
+  readonly known: ReadonlyMap<string, KnownRelease>;
   /** What it rests on (stampOf), so a scan that found the same files does not write it again. */
   readonly stamp: string;
 }
@@ -127,11 +134,7 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
     files.set(served, r.files);
     return served;
   });
-  const holds = (r: Release) => {
-    const dir = join(o.root, r.folder);
-    const paths = [join(dir, o.variant.manifestFile), join(dir, `${o.variant.manifestFile}.sig`), r.installerPath];
-    return paths.every((path, i) => sameFile(lstatSync(path, { throwIfNoEntry: false }), files.get(r)![i]!));
-  };
+  const holds = (r: Release) => releaseFilesUnchanged(releasePaths(o.root, o.variant, r), files.get(r)!);
   const reread = (r: Release) => {
     let found: Inspected;
     try {
@@ -152,6 +155,7 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
   let stamp: string | undefined;
   return {
     index,
+    known: new Map([...files].map(([release, ids]) => [release.folder, { release, files: ids }])),
     get stamp() {
       return (stamp ??= stampOf(directories, releases, files));
     },
@@ -171,10 +175,4 @@ function placeOfFolder(folder: string, variant: Variant): ReleasePlace | null {
     place[level.name] = value;
   }
   return place as unknown as ReleasePlace;
-}
-
-function sameFile(stats: Stats | undefined, id: FileIdentity): boolean {
-  if (!stats || stats.isSymbolicLink()) return false;
-  const now = identityOf(stats);
-  return now.every((v, i) => v === id[i]);
 }

@@ -2,10 +2,10 @@ import { readdirSync, statSync, type Dirent, type Stats } from "node:fs";
 import { join } from "node:path";
 import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
 import type { PublicKeyInfo } from "../keys";
-import { hashFile, identityOf, readRegularFile, statInstaller, type FileIdentity, type ReleaseFiles } from "./files";
+import { hashFile, identityOf, readRegularFile, releaseFilesUnchanged, statInstaller, type FileIdentity, type ReleaseFiles } from "./files";
 import { parseManifest, type Manifest, type ReleasePlace } from "./manifest";
 import { ReleaseProblem } from "./problem";
-import { etagOf, laneKey, newestFirst, ReleaseIndex, type Release, type ServedRelease } from "./release-index";
+import { etagOf, isServed, laneKey, newestFirst, ReleaseIndex, type Release, type ServedRelease } from "./release-index";
 import { checkSignature, parseSignature } from "./signature";
 import { SignatureCache } from "./signature-cache";
 
@@ -22,6 +22,18 @@ export interface ScanOptions {
   readonly signatures?: SignatureCache;
   /** `release check`: also hash every installer against the manifest's sha256 (never done by the server). */
   readonly hashInstallers?: boolean;
+  /**
+   * The live releases of the last scan (or snapshot) of this tree with these keys, by folder. One
+   * whose three files are still the same files (lstat: device, inode, size, mtime, ctime) is taken
+   * as it is instead of being read and checked again.
+   */
+  readonly previous?: ReadonlyMap<string, KnownRelease>;
+}
+
+/** A live release with the identities of the files it was read from. */
+export interface KnownRelease {
+  readonly release: Release;
+  readonly files: ReleaseFiles;
 }
 
 export interface ScanProblem {
@@ -39,6 +51,8 @@ export interface ScanResult {
   readonly directories: readonly { readonly rel: string; readonly id: FileIdentity }[];
   readonly stats: {
     readonly folders: number;
+    /** Live releases taken from `previous` unread (their files unchanged). */
+    readonly reused: number;
     /** Signatures checked with ECDSA during this scan, and those found in the cache. */
     readonly verified: number;
     readonly cached: number;
@@ -71,7 +85,7 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
   const signatures = opts.signatures ?? SignatureCache.open(null);
   const levels = treeLevels(opts.variant);
   const problems: ScanProblem[] = [];
-  const counts = { folders: 0, verified: 0, cached: 0 };
+  const counts = { folders: 0, reused: 0, verified: 0, cached: 0 };
 
   const directories: { rel: string; id: FileIdentity }[] = [];
   const list = (dir: string, rel: string): Dirent[] => {
@@ -117,27 +131,62 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
   };
   walk(root, "", top, 0, {});
 
-  // Live releases in folder order (ties in the index keep it). Only each lane's newest so far is
-  // held with its bytes, so a scan never holds every manifest and signature at once.
-  const live: { release: Release; files: ReleaseFiles }[] = [];
-  const newest = new Map<string, { i: number; found: Inspected }>();
+  // Live releases in folder order (ties in the index keep it). Only each lane's newest is held with
+  // its bytes, so a scan never holds every manifest and signature at once.
+  const live: (KnownRelease | undefined)[] = [];
+  const lanes = new Map<string, number[]>();
+  const newest = new Map<number, ServedRelease>();
   for (const [i, folder] of folders.entries()) {
     if (i > 0 && i % FOLDERS_PER_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     counts.folders++;
-    let found: Inspected;
-    try {
-      found = inspectFolder(folder.dir, folder.rel, folder.place, opts, signatures, counts);
-    } catch (e) {
-      if (!(e instanceof ReleaseProblem)) throw e;
-      problems.push({ folder: folder.rel, reason: e.message });
-      continue;
+    const known = opts.previous?.get(folder.rel);
+    if (known && releaseFilesUnchanged(releasePaths(root, opts.variant, known.release), known.files)) {
+      counts.reused++;
+      live[i] = known;
+    } else {
+      try {
+        const found = inspectFolder(folder.dir, folder.rel, folder.place, opts, signatures, counts);
+        live[i] = { release: found.release, files: found.files };
+        newest.set(i, servedOf(found)); // dropped below unless it is its lane's newest
+      } catch (e) {
+        if (!(e instanceof ReleaseProblem)) throw e;
+        problems.push({ folder: folder.rel, reason: e.message });
+        continue;
+      }
+      if (newest.size > 64) keepLaneHeads(newest, live);
     }
-    live[i] = { release: found.release, files: found.files };
     const lane = laneKey(folder.place.product, folder.place.channel, folder.place.platform);
-    const head = newest.get(lane);
-    if (!head || newestFirst(found.release, head.found.release) < 0) newest.set(lane, { i, found });
+    lanes.get(lane)?.push(i) ?? lanes.set(lane, [i]);
   }
-  const served = new Map([...newest.values()].map(({ i, found }) => [i, servedOf(found)]));
+  // Each lane's newest release with its bytes: the ones read above, a reused one that had them, or
+  // (a reused one without) read now; one that no longer reads as a live release leaves its lane.
+  const headOf = (indices: readonly number[]): number | null => {
+    let best: number | null = null;
+    for (const i of indices) if (live[i] && (best === null || newestFirst(live[i]!.release, live[best]!.release) < 0)) best = i;
+    return best;
+  };
+  const served = new Map<number, ServedRelease>();
+  for (const indices of lanes.values()) {
+    for (let head = headOf(indices); head !== null; head = headOf(indices)) {
+      const release = live[head]!.release;
+      const bytes = newest.get(head) ?? (isServed(release) ? release : null);
+      if (bytes) {
+        served.set(head, bytes);
+        break;
+      }
+      const folder = folders[head]!;
+      counts.reused--;
+      try {
+        const found = inspectFolder(folder.dir, folder.rel, folder.place, opts, signatures, counts);
+        live[head] = { release: found.release, files: found.files };
+        newest.set(head, servedOf(found)); // changed since its lstat, it may no longer be the newest: choose again
+      } catch (e) {
+        if (!(e instanceof ReleaseProblem)) throw e;
+        problems.push({ folder: folder.rel, reason: e.message });
+        live[head] = undefined;
+      }
+    }
+  }
   const releases = live.flatMap((r, i) => (r ? [{ release: served.get(i) ?? r.release, files: r.files }] : []));
   problems.sort((a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0));
   return {
@@ -145,8 +194,27 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
     files: new Map(releases.map((r) => [r.release, r.files])),
     problems,
     directories,
-    stats: { folders: counts.folders, verified: counts.verified, cached: counts.cached, ms: performance.now() - started },
+    stats: { folders: counts.folders, reused: counts.reused, verified: counts.verified, cached: counts.cached, ms: performance.now() - started },
   };
+}
+
+/** Keeps, of the bytes read so far, only those of the newest release of each lane. */
+function keepLaneHeads(read: Map<number, ServedRelease>, live: readonly (KnownRelease | undefined)[]): void {
+  const heads = new Map<string, number>();
+  for (const i of read.keys()) {
+    const m = live[i]!.release.manifest;
+    const lane = laneKey(m.product, m.channel, m.platform);
+    const head = heads.get(lane);
+    if (head === undefined || newestFirst(live[i]!.release, live[head]!.release) < 0) heads.set(lane, i);
+  }
+  const keep = new Set(heads.values());
+  for (const i of read.keys()) if (!keep.has(i)) read.delete(i);
+}
+
+/** The manifest, signature and installer paths of a release of the tree at `root`. */
+export function releasePaths(root: string, variant: Variant, r: Release): [manifest: string, signature: string, installer: string] {
+  const dir = join(root, r.folder);
+  return [join(dir, variant.manifestFile), join(dir, `${variant.manifestFile}.sig`), r.installerPath];
 }
 
 /** A live release folder as read: the release, its files' identities and its bytes. */
