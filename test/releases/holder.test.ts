@@ -109,13 +109,13 @@ describe("release holder", () => {
 
     const again = await holder.rescan();
     expect(built()).toMatchObject({ live: 3, reused: 3, signaturesVerified: 0, signaturesCached: 0 });
-    expect(Buffer.from(again.latest(null, "stable", "win-x64")!.manifestBytes)).toEqual(head.manifestBytes);
+    expect(Buffer.from(again.latest(null, "stable", "win-x64")!.manifestBytes).equals(head.manifestBytes)).toBe(true);
 
     // The newest release re-signed in place with new notes: read and checked again, its new bytes served.
     const changed = t.add({ version: "1.1.0", released: "2026-10-01T00:00:00+00:00", fields: { notes: "fixed" } });
     const third = await holder.rescan();
     expect(built()).toMatchObject({ live: 3, reused: 2, signaturesVerified: 1 });
-    expect(Buffer.from(third.latest(null, "stable", "win-x64")!.manifestBytes)).toEqual(changed.manifestBytes);
+    expect(Buffer.from(third.latest(null, "stable", "win-x64")!.manifestBytes).equals(changed.manifestBytes)).toBe(true);
 
     // The newest removed: the older one, taken unread and so without its bytes, is read for them now.
     rmSync(head.dir, { recursive: true });
@@ -123,7 +123,7 @@ describe("release holder", () => {
     expect(built()).toMatchObject({ live: 2, reused: 1 });
     const served = fourth.latest(null, "stable", "win-x64")!;
     expect(served.manifest.version).toBe("1.0.0");
-    expect(Buffer.from(served.manifestBytes)).toEqual(old.manifestBytes);
+    expect(Buffer.from(served.manifestBytes).equals(old.manifestBytes)).toBe(true);
     expect(served.manifestEtag).toBe(`"${new Bun.CryptoHasher("sha256").update(old.manifestBytes).digest("hex")}"`);
   });
 

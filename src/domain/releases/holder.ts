@@ -77,7 +77,6 @@ export class ReleaseHolder {
       const started = performance.now();
       this.snapshot = loadSnapshot({ ...this.opts, file, signatures: this.signatures });
       if (this.snapshot) {
-        this.known = this.snapshot.known;
         this.swapIn(this.snapshot.index);
         this.opts.log.info("release index loaded from the snapshot", { releases: this.snapshot.index.size, ms: Math.round(performance.now() - started) });
       }
@@ -149,7 +148,8 @@ export class ReleaseHolder {
   private async scanOnce(): Promise<ReleaseIndex> {
     let result: ScanResult;
     try {
-      result = await scanReleaseTree(this.opts.root, { ...this.opts, signatures: this.signatures, previous: this.known ?? undefined });
+      const previous = this.known ?? this.snapshot?.known;
+      result = await scanReleaseTree(this.opts.root, { ...this.opts, signatures: this.signatures, previous });
     } catch (e) {
       const error = e instanceof ReleaseTreeUnreadable ? e.message : String((e as Error)?.stack ?? e);
       this.opts.log.error("release tree not scanned; keeping the releases already served", { error });

@@ -153,9 +153,13 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
   // here name none of the parsed snapshot but what they use, so they do not keep the rest of it.
   const directories = snapshot.directories;
   let stamp: string | undefined;
+  let known: ReadonlyMap<string, KnownRelease> | undefined;
   return {
     index,
-    known: new Map([...files].map(([release, ids]) => [release.folder, { release, files: ids }])),
+    // Like the stamp, made when the scan after the start asks for it, not while a start waits.
+    get known() {
+      return (known ??= new Map([...files].map(([release, ids]) => [release.folder, { release, files: ids }])));
+    },
     get stamp() {
       return (stamp ??= stampOf(directories, releases, files));
     },
