@@ -117,6 +117,13 @@ describe("release holder", () => {
     expect(built()).toMatchObject({ live: 3, reused: 2, signaturesVerified: 1 });
     expect(Buffer.from(third.latest(null, "stable", "win-x64")!.manifestBytes).equals(changed.manifestBytes)).toBe(true);
 
+    // A newer release added: the former newest, taken unread, keeps no bytes (only a lane's newest does).
+    const newer = t.add({ version: "1.2.0", released: "2026-11-01T00:00:00+00:00" });
+    const withNewer = await holder.rescan();
+    expect(withNewer.all.filter((r) => "manifestBytes" in r).map((r) => r.manifest.version).sort()).toEqual(["1.0.0", "1.2.0"]);
+    rmSync(newer.dir, { recursive: true });
+    await holder.rescan();
+
     // The newest removed: the older one, taken unread and so without its bytes, is read for them now.
     rmSync(head.dir, { recursive: true });
     const fourth = await holder.rescan();

@@ -187,7 +187,8 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
       }
     }
   }
-  const releases = live.flatMap((r, i) => (r ? [{ release: served.get(i) ?? r.release, files: r.files }] : []));
+  // A former newest taken unread keeps no bytes once another is its lane's newest.
+  const releases = live.flatMap((r, i) => (r ? [{ release: served.get(i) ?? withoutBytes(r.release), files: r.files }] : []));
   problems.sort((a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0));
   return {
     index: ReleaseIndex.of(releases.map((r) => r.release)),
@@ -196,6 +197,10 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
     directories,
     stats: { folders: counts.folders, reused: counts.reused, verified: counts.verified, cached: counts.cached, ms: performance.now() - started },
   };
+}
+
+function withoutBytes(r: Release): Release {
+  return isServed(r) ? Object.freeze({ manifest: r.manifest, folder: r.folder, installerPath: r.installerPath }) : r;
 }
 
 /** Keeps, of the bytes read so far, only those of the newest release of each lane. */
