@@ -131,60 +131,57 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
   };
   walk(root, "", top, 0, {});
 
-  // Live releases in folder order (ties in the index keep it). Only each lane's newest is held with
-  // its bytes, so a scan never holds every manifest and signature at once.
+  // Live releases in folder order (ties in the index keep it). Of those read, only each lane's newest
+  // is held with its bytes, so a scan never holds every manifest and signature at once.
   const live: (KnownRelease | undefined)[] = [];
-  const lanes = new Map<string, number[]>();
-  const newest = new Map<number, ServedRelease>();
+  const lanes = new Map<string, { readonly indices: number[]; newestRead?: { i: number; found: Inspected } }>();
+  const read = (i: number): Inspected | null => {
+    const folder = folders[i]!;
+    try {
+      const found = inspectFolder(folder.dir, folder.rel, folder.place, opts, signatures, counts);
+      live[i] = { release: found.release, files: found.files };
+      return found;
+    } catch (e) {
+      if (!(e instanceof ReleaseProblem)) throw e;
+      problems.push({ folder: folder.rel, reason: e.message });
+      live[i] = undefined;
+      return null;
+    }
+  };
   for (const [i, folder] of folders.entries()) {
     if (i > 0 && i % FOLDERS_PER_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     counts.folders++;
+    const key = laneKey(folder.place.product, folder.place.channel, folder.place.platform);
+    let lane = lanes.get(key);
+    if (!lane) lanes.set(key, (lane = { indices: [] }));
     const known = opts.previous?.get(folder.rel);
     if (known && releaseFilesUnchanged(releasePaths(root, opts.variant, known.release), known.files)) {
       counts.reused++;
       live[i] = known;
     } else {
-      try {
-        const found = inspectFolder(folder.dir, folder.rel, folder.place, opts, signatures, counts);
-        live[i] = { release: found.release, files: found.files };
-        newest.set(i, servedOf(found)); // dropped below unless it is its lane's newest
-      } catch (e) {
-        if (!(e instanceof ReleaseProblem)) throw e;
-        problems.push({ folder: folder.rel, reason: e.message });
-        continue;
-      }
-      if (newest.size > 64) keepLaneHeads(newest, live);
+      const found = read(i);
+      if (!found) continue;
+      if (!lane.newestRead || newestFirst(found.release, lane.newestRead.found.release) < 0) lane.newestRead = { i, found };
     }
-    const lane = laneKey(folder.place.product, folder.place.channel, folder.place.platform);
-    lanes.get(lane)?.push(i) ?? lanes.set(lane, [i]);
+    lane.indices.push(i);
   }
-  // Each lane's newest release with its bytes: the ones read above, a reused one that had them, or
-  // (a reused one without) read now; one that no longer reads as a live release leaves its lane.
-  const headOf = (indices: readonly number[]): number | null => {
-    let best: number | null = null;
-    for (const i of indices) if (live[i] && (best === null || newestFirst(live[i]!.release, live[best]!.release) < 0)) best = i;
-    return best;
-  };
+  // Each lane's newest release with its bytes: read above, taken unread with them, or (taken unread
+  // without them) read now; one that no longer reads as a live release leaves its lane.
   const served = new Map<number, ServedRelease>();
-  for (const indices of lanes.values()) {
-    for (let head = headOf(indices); head !== null; head = headOf(indices)) {
+  const readNow = new Map<number, Inspected>();
+  for (const lane of lanes.values()) {
+    for (let head = headOf(lane.indices, live); head !== null; head = headOf(lane.indices, live)) {
+      const found = lane.newestRead?.i === head ? lane.newestRead.found : readNow.get(head);
       const release = live[head]!.release;
-      const bytes = newest.get(head) ?? (isServed(release) ? release : null);
+      const bytes = found ? servedOf(found) : isServed(release) ? release : null;
       if (bytes) {
         served.set(head, bytes);
         break;
       }
-      const folder = folders[head]!;
+      // Read now (at most once each), it may have changed since its lstat: the head is chosen again.
       counts.reused--;
-      try {
-        const found = inspectFolder(folder.dir, folder.rel, folder.place, opts, signatures, counts);
-        live[head] = { release: found.release, files: found.files };
-        newest.set(head, servedOf(found)); // changed since its lstat, it may no longer be the newest: choose again
-      } catch (e) {
-        if (!(e instanceof ReleaseProblem)) throw e;
-        problems.push({ folder: folder.rel, reason: e.message });
-        live[head] = undefined;
-      }
+      const again = read(head);
+      if (again) readNow.set(head, again);
     }
   }
   // A former newest taken unread keeps no bytes once another is its lane's newest.
@@ -203,17 +200,11 @@ function withoutBytes(r: Release): Release {
   return isServed(r) ? Object.freeze({ manifest: r.manifest, folder: r.folder, installerPath: r.installerPath }) : r;
 }
 
-/** Keeps, of the bytes read so far, only those of the newest release of each lane. */
-function keepLaneHeads(read: Map<number, ServedRelease>, live: readonly (KnownRelease | undefined)[]): void {
-  const heads = new Map<string, number>();
-  for (const i of read.keys()) {
-    const m = live[i]!.release.manifest;
-    const lane = laneKey(m.product, m.channel, m.platform);
-    const head = heads.get(lane);
-    if (head === undefined || newestFirst(live[i]!.release, live[head]!.release) < 0) heads.set(lane, i);
-  }
-  const keep = new Set(heads.values());
-  for (const i of read.keys()) if (!keep.has(i)) read.delete(i);
+/** The newest live release among `indices` (the first in folder order among equals). */
+function headOf(indices: readonly number[], live: readonly (KnownRelease | undefined)[]): number | null {
+  let best: number | null = null;
+  for (const i of indices) if (live[i] && (best === null || newestFirst(live[i]!.release, live[best]!.release) < 0)) best = i;
+  return best;
 }
 
 /** The manifest, signature and installer paths of a release of the tree at `root`. */
