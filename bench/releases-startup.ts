@@ -3,7 +3,7 @@
  * cache, and how long a `keyturn serve` process takes to listen and to have its index built.
  * `bun bench/releases-startup.ts [folders]`. Targets (issue 6): start to a healthy answer < 200 ms.
  */
-import { copyFileSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createPrivateKey } from "node:crypto";
@@ -11,7 +11,8 @@ import { readFileSync } from "node:fs";
 import { VARIANTS } from "../src/config/variants";
 import { generateKeyFiles, loadKeyRing } from "../src/domain/keys";
 import { scanReleaseTree } from "../src/domain/releases/scan";
-import { releaseKeysOf, signManifest } from "../src/domain/releases/signature";
+import { releaseKeysOf } from "../src/domain/releases/signature";
+import { writeSmallReleases } from "./lib/fixture";
 import { SignatureCache } from "../src/domain/releases/signature-cache";
 import { loadSnapshot, saveSnapshot } from "../src/domain/releases/index-snapshot";
 
@@ -27,20 +28,7 @@ copyFileSync(join(dir, "signing", `${kid}.pub.pem`), join(keys, `${kid}.pub.pem`
 const privateKey = createPrivateKey(readFileSync(join(dir, "signing", `${kid}.pem`), "utf8"));
 
 let t = performance.now();
-const installer = Buffer.from("demo installer\n");
-const sha256 = new Bun.CryptoHasher("sha256").update(installer).digest("hex");
-for (let i = 0; i < N; i++) {
-  const product = variant.products[i % 2]!;
-  const channel = i % 3 === 0 ? "preview" : "stable";
-  const version = `1.${Math.floor(i / 100)}.${i % 100}`;
-  const folder = join(root, product, channel, "win-x64", version);
-  mkdirSync(folder, { recursive: true });
-  const name = `${product}-${version}.exe`;
-  writeFileSync(join(folder, name), installer);
-  const manifest = Buffer.from(JSON.stringify({ product, channel, platform: "win-x64", version, released: new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString(), installer: name, size: installer.length, sha256 }, null, 2));
-  writeFileSync(join(folder, variant.manifestFile), manifest);
-  writeFileSync(join(folder, `${variant.manifestFile}.sig`), signManifest(manifest, { kid, privateKey }, variant));
-}
+writeSmallReleases(root, N, { kid, privateKey });
 console.log(`wrote ${N} release folders in ${(performance.now() - t).toFixed(0)} ms`);
 
 const releaseKeys = releaseKeysOf(await loadKeyRing(keys, variant));

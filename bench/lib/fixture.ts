@@ -6,7 +6,7 @@
  * `keyturn license create`.
  */
 import { copyFileSync, createWriteStream, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { createHash, createPrivateKey, randomBytes } from "node:crypto";
+import { createHash, createPrivateKey, randomBytes, type KeyObject } from "node:crypto";
 import { join } from "node:path";
 import { VARIANTS } from "../../src/config/variants";
 import { signManifest } from "../../src/domain/releases/signature";
@@ -36,11 +36,14 @@ export function makeKeys(exe: string, dir: string) {
   return { keys, releaseKeyFile: join(signing, `${RELEASE_KID}.pem`), licenseKeyFile: join(keys, `${LICENSE_KID}.pem`) };
 }
 
-export async function makeReleaseTree(exe: string, root: string, releaseKeyFile: string, folders: number, bigBytes: number) {
-  const privateKey = createPrivateKey(readFileSync(releaseKeyFile, "utf8"));
+/**
+ * `count` alpha release folders (both products, stable and preview, win-x64) with a tiny installer,
+ * each manifest signed in-process with `key`; `released` a minute apart, so the newest is the last.
+ */
+export function writeSmallReleases(root: string, count: number, key: { kid: string; privateKey: KeyObject }): void {
   const installer = Buffer.from("small installer\n");
   const sha256 = createHash("sha256").update(installer).digest("hex");
-  for (let i = 0; i < folders - 1; i++) {
+  for (let i = 0; i < count; i++) {
     const product = variant.products[i % 2]!;
     const channel = i % 3 === 0 ? "preview" : "stable";
     const version = `1.${Math.floor(i / 100)}.${i % 100}`;
@@ -51,8 +54,12 @@ export async function makeReleaseTree(exe: string, root: string, releaseKeyFile:
     const released = new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString();
     const manifest = Buffer.from(JSON.stringify({ product, channel, platform: "win-x64", version, released, installer: name, size: installer.length, sha256 }, null, 2));
     writeFileSync(join(folder, variant.manifestFile), manifest);
-    writeFileSync(join(folder, `${variant.manifestFile}.sig`), signManifest(manifest, { kid: RELEASE_KID, privateKey }, variant));
+    writeFileSync(join(folder, `${variant.manifestFile}.sig`), signManifest(manifest, key, variant));
   }
+}
+
+export async function makeReleaseTree(exe: string, root: string, releaseKeyFile: string, folders: number, bigBytes: number) {
+  writeSmallReleases(root, folders - 1, { kid: RELEASE_KID, privateKey: createPrivateKey(readFileSync(releaseKeyFile, "utf8")) });
 
   const folder = join(root, BIG.product, BIG.channel, BIG.platform, BIG.version);
   mkdirSync(folder, { recursive: true });
