@@ -1,6 +1,6 @@
 import { SQL } from "bun";
 import { MIGRATIONS } from "./migrations";
-import { ACTIVATION_WITH_LICENSE_COLUMNS, activationFromRow, activationWithLicenseFromRow, auditFromRow, challengeFromRow, licenseFromRow, num, numOrNull, type Row } from "./rows";
+import { activationFromRow, auditFromRow, challengeFromRow, licenseFromRow, num, numOrNull, type Row } from "./rows";
 import type {
   ActivateInput,
   ActivateResult,
@@ -258,3 +258,27 @@ export async function migratePostgres(sql: SQL): Promise<void> {
     }
   });
 }
+
+/** An activation with its license in one query: the license's columns prefixed `l_`. */
+const ACTIVATION_WITH_LICENSE_COLUMNS = `a.*, l.kind AS l_kind, l.key_hash AS l_key_hash, l.licensee AS l_licensee,
+  l.organization AS l_organization, l.plan AS l_plan, l.plan_title AS l_plan_title, l.channels AS l_channels,
+  l.seats AS l_seats, l.issued AS l_issued, l.expires AS l_expires, l.revoked AS l_revoked, l.active_seats AS l_active_seats`;
+
+const activationWithLicenseFromRow = (r: Row): ActivationWithLicense => ({
+  activation: activationFromRow(r),
+  license: licenseFromRow({
+    id: r.license_id,
+    kind: r.l_kind,
+    key_hash: r.l_key_hash,
+    licensee: r.l_licensee,
+    organization: r.l_organization,
+    plan: r.l_plan,
+    plan_title: r.l_plan_title,
+    channels: r.l_channels,
+    seats: r.l_seats,
+    issued: r.l_issued,
+    expires: r.l_expires,
+    revoked: r.l_revoked,
+  }),
+  seatsUsed: num(r.l_active_seats),
+});

@@ -1,4 +1,4 @@
-import type { ActivationRecord, ActivationWithLicense, AuditRecord, ChallengeRecord, LicenseRecord } from "./types";
+import type { ActivationRecord, AuditRecord, ChallengeRecord, LicenseRecord } from "./types";
 
 /** Rows as both drivers hand them back: snake_case columns, times as numbers or (int8) strings. */
 export type Row = Record<string, any>;
@@ -54,28 +54,4 @@ export const auditFromRow = (r: Row): AuditRecord => ({
   licenseId: r.license_id,
   outcome: r.outcome,
   error: r.error,
-});
-
-/** Both stores' one query for an activation with its license: the license's columns prefixed `l_`. */
-export const ACTIVATION_WITH_LICENSE_COLUMNS = `a.*, l.kind AS l_kind, l.key_hash AS l_key_hash, l.licensee AS l_licensee,
-  l.organization AS l_organization, l.plan AS l_plan, l.plan_title AS l_plan_title, l.channels AS l_channels,
-  l.seats AS l_seats, l.issued AS l_issued, l.expires AS l_expires, l.revoked AS l_revoked, l.active_seats AS l_active_seats`;
-
-export const activationWithLicenseFromRow = (r: Row): ActivationWithLicense => ({
-  activation: activationFromRow(r),
-  license: licenseFromRow({
-    id: r.license_id,
-    kind: r.l_kind,
-    key_hash: r.l_key_hash,
-    licensee: r.l_licensee,
-    organization: r.l_organization,
-    plan: r.l_plan,
-    plan_title: r.l_plan_title,
-    channels: r.l_channels,
-    seats: r.l_seats,
-    issued: r.l_issued,
-    expires: r.l_expires,
-    revoked: r.l_revoked,
-  }),
-  seatsUsed: num(r.l_active_seats),
 });
