@@ -109,6 +109,16 @@ async function main() {
     } finally {
       await floor.stop();
     }
+    // The same request (with its bearer header) against a Bun.serve doing only keyturn's unavoidable
+    // per-request I/O (bench/lib/bun-floor.ts): what is left of the target for keyturn's own checks.
+    const io = await startBunFloor(join(releases, NGINX_MANIFEST), freePort(), "io", join(dir, "io-floor.log"));
+    try {
+      const ioRate = await measure({ url: io.url, script: "bearer.lua", args: [token, MANIFEST_PATH], connections: 32, seconds: SECONDS }, rounds, (r) => r.rps);
+      row("   Bun.serve with only keyturn's per-request I/O (req/s)", ioRate.value, ngManifest.value, "req/s", "nginx", "(information)", () => true, ioRate.values);
+      row("   keyturn vs that I/O floor (req/s)", ktManifest.value, ioRate.value, "req/s", "I/O floor", "(information)", () => true, ktManifest.values);
+    } finally {
+      await io.stop();
+    }
   }
 
   if (wanted("2")) {
