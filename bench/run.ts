@@ -270,31 +270,25 @@ async function scale(exe: string, keys: string, releases: string) {
   row("5b. current p99, 3M activations (ms)", cur.value / 1000, null, "ms", "", "<= 2 ms", (v) => v <= 2, cur.values.map((v) => v / 1000));
   await kt.stop();
   cleanup = cleanup.filter((c) => c !== kt.stop);
-  await tailReferences(releases, conns);
+  await tailReference(releases, conns);
   extraNotes.push(`5: ${conns} connections, ${scaleRounds.warmupSeconds} s warm-up each; activate ${median(act.results.map((r) => r.rps)).toFixed(0)} req/s, current ${median(cur.results.map((r) => r.rps)).toFixed(0)} req/s (medians)`);
 }
 
 /**
  * The machine's own tail, for 5's absolute p99 targets: the same closed loop (same connections,
- * runs and length) against servers that do no work at all, right after keyturn's runs. A p99 here
- * is time the machine (scheduler, interrupts, other tenants) took from every server alike.
+ * runs and length) against a bare Bun.serve that does no work at all, right after keyturn's runs.
+ * Its p99 is time the machine (scheduler, interrupts, other tenants) took from every server alike.
+ * A Bun.serve rather than nginx: keyturn runs on Bun.serve, so this is the tail any server on this
+ * runtime would have had on this machine at that moment.
  */
-async function tailReferences(releases: string, conns: number) {
-  log("5. the machine's own tail: bare Bun.serve and nginx with the same connections");
-  const p99 = (r: { latencyUs: { p99: number } }) => r.latencyUs.p99;
+async function tailReference(releases: string, conns: number) {
+  log("5. the machine's own tail: a bare Bun.serve with the same connections");
   const floor = await startBunFloor(join(releases, NGINX_MANIFEST), freePort());
   try {
-    const bare = await measure({ url: floor.url + "/", script: "plain.lua", connections: conns, seconds: SECONDS }, rounds, p99);
+    const bare = await measure({ url: floor.url + "/", script: "plain.lua", connections: conns, seconds: SECONDS }, rounds, (r) => r.latencyUs.p99);
     row(`   p99 of a bare Bun.serve, ${conns} connections (ms)`, bare.value / 1000, null, "ms", "", "(information)", () => true, bare.values.map((v) => v / 1000));
   } finally {
     await floor.stop();
-  }
-  const nginx = await startNginx(join(dir, "nginx-tail"), releases, freePort());
-  try {
-    const ng = await measure({ url: nginx.url + NGINX_MANIFEST, script: "plain.lua", connections: conns, seconds: SECONDS }, rounds, p99);
-    row(`   p99 of nginx, same manifest, ${conns} connections (ms)`, ng.value / 1000, null, "ms", "", "(information)", () => true, ng.values.map((v) => v / 1000));
-  } finally {
-    await nginx.stop();
   }
 }
 
