@@ -168,11 +168,10 @@ export class Licensing {
     return { claims };
   }
 
-  private requireLive(license: LicenseRecord, ids: { licenseId: string; activationId: string }): LicenseRecord {
+  private requireLive(license: LicenseRecord, ids: { licenseId: string; activationId: string }): void {
     if (license.revoked !== null) throw new KeyturnError("license_revoked", "The license is revoked.", ids);
     if (license.expires !== null && license.expires <= this.d.clock())
       throw new KeyturnError("license_expired", "The license is expired.", ids);
-    return license;
   }
 
   private issue(signer: TokenSigner, license: LicenseRecord, activation: ActivationRecord, seatsUsed: number, now: number): ActivationAnswer {

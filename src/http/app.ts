@@ -4,7 +4,7 @@ import type { AppDeps, AppServices } from "./deps";
 import { frontDoor } from "./front-door";
 import { fastPath } from "./fast-path";
 import { refusalResponder } from "./refusal";
-import { LICENSING_PATHS, licensingHandlers, licensingRoutes } from "./routes/licensing";
+import { licensingRouteTable, licensingRoutes } from "./routes/licensing";
 import { identityRoutes } from "./routes/identity";
 import { releasesRoutes } from "./routes/releases";
 import { updateHandler, updateRoutes } from "./routes/updates";
@@ -24,7 +24,7 @@ export function createApp(services: AppServices) {
     authenticate: (request) => services.licensing.authenticate(bearerToken(request)),
   };
 
-  const licensing = licensingHandlers(deps);
+  const licensing = licensingRouteTable(deps);
   const api = new Elysia({ prefix: API_PREFIX, strictPath: true }).use(licensingRoutes(licensing));
   api.use(identityRoutes(deps));
   const serveUpdate = updateHandler(deps);
@@ -55,12 +55,7 @@ export function createApp(services: AppServices) {
     front,
     refuse,
     serveUpdate,
-    exact: {
-      [`POST ${LICENSING_PATHS.activate}`]: licensing.activate,
-      [`GET ${LICENSING_PATHS.current}`]: licensing.current,
-      [`POST ${LICENSING_PATHS.refresh}`]: licensing.refresh,
-      [`POST ${LICENSING_PATHS.deactivate}`]: licensing.deactivate,
-    },
+    exact: licensing,
   });
   const elysiaHandle = app.handle;
   app.handle = (request) => fast(request) ?? elysiaHandle(request);

@@ -6,6 +6,13 @@ type Refuse = (error: unknown, request: Request, routeNotFound: boolean) => Prom
 /** A route's whole work for one request, the same one Elysia's route calls. */
 export type RouteHandler = (request: Request) => Promise<Response>;
 
+/** A route of a fixed method and path (below the API prefix). */
+export interface ExactRoute {
+  readonly method: "GET" | "POST";
+  readonly path: string;
+  readonly handler: RouteHandler;
+}
+
 /**
  * The busiest requests answered without Elysia's per-request routing and response mapping, which
  * cost more than all of keyturn's own work on an update file (and a third of an
@@ -20,16 +27,12 @@ export function fastPath(o: {
   readonly front: ReturnType<typeof frontDoor>;
   readonly refuse: Refuse;
   readonly serveUpdate: UpdateHandler;
-  /** `METHOD /path` below the API prefix → its handler. */
-  readonly exact: Readonly<Record<string, RouteHandler>>;
+  readonly exact: readonly ExactRoute[];
 }) {
   const updatePrefix = `${o.apiPrefix}/updates/`;
   const withProduct = o.variant.products.length > 0;
   const segments = withProduct ? 4 : 3;
-  const exact = new Map(Object.entries(o.exact).map(([route, handler]) => {
-    const [method, path] = route.split(" ");
-    return [`${method} ${o.apiPrefix}${path}`, handler] as const;
-  }));
+  const exact = new Map(o.exact.map((r) => [`${r.method} ${o.apiPrefix}${r.path}`, r.handler]));
 
   /** The handler of a plain URL this path answers, else null. */
   const match = (method: string, url: string): RouteHandler | null => {

@@ -31,7 +31,6 @@ const AUTOCHECKPOINT_PAGES = 250;
 /** Activation statuses kept between writes (a few hundred bytes each). */
 const STATUS_CACHE_SIZE = 10_000;
 
-
 /** Opens (creating when needed) the records in `dataDir`, in WAL mode, and applies migrations. */
 export function openSqliteStore(dataDir: string): SqliteStore {
   return new SqliteStore(new Database(join(dataDir, SQLITE_FILE), { create: true, strict: true }));

@@ -117,10 +117,10 @@ describe("which requests take the fast path", () => {
     front: front as never,
     refuse: async () => new Response(null, { status: 500 }),
     serveUpdate: async (_request, params) => (seen.push(params), new Response("x")),
-    exact: {
-      "POST /licenses/activate": async () => (seen.push("activate"), new Response("a")),
-      "GET /entitlements/current": async () => (seen.push("current"), new Response("c")),
-    },
+    exact: [
+      { method: "POST", path: "/licenses/activate", handler: async () => (seen.push("activate"), new Response("a")) },
+      { method: "GET", path: "/entitlements/current", handler: async () => (seen.push("current"), new Response("c")) },
+    ],
   });
   const takes = (url: string, method = "GET") => fast(new Request(url, { method })) !== null;
 

@@ -71,11 +71,13 @@ export function identityOf(stats: Stats): FileIdentity {
   return [stats.dev, stats.ino, stats.size, stats.mtimeMs, stats.ctimeMs];
 }
 
+export function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
+  return a.every((v, i) => v === b[i]);
+}
+
 /** Whether a path is still the very file of `id` (a symbolic link never is). */
 export function sameFile(stats: Stats | undefined, id: FileIdentity): boolean {
-  if (!stats || stats.isSymbolicLink()) return false;
-  const now = identityOf(stats);
-  return now.every((v, i) => v === id[i]);
+  return !!stats && !stats.isSymbolicLink() && sameIdentity(identityOf(stats), id);
 }
 
 /** Whether a release folder's manifest, signature and installer are still the files of `files`, by lstat. */

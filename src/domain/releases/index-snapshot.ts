@@ -2,7 +2,7 @@ import { readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Variant } from "../../config/variants";
 import type { PublicKeyInfo } from "../keys";
-import { releaseFilesUnchanged, sameFile, type ReleaseFiles } from "./files";
+import { releaseFilesUnchanged, sameFile, sameIdentity, type ReleaseFiles } from "./files";
 import { isInstallerName, type Manifest, type ReleasePlace } from "./manifest";
 import { ReleaseProblem } from "./problem";
 import { isServed, ReleaseIndex, type Release } from "./release-index";
@@ -90,7 +90,11 @@ export function saveSnapshot(o: SnapshotOptions, scan: ScanResult, previous: Loa
 
 /** A scan's live releases with their files, by folder. */
 export function knownOf(scan: ScanResult): ReadonlyMap<string, KnownRelease> {
-  return new Map([...scan.files].map(([release, files]) => [release.folder, { release, files }]));
+  return byFolder(scan.files);
+}
+
+function byFolder(files: ReadonlyMap<Release, ReleaseFiles>): ReadonlyMap<string, KnownRelease> {
+  return new Map([...files].map(([release, ids]) => [release.folder, { release, files: ids }]));
 }
 
 export interface LoadedSnapshot {
@@ -143,7 +147,7 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
       if (e instanceof ReleaseProblem) return null;
       throw e;
     }
-    const same = found.files.every((id, i) => id.every((v, j) => v === files.get(r)![i]![j]));
+    const same = found.files.every((id, i) => sameIdentity(id, files.get(r)![i]!));
     const m = found.release.manifest;
     const agrees = (["version", "released", "installer", "size", "sha256"] as const).every((k) => m[k] === r.manifest[k]);
     return same && agrees ? servedOf(found) : null;
@@ -158,7 +162,7 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
     index,
     // Like the stamp, made when the scan after the start asks for it, not while a start waits.
     get known() {
-      return (known ??= new Map([...files].map(([release, ids]) => [release.folder, { release, files: ids }])));
+      return (known ??= byFolder(files));
     },
     get stamp() {
       return (stamp ??= stampOf(directories, releases, files));

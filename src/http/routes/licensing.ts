@@ -1,54 +1,61 @@
 import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
 import { jsonBody } from "../body";
+import type { ExactRoute } from "../fast-path";
 import { json } from "../respond";
 import { ActivateBody, RefreshBody } from "../schemas";
 
 const activateBody = jsonBody(ActivateBody);
 const refreshBody = jsonBody(RefreshBody);
 
-export type LicensingHandlers = ReturnType<typeof licensingHandlers>;
-
 /**
- * The work of POST /licenses/activate and the /entitlements endpoints, the same whether Elysia or
- * the fast path (src/http/fast-path.ts) routed the request.
+ * POST /licenses/activate and the /entitlements endpoints (below the API prefix), each with its
+ * whole work. Elysia's routes and the fast path (src/http/fast-path.ts) are both made from this one
+ * table, so a request gets the same answer whichever routed it.
  */
-export function licensingHandlers(d: AppDeps) {
+export function licensingRouteTable(d: AppDeps): readonly ExactRoute[] {
   const { licensing } = d;
-  return {
-    activate: async (request: Request) => {
-      const body = await activateBody.read(request);
-      return json({ ok: true, ...(await licensing.activate(body.key, body.device, d.context(request))) });
+  return [
+    {
+      method: "POST",
+      path: "/licenses/activate",
+      handler: async (request) => {
+        const body = await activateBody.read(request);
+        return json({ ok: true, ...(await licensing.activate(body.key, body.device, d.context(request))) });
+      },
     },
-    current: async (request: Request) => {
-      const principal = await d.authenticate(request);
-      return json({ ok: true, ...(await licensing.current(principal)) });
+    {
+      method: "GET",
+      path: "/entitlements/current",
+      handler: async (request) => {
+        const principal = await d.authenticate(request);
+        return json({ ok: true, ...(await licensing.current(principal)) });
+      },
     },
-    refresh: async (request: Request) => {
-      const principal = await d.authenticate(request);
-      const body = await refreshBody.read(request);
-      return json({ ok: true, ...(await licensing.refresh(principal, body.device, d.context(request))) });
+    {
+      method: "POST",
+      path: "/entitlements/refresh",
+      handler: async (request) => {
+        const principal = await d.authenticate(request);
+        const body = await refreshBody.read(request);
+        return json({ ok: true, ...(await licensing.refresh(principal, body.device, d.context(request))) });
+      },
     },
-    deactivate: async (request: Request) => {
-      const principal = await d.authenticate(request);
-      await licensing.deactivate(principal, d.context(request));
-      return json({ ok: true });
+    {
+      method: "POST",
+      path: "/entitlements/deactivate",
+      handler: async (request) => {
+        const principal = await d.authenticate(request);
+        await licensing.deactivate(principal, d.context(request));
+        return json({ ok: true });
+      },
     },
-  };
+  ];
 }
 
-/** The licensing routes, below the API prefix. */
-export const LICENSING_PATHS = {
-  activate: "/licenses/activate",
-  current: "/entitlements/current",
-  refresh: "/entitlements/refresh",
-  deactivate: "/entitlements/deactivate",
-} as const;
-
-export function licensingRoutes(h: LicensingHandlers) {
-  return new Elysia()
-    .post(LICENSING_PATHS.activate, ({ request }) => h.activate(request), { parse: "none" })
-    .get(LICENSING_PATHS.current, ({ request }) => h.current(request))
-    .post(LICENSING_PATHS.refresh, ({ request }) => h.refresh(request), { parse: "none" })
-    .post(LICENSING_PATHS.deactivate, ({ request }) => h.deactivate(request), { parse: "none" });
+export function licensingRoutes(table: readonly ExactRoute[]) {
+  const routes = new Elysia();
+  // Bodies are read by the handlers themselves (limited, strict UTF-8), never by Elysia.
+  for (const r of table) routes.route(r.method, r.path, ({ request }) => r.handler(request), r.method === "GET" ? {} : { parse: "none" });
+  return routes;
 }
