@@ -33,20 +33,12 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   const config = toConfig(settings, "serve");
   if (config.demo) await ensureDemoKeys(config);
 
-  const peers = new WeakMap<Request, string | null>();
-  const { store, keys, services, rateLimitStore } = await compose(config, { peerAddress: (r) => peers.get(r) ?? null, watchReleases: true });
+  const { store, keys, services, rateLimitStore } = await compose(config, { watchReleases: true });
   const log = services.log;
   if (!keys.signing) log.warn("no license signing key: activate, refresh and sign-in answer licensing_unavailable", { keys: config.keysDir });
   const retention = startRetention({ store, clock: services.clock, log, auditRetentionSeconds: config.auditRetentionSeconds });
   const app = createApp(services);
-  const transport = startTransport(
-    config,
-    (request, peer) => {
-      peers.set(request, peer);
-      return app.handle(request);
-    },
-    log,
-  );
+  const transport = startTransport(config, app.handle, log);
   const listenUrl = transport.url;
   const { mode, why } = transportMode(config);
   log.info("transport", { mode, why });

@@ -40,6 +40,10 @@ export type ErrorCode = (typeof ERROR_CODES)[number];
 export class KeyturnError extends Error {
   /** Set once the refusal has been written to the audit trail. */
   ref?: string;
+  /** No credentials were sent at all (the answer's challenge then names no error, RFC 6750 3.1). */
+  credentialsMissing = false;
+  /** Headers the answer must carry beyond those of its code (416's Content-Range). */
+  headers: Readonly<Record<string, string>> = {};
   constructor(
     readonly code: ErrorCode,
     message: string,

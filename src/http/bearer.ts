@@ -1,17 +1,20 @@
 import { KeyturnError } from "../domain/errors";
-import { NO_TOKEN } from "./respond";
 
 const SPACE = 32;
 
 /**
  * The token of `Authorization: Bearer <token>` (spaces around it allowed). Cookies are never read.
- * The token's characters are not checked here: only a string the verifier finds signed by this
- * site passes, and anything else is refused with the same answer a malformed token gets.
+ * The token's characters are not checked here: only a string the verifier accepts passes, and
+ * anything else is refused with the same answer a malformed token gets.
  */
 export function bearerToken(request: Request): string {
   const header = request.headers.get("authorization");
   // No header, or another scheme (Basic, …): no token was sent at all (RFC 6750: plain challenge).
-  if (!header || !/^Bearer(\s|$)/i.test(header)) throw new KeyturnError("entitlement_invalid", NO_TOKEN);
+  if (!header || !/^Bearer(\s|$)/i.test(header)) {
+    const missing = new KeyturnError("entitlement_invalid", "This request needs an Authorization: Bearer <entitlement token> header.");
+    missing.credentialsMissing = true;
+    throw missing;
+  }
   let start = 6;
   while (header.charCodeAt(start) === SPACE) start++;
   let end = header.length;

@@ -1,8 +1,8 @@
 import type { Logger } from "../config/log";
 import type { Variant } from "../config/variants";
-import type { Audit, RequestContext } from "../domain/audit";
+import type { Audit } from "../domain/audit";
 import type { Clock } from "../domain/clock";
-import type { Licensing, Principal } from "../domain/licensing";
+import type { Licensing } from "../domain/licensing";
 import type { StaffSignIn } from "../domain/identity/staff-sign-in";
 import type { ReleaseHolder } from "../domain/releases/holder";
 import type { Site } from "../domain/site";
@@ -29,11 +29,4 @@ export interface AppServices {
   readonly trustProxy: readonly string[];
   /** Health and metadata (GET /health, /meta). */
   readonly site: Site;
-}
-
-/** Services plus the per-request helpers every route uses. */
-export interface AppDeps extends AppServices {
-  context(request: Request): RequestContext;
-  /** The bearer check; throws the entitlement_* (or license_revoked) error. */
-  authenticate(request: Request): Promise<Principal>;
 }

@@ -1,4 +1,4 @@
-import { HttpRefusal } from "./respond";
+import { KeyturnError } from "../domain/errors";
 
 /**
  * Conditional and range requests for the update files, written out rather than left to the
@@ -21,9 +21,10 @@ function notModified(etag: string): Response {
 /** A small body held in memory (manifest, signature): exactly these bytes, with ETag and 304. */
 export function serveBytes(request: Request, bytes: Uint8Array, etag: string, contentType: string): Response {
   if (matchesIfNoneMatch(request, etag)) return notModified(etag);
+  // Ranges are not offered for these small bodies: "none" says so (RFC 9110 14.3).
   return new Response(bytes, {
     status: 200,
-    headers: { "content-type": contentType, etag, "cache-control": CACHE_CONTROL },
+    headers: { "content-type": contentType, etag, "cache-control": CACHE_CONTROL, "accept-ranges": "none" },
   });
 }
 
@@ -77,11 +78,9 @@ export function serveFile(request: Request, path: string, size: number, etag: st
   const file = Bun.file(path);
   const range = ifRangeAllows(request, etag) ? parseRange(request.headers.get("range"), size) : null;
   if (range === "unsatisfiable") {
-    throw new HttpRefusal("range_not_satisfiable", `The range is outside the file's ${size} bytes.`, {
-      "content-range": `bytes */${size}`,
-      "accept-ranges": "bytes",
-      etag,
-    });
+    const refusal = new KeyturnError("range_not_satisfiable", `The range is outside the file's ${size} bytes.`);
+    refusal.headers = { "content-range": `bytes */${size}`, "accept-ranges": "bytes", etag };
+    throw refusal;
   }
   if (range === null) return new Response(file, { status: 200, headers: { ...headers, "content-length": String(size) } });
   headers["content-range"] = `bytes ${range.start}-${range.end}/${size}`;

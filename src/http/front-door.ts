@@ -1,9 +1,11 @@
 import type { Logger } from "../config/log";
 import { KeyturnError } from "../domain/errors";
 import { clientAddressResolver } from "./client-address";
+import type { Budget } from "./endpoint";
 import { addressGroup, formatIp } from "./ip";
-import { budgetOf, type RateLimiter } from "./rate-limit";
+import type { RateLimiter } from "./rate-limit";
 import { errorResponse } from "./respond";
+import type { Target } from "./target";
 
 /** Path and query longer than this are refused (400) before any other work. */
 export const MAX_URL_BYTES = 8 * 1024;
@@ -12,30 +14,29 @@ const MAX_LOGGED_PATH = 512;
 /** Client addresses remembered in their parsed forms; the memory is dropped whole when full. */
 const MAX_REMEMBERED_CLIENTS = 10_000;
 
-interface RequestState {
+/** What the front door knows of one request while it is answered. */
+export interface RequestState {
   readonly start: number;
+  /** The client's address after trusted proxies (null when unknown). */
   readonly address: string | null;
+  /** The client as the rate limit counts it: an IPv4 address or an IPv6 /64. */
   readonly group: string;
-  status?: number;
+  /** The audit reference of the request's refusal, for its log line. */
   ref?: string;
-  logged?: boolean;
 }
 
 interface FrontDoorDeps {
-  readonly apiPrefix: string;
   readonly trustProxy: readonly string[];
-  readonly peerAddress: (request: Request) => string | null;
   readonly rateLimiter: RateLimiter;
   readonly log: Logger;
 }
 
 /**
- * What every request meets first: its client address (after trusted proxies), the rate limit, the
- * URL size limit, and at the end one log line. A limited request is answered here, before any
- * route, body or audit work, so refusals cannot be written faster than the budget allows.
+ * What every request meets first: its client address (after trusted proxies), the rate limit of its
+ * endpoint's budget, the URL size limit, and at the end one log line. A limited request is answered
+ * here, before any body or audit work, so refusals cannot be written faster than the budget allows.
  */
 export function frontDoor(d: FrontDoorDeps) {
-  const states = new WeakMap<Request, RequestState>();
   const resolve = clientAddressResolver(d.trustProxy);
 
   // A client sends many requests from one peer address: its parsed and formatted forms are kept.
@@ -52,108 +53,45 @@ export function frontDoor(d: FrontDoorDeps) {
     return c;
   };
 
-  const newState = (request: Request): RequestState => {
-    // Without trusted proxies X-Forwarded-For is never believed, so it is not even read.
-    const c = clientOf(d.peerAddress(request), d.trustProxy.length === 0 ? null : request.headers.get("x-forwarded-for"));
-    return { start: performance.now(), address: c.address, group: c.group };
-  };
-
-  const stateOf = (request: Request): RequestState => {
-    let s = states.get(request);
-    if (!s) states.set(request, (s = newState(request)));
-    return s;
-  };
-
-  /** The path and query of a request's URL (already normalised by the runtime), without parsing it again. */
-  const pathAndQuery = (url: string) => {
-    const start = url.indexOf("/", url.indexOf("//") + 2);
-    const hash = url.indexOf("#", start);
-    return url.slice(start, hash < 0 ? undefined : hash);
-  };
-
-  /**
-   * The rate limit, then the URL size limit. Answers a limited request (429) itself; throws the
-   * URL-size refusal; otherwise gives the RateLimit headers every answer carries.
-   */
-  const admit = async (request: Request, s = stateOf(request)): Promise<{ limited: Response | null; headers: Record<string, string> | null }> => {
-    const target = pathAndQuery(request.url);
-    const query = target.indexOf("?");
-    const pathname = query < 0 ? target : target.slice(0, query);
-    const apiPath = pathname.startsWith(d.apiPrefix) ? pathname.slice(d.apiPrefix.length) : pathname;
-    const decision = await d.rateLimiter.check(budgetOf(apiPath), s.group);
-    if (decision?.limited) {
-      s.status = 429;
-      logLine(request, s, 429);
-      const limited = errorResponse(
-        new KeyturnError("rate_limited", `Too many requests from this address; try again in ${decision.retryAfter} s.`),
-        { ...decision.headers },
-      );
-      return { limited, headers: decision.headers };
-    }
-    // An empty query (`?` alone) is not part of url.search; the limit has always counted url.search.
-    const measured = query === target.length - 1 ? pathname : target;
-    if (Buffer.byteLength(measured) > MAX_URL_BYTES)
-      throw new KeyturnError("invalid_request", `The path and query are limited to ${MAX_URL_BYTES} bytes.`);
-    return { limited: null, headers: decision?.headers ?? null };
-  };
-
-  const logLine = (request: Request, s: RequestState, status: number) => {
-    if (s.logged) return;
-    s.logged = true;
-    const url = request.url;
-    const pathStart = url.indexOf("/", url.indexOf("//") + 2);
-    const query = url.indexOf("?", pathStart);
-    const path = url.slice(pathStart, query < 0 ? undefined : query);
-    d.log.info("request", {
-      address: s.address,
-      method: request.method,
-      path: path.length > MAX_LOGGED_PATH ? path.slice(0, MAX_LOGGED_PATH) + "…" : path,
-      status,
-      ms: Math.round((performance.now() - s.start) * 10) / 10,
-      ...(s.ref ? { ref: s.ref } : {}),
-    });
-  };
-
   return {
-    /** The client's address for audit lines and logs. */
-    address: (request: Request) => stateOf(request).address,
-
-    // Arrow functions: Elysia reads a hook's source to learn what it uses, and cannot read minified methods.
-    admit,
-
-    onRequest: async ({ request, set }: { request: Request; set: { headers: Record<string, unknown> } }) => {
-      const { limited, headers } = await admit(request);
-      if (headers) Object.assign(set.headers, headers);
-      if (limited) return limited;
+    begin(request: Request, peer: string | null): RequestState {
+      // Without trusted proxies X-Forwarded-For is never believed, so it is not even read.
+      const c = clientOf(peer, d.trustProxy.length === 0 ? null : request.headers.get("x-forwarded-for"));
+      return { start: performance.now(), address: c.address, group: c.group };
     },
 
-    /** Called by the error handler with the refusal it answered. */
-    refused(request: Request, status: number, ref: string | undefined) {
-      const s = stateOf(request);
-      s.status = status;
-      s.ref = ref;
+    /**
+     * The rate limit, then the URL size limit. Answers a limited request (429) itself; throws the
+     * URL-size refusal; otherwise gives the RateLimit headers every answer carries.
+     */
+    async admit(s: RequestState, budget: Budget, target: Target): Promise<{ limited: Response | null; headers: Record<string, string> | null }> {
+      const decision = await d.rateLimiter.check(budget, s.group);
+      if (decision?.limited) {
+        const limited = errorResponse(
+          new KeyturnError("rate_limited", `Too many requests from this address; try again in ${decision.retryAfter} s.`),
+          { ...decision.headers },
+        );
+        return { limited, headers: null };
+      }
+      // The runtime percent-encodes the URL, so its characters are its bytes.
+      if (target.path.length + (target.query ? target.query.length + 1 : 0) > MAX_URL_BYTES)
+        throw new KeyturnError("invalid_request", `The path and query are limited to ${MAX_URL_BYTES} bytes.`);
+      return { limited: null, headers: decision?.headers ?? null };
     },
 
-    onAfterResponse: ({ request, set, responseValue }: { request: Request; set: { status?: unknown }; responseValue?: unknown }) => {
-      const s = stateOf(request);
-      const status =
-        s.status ?? (responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : 200);
-      logLine(request, s, status);
-    },
-
-    // The fast path keeps its request's state itself (a WeakMap entry per request costs more than
-    // the rest of the front door) and hands it over only when a refusal needs it by request.
-    /** A request's state, not yet tracked: for the fast path. */
-    begin: newState,
-
-    /** Tracks a state from `begin`, for the error handler and the audit line's address. */
-    track(request: Request, s: RequestState) {
-      states.set(request, s);
-    },
-
-    /** The log line of a request answered outside Elysia (the fast path). */
-    answered(request: Request, s: RequestState, status: number) {
-      logLine(request, s, s.status ?? status);
+    /** The request's one log line. */
+    logLine(request: Request, target: Target, s: RequestState, status: number) {
+      const path = target.path;
+      d.log.info("request", {
+        address: s.address,
+        method: request.method,
+        path: path.length > MAX_LOGGED_PATH ? path.slice(0, MAX_LOGGED_PATH) + "…" : path,
+        status,
+        ms: Math.round((performance.now() - s.start) * 10) / 10,
+        ...(s.ref ? { ref: s.ref } : {}),
+      });
     },
   };
 }
+
+export type FrontDoor = ReturnType<typeof frontDoor>;

@@ -2,11 +2,13 @@ import type { TSchema } from "@sinclair/typebox";
 import type { Variant } from "../config/variants";
 import type { ErrorCode } from "../domain/errors";
 import { ErrorBody } from "./answer-schemas";
-import type { RouteDoc } from "./api-routes";
+import type { Endpoint } from "./endpoint";
+import { MAX_JSON_BODY } from "./body";
+import { MAX_URL_BYTES } from "./front-door";
 import { STATUS_OF } from "./status";
 
-/** Refusals any route can give, whatever it does. */
-const ALWAYS: readonly ErrorCode[] = ["rate_limited", "internal_error"];
+/** Refusals any endpoint can give, whatever it does (invalid_request: a path and query over the limit). */
+export const ALWAYS_ERRORS: readonly ErrorCode[] = ["rate_limited", "internal_error", "invalid_request"];
 
 const HEADER_DOCS: Record<string, string> = {
   "Retry-After": "Whole seconds until the address's budget allows another request",
@@ -18,6 +20,7 @@ const HEADER_DOCS: Record<string, string> = {
   "Accept-Ranges": "bytes",
   "Content-Range": "bytes a-b/length, or bytes */length on 416",
   "Content-Length": "Size of the body in bytes",
+  Allow: "The methods the path answers",
 };
 
 /** Plain JSON Schema: TypeBox's symbol keys dropped. */
@@ -30,7 +33,7 @@ function headers(names: readonly string[]) {
 /** One response per status, naming the error codes that give it; the error field enumerates them. */
 function errorResponses(codes: readonly ErrorCode[]) {
   const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of [...new Set([...codes, ...ALWAYS])]) {
+  for (const code of [...new Set([...codes, ...ALWAYS_ERRORS])]) {
     const status = STATUS_OF[code];
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
@@ -41,6 +44,7 @@ function errorResponses(codes: readonly ErrorCode[]) {
     const extra = [
       ...(status === 429 ? ["Retry-After"] : []),
       ...(status === 401 && list.some((c) => c.startsWith("entitlement_")) ? ["WWW-Authenticate"] : []),
+      ...(status === 416 ? ["Content-Range"] : []),
     ];
     out[String(status)] = {
       description: list.join(", "),
@@ -51,7 +55,7 @@ function errorResponses(codes: readonly ErrorCode[]) {
   return out;
 }
 
-function operation(route: RouteDoc) {
+function operation(route: Endpoint, method: string) {
   const parameters = [
     ...(route.params ?? []).map((p) => ({
       name: p.name,
@@ -73,37 +77,41 @@ function operation(route: RouteDoc) {
     success["200"] = {
       description: "Success",
       headers: headers(["RateLimit-Policy", "RateLimit"]),
-      content: { "application/json": { schema: plain(route.answer) } },
+      ...(method !== "head" ? { content: { "application/json": { schema: plain(route.answer) } } } : {}),
     };
   for (const [status, a] of Object.entries(route.answers ?? {}))
     success[status] = {
       description: a.description,
       headers: headers([...(a.headers ?? []), "RateLimit-Policy", "RateLimit"]),
-      ...(a.content && route.method !== "HEAD" ? { content: a.content } : {}),
+      ...(a.content && method !== "head" ? { content: a.content } : {}),
     };
   return {
-    summary: route.summary,
-    operationId: `${route.method.toLowerCase()}${route.path.replace(/[{}]/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? "").toUpperCase())}`,
-    security: route.bearer ? [{ bearer: [] }] : [],
+    summary: method === "head" ? `The headers of GET ${route.path}, without the body` : route.summary,
+    operationId: `${method}${route.path.replace(/[{}]/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? "").toUpperCase())}`,
+    security: route.auth === "entitlement" ? [{ bearer: [] }] : [],
     ...(parameters.length ? { parameters } : {}),
-    ...(route.body
+    ...(route.body && method !== "head"
       ? { requestBody: { required: true, content: { "application/json": { schema: plain(route.body) } } } }
       : {}),
     responses: { ...success, ...errorResponses(route.errors) },
   };
 }
 
-/** The OpenAPI 3.1 document of one variant's API, made from the route table. */
-export function openApiDocument(variant: Variant, routes: readonly RouteDoc[], version: string) {
+/** The OpenAPI 3.1 document of one variant's API, made from the route table (every GET also answers HEAD). */
+export function openApiDocument(variant: Variant, endpoints: readonly Endpoint[], version: string) {
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const route of routes) (paths[route.path] ??= {})[route.method.toLowerCase()] = operation(route);
+  for (const e of endpoints) {
+    const item = (paths[e.path] ??= {});
+    item[e.method.toLowerCase()] = operation(e, e.method.toLowerCase());
+    if (e.method === "GET") item.head = operation(e, "head");
+  }
   return {
     openapi: "3.1.0",
     info: {
       title: `keyturn Update and License API (${variant.name})`,
       version,
       description:
-        "Licensing and updates for desktop programs. Every answer that is not a file is JSON; every refusal is the error body, with the status its code maps to. Bodies are JSON up to 16 KiB.",
+        `Licensing and updates for desktop programs. Every answer that is not a file is JSON; every refusal is the error body, with the status its code maps to. Bodies are JSON up to ${MAX_JSON_BODY / 1024} KiB; a path and query over ${MAX_URL_BYTES} bytes is 400 invalid_request. A method a path does not answer is 405 method_not_allowed with an Allow header naming those it does (components.responses.MethodNotAllowed). Requests whose headers exceed the server's limit are answered 431 by the HTTP server itself, with no body.`,
     },
     // Relative: resolved against wherever the document was fetched from (the site, or a mirror).
     servers: [{ url: "/api/v1" }],
@@ -112,6 +120,13 @@ export function openApiDocument(variant: Variant, routes: readonly RouteDoc[], v
         bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "Authorization: Bearer <entitlement token>" },
       },
       schemas: { ErrorBody: plain(ErrorBody) },
+      responses: {
+        MethodNotAllowed: {
+          description: "method_not_allowed: the path answers only the methods named in Allow",
+          headers: headers(["Allow"]),
+          content: { "application/json": { schema: plain(ErrorBody) } },
+        },
+      },
     },
     paths,
   };

@@ -2,15 +2,7 @@ import type { Logger } from "../config/log";
 import type { Rate } from "../config/parse";
 import type { Clock } from "../domain/clock";
 import type { RateLimitStore } from "../store/rate-limit";
-
-export type Budget = "signin" | "api";
-
-/** The sign-in budget's paths (below /api/v1): where a key or a sign-in is tried. */
-const SIGNIN_PATHS = new Set(["/licenses/activate", "/auth/identity/challenge", "/auth/identity/exchange"]);
-
-export function budgetOf(apiPath: string): Budget {
-  return SIGNIN_PATHS.has(apiPath) ? "signin" : "api";
-}
+import type { Budget } from "./endpoint";
 
 export interface RateDecision {
   readonly limited: boolean;

@@ -1,0 +1,73 @@
+import type { Static, TSchema } from "@sinclair/typebox";
+import type { AuditAction, RequestContext } from "../domain/audit";
+import type { ErrorCode } from "../domain/errors";
+import type { Principal } from "../domain/licensing";
+
+/** Every endpoint is below this prefix. */
+export const API_PREFIX = "/api/v1";
+
+/** Which rate budget a request counts against (see docs/architecture.md, "Budget"). */
+export type Budget = "signin" | "api";
+
+/** Who may call an endpoint: anyone, or the holder of an entitlement token (checked by the dispatcher). */
+export type Auth = "none" | "entitlement";
+
+/** A path or query parameter as documented; `values` are the only ones the endpoint answers. */
+export interface ParamDoc {
+  readonly name: string;
+  readonly description: string;
+  readonly values?: readonly string[];
+}
+
+/** An answer beyond the endpoint's JSON success (files, 206, 304, 416). */
+export interface ExtraAnswer {
+  readonly description: string;
+  readonly content?: Record<string, { schema: Record<string, unknown> }>;
+  /** Headers the answer always carries. */
+  readonly headers?: readonly string[];
+}
+
+/** What a handler is given: the request and what the dispatcher already established about it. */
+export interface Call<B = unknown> {
+  readonly request: Request;
+  /** Path parameters, percent-decoded; null for one that is not valid percent-encoded UTF-8. */
+  readonly params: Readonly<Record<string, string | null>>;
+  /** The query string without `?` ("" when none). */
+  readonly query: string;
+  /** The JSON body checked against `body` (undefined when the endpoint takes none). */
+  readonly body: B;
+  /** The bearer's entitlement (for `auth: "entitlement"`). */
+  readonly principal: Principal;
+  /** Who asked, for audit lines. */
+  readonly context: RequestContext;
+}
+
+/**
+ * One endpoint, declared once. Routing, HEAD, 405 with Allow, the bearer check, the rate budget,
+ * the audit action of its refusals and the OpenAPI document are all derived from this.
+ */
+export interface Endpoint<S extends TSchema | undefined = TSchema | undefined> {
+  readonly method: "GET" | "POST";
+  /** Below the API prefix, with `{param}` segments. */
+  readonly path: string;
+  readonly summary: string;
+  readonly auth: Auth;
+  readonly budget: Budget;
+  readonly audit: AuditAction;
+  readonly params?: readonly ParamDoc[];
+  readonly query?: readonly ParamDoc[];
+  readonly body?: S;
+  /** Checked after the bearer and before the body is read (a feature switched off answers first). */
+  readonly precondition?: () => void;
+  /** The JSON success answer (200); endpoints that serve files use `answers` instead. */
+  readonly answer?: TSchema;
+  readonly answers?: Readonly<Record<string, ExtraAnswer>>;
+  /** Refusals beyond those every endpoint can give (see ALWAYS_ERRORS in openapi.ts). */
+  readonly errors: readonly ErrorCode[];
+  readonly handler: (call: Call<S extends TSchema ? Static<S> : undefined>) => Promise<Response> | Response;
+}
+
+/** Declares an endpoint with its body type inferred from its schema. */
+export function endpoint<S extends TSchema | undefined = undefined>(e: Endpoint<S>): Endpoint {
+  return e as unknown as Endpoint;
+}

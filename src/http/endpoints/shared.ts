@@ -1,0 +1,11 @@
+import type { ErrorCode } from "../../domain/errors";
+
+/** Refusals of an endpoint that reads a JSON body. */
+export const BODY_ERRORS: readonly ErrorCode[] = ["invalid_request", "unsupported_media_type", "payload_too_large"];
+/** Refusals of a bad or missing entitlement token. */
+export const BEARER_ERRORS: readonly ErrorCode[] = ["entitlement_invalid", "entitlement_expired", "entitlement_revoked"];
+/** Refusals of a license that can no longer be used. */
+export const LICENSE_STATE_ERRORS: readonly ErrorCode[] = ["license_revoked", "license_expired"];
+
+/** Answers that carry an entitlement token must never be stored by a cache on the way. */
+export const NO_STORE = { "cache-control": "no-store" } as const;

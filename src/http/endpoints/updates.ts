@@ -1,0 +1,97 @@
+import { lstatSync } from "node:fs";
+import type { Logger } from "../../config/log";
+import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
+import { KeyturnError } from "../../domain/errors";
+import type { ReleaseHolder } from "../../domain/releases/holder";
+import { isInstallerName } from "../../domain/releases/manifest";
+import { installerEtag } from "../../domain/releases/release-index";
+import { endpoint, type Endpoint, type ExtraAnswer, type ParamDoc } from "../endpoint";
+import { serveBytes, serveFile } from "../file-serving";
+import { BEARER_ERRORS, LICENSE_STATE_ERRORS } from "./shared";
+
+const FILE_HEADERS = ["ETag", "Cache-Control", "Accept-Ranges"];
+
+/** The documented answers of the update files beyond refusals. */
+const UPDATE_ANSWERS: Record<string, ExtraAnswer> = {
+  "200": {
+    description:
+      "The manifest or its signature, byte for byte as signed (Accept-Ranges: none); or the whole installer (Accept-Ranges: bytes)",
+    content: {
+      "application/json": { schema: { description: "The signed manifest" } },
+      "application/jose": { schema: { type: "string", description: "Detached compact JWS over the manifest's bytes" } },
+      "application/octet-stream": { schema: { type: "string", format: "binary" } },
+    },
+    headers: [...FILE_HEADERS, "Content-Length"],
+  },
+  "206": {
+    description: "One byte range of the installer (Range: bytes=a-b, a-, -n; If-Range honoured)",
+    content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+    headers: ["Content-Range", "ETag", "Accept-Ranges"],
+  },
+  "304": { description: "If-None-Match matched the ETag", headers: ["ETag"] },
+};
+
+/**
+ * GET /updates/{product}/{channel}/{platform}/{file} (no {product} when the variant has none): the
+ * newest live release's manifest, its `.sig`, or the installer of any live release of that lane.
+ * Files are found in the release index by exact name, never by joining the URL onto a path, so no
+ * request can reach a file outside the tree.
+ */
+export function updateEndpoints(v: Variant, releases: ReleaseHolder, log: Logger): Endpoint[] {
+  const withProduct = v.products.length > 0;
+  const sigFile = `${v.manifestFile}.sig`;
+  const params: ParamDoc[] = [
+    ...(withProduct ? [{ name: "product", description: "A product of this variant", values: v.products }] : []),
+    { name: "channel", description: "Update channel", values: CHANNELS },
+    { name: "platform", description: "Platform of the installation", values: PLATFORMS },
+    {
+      name: "file",
+      description: `${v.manifestFile} (the manifest), ${sigFile} (its detached JWS), or the installer file name a live release's manifest names`,
+    },
+  ];
+  return [
+    endpoint({
+      method: "GET",
+      path: `/updates/${withProduct ? "{product}/" : ""}{channel}/{platform}/{file}`,
+      summary: "The newest live release's manifest, its signature, or an installer of a live release",
+      auth: "entitlement",
+      budget: "api",
+      audit: "update",
+      params,
+      answers: UPDATE_ANSWERS,
+      errors: [...BEARER_ERRORS, ...LICENSE_STATE_ERRORS, "channel_not_allowed", "no_release", "not_found", "range_not_satisfiable", "unavailable"],
+      handler: async ({ request, params: p, principal }) => {
+        const product = withProduct ? (p.product ?? "") : null;
+        const channel = p.channel ?? "";
+        const platform = p.platform ?? "";
+        const file = p.file ?? "";
+        const known =
+          (product === null || v.products.includes(product)) &&
+          (CHANNELS as readonly string[]).includes(channel) &&
+          (PLATFORMS as readonly string[]).includes(platform) &&
+          (file === v.manifestFile || file === sigFile || isInstallerName(file));
+        if (!known) throw new KeyturnError("not_found", "There is nothing at this address.");
+        if (!principal.claims.chn.includes(channel))
+          throw new KeyturnError("channel_not_allowed", `The entitlement does not include the ${channel} channel.`);
+
+        const index = await releases.ready();
+        const latest = index.latest(product, channel, platform);
+        if (!latest) throw new KeyturnError("no_release", `Nothing has been released on ${[product, channel, platform].filter(Boolean).join("/")}.`);
+        if (file === v.manifestFile) return serveBytes(request, latest.manifestBytes, latest.manifestEtag, "application/json");
+        if (file === sigFile) return serveBytes(request, latest.signatureBytes, latest.signatureEtag, "application/jose");
+
+        const release = index.installer(product, channel, platform, file);
+        if (!release) throw new KeyturnError("not_found", "There is nothing at this address.");
+        // The index knows the installer had its declared size when scanned; if it changed since (being
+        // replaced in place), refuse rather than send a body that disagrees with the manifest.
+        const onDisk = lstatSync(release.installerPath, { throwIfNoEntry: false });
+        if (!onDisk?.isFile() || onDisk.size !== release.manifest.size) {
+          log.warn("installer changed on disk since the last scan", { folder: release.folder });
+          void releases.rescan();
+          throw new KeyturnError("unavailable", "The installer is being replaced; try again shortly.");
+        }
+        return serveFile(request, release.installerPath, release.manifest.size, installerEtag(release), release.manifest.installer);
+      },
+    }),
+  ];
+}

@@ -1,0 +1,18 @@
+import type { AppServices } from "./deps";
+import type { Endpoint } from "./endpoint";
+import { identityEndpoints } from "./endpoints/identity";
+import { licensingEndpoints } from "./endpoints/licensing";
+import { releasesEndpoints } from "./endpoints/releases";
+import { siteEndpoints } from "./endpoints/site";
+import { updateEndpoints } from "./endpoints/updates";
+
+/** Every endpoint of the API, each declared once. `openapi` gives the document made from this table. */
+export function routeTable(s: AppServices, openapi: () => string): Endpoint[] {
+  return [
+    ...licensingEndpoints(s.licensing),
+    ...updateEndpoints(s.variant, s.releases, s.log),
+    ...releasesEndpoints(s.variant, s.releases),
+    ...identityEndpoints(s.staffSignIn),
+    ...siteEndpoints(s.site, openapi),
+  ];
+}
