@@ -35,12 +35,12 @@ async function readLimited(request: Request): Promise<string> {
   if (!request.body) throw new KeyturnError("invalid_request", "The request needs a JSON body.");
   // A declared length is the most the runtime reads (the framing ends the body there): read it in
   // one call. Chunked bodies are counted as they arrive.
-  if (declared !== null) return decodeUtf8(new Uint8Array(await request.arrayBuffer()));
+  if (declared !== null) return decodeUtf8(new Uint8Array(await request.arrayBuffer().catch(unreadable)));
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    const { done, value } = await reader.read().catch(unreadable);
     if (done) break;
     size += value.byteLength;
     if (size > MAX_JSON_BODY) {
@@ -69,6 +69,11 @@ function parseJson(text: string): unknown {
   } catch {
     throw new KeyturnError("invalid_request", "The body is not valid JSON.");
   }
+}
+
+/** The client closed the connection mid-body or framed it wrongly: its fault, not ours (no internal_error). */
+function unreadable(): never {
+  throw new KeyturnError("invalid_request", "The body could not be read: the connection closed before its end, or its framing is malformed.");
 }
 
 function tooLarge(): KeyturnError {

@@ -6,7 +6,7 @@ import { jsonBody, type BodyReader } from "./body";
 import type { Endpoint } from "./endpoint";
 import type { FrontDoor, RequestState } from "./front-door";
 import type { Refusals } from "./refusal";
-import { targetOf } from "./target";
+import { hasValidHost, targetOf } from "./target";
 
 interface DispatchDeps {
   readonly prefix: string;
@@ -73,6 +73,10 @@ export function dispatcher(d: DispatchDeps) {
       if (admitted.limited) response = admitted.limited;
       else {
         rateHeaders = admitted.headers;
+        // RFC 9112 3.2: a request with a missing, empty or invalid Host is answered 400.
+        if (!hasValidHost(request.url)) throw new KeyturnError("invalid_request", "The Host header is missing or not a valid host.");
+        // keyturn is no proxy: a tunnel request is malformed here, whatever its target.
+        if (request.method === "CONNECT") throw new KeyturnError("invalid_request", "CONNECT is not served here.");
         if (!route) {
           const miss = unrouted(request.method, target.path);
           audit = miss.audit;
