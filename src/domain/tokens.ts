@@ -81,6 +81,8 @@ export class TokenSigner {
  */
 export class TokenVerifier {
   private readonly cache = new Map<string, EntitlementClaims>();
+  /** Verifications answered from the cache, and those that checked a signature (for metrics). */
+  readonly lookups = { hits: 0, misses: 0 };
 
   constructor(
     private readonly variant: Variant,
@@ -94,9 +96,13 @@ export class TokenVerifier {
     const nowSec = Math.floor(this.clock() / 1000);
     const cached = this.cache.get(token);
     if (cached) {
-      if (nowSec < cached.exp) return cached;
+      if (nowSec < cached.exp) {
+        this.lookups.hits++;
+        return cached;
+      }
       this.cache.delete(token);
     }
+    this.lookups.misses++;
     const claims = await this.verifyUncached(token);
     if (this.cacheSize > 0) {
       if (this.cache.size >= this.cacheSize) this.cache.delete(this.cache.keys().next().value!);

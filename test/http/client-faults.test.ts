@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { connect } from "node:net";
-import type { Logger } from "../../src/config/log";
+import { createLogger, type Logger } from "../../src/config/log";
 import { testSite, type TestSite } from "../helpers";
 
 // Issue 13, item 7: a client dropping mid-body, bad chunk framing, a missing or invalid Host and
@@ -8,12 +8,10 @@ import { testSite, type TestSite } from "../helpers";
 // audit line that says what happened.
 
 const logged: { level: string; message: string; fields?: Record<string, unknown> }[] = [];
-const log: Logger = {
-  debug() {},
-  info: (message, fields) => void logged.push({ level: "info", message, fields }),
-  warn: (message, fields) => void logged.push({ level: "warn", message, fields }),
-  error: (message, fields) => void logged.push({ level: "error", message, fields }),
-} as Logger;
+const log: Logger = createLogger("json", "debug", (line) => {
+  const { level, msg, ...fields } = JSON.parse(line) as Record<string, unknown>;
+  logged.push({ level: String(level), message: String(msg), fields });
+});
 
 let site: TestSite;
 let port: number;
@@ -31,7 +29,7 @@ function send(bytes: string, abort = false): Promise<string> {
   return new Promise((resolve) => {
     const socket = connect(port, "127.0.0.1");
     const chunks: Buffer[] = [];
-    socket.on("data", (c) => chunks.push(c));
+    socket.on("data", (c: Buffer) => chunks.push(c));
     socket.on("close", () => resolve(Buffer.concat(chunks).toString()));
     socket.on("error", () => resolve(Buffer.concat(chunks).toString()));
     socket.write(bytes);
@@ -60,6 +58,7 @@ test("bad chunk framing is answered 400 and not logged as our error", async () =
   await settled();
   expect(answer).toStartWith("HTTP/1.1 400");
   expect(logged.filter((l) => l.message === "unexpected error")).toEqual([]);
+  expect(logged.some((l) => l.message === "request" && l.fields?.status === 400)).toBe(true);
   expect(logged.some((l) => l.message === "request" && l.fields?.status === 500)).toBe(false);
 });
 

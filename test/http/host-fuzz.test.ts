@@ -34,7 +34,7 @@ function raw(host: Buffer, target: string): Promise<string> {
       host,
       Buffer.from(`\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`),
     ]);
-    socket.on("data", (c) => chunks.push(c));
+    socket.on("data", (c: Buffer) => chunks.push(c));
     socket.on("close", () => resolve(Buffer.concat(chunks).toString("latin1")));
     socket.on("error", () => resolve(Buffer.concat(chunks).toString("latin1")));
     socket.write(head);

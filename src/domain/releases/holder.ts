@@ -16,6 +16,8 @@ export interface ReleaseHolderOptions extends Omit<ScanOptions, "hashInstallers"
   readonly maxWaitMs?: number;
   /** Where the last index is kept between starts (index-snapshot.ts); none when null or absent. */
   readonly snapshotFile?: string | null;
+  /** The clock of `builtAt`. */
+  readonly clock?: () => number;
 }
 
 /**
@@ -46,6 +48,7 @@ export class ReleaseHolder {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private firstChangeAt = 0;
   private readonly signatures: SignatureCache;
+  private swappedAt: number | null = null;
   private scanned = false;
   private snapshot: LoadedSnapshot | null = null;
   /** The live releases of the index now, with their files: a scan takes those still the same files unread. */
@@ -59,6 +62,16 @@ export class ReleaseHolder {
   /** The index now, or null before the first scan has finished. */
   get current(): ReleaseIndex | null {
     return this.index;
+  }
+
+  /** The folders the last scan skipped, each with its reason. */
+  get skipped(): ReadonlyMap<string, string> {
+    return this.lastProblems;
+  }
+
+  /** When the index now served was swapped in (ms since the epoch), or null before the first. */
+  get builtAt(): number | null {
+    return this.swappedAt;
   }
 
   /** The index now; before the first scan has finished, waits for it. */
@@ -167,6 +180,7 @@ export class ReleaseHolder {
   private swapIn(index: ReleaseIndex): ReleaseIndex {
     const first = this.index === null;
     this.index = index;
+    this.swappedAt = (this.opts.clock ?? Date.now)();
     if (first) this.resolveFirst();
     return index;
   }
