@@ -13,6 +13,7 @@ import { releaseKeysOf } from "../domain/releases/signature";
 import { Site } from "../domain/site";
 import { TokenSigner, TokenVerifier } from "../domain/tokens";
 import type { AppServices } from "../http/deps";
+import { createMetrics } from "../http/metrics";
 import { RateLimiter } from "../http/rate-limit";
 import { MemoryRateLimitStore } from "../store/memory-rate-limit";
 import { sharedRateLimitStore } from "../store/rate-limit-fallback";
@@ -90,6 +91,7 @@ export async function compose(
     signatures: SignatureCache.open(config.databaseUrl ? null : join(config.dataDir, "release-signatures.cache")),
     snapshotFile: config.databaseUrl ? null : join(config.dataDir, "release-index.snapshot"),
     log,
+    clock,
   });
   // The first scan starts once the caller has started listening (after this turn of the event
   // loop), so a big tree does not delay the first answer; update requests wait for the index.
@@ -98,6 +100,7 @@ export async function compose(
   const sharedCounters = config.rateLimit.store ? sharedRateLimitStore(config.rateLimit.store, memoryCounters, log) : null;
   const rateLimitStore = opts.rateLimitStore ?? sharedCounters ?? memoryCounters;
   const rateLimiter = new RateLimiter(rateLimitStore, config.rateLimit, clock, log);
+  const rateLimits = () => (!sharedCounters ? "per-process" : sharedCounters.degraded ? "per-process (shared store unreachable)" : "shared");
   const site = new Site({
     variant: config.variant,
     version: VERSION,
@@ -106,8 +109,11 @@ export async function compose(
     releasesDir: config.releasesDir,
     releasesReady: () => releases.current !== null,
     staffSignIn: config.identity !== null,
-    rateLimits: () => (!sharedCounters ? "per-process" : sharedCounters.degraded ? "per-process (shared store unreachable)" : "shared"),
+    rateLimits,
   });
+  const metrics = config.metricsListen
+    ? createMetrics({ clock, releases, tokenLookups: verifier.lookups, pingRecords: () => store.ping(), rateLimits })
+    : undefined;
   return {
     config,
     store,
@@ -125,6 +131,7 @@ export async function compose(
       site,
       staffSignIn,
       releases,
+      metrics,
     },
   };
 }

@@ -4,6 +4,7 @@ import { Admin } from "../domain/admin";
 import { startRetention } from "../domain/retention";
 import { createApp } from "../http/app";
 import { VERSION } from "../version";
+import { startMetricsListener } from "./metrics-listener";
 import { compose } from "./compose";
 import { demoSettings, ensureDemoKeys, ensureDemoLicense, printDemoBanner } from "./demo";
 import { out } from "./io";
@@ -39,6 +40,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   const retention = startRetention({ store, clock: services.clock, log, auditRetentionSeconds: config.auditRetentionSeconds });
   const app = createApp(services);
   const transport = startTransport(config, app.handle, log);
+  const metricsListener = config.metricsListen && services.metrics ? startMetricsListener(config.metricsListen, services.metrics, log) : null;
   const listenUrl = transport.url;
   const { mode, why } = transportMode(config);
   log.info("transport", { mode, why });
@@ -64,6 +66,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
       log.info("shutting down: no new connections, finishing requests in flight", { signal, timeoutSeconds: config.shutdownTimeoutSeconds });
       services.releases.close();
       retention.stop();
+      void metricsListener?.stop(true);
       const { drained } = await transport.stop(config.shutdownTimeoutSeconds * 1000);
       if (!drained) log.warn("shutdown timeout: closed connections whose requests had not finished");
       await rateLimitStore.close();

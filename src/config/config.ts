@@ -50,6 +50,8 @@ export interface Config {
   readonly idleTimeoutSeconds: number;
   /** How long a shutdown waits for in-flight requests before closing their connections. */
   readonly shutdownTimeoutSeconds: number;
+  /** Where GET /metrics is served (a listener of its own), or null when metrics are off. */
+  readonly metricsListen: { readonly host: string; readonly port: number } | null;
   readonly demo: boolean;
 }
 
@@ -195,6 +197,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     logLevel: logLevel as Config["logLevel"],
     idleTimeoutSeconds: idleTimeout(get("idle-timeout") ?? "10s"),
     shutdownTimeoutSeconds: parseDuration("shutdown-timeout", get("shutdown-timeout") ?? "10s"),
+    metricsListen: listenAddress("metrics-listen", get("metrics-listen")),
     demo,
   };
   return deepFreeze(config);
@@ -267,4 +270,12 @@ function deepFreeze<T>(o: T): T {
     for (const v of Object.values(o)) deepFreeze(v);
   }
   return o;
+}
+
+/** HOST:PORT (IPv6 in brackets); null when unset. */
+function listenAddress(setting: string, text: string | undefined): { host: string; port: number } | null {
+  if (text === undefined) return null;
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:\[\]]+):(\d+)$/.exec(text);
+  if (!m) throw new ConfigError(setting, `must be HOST:PORT, e.g. 127.0.0.1:9464 (got "${text}")`);
+  return { host: m[1]!.replace(/^\[|\]$/g, ""), port: parseInteger(setting, m[2]!, 0, 65535) };
 }

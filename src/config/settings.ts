@@ -42,6 +42,7 @@ export const SETTINGS: readonly SettingSpec[] = [
   { flag: "log-level", kind: "string", default: "info", help: "debug, info, warn or error" },
   { flag: "idle-timeout", kind: "string", default: "10s", help: "close a connection that sends or takes nothing this long (at most 255s)" },
   { flag: "shutdown-timeout", kind: "string", default: "10s", help: "on SIGTERM/SIGINT, how long in-flight requests may take to finish" },
+  { flag: "metrics-listen", kind: "string", help: "HOST:PORT of a separate listener serving GET /metrics (Prometheus text format); off when unset" },
   { flag: "demo", kind: "boolean", default: "false", help: "development keys, a demo license and the example releases" },
 ];
 

@@ -25,6 +25,7 @@ export function createApp(services: AppServices) {
     front: frontDoor(services),
     refuse: refusals(services),
     authenticate: (request) => services.licensing.authenticate(bearerToken(request)),
+    metrics: services.metrics,
   });
   const peerOf = services.peerAddress ?? (() => null);
   /** Answers one request; `peer` is the socket's address (else services.peerAddress decides). */

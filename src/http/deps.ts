@@ -6,6 +6,7 @@ import type { Licensing } from "../domain/licensing";
 import type { StaffSignIn } from "../domain/identity/staff-sign-in";
 import type { ReleaseHolder } from "../domain/releases/holder";
 import type { Site } from "../domain/site";
+import type { Metrics } from "./metrics";
 import type { RateLimiter } from "./rate-limit";
 
 /** What createApp is built from; cli/compose.ts assembles it, tests too. */
@@ -29,4 +30,6 @@ export interface AppServices {
   readonly trustProxy: readonly string[];
   /** Health and metadata (GET /health, /meta). */
   readonly site: Site;
+  /** Prometheus metrics, when `--metrics-listen` is set. */
+  readonly metrics?: Metrics;
 }

@@ -5,6 +5,7 @@ import type { Principal } from "../domain/licensing";
 import { jsonBody, type BodyReader } from "./body";
 import type { Endpoint } from "./endpoint";
 import type { FrontDoor, RequestState } from "./front-door";
+import type { Metrics } from "./metrics";
 import type { Refusals } from "./refusal";
 import { hasValidHost, targetOf } from "./target";
 
@@ -15,6 +16,8 @@ interface DispatchDeps {
   readonly refuse: Refusals;
   /** The bearer check of `auth: "entitlement"` endpoints; throws the entitlement_* refusal. */
   readonly authenticate: (request: Request) => Promise<Principal>;
+  /** Told every answered request (metrics), when metrics are on. */
+  readonly metrics?: Metrics;
 }
 
 /** An endpoint made ready to answer: its body reader compiled, its parameters' names known. */
@@ -90,6 +93,7 @@ export function dispatcher(d: DispatchDeps) {
     if (rateHeaders) for (const name in rateHeaders) response.headers.set(name, rateHeaders[name]!);
     if (request.method === "HEAD") response = await withoutBody(response);
     d.front.logLine(request, target, s, response.status);
+    d.metrics?.observe(route?.endpoint, response.status, s.code, (performance.now() - s.start) / 1000);
     return response;
   };
 }

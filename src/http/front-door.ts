@@ -23,6 +23,8 @@ export interface RequestState {
   readonly group: string;
   /** The audit reference of the request's refusal, for its log line. */
   ref?: string;
+  /** The error code of the request's refusal, for metrics. */
+  code?: string;
 }
 
 interface FrontDoorDeps {
@@ -67,6 +69,7 @@ export function frontDoor(d: FrontDoorDeps) {
     async admit(s: RequestState, budget: Budget, target: Target): Promise<{ limited: Response | null; headers: Record<string, string> | null }> {
       const decision = await d.rateLimiter.check(budget, s.group);
       if (decision?.limited) {
+        s.code = "rate_limited";
         const limited = errorResponse(
           new KeyturnError("rate_limited", `Too many requests from this address; try again in ${decision.retryAfter} s.`),
           { ...decision.headers },

@@ -47,6 +47,7 @@ export function refusals(d: RefusalDeps) {
       }
     }
     s.ref = err.ref;
+    s.code = err.code;
     return errorResponse(err);
   };
 }
