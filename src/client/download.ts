@@ -114,7 +114,7 @@ export async function downloadInstaller(transport: Transport, path: string, rele
     } else {
       throw await refusal(res);
     }
-    await receive(res, part, resumeFrom, release.size, restarted, opts);
+    await receive(res, part, status === 206 ? resumeFrom : 0, release.size, restarted, opts);
   }
 
   const hash = createHash("sha256");
