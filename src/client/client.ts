@@ -1,0 +1,231 @@
+import type { Device } from "./device.js";
+import { downloadInstaller, type DownloadOptions, type DownloadResult } from "./download.js";
+import { KeyturnClientError } from "./errors.js";
+import { KeySet, type PublicKeys } from "./keys.js";
+import { parseManifest, verifyManifestSignature, type Lane, type Release } from "./manifest.js";
+import { offlineRequestCode, tokenOfAnswerCode, type OfflineRequest } from "./offline.js";
+import { verifyEntitlementToken, type VerifiedToken } from "./token.js";
+import { checkBaseUrl, refusal, Transport, type FetchLike } from "./transport.js";
+import { clientVariant, type ClientVariant, type VariantName } from "./variants.js";
+import { compareVersions } from "./versions.js";
+
+export interface ClientOptions {
+  readonly variant: VariantName;
+  /** The site's base URL (https): the `iss` of its tokens. */
+  readonly issuer: string;
+  /** Where requests go, when not to `issuer` (a mirror, a local proxy, a test on loopback). */
+  readonly baseUrl?: string;
+  /** The license public keys compiled into the program, by kid (SPKI, base64). */
+  readonly licenseKeys: PublicKeys;
+  /** The release public keys compiled into the program, by kid (SPKI, base64). */
+  readonly releaseKeys?: PublicKeys;
+  /** The program's product (alpha and beta; absent in gamma), channel (default stable) and platform (default win-x64). */
+  readonly product?: string;
+  readonly channel?: string;
+  readonly platform?: string;
+  /** Clock difference tolerated when checking exp and nbf offline, in seconds (default 60). */
+  readonly toleranceSec?: number;
+  /** Milliseconds since the epoch (default Date.now). */
+  readonly now?: () => number;
+  readonly fetch?: FetchLike;
+}
+
+export interface Entitlement {
+  readonly id: string;
+  readonly kind: "license" | "staff";
+  readonly licensee: string;
+  readonly organization: string;
+  readonly plan: string;
+  readonly planTitle: string;
+  readonly channels: readonly string[];
+  readonly issued: string;
+  readonly expires: string;
+  readonly seats: { readonly used: number; readonly total: number };
+}
+
+/** What activate, refresh and exchange give: the token (already verified offline) and the entitlement. */
+export interface Activation {
+  readonly token: string;
+  readonly entitlement: Entitlement;
+  readonly verified: VerifiedToken;
+}
+
+export interface Current {
+  readonly entitlement: Entitlement;
+  readonly activation: Readonly<Record<string, unknown>>;
+}
+
+export interface Identity {
+  readonly enabled: boolean;
+  readonly issuer: string | null;
+  readonly clientId: string | null;
+  readonly scopes?: readonly string[];
+  readonly maxAge: number;
+}
+
+export interface UpdateCheck {
+  /** The newest release the site serves this installation, signature and fields checked; null when none. */
+  readonly release: Release | null;
+  /** The release is newer than the running version. */
+  readonly available: boolean;
+  /** An available release the vendor marked critical. */
+  readonly critical: boolean;
+  /** The running version is below the release's minimumVersion: the program should not run on. */
+  readonly required: boolean;
+  /** The manifest's exact bytes, as signed. */
+  readonly manifest: Uint8Array | null;
+}
+
+export interface VerifyOptions {
+  /** This installation's device hash (see deviceHash). */
+  readonly deviceHash: string;
+  /** The `seen` returned by the previous verification, persisted by the program. */
+  readonly lastSeen?: number;
+}
+
+const MAX_MANIFEST = 256 * 1024;
+
+export class KeyturnClient {
+  readonly variant: ClientVariant;
+  readonly issuer: string;
+  private readonly transport: Transport;
+  private readonly licenseKeys: KeySet;
+  private readonly releaseKeys: KeySet;
+  private readonly lane: Lane;
+  private readonly toleranceSec: number;
+  private readonly now: () => number;
+
+  constructor(o: ClientOptions) {
+    this.variant = clientVariant(o.variant);
+    this.issuer = checkBaseUrl(o.issuer, "issuer", false);
+    const baseUrl = o.baseUrl === undefined ? this.issuer : checkBaseUrl(o.baseUrl, "baseUrl", true);
+    this.transport = new Transport(baseUrl, o.fetch ?? ((input, init) => fetch(input, init)));
+    this.licenseKeys = new KeySet(o.licenseKeys);
+    this.releaseKeys = new KeySet(o.releaseKeys ?? {});
+    const hasProducts = this.variant.products.length > 0;
+    if (hasProducts && o.product !== undefined && !this.variant.products.includes(o.product))
+      throw new TypeError(`product must be one of ${this.variant.products.join(", ")}`);
+    if (!hasProducts && o.product !== undefined) throw new TypeError(`${this.variant.name} has no products`);
+    this.lane = { ...(o.product !== undefined ? { product: o.product } : {}), channel: o.channel ?? "stable", platform: o.platform ?? "win-x64" };
+    this.toleranceSec = o.toleranceSec ?? 60;
+    this.now = o.now ?? Date.now;
+  }
+
+  /** Checks a token offline against the compiled-in license keys (see verifyEntitlementToken for the order). */
+  verifyToken(token: string, o: VerifyOptions): Promise<VerifiedToken> {
+    return verifyEntitlementToken(token, {
+      variant: this.variant,
+      issuer: this.issuer,
+      keys: this.licenseKeys,
+      deviceHash: o.deviceHash,
+      now: this.now(),
+      toleranceSec: this.toleranceSec,
+      ...(o.lastSeen !== undefined ? { lastSeen: o.lastSeen } : {}),
+    });
+  }
+
+  /** POST /licenses/activate. */
+  activate(key: string, device: Device, signal?: AbortSignal): Promise<Activation> {
+    return this.activation("/licenses/activate", { key, device }, device, undefined, signal);
+  }
+
+  /** POST /entitlements/refresh: a new token for the same installation. */
+  refresh(token: string, device: Device, signal?: AbortSignal): Promise<Activation> {
+    return this.activation("/entitlements/refresh", { device }, device, token, signal);
+  }
+
+  /** GET /entitlements/current: the entitlement as the site's records have it today. */
+  current(token: string, signal?: AbortSignal): Promise<Current> {
+    return this.transport.json<Current>("GET", "/entitlements/current", { token, ...(signal ? { signal } : {}) });
+  }
+
+  /** POST /entitlements/deactivate: gives the seat back; the token stops working at once. */
+  async deactivate(token: string, signal?: AbortSignal): Promise<void> {
+    await this.transport.json("POST", "/entitlements/deactivate", { token, ...(signal ? { signal } : {}) });
+  }
+
+  /** Staff sign-in, step 1: GET /auth/identity (issuer, client id, maxAge to send as max_age). */
+  identity(signal?: AbortSignal): Promise<Identity> {
+    return this.transport.json<Identity>("GET", "/auth/identity", signal ? { signal } : {});
+  }
+
+  /** Staff sign-in, step 2: POST /auth/identity/challenge; the nonce goes to the issuer's authorization request. */
+  challenge(device: Device, signal?: AbortSignal): Promise<{ nonce: string; expires: string }> {
+    return this.transport.json("POST", "/auth/identity/challenge", { body: { device }, ...(signal ? { signal } : {}) });
+  }
+
+  /** Staff sign-in, step 4: POST /auth/identity/exchange with the issuer's ID token; answers like activate. */
+  exchange(idToken: string, device: Device, signal?: AbortSignal): Promise<Activation> {
+    return this.activation("/auth/identity/exchange", { id_token: idToken, device }, device, undefined, signal);
+  }
+
+  private async activation(path: string, body: unknown, device: Device, token: string | undefined, signal?: AbortSignal): Promise<Activation> {
+    const answer = await this.transport.json<{ token?: unknown; entitlement?: Entitlement }>("POST", path, {
+      body,
+      ...(token !== undefined ? { token } : {}),
+      ...(signal ? { signal } : {}),
+    });
+    if (typeof answer.token !== "string" || typeof answer.entitlement !== "object")
+      throw new KeyturnClientError("bad_answer", "The site's answer has no token.");
+    const verified = await this.verifyToken(answer.token, { deviceHash: device.hash });
+    return { token: answer.token, entitlement: answer.entitlement, verified };
+  }
+
+  /** The update path below /api/v1 of a file of this program's lane. */
+  updatePath(file: string, lane: Lane = this.lane): string {
+    const product = this.variant.products.length > 0 ? lane.product : undefined;
+    if (this.variant.products.length > 0 && product === undefined) throw new TypeError("product is required in this variant");
+    return ["/updates", ...(product !== undefined ? [product] : []), lane.channel, lane.platform, file].map((s, i) => (i === 0 ? s : encodeURIComponent(s))).join("/");
+  }
+
+  /**
+   * Fetches the lane's manifest and its `.sig` with the token, checks the signature against the
+   * compiled-in release keys, checks the manifest is for this lane, and compares versions.
+   */
+  async checkForUpdate(currentVersion: string, o: { token: string; channel?: string; signal?: AbortSignal }): Promise<UpdateCheck> {
+    const lane = { ...this.lane, ...(o.channel !== undefined ? { channel: o.channel } : {}) };
+    const path = this.updatePath(this.variant.manifestFile, lane);
+    let manifest: Uint8Array;
+    try {
+      manifest = await this.fetchBytes(path, o.token, o.signal);
+    } catch (e) {
+      if (e instanceof KeyturnClientError && e.code === "no_release") return { release: null, available: false, critical: false, required: false, manifest: null };
+      throw e;
+    }
+    const sig = await this.fetchBytes(`${path}.sig`, o.token, o.signal);
+    const signedBy = await verifyManifestSignature(manifest, sig, this.variant, this.releaseKeys);
+    const release = parseManifest(manifest, this.variant, lane, signedBy);
+    const available = compareVersions(release.version, currentVersion) > 0;
+    return {
+      release,
+      available,
+      critical: available && release.critical,
+      required: release.minimumVersion !== undefined && compareVersions(currentVersion, release.minimumVersion) < 0,
+      manifest,
+    };
+  }
+
+  /** Downloads a release's installer to `file`, resuming `<file>.part` (see download.ts). */
+  downloadInstaller(release: Release, file: string, o: DownloadOptions): Promise<DownloadResult> {
+    const lane = { ...(release.product !== undefined ? { product: release.product } : {}), channel: release.channel, platform: release.platform };
+    return downloadInstaller(this.transport, this.updatePath(release.installer, lane), release, file, o);
+  }
+
+  /** The request code of an offline activation (see offline.ts). */
+  offlineRequestCode(request: OfflineRequest): string {
+    return offlineRequestCode(request);
+  }
+
+  /** Accepts an offline activation's answer code: the token, verified offline for this device. */
+  acceptAnswerCode(answer: string, o: VerifyOptions): Promise<VerifiedToken> {
+    return this.verifyToken(tokenOfAnswerCode(answer), o);
+  }
+
+  private async fetchBytes(path: string, token: string, signal?: AbortSignal): Promise<Uint8Array> {
+    const res = await this.transport.send(path, { method: "GET", token, ...(signal ? { signal } : {}) });
+    if (!res.ok) throw await refusal(res);
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    if (bytes.length > MAX_MANIFEST) throw new KeyturnClientError("bad_answer", "The manifest is too large.");
+    return bytes;
+  }
+}

@@ -1,0 +1,14 @@
+/**
+ * keyturn's client kit: what an installed program needs to talk to a keyturn site and to check
+ * its answers offline. Runs on Node >= 20, Bun and Electron's main process; depends on jose only.
+ */
+export { KeyturnClient, type Activation, type ClientOptions, type Current, type Entitlement, type Identity, type UpdateCheck, type VerifyOptions } from "./client.js";
+export { deviceHash, loadDeviceId, newDeviceId, type Device, type DeviceIdStorage } from "./device.js";
+export { partialPaths, type DownloadOptions, type DownloadProgress, type DownloadResult } from "./download.js";
+export { KeyturnClientError, type ClientErrorCode, type SignatureReason, type TokenReason } from "./errors.js";
+export { KeySet, type PublicKeys } from "./keys.js";
+export { parseManifest, verifyManifestSignature, type Lane, type Release } from "./manifest.js";
+export { offlineRequestCode, readOfflineRequestCode, tokenOfAnswerCode, type OfflineRequest } from "./offline.js";
+export { verifyEntitlementToken, type EntitlementClaims, type TokenCheck, type VerifiedToken } from "./token.js";
+export { CLIENT_VARIANTS, clientVariant, type ClientVariant, type VariantName } from "./variants.js";
+export { compareVersions } from "./versions.js";
