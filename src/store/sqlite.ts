@@ -134,6 +134,7 @@ export class SqliteStore implements Store {
         VALUES ($nonceHash, $installation, $created, $expires, NULL)`),
       consumeChallenge: s("UPDATE challenges SET used = ? WHERE nonce_hash = ? AND used IS NULL RETURNING *"),
       challengeExists: s("SELECT 1 FROM challenges WHERE nonce_hash = ?"),
+      challengeByHash: s("SELECT * FROM challenges WHERE nonce_hash = ?"),
       pruneChallenges: s("DELETE FROM challenges WHERE expires < ?"),
       insertAudit: s(`INSERT INTO audit (ref, time, address, action, activation_id, license_id, outcome, error)
         VALUES ($ref, $time, $address, $action, $activationId, $licenseId, $outcome, $error)`),
@@ -258,6 +259,11 @@ export class SqliteStore implements Store {
 
   async createChallenge(c: ChallengeRecord): Promise<void> {
     this.q.insertChallenge.run({ nonceHash: c.nonceHash, installation: c.installation, created: c.created, expires: c.expires });
+  }
+
+  async findChallenge(nonceHash: string): Promise<ChallengeRecord | null> {
+    const r = this.q.challengeByHash.get(nonceHash) as Row | null;
+    return r ? challengeFromRow(r) : null;
   }
 
   async consumeChallenge(nonceHash: string, now: number): Promise<ConsumeResult> {
