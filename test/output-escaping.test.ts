@@ -147,6 +147,12 @@ describe("commands", () => {
     expectEscaped(unknown.stderr);
   });
 
+  test("backup: a target file named with control characters", async () => {
+    const r = await admin("backup", "--to", join(site.dir, `copy${HOSTILE}.sqlite`));
+    expect(r.code).toBe(0);
+    expectEscaped(r.stdout);
+  });
+
   test("keys generate: a keys directory named with control characters", async () => {
     const dir = tempDir();
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
