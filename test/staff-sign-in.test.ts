@@ -392,6 +392,37 @@ describe("refusals, one token for each", () => {
     expect((await signIn(site, device("gamma"), { roles: STAFF_GROUP })).status).toBe(200);
   });
 
+  test("a refused token does not use up its challenge: the same nonce then signs in with a good token", async () => {
+    // Issue 13, item 8: "staff freshness is checked only after the nonce is consumed (a stale ID
+    // token burns the challenge)".
+    const site = await staffSite("gamma", { "identity-max-age": "300s" });
+    const dev = device("gamma");
+    const { nonce } = await challenge(site, dev);
+    const now = Math.floor(clock() / 1000);
+    expectRefusal(await exchange(site, await issuer.mint({ nonce, auth_time: now - 301 }), dev), 401, "stale_authentication");
+    expectRefusal(await exchange(site, await issuer.mint({ nonce, auth_time: undefined }), dev), 401, "stale_authentication");
+    expectRefusal(await exchange(site, await issuer.mint({ nonce, iat: now - 120, auth_time: now - 120 }), dev), 401, "token_invalid");
+    expectRefusal(await exchange(site, await issuer.mint({ nonce, amr: ["pwd"] }), dev), 403, "mfa_required");
+    expectRefusal(await exchange(site, await issuer.mint({ nonce, groups: ["everyone"] }), dev), 403, "not_in_required_group");
+    const good = await issuer.mint({ nonce });
+    expect((await exchange(site, good, dev)).status).toBe(200);
+    // Used once it succeeded: the spec's token_replayed.
+    expectRefusal(await exchange(site, good, dev), 409, "token_replayed");
+    expectRefusal(await exchange(site, await issuer.mint({ nonce, amr: ["pwd"] }), dev), 409, "token_replayed");
+  });
+
+  test("another installation's attempt, or a late one, still uses the challenge up", async () => {
+    const site = await staffSite();
+    const dev = device("gamma");
+    const stolen = await challenge(site, dev);
+    expectRefusal(await exchange(site, await issuer.mint({ nonce: stolen.nonce }), device("gamma")), 401, "challenge_unknown");
+    expectRefusal(await exchange(site, await issuer.mint({ nonce: stolen.nonce }), dev), 409, "token_replayed");
+    const late = await challenge(site, dev);
+    clock.advance(10 * 60_000 + 1000);
+    expectRefusal(await exchange(site, await issuer.mint({ nonce: late.nonce }), dev), 401, "challenge_unknown");
+    expectRefusal(await exchange(site, await issuer.mint({ nonce: late.nonce }), dev), 409, "token_replayed");
+  });
+
   test("checks run in design.md's order", async () => {
     const site = await staffSite();
     const dev = device("gamma");

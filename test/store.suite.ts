@@ -248,7 +248,11 @@ export function storeSuite(label: string, backend: StoreBackend): void {
     test("challenges: consumed once, then used; unknown nonces; prune removes the expired", async () => {
       const c = { nonceHash: rnd(), installation: "inst", created: T0, expires: T0 + 300_000, used: null };
       await store.createChallenge(c);
+      expect(await store.findChallenge(c.nonceHash)).toEqual(c);
+      expect(await store.findChallenge(c.nonceHash)).toEqual(c); // reading it does not use it
+      expect(await store.findChallenge("nope")).toBeNull();
       expect(await store.consumeChallenge(c.nonceHash, T0 + 5)).toEqual({ outcome: "consumed", challenge: { ...c, used: T0 + 5 } });
+      expect(await store.findChallenge(c.nonceHash)).toEqual({ ...c, used: T0 + 5 });
       expect(await store.consumeChallenge(c.nonceHash, T0 + 6)).toEqual({ outcome: "used" });
       expect(await store.consumeChallenge("nope", T0)).toEqual({ outcome: "unknown" });
       const later = { ...c, nonceHash: rnd(), expires: T0 + 900_000 };

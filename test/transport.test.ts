@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
+import { execFileSync } from "node:child_process";
 import { copyFileSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { join } from "node:path";
@@ -15,6 +16,14 @@ const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
+
+/** "<protocol> <cipher>" that `openssl s_client` with `args` agrees with the server on, or null when the handshake fails. */
+async function handshake(port: number, args: string[]): Promise<string | null> {
+  const p = Bun.spawn(["openssl", "s_client", "-connect", `127.0.0.1:${port}`, "-servername", "localhost", ...args], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const [out] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  const m = /^New, (\S+), Cipher is (\S+)$/m.exec(out);
+  return m && m[2] !== "(NONE)" ? `${/^\s*Protocol\s*: (\S+)$/m.exec(out)?.[1] ?? m[1]} ${m[2]}` : null;
+}
 
 /** The CN of the certificate a new TLS connection to `port` is shown. */
 function certificateCN(port: number): Promise<string> {
@@ -80,6 +89,50 @@ describe("HTTPS", () => {
     cleanups.push(() => rmSync(otherDir, { recursive: true, force: true }));
     const other = makeCertificate(otherDir, "other");
     await expect(fetch(`https://localhost:${port}/api/v1/meta`, { tls: { ca: readFileSync(other.cert, "utf8") } })).rejects.toThrow();
+  });
+
+  test("TLS 1.2 offers only ECDHE with AES-GCM or ChaCha20 (no CBC-SHA1), TLS 1.3 is accepted, TLS 1.1 is not", async () => {
+    // Issue 13, item 8: "TLS offers CBC-SHA1 suites".
+    const { port, transport, dir, live } = await tlsSite();
+    const refused = ["ECDHE-ECDSA-AES128-SHA", "ECDHE-ECDSA-AES256-SHA", "ECDHE-ECDSA-AES128-SHA256", "AES128-SHA", "AES128-GCM-SHA256"];
+    const accepted = ["ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-ECDSA-CHACHA20-POLY1305"];
+    const expectSuites = async () => {
+      const [no, yes, v13, v11] = await Promise.all([
+        Promise.all(refused.map((c) => handshake(port, ["-tls1_2", "-cipher", c]))),
+        Promise.all(accepted.map((c) => handshake(port, ["-tls1_2", "-cipher", c]))),
+        handshake(port, ["-tls1_3"]),
+        handshake(port, ["-tls1_1", "-cipher", "ALL@SECLEVEL=0"]),
+      ]);
+      expect(no).toEqual(refused.map(() => null));
+      expect(yes).toEqual(accepted.map((c) => `TLSv1.2 ${c}`));
+      expect(v13).toStartWith("TLSv1.3 TLS_");
+      expect(v11).toBeNull();
+    };
+    await expectSuites();
+    // A reloaded certificate is served with the same suites.
+    const b = makeCertificate(dir, "b", "keyturn-b");
+    copyFileSync(b.cert, live.cert);
+    copyFileSync(b.key, live.key);
+    expect(await transport.reloadTls()).toBe(true);
+    await expectSuites();
+  });
+
+  test("with an RSA certificate: ECDHE-RSA with GCM, never its CBC suites", async () => {
+    const site = await testSite("gamma");
+    cleanups.push(() => site.close());
+    const dir = tempDir("keyturn-rsa-");
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const cert = join(dir, "rsa.crt");
+    const key = join(dir, "rsa.key");
+    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost"], { stdio: "ignore" });
+    const transport = startTransport({ ...site.composed.config, port: 0, tls: { certFile: cert, keyFile: key } }, (r) => site.app.handle(r), silentLogger);
+    cleanups.push(() => void transport.stop(1000));
+    const port = Number(new URL(transport.url).port);
+    for (const cbc of ["ECDHE-RSA-AES128-SHA", "ECDHE-RSA-AES256-SHA", "AES128-SHA", "AES256-GCM-SHA384"])
+      expect(await handshake(port, ["-tls1_2", "-cipher", cbc])).toBeNull();
+    expect(await handshake(port, ["-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256"])).toBe("TLSv1.2 ECDHE-RSA-AES128-GCM-SHA256");
+    expect(await handshake(port, ["-tls1_2", "-cipher", "ECDHE-RSA-CHACHA20-POLY1305"])).toBe("TLSv1.2 ECDHE-RSA-CHACHA20-POLY1305");
+    expect(await handshake(port, ["-tls1_3"])).toStartWith("TLSv1.3 TLS_");
   });
 
   test("plain HTTP carries no HSTS", async () => {

@@ -1,7 +1,7 @@
 import { readSettings, toConfig } from "../config/config";
 import { ConfigError } from "../config/parse";
 import { BackupError, backupSqlite } from "../store/sqlite-backup";
-import { out, printJson, UsageError } from "./io";
+import { err, out, printJson, UsageError } from "./io";
 
 const USAGE = "keyturn backup --to FILE [--data DIR] --variant V [--json]";
 
@@ -25,7 +25,7 @@ export async function backupCommand(args: string[], env: Record<string, string |
     return 0;
   } catch (e) {
     if (!(e instanceof BackupError)) throw e;
-    process.stderr.write(`keyturn: ${e.message}\n`);
+    err(`keyturn: ${e.message}`);
     return 1;
   }
 }

@@ -1,4 +1,5 @@
 import { ConfigError } from "../config/parse";
+import { escapeControl, escapeJsonControl } from "../config/text";
 import { KeyturnError } from "../domain/errors";
 
 /** A wrong invocation: printed with the command's usage line, exit code 2. */
@@ -11,12 +12,22 @@ export class UsageError extends Error {
   }
 }
 
+/**
+ * One line for people on stdout. Its control characters are escaped (escapeControl): device names,
+ * versions and release folders come from outside. Print several lines with several calls.
+ */
 export function out(line = ""): void {
-  process.stdout.write(line + "\n");
+  process.stdout.write(escapeControl(line) + "\n");
 }
 
+/** One line for people on stderr, escaped like out(). */
+export function err(line: string): void {
+  process.stderr.write(escapeControl(line) + "\n");
+}
+
+/** One JSON value on stdout: still JSON, with the characters JSON.stringify leaves raw escaped too. */
 export function printJson(value: unknown): void {
-  out(JSON.stringify(value, null, 2));
+  process.stdout.write(escapeJsonControl(JSON.stringify(value, null, 2)) + "\n");
 }
 
 /**
@@ -28,15 +39,16 @@ export async function runCommand(body: () => Promise<number | void>): Promise<nu
     return (await body()) ?? 0;
   } catch (e) {
     if (e instanceof ConfigError) {
-      process.stderr.write(`keyturn: --${e.setting}: ${e.message}\n`);
+      err(`keyturn: --${e.setting}: ${e.message}`);
       return 2;
     }
     if (e instanceof UsageError) {
-      process.stderr.write(`keyturn: ${e.message}\nusage: ${e.usage}\n`);
+      err(`keyturn: ${e.message}`);
+      for (const line of `usage: ${e.usage}`.split("\n")) err(line);
       return 2;
     }
     if (e instanceof KeyturnError) {
-      process.stderr.write(`keyturn: ${e.message} (${e.code})\n`);
+      err(`keyturn: ${e.message} (${e.code})`);
       return 1;
     }
     throw e;

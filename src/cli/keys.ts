@@ -1,6 +1,6 @@
 import { VARIANTS, type VariantName } from "../config/variants";
 import { defaultKid, generateKeyFiles, KeyExistsError, parseKid, type KeyPurpose } from "../domain/keys";
-import { out, printJson, UsageError } from "./io";
+import { err, out, printJson, UsageError } from "./io";
 import { parseArgs } from "node:util";
 
 const USAGE = "keyturn keys generate --variant alpha|beta|gamma [--purpose license|release] [--kid KID] [--keys DIR] [--json]";
@@ -40,7 +40,7 @@ export async function keysCommand(args: string[], env: Record<string, string | u
     return 0;
   } catch (e) {
     if (e instanceof KeyExistsError) {
-      process.stderr.write(`keyturn: ${e.message}; refusing to overwrite it\n`);
+      err(`keyturn: ${e.message}; refusing to overwrite it`);
       return 1;
     }
     throw e;

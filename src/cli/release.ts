@@ -9,7 +9,7 @@ import { parseManifest } from "../domain/releases/manifest";
 import { ReleaseProblem } from "../domain/releases/problem";
 import { checkInstallerHash, checkInstallerSize, placeOfManifestPath, ReleaseTreeUnreadable, scanReleaseTree, treeLevels } from "../domain/releases/scan";
 import { releaseKeysOf, signManifest } from "../domain/releases/signature";
-import { out, UsageError } from "./io";
+import { err, out, UsageError } from "./io";
 
 const USAGE = [
   "keyturn release sign --key KID.pem MANIFEST              (writes MANIFEST.sig)",
@@ -50,7 +50,7 @@ function sign(args: string[]): number {
     privateKey = createPrivateKey(readFileSync(values.key, "utf8"));
     if (privateKey.asymmetricKeyDetails?.namedCurve !== "prime256v1") throw new Error("not a P-256 key");
   } catch (e) {
-    process.stderr.write(`keyturn: cannot use ${values.key}: ${(e as Error).message}\n`);
+    err(`keyturn: cannot use ${values.key}: ${(e as Error).message}`);
     return 1;
   }
   const manifestPath = resolve(positionals[0]!);
@@ -64,7 +64,7 @@ function sign(args: string[]): number {
     checkInstallerHash(installer, manifest);
   } catch (e) {
     if (!(e instanceof ReleaseProblem)) throw e;
-    process.stderr.write(`keyturn: not signed: ${positionals[0]}: ${e.message}\n`);
+    err(`keyturn: not signed: ${positionals[0]}: ${e.message}`);
     return 1;
   }
   const sigPath = `${manifestPath}.sig`;
@@ -94,7 +94,7 @@ async function check(args: string[], env: Record<string, string | undefined>): P
     result = await scanReleaseTree(root, { variant, releaseKeys, hashInstallers: true });
   } catch (e) {
     if (!(e instanceof ReleaseTreeUnreadable)) throw e;
-    process.stderr.write(`keyturn: ${e.message}\n`);
+    err(`keyturn: ${e.message}`);
     return 1;
   }
   const lines = [

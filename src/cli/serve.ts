@@ -22,7 +22,7 @@ export function serveHelp(): string {
 /** `keyturn serve`: validates the settings, opens records and keys, and serves the API. */
 export async function serveCommand(args: string[], env: Record<string, string | undefined>): Promise<number> {
   if (args.includes("--help") || args.includes("-h")) {
-    out(serveHelp());
+    for (const line of serveHelp().split("\n")) out(line);
     return 0;
   }
   const read = readSettings(args, env);

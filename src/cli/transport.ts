@@ -14,6 +14,21 @@ export const HSTS = "max-age=31536000";
  */
 const MAX_REQUEST_BODY = 512 * MAX_JSON_BODY;
 
+/**
+ * TLS 1.2 suites offered: forward secrecy (ECDHE) with an AEAD cipher (AES-GCM, ChaCha20-Poly1305),
+ * for ECDSA and RSA certificates alike; no CBC (SHA-1 MACs, padding oracles), no static RSA key
+ * exchange. TLS 1.3 suites are all AEAD and stay as the runtime has them; TLS 1.0 and 1.1 have none
+ * of these suites, so nothing below 1.2 is negotiated.
+ */
+export const TLS12_CIPHERS = [
+  "ECDHE-ECDSA-AES128-GCM-SHA256",
+  "ECDHE-RSA-AES128-GCM-SHA256",
+  "ECDHE-ECDSA-AES256-GCM-SHA384",
+  "ECDHE-RSA-AES256-GCM-SHA384",
+  "ECDHE-ECDSA-CHACHA20-POLY1305",
+  "ECDHE-RSA-CHACHA20-POLY1305",
+].join(":");
+
 export type Handler = (request: Request, peer: string | null) => Response | Promise<Response>;
 
 export interface Transport {
@@ -42,7 +57,7 @@ export function transportMode(config: Config): { mode: string; why: string } {
 export function startTransport(config: Config, handler: Handler, log: Logger): Transport {
   const tls = config.tls;
   const readTls = () =>
-    tls ? { cert: readFileSync(tls.certFile, "utf8"), key: readFileSync(tls.keyFile, "utf8") } : undefined;
+    tls ? { cert: readFileSync(tls.certFile, "utf8"), key: readFileSync(tls.keyFile, "utf8"), ciphers: TLS12_CIPHERS } : undefined;
 
   const fetch = async (request: Request, server: Server<undefined>) => {
     const response = await handler(request, server.requestIP(request)?.address ?? null);

@@ -1,7 +1,7 @@
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { VARIANTS, type Variant, type VariantName } from "./variants";
-import { envName, SETTINGS } from "./settings";
+import { envName, MAX_IDENTITY_MAX_AGE, MAX_SHUTDOWN_TIMEOUT, MAX_TOKEN_TTL, SETTINGS } from "./settings";
 import {
   ConfigError,
   parseBoolean,
@@ -181,7 +181,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     port,
     tls: certFile && keyFile ? { certFile, keyFile } : null,
     allowPlainHttp,
-    tokenTtlSeconds: parseDuration("token-ttl", get("token-ttl") ?? "7d"),
+    tokenTtlSeconds: parseDuration("token-ttl", get("token-ttl") ?? "7d", MAX_TOKEN_TTL),
     tokenCacheSize: parseInteger("token-cache-size", get("token-cache-size") ?? "10000", 0, 10_000_000),
     rateLimit: {
       signin: parseRate("rate-limit-signin", get("rate-limit-signin") ?? "20/60s"),
@@ -196,7 +196,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     logFormat,
     logLevel: logLevel as Config["logLevel"],
     idleTimeoutSeconds: idleTimeout(get("idle-timeout") ?? "10s"),
-    shutdownTimeoutSeconds: parseDuration("shutdown-timeout", get("shutdown-timeout") ?? "10s"),
+    shutdownTimeoutSeconds: parseDuration("shutdown-timeout", get("shutdown-timeout") ?? "10s", MAX_SHUTDOWN_TIMEOUT),
     metricsListen: listenAddress("metrics-listen", get("metrics-listen")),
     demo,
   };
@@ -214,7 +214,7 @@ function identityConfig(get: (flag: string) => string | undefined): IdentityConf
   const issuer = get("identity-issuer");
   const clientId = get("identity-client-id");
   const groups = parseList(get("identity-groups") ?? "");
-  const maxAgeSeconds = parseDuration("identity-max-age", get("identity-max-age") ?? "600s");
+  const maxAgeSeconds = parseDuration("identity-max-age", get("identity-max-age") ?? "600s", MAX_IDENTITY_MAX_AGE);
   if (!issuer || !clientId || groups.length === 0) return null;
   const url = parseUrl("identity-issuer", issuer, ["https:", "http:"]);
   if (url.protocol === "http:" && !isLoopbackHost(url.hostname))

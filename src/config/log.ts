@@ -1,6 +1,11 @@
 import { writeSync } from "node:fs";
+import { escapeControl, escapeJsonControl } from "./text";
 
-/** One line per event, JSON or text, on stderr. Callers never pass secrets (tokens, keys, nonces). */
+/**
+ * One line per event, JSON or text, on stderr. Callers never pass secrets (tokens, keys, nonces).
+ * Control characters in messages and fields (a device name, a folder name) are escaped in both
+ * formats, so a line can neither act on a terminal nor be split into forged lines.
+ */
 export type Level = "debug" | "info" | "warn" | "error";
 const RANK: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
@@ -33,12 +38,12 @@ export function createLogger(
   const log = (level: Level, msg: string, fields: Record<string, unknown> = {}) => {
     if (RANK[level] < min) return;
     const time = isoNow();
-    if (format === "json") write(JSON.stringify({ time, level, msg, ...fields }));
+    if (format === "json") write(escapeJsonControl(JSON.stringify({ time, level, msg, ...fields })));
     else {
       const rest = Object.entries(fields)
-        .map(([k, v]) => `${k}=${typeof v === "string" && !/\s/.test(v) ? v : JSON.stringify(v)}`)
+        .map(([k, v]) => `${escapeControl(k)}=${typeof v === "string" && !/\s/.test(v) ? escapeControl(v) : escapeJsonControl(String(JSON.stringify(v)))}`)
         .join(" ");
-      write(`${time} ${level.toUpperCase().padEnd(5)} ${msg}${rest ? " " + rest : ""}`);
+      write(`${time} ${level.toUpperCase().padEnd(5)} ${escapeControl(msg)}${rest ? " " + rest : ""}`);
     }
   };
   return {

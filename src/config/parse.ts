@@ -14,8 +14,21 @@ export class ConfigError extends Error {
 
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 };
 
-/** `90`, `90s`, `10m`, `12h`, `7d`, `2w` → seconds. */
-export function parseDuration(setting: string, text: string): number {
+/**
+ * The longest any duration setting may be unless its own maximum is lower: ten years. 999999999w
+ * would otherwise be accepted, and a time computed from it (now plus the duration) is past what a
+ * Date can hold.
+ */
+export const MAX_DURATION = "3660d";
+
+/** `90`, `90s`, `10m`, `12h`, `7d`, `2w` → seconds; at most `max` (written the way a setting is). */
+export function parseDuration(setting: string, text: string, max = MAX_DURATION): number {
+  const seconds = durationSeconds(setting, text);
+  if (seconds > durationSeconds(setting, max)) throw new ConfigError(setting, `must be at most ${max} (got "${text}")`);
+  return seconds;
+}
+
+function durationSeconds(setting: string, text: string): number {
   const m = /^(\d{1,9})([smhdw]?)$/.exec(text.trim());
   if (!m) throw new ConfigError(setting, `malformed duration "${text}" (use e.g. 600s, 10m, 12h, 7d)`);
   const seconds = Number(m[1]) * UNIT_SECONDS[m[2] || "s"]!;
@@ -28,12 +41,15 @@ export interface Rate {
   readonly windowSeconds: number;
 }
 
+/** The longest rate window: its reset time goes to clients as Retry-After. */
+export const MAX_RATE_WINDOW = "1d";
+
 /** `20/60s`, `600/1m` → { limit, windowSeconds }. */
 export function parseRate(setting: string, text: string): Rate {
   const m = /^(\d{1,9})\/(.+)$/.exec(text.trim());
   if (!m || Number(m[1]) <= 0)
     throw new ConfigError(setting, `malformed rate "${text}" (use e.g. 20/60s: requests per window)`);
-  return { limit: Number(m[1]), windowSeconds: parseDuration(setting, m[2]!) };
+  return { limit: Number(m[1]), windowSeconds: parseDuration(setting, m[2]!, MAX_RATE_WINDOW) };
 }
 
 export function parseInteger(setting: string, text: string, min: number, max: number): number {

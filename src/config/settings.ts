@@ -1,3 +1,5 @@
+import { MAX_DURATION, MAX_RATE_WINDOW } from "./parse";
+
 /**
  * Every setting of `keyturn serve` (and of the admin commands that share them): its flag, what it
  * means and its default. Each also reads `KEYTURN_<FLAG>` and the TOML key of the same name.
@@ -9,6 +11,16 @@ export interface SettingSpec {
   readonly default?: string;
   readonly help: string;
 }
+
+/**
+ * Upper bounds of durations (every other duration: parse.ts's MAX_DURATION, ten years). A token
+ * lives at most a year and a day: past that an installation that never refreshes is not worth a
+ * signature that cannot be taken back. Shutdown waits at most an hour (timers overflow at 24.8 days,
+ * and a longer wait would fire at once); an issuer's max_age of more than a year means none.
+ */
+export const MAX_TOKEN_TTL = "366d";
+export const MAX_SHUTDOWN_TIMEOUT = "1h";
+export const MAX_IDENTITY_MAX_AGE = "366d";
 
 export const SETTINGS: readonly SettingSpec[] = [
   { flag: "variant", kind: "string", help: "alpha, beta or gamma (required; the demo defaults to alpha)" },
@@ -22,26 +34,26 @@ export const SETTINGS: readonly SettingSpec[] = [
   { flag: "tls-cert", kind: "string", help: "PEM certificate (chain); serve HTTPS itself" },
   { flag: "tls-key", kind: "string", help: "PEM private key of --tls-cert" },
   { flag: "allow-plain-http", kind: "boolean", default: "false", help: "allow plain HTTP on a non-loopback --host (behind a TLS proxy)" },
-  { flag: "token-ttl", kind: "string", default: "7d", help: "lifetime of entitlement tokens (never past the license's expiry)" },
+  { flag: "token-ttl", kind: "string", default: "7d", help: `lifetime of entitlement tokens, at most ${MAX_TOKEN_TTL} (never past the license's expiry)` },
   { flag: "token-cache-size", kind: "string", default: "10000", help: "verified tokens kept in memory (0 turns the cache off)" },
-  { flag: "rate-limit-signin", kind: "string", default: "20/60s", help: "activate, challenge, exchange: requests per window per address" },
-  { flag: "rate-limit-api", kind: "string", default: "600/60s", help: "every other endpoint: requests per window per address" },
+  { flag: "rate-limit-signin", kind: "string", default: "20/60s", help: `activate, challenge, exchange: requests per window (at most ${MAX_RATE_WINDOW}) per address` },
+  { flag: "rate-limit-api", kind: "string", default: "600/60s", help: `every other endpoint: requests per window (at most ${MAX_RATE_WINDOW}) per address` },
   { flag: "rate-limit-store", kind: "string", help: "redis://... to share rate limits between processes" },
   { flag: "trust-proxy", kind: "string", default: "", help: "CIDRs of proxies whose X-Forwarded-For is believed" },
   { flag: "identity-issuer", kind: "string", help: "OpenID issuer URL of staff sign-in" },
   { flag: "identity-client-id", kind: "string", help: "client id registered at the issuer" },
   { flag: "identity-groups", kind: "string", default: "", help: "groups allowed to sign in (comma-separated)" },
   { flag: "identity-groups-claim", kind: "string", default: "groups", help: "ID token claim that lists the groups" },
-  { flag: "identity-max-age", kind: "string", default: "600s", help: "maximum age of the sign-in at the issuer" },
+  { flag: "identity-max-age", kind: "string", default: "600s", help: `maximum age of the sign-in at the issuer, at most ${MAX_IDENTITY_MAX_AGE}` },
   { flag: "identity-mfa-values", kind: "string", default: "mfa", help: "amr values that count as a second factor" },
   { flag: "identity-scopes", kind: "string", default: "openid,profile,email", help: "scopes the program asks the issuer for" },
   { flag: "staff-organization", kind: "string", default: "Staff", help: "organization of staff entitlements" },
   { flag: "staff-seats", kind: "string", default: "5", help: "installations per staff member" },
-  { flag: "audit-retention", kind: "string", default: "90d", help: "how long audit lines are kept" },
+  { flag: "audit-retention", kind: "string", default: "90d", help: `how long audit lines are kept, at most ${MAX_DURATION}` },
   { flag: "log-format", kind: "string", default: "json", help: "json or text" },
   { flag: "log-level", kind: "string", default: "info", help: "debug, info, warn or error" },
   { flag: "idle-timeout", kind: "string", default: "10s", help: "close a connection that sends or takes nothing this long (at most 255s)" },
-  { flag: "shutdown-timeout", kind: "string", default: "10s", help: "on SIGTERM/SIGINT, how long in-flight requests may take to finish" },
+  { flag: "shutdown-timeout", kind: "string", default: "10s", help: `on SIGTERM/SIGINT, how long in-flight requests may take to finish, at most ${MAX_SHUTDOWN_TIMEOUT}` },
   { flag: "metrics-listen", kind: "string", help: "HOST:PORT of a separate listener serving GET /metrics (Prometheus text format); off when unset" },
   { flag: "demo", kind: "boolean", default: "false", help: "development keys, a demo license and the example releases" },
 ];

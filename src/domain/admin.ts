@@ -38,7 +38,7 @@ export class Admin {
     if (input.expires !== null && input.expires <= now) throw new KeyturnError("invalid_request", "expires must be in the future");
     const key = generateLicenseKey(this.variant);
     const license: LicenseRecord = {
-      id: newId("lic"),
+      id: newId("lic", now),
       kind: "license",
       keyHash: hashLicenseKey(key),
       licensee: input.licensee.trim(),

@@ -39,7 +39,8 @@ export class Audit {
 
   /** The line of a success that the store writes in the transaction of the change itself. */
   okLine(action: AuditAction, ctx: RequestContext, licenseId: string): Omit<AuditRecord, "activationId"> {
-    return { ref: newId("ref"), time: this.clock(), address: ctx.address, action, licenseId, outcome: "ok", error: null };
+    const time = this.clock();
+    return { ref: newId("ref", time), time, address: ctx.address, action, licenseId, outcome: "ok", error: null };
   }
 
   private async write(
@@ -49,10 +50,11 @@ export class Audit {
     error: string | null,
     ids: { licenseId?: string | null; activationId?: string | null },
   ): Promise<string> {
-    const ref = newId("ref");
+    const time = this.clock();
+    const ref = newId("ref", time);
     await this.store.writeAudit({
       ref,
-      time: this.clock(),
+      time,
       address: ctx.address,
       action,
       activationId: ids.activationId ?? null,

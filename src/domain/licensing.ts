@@ -99,7 +99,7 @@ export class Licensing {
       name: device.name,
       platform: device.platform,
       version: device.version,
-      newId: newId("act"),
+      newId: newId("act", now),
       now,
       audit: this.d.audit.okLine(action, ctx, license.id),
     });

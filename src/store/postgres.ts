@@ -163,6 +163,11 @@ export class PostgresStore implements Store {
       VALUES (${c.nonceHash}, ${c.installation}, ${c.created}, ${c.expires}, NULL)`;
   }
 
+  async findChallenge(nonceHash: string): Promise<ChallengeRecord | null> {
+    const [r] = await this.sql`SELECT * FROM challenges WHERE nonce_hash = ${nonceHash}`;
+    return r ? challengeFromRow(r) : null;
+  }
+
   // One conditional UPDATE: the row lock it takes makes a racing second UPDATE re-check `used`
   // after the first commits, so exactly one caller gets the row back.
   async consumeChallenge(nonceHash: string, now: number): Promise<ConsumeResult> {

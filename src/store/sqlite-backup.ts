@@ -1,5 +1,5 @@
 import { Database } from "bun:sqlite";
-import { closeSync, existsSync, openSync, unlinkSync } from "node:fs";
+import { closeSync, existsSync, fchmodSync, openSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { SQLITE_FILE } from "./sqlite";
 
@@ -27,7 +27,11 @@ export function backupSqlite(dataDir: string, file: string): BackupSummary {
     const code = (e as NodeJS.ErrnoException).code;
     throw new BackupError(code === "EEXIST" ? `${file} already exists; refusing to overwrite it` : `cannot create ${file} (${code})`);
   }
-  closeSync(fd);
+  try {
+    fchmodSync(fd, 0o600); // whatever the umask: VACUUM INTO keeps the mode of the file it fills
+  } finally {
+    closeSync(fd);
+  }
   try {
     const db = new Database(source, { create: false, strict: true });
     try {

@@ -1,4 +1,5 @@
 import { Database, type Statement } from "bun:sqlite";
+import { chmodSync, closeSync, fchmodSync, openSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { MIGRATIONS } from "./migrations";
 import { activationFromRow, auditFromRow, challengeFromRow, licenseFromRow, type Row } from "./rows";
@@ -33,7 +34,41 @@ const STATUS_CACHE_SIZE = 10_000;
 
 /** Opens (creating when needed) the records in `dataDir`, in WAL mode, and applies migrations. */
 export function openSqliteStore(dataDir: string): SqliteStore {
-  return new SqliteStore(new Database(join(dataDir, SQLITE_FILE), { create: true, strict: true }));
+  const file = join(dataDir, SQLITE_FILE);
+  makeOwnerOnly(file);
+  return new SqliteStore(new Database(file, { create: true, strict: true }));
+}
+
+/**
+ * The records (licensees, device names, addresses) are for keyturn's user alone. SQLite creates a
+ * database 0644 less the umask, whatever the directory's mode, and gives its -wal and -shm the mode
+ * of the database file; so the file is created 0600 before SQLite opens it, and one an earlier
+ * keyturn left readable to others is tightened, with the -wal and -shm it left. An existing file is
+ * changed by path, never opened here: closing a descriptor of a database would drop the locks
+ * another connection of this process holds on it. What cannot be changed (a file of another user)
+ * is left for SQLite to open or refuse as before.
+ */
+function makeOwnerOnly(file: string): void {
+  let fd: number;
+  try {
+    fd = openSync(file, "wx", 0o600);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "EEXIST") for (const f of [file, `${file}-wal`, `${file}-shm`]) tighten(f);
+    return;
+  }
+  try {
+    fchmodSync(fd, 0o600); // whatever the umask
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function tighten(file: string): void {
+  try {
+    if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+  } catch {
+    // Not there (SQLite creates it with the database's mode), or not ours.
+  }
 }
 
 export class SqliteStore implements Store {
@@ -99,6 +134,7 @@ export class SqliteStore implements Store {
         VALUES ($nonceHash, $installation, $created, $expires, NULL)`),
       consumeChallenge: s("UPDATE challenges SET used = ? WHERE nonce_hash = ? AND used IS NULL RETURNING *"),
       challengeExists: s("SELECT 1 FROM challenges WHERE nonce_hash = ?"),
+      challengeByHash: s("SELECT * FROM challenges WHERE nonce_hash = ?"),
       pruneChallenges: s("DELETE FROM challenges WHERE expires < ?"),
       insertAudit: s(`INSERT INTO audit (ref, time, address, action, activation_id, license_id, outcome, error)
         VALUES ($ref, $time, $address, $action, $activationId, $licenseId, $outcome, $error)`),
@@ -223,6 +259,11 @@ export class SqliteStore implements Store {
 
   async createChallenge(c: ChallengeRecord): Promise<void> {
     this.q.insertChallenge.run({ nonceHash: c.nonceHash, installation: c.installation, created: c.created, expires: c.expires });
+  }
+
+  async findChallenge(nonceHash: string): Promise<ChallengeRecord | null> {
+    const r = this.q.challengeByHash.get(nonceHash) as Row | null;
+    return r ? challengeFromRow(r) : null;
   }
 
   async consumeChallenge(nonceHash: string, now: number): Promise<ConsumeResult> {

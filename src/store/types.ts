@@ -138,6 +138,8 @@ export interface Store {
   deactivate(id: string, now: number): Promise<boolean>;
 
   createChallenge(challenge: ChallengeRecord): Promise<void>;
+  /** The challenge as it stands, read without using it; null when unknown. */
+  findChallenge(nonceHash: string): Promise<ChallengeRecord | null>;
   /** Marks the challenge used, atomically: of several racing callers exactly one gets "consumed". */
   consumeChallenge(nonceHash: string, now: number): Promise<ConsumeResult>;
   /** Deletes challenges that expired before `before`; returns how many. */

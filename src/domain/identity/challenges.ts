@@ -47,16 +47,35 @@ export class Challenges {
   }
 
   /**
+   * The challenge named by an ID token's nonce, for this installation, checked without using it:
+   * a token refused afterwards for a reason of its own (a stale sign-in, no second factor) leaves
+   * the sign-in to be finished with a better token. A nonce presented by another installation, or
+   * too late, is used up all the same: its ID token has left the installation it was meant for, or
+   * its time is over.
+   */
+  async find(nonce: unknown, device: Device, detail: { licenseId: string }): Promise<ChallengeRecord> {
+    if (!isNonce(nonce)) throw unknown(detail);
+    const now = this.clock();
+    const nonceHash = sha256Hex(nonce);
+    const challenge = await this.store.findChallenge(nonceHash);
+    if (challenge === null) throw unknown(detail);
+    if (challenge.used !== null) throw replayed(detail);
+    if (challenge.installation !== installationOf(this.variant, device) || challenge.expires <= now) {
+      await this.store.consumeChallenge(nonceHash, now);
+      throw unknown(detail);
+    }
+    return challenge;
+  }
+
+  /**
    * Uses the challenge named by an ID token's nonce, for this installation. The store marks it
-   * used atomically, so of two exchanges racing on one nonce exactly one gets past here. A nonce
-   * presented by another installation, or too late, is used up all the same: its ID token has
-   * left the installation it was meant for, or its time is over.
+   * used atomically, so of two exchanges racing on one nonce exactly one gets past here.
    */
   async consume(nonce: unknown, device: Device, detail: { licenseId: string }): Promise<ChallengeRecord> {
-    if (typeof nonce !== "string" || nonce.length === 0 || nonce.length > 512) throw unknown(detail);
+    if (!isNonce(nonce)) throw unknown(detail);
     const now = this.clock();
     const result = await this.store.consumeChallenge(sha256Hex(nonce), now);
-    if (result.outcome === "used") throw new KeyturnError("token_replayed", "That sign-in was already used.", detail);
+    if (result.outcome === "used") throw replayed(detail);
     if (result.outcome === "unknown") throw unknown(detail);
     const { challenge } = result;
     if (challenge.installation !== installationOf(this.variant, device) || challenge.expires <= now) throw unknown(detail);
@@ -79,6 +98,14 @@ export const CHALLENGE_KEPT_AFTER_EXPIRY_MS = 24 * 3600_000;
 
 export function challengesPrunableBefore(now: number): number {
   return now - CHALLENGE_KEPT_AFTER_EXPIRY_MS;
+}
+
+function isNonce(nonce: unknown): nonce is string {
+  return typeof nonce === "string" && nonce.length > 0 && nonce.length <= 512;
+}
+
+function replayed(detail: { licenseId: string }): KeyturnError {
+  return new KeyturnError("token_replayed", "That sign-in was already used.", detail);
 }
 
 function unknown(detail: { licenseId: string }): KeyturnError {

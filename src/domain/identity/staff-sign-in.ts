@@ -64,7 +64,12 @@ export class StaffSignIn {
     return this.challenges.issue(parseDevice(this.d.variant, rawDevice));
   }
 
-  /** Checks the ID token in design.md's order, then takes a seat of the person's staff license. */
+  /**
+   * Checks the ID token in design.md's order, then takes a seat of the person's staff license.
+   * The nonce is checked where that order puts it, but used up only once every check has passed,
+   * so a refused token does not cost the installation its sign-in (a stale auth_time is the usual
+   * case: the issuer kept an old session; the program signs in again with the same challenge).
+   */
   async exchange(idToken: string, rawDevice: unknown, ctx: RequestContext): Promise<ActivationAnswer> {
     const identity = this.requireEnabled();
     const device = parseDevice(this.d.variant, rawDevice);
@@ -77,12 +82,14 @@ export class StaffSignIn {
       nowMs: this.d.clock(),
     });
     const detail = { licenseId: staffLicenseId(claims.sub) };
-    const challenge = await this.challenges.consume(claims.nonce, device, detail);
+    const challenge = await this.challenges.find(claims.nonce, device, detail);
     if (claims.iat < Math.floor(challenge.created / 1000) - ID_TOKEN_TOLERANCE_SECONDS)
       throw invalid("it was issued before its sign-in started", detail);
     requireRecentAuthentication(claims, identity.maxAgeSeconds, this.d.clock(), detail);
     requireSecondFactor(claims, identity, detail);
     requireAllowedGroup(claims, identity, detail);
+    // A second exchange of the same nonce may have passed the same checks meanwhile: only one uses it.
+    await this.challenges.consume(claims.nonce, device, detail);
 
     const license = await this.d.store.upsertStaffLicense(this.staffLicense(claims));
     return this.d.licensing.grantSeat(license, device, ctx, "sign-in");
