@@ -50,7 +50,7 @@ const SIGN_IN_ERRORS: readonly ErrorCode[] = [
 
 const FILE_HEADERS = ["ETag", "Cache-Control"];
 
-/** Every endpoint of the spec (and design.md's additions) for one variant. */
+/** Every endpoint of the spec (and docs/architecture.md's additions) for one variant. */
 export function apiRoutes(variant: Variant): RouteDoc[] {
   const products = hasProducts(variant);
   const updateParams: PathParam[] = [

@@ -64,7 +64,7 @@ export class StaffSignIn {
     return this.challenges.issue(parseDevice(this.d.variant, rawDevice));
   }
 
-  /** Checks the ID token in design.md's order, then takes a seat of the person's staff license. */
+  /** Checks the ID token in docs/architecture.md's order, then takes a seat of the person's staff license. */
   async exchange(idToken: string, rawDevice: unknown, ctx: RequestContext): Promise<ActivationAnswer> {
     const identity = this.requireEnabled();
     const device = parseDevice(this.d.variant, rawDevice);

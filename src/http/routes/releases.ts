@@ -8,7 +8,7 @@ import { jsonText } from "../respond";
 
 const serialised = new WeakMap<ReleaseIndex, Map<string, string>>();
 
-/** GET /releases: every live release on the entitlement's channels, newest first (design.md's record). */
+/** GET /releases: every live release on the entitlement's channels, newest first (docs/architecture.md's record). */
 export function releasesRoutes(d: AppDeps) {
   const v = d.variant;
   const record = (r: Release) => {
