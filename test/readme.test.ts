@@ -1,8 +1,10 @@
-import { expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { afterAll, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { configurationReference, REFERENCE_PATH } from "../src/config/reference";
 import { envName, SETTINGS } from "../src/config/settings";
+import { tempDir } from "./helpers";
 
 const root = join(import.meta.dir, "..");
 const read = (path: string) => readFileSync(join(root, path), "utf8");
@@ -130,3 +132,64 @@ test("README names the two commands, and .ci/run runs the README's test command"
   expect(pkg.scripts.test).toContain("bun@1.4.5 test");
   expect(pkg.scripts.demo).toContain("src/main.ts serve --demo");
 });
+
+/** The shell blocks of one README section, in order. */
+function shellOf(section: string): string {
+  const start = readme.indexOf(`## ${section}\n`);
+  const end = readme.indexOf("\n## ", start + 1);
+  expect(start).toBeGreaterThanOrEqual(0);
+  return [...readme.slice(start, end).matchAll(/^```sh\n([\s\S]*?)^```/gm)].map((m) => m[1]!).join("\n");
+}
+
+const cleanup: (() => void)[] = [];
+afterAll(() => cleanup.forEach((f) => f()));
+
+const tools = ["bash", "curl", "node", "sha256sum"].filter((t) => !Bun.which(t));
+if (tools.length > 0) console.warn(`skipping the README tour: ${tools.join(", ")} not found`);
+
+test.skipIf(tools.length > 0)("the README's five-minute tour runs as written against `serve --demo`", async () => {
+  const data = tempDir("keyturn-tour-");
+  const work = tempDir("keyturn-tour-cwd-");
+  cleanup.push(() => [data, work].forEach((d) => rmSync(d, { recursive: true, force: true })));
+  const proc = Bun.spawn([process.execPath, join(root, "src/main.ts"), "serve", "--demo", "--port", "0", "--data", data, "--log-format", "json"], {
+    cwd: root,
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  cleanup.push(() => proc.kill());
+  let url = "";
+  let log = "";
+  for await (const chunk of proc.stderr) {
+    log += new TextDecoder().decode(chunk);
+    const line = log.split("\n").find((l) => l.includes('"keyturn listening"'));
+    if (line) {
+      url = JSON.parse(line).url;
+      break;
+    }
+  }
+  expect(url).toStartWith("http://127.0.0.1:");
+  const licenseFile = join(data, "demo-alpha", "demo-license.txt");
+  for (let i = 0; i < 100 && !existsSync(licenseFile); i++) await Bun.sleep(50);
+  const key = readFileSync(licenseFile, "utf8").trim();
+
+  const release = join(root, "releases.example/alpha/alpha/stable/win-x64/1.1.0/alpha-update.json");
+  const manifestBytes = readFileSync(release);
+  const etag = `"${createHash("sha256").update(manifestBytes).digest("hex")}"`;
+  const tour = shellOf("A five-minute tour");
+  // The tour's three placeholders: the address, the license the demo printed, the ETag it showed.
+  for (const placeholder of ["http://127.0.0.1:8080", "KEY=AL-…", '"<the ETag above>"']) expect(tour).toContain(placeholder);
+  const script = tour.replaceAll("http://127.0.0.1:8080", url).replace("KEY=AL-…", `KEY=${key}`).replace('"<the ETag above>"', etag);
+
+  const run = Bun.spawnSync(["bash", "-euc", script], { cwd: work, env: { PATH: process.env.PATH ?? "" } });
+  const out = run.stdout.toString();
+  expect(run.stderr.toString()).toBe("");
+  expect(run.exitCode).toBe(0);
+  expect(out).toContain('"seats":{"used":1,"total":3}');
+  expect(out).toContain(`ETag: ${etag}`);
+  // the detached signature (header, two dots, 86 characters of signature; no newline) then the 304
+  expect(out).toMatch(/eyJ[A-Za-z0-9_-]+\.\.[A-Za-z0-9_-]{86}304\n/);
+  const { sha256 } = JSON.parse(manifestBytes.toString()) as { sha256: string };
+  expect(out).toContain(`${sha256}  -`);
+  expect(out).toContain('"version":"1.2.0-beta.1"');
+  expect(out).toContain('"error":"entitlement_revoked"');
+}, 30_000);
