@@ -2,6 +2,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFi
 import { join, resolve } from "node:path";
 import type { Config } from "../config/config";
 import { VARIANTS, type VariantName } from "../config/variants";
+import { settingDefault } from "../config/settings";
 import type { Admin } from "../domain/admin";
 import { sha256Hex } from "../domain/ids";
 import { generateKeyFiles, loadKeyRing } from "../domain/keys";
@@ -15,7 +16,7 @@ import { out } from "./io";
  */
 export function demoSettings(settings: Record<string, string | undefined>, explicit: ReadonlySet<string>): void {
   const variant = (settings.variant ?? "alpha") as VariantName;
-  const home = join(settings.data && explicit.has("data") ? settings.data : "./data", `demo-${variant}`);
+  const home = join(settings.data && explicit.has("data") ? settings.data : settingDefault("data"), `demo-${variant}`);
   settings.variant = variant;
   settings.data = home;
   if (!explicit.has("keys")) settings.keys = join(home, "keys");

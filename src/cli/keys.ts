@@ -1,3 +1,4 @@
+import { resolveSetting, type Environment } from "../config/settings";
 import { VARIANTS, type VariantName } from "../config/variants";
 import { defaultKid, generateKeyFiles, KeyExistsError, parseKid, type KeyPurpose } from "../domain/keys";
 import { err, out, printJson, UsageError } from "./io";
@@ -6,7 +7,7 @@ import { parseArgs } from "node:util";
 const USAGE = "keyturn keys generate --variant alpha|beta|gamma [--purpose license|release] [--kid KID] [--keys DIR] [--json]";
 
 /** `keyturn keys generate`: a new P-256 key pair; prints the kid and the SPKI vendors compile in. */
-export async function keysCommand(args: string[], env: Record<string, string | undefined>): Promise<number> {
+export async function keysCommand(args: string[], env: Environment): Promise<number> {
   const [sub, ...rest] = args;
   if (sub !== "generate") throw new UsageError(USAGE, sub ? `unknown keys command "${sub}"` : "missing keys command");
   let values;
@@ -19,7 +20,7 @@ export async function keysCommand(args: string[], env: Record<string, string | u
   } catch (e) {
     throw new UsageError(USAGE, (e as Error).message);
   }
-  const variantName = values.variant ?? env.KEYTURN_VARIANT;
+  const variantName = resolveSetting("variant", { given: values.variant, env });
   if (!variantName || !Object.hasOwn(VARIANTS, variantName)) throw new UsageError(USAGE, "--variant must be alpha, beta or gamma");
   const variant = VARIANTS[variantName as VariantName];
   const purpose = (values.purpose ?? "license") as KeyPurpose;
@@ -28,7 +29,7 @@ export async function keysCommand(args: string[], env: Record<string, string | u
   const parsed = parseKid(kid);
   if (!parsed || parsed.variant !== variant.name || parsed.purpose !== purpose)
     throw new UsageError(USAGE, `--kid must look like ${variant.name}-${purpose}-YYYY-MM (got "${kid}")`);
-  const dir = values.keys ?? env.KEYTURN_KEYS ?? "./keys";
+  const dir = resolveSetting("keys", { given: values.keys, env })!;
   try {
     const key = generateKeyFiles(dir, kid);
     if (values.json) printJson({ kid: key.kid, spki: key.spki, file: key.privatePath });

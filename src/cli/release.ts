@@ -2,6 +2,7 @@ import { createPrivateKey } from "node:crypto";
 import { readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { resolveSetting, type Environment } from "../config/settings";
 import { VARIANT_NAMES, VARIANTS, type Variant, type VariantName } from "../config/variants";
 import { loadKeyRing, parseKid } from "../domain/keys";
 import { readRegularFile } from "../domain/releases/files";
@@ -25,7 +26,7 @@ function parse(args: string[], options: Record<string, { type: "string" }>) {
 }
 
 /** `keyturn release sign|check`. */
-export async function releaseCommand(args: string[], env: Record<string, string | undefined>): Promise<number> {
+export async function releaseCommand(args: string[], env: Environment): Promise<number> {
   const [sub, ...rest] = args;
   if (sub === "sign") return sign(rest);
   if (sub === "check") return check(rest, env);
@@ -79,12 +80,12 @@ function sign(args: string[]): number {
  * Walks a tree as the server does, and also hashes every installer: prints each release folder as
  * live or with the reason it is not. Exit code 1 when anything is wrong.
  */
-async function check(args: string[], env: Record<string, string | undefined>): Promise<number> {
+async function check(args: string[], env: Environment): Promise<number> {
   const { values, positionals } = parse(args, { releases: { type: "string" }, keys: { type: "string" }, variant: { type: "string" } });
   if (positionals.length > 0) throw new UsageError(USAGE, `unexpected argument "${positionals[0]}"`);
-  const root = values.releases ?? env.KEYTURN_RELEASES ?? "./releases";
-  const keysDir = values.keys ?? env.KEYTURN_KEYS ?? "./keys";
-  const variant = chooseVariant(values.variant ?? env.KEYTURN_VARIANT, root);
+  const root = resolveSetting("releases", { given: values.releases, env })!;
+  const keysDir = resolveSetting("keys", { given: values.keys, env })!;
+  const variant = chooseVariant(resolveSetting("variant", { given: values.variant, env }), root);
 
   const ring = await loadKeyRing(keysDir, variant);
   const releaseKeys = releaseKeysOf(ring);

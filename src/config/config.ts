@@ -1,7 +1,7 @@
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { VARIANTS, type Variant, type VariantName } from "./variants";
-import { envName, MAX_IDENTITY_MAX_AGE, MAX_SHUTDOWN_TIMEOUT, MAX_TOKEN_TTL, SETTINGS } from "./settings";
+import { CONFIG_FILE_ENV, MAX_IDENTITY_MAX_AGE, MAX_SHUTDOWN_TIMEOUT, MAX_TOKEN_TTL, resolveSetting, settingDefault, SETTINGS, type Environment } from "./settings";
 import {
   ConfigError,
   parseBoolean,
@@ -71,7 +71,7 @@ export interface ReadSettings {
  */
 export function readSettings(
   args: readonly string[],
-  env: Readonly<Record<string, string | undefined>>,
+  env: Environment,
   extra: ParseArgsOptionsConfig = {},
 ): ReadSettings {
   const options: ParseArgsOptionsConfig = { config: { type: "string" }, ...extra };
@@ -83,14 +83,13 @@ export function readSettings(
     throw new ConfigError("arguments", (e as Error).message.split("\n")[0]!);
   }
   const values = parsed.values as Record<string, string | boolean | undefined>;
-  const configFile = (values.config as string | undefined) ?? env.KEYTURN_CONFIG;
+  const configFile = (values.config as string | undefined) ?? env[CONFIG_FILE_ENV];
   const file = configFile ? readToml(configFile) : {};
 
   const settings: Record<string, string | undefined> = {};
   for (const s of SETTINGS) {
     const fromFlag = values[s.flag];
-    settings[s.flag] =
-      fromFlag !== undefined ? String(fromFlag) : (env[envName(s.flag)] ?? file[s.flag] ?? s.default);
+    settings[s.flag] = resolveSetting(s.flag, { given: fromFlag === undefined ? undefined : String(fromFlag), env, file });
   }
   const flags: Record<string, string | boolean | undefined> = {};
   for (const name of Object.keys(extra)) flags[name] = values[name];
@@ -119,10 +118,15 @@ function readToml(path: string): Record<string, string> {
   return out;
 }
 
-/** Validates the merged settings once, into one frozen object. Throws ConfigError naming the setting. */
+/**
+ * Validates the merged settings once, into one frozen object. Throws ConfigError naming the setting.
+ * A setting missing or blank in `settings` takes its default from SETTINGS (so tests may pass only
+ * the settings they care about).
+ */
 export function toConfig(settings: Readonly<Record<string, string | undefined>>, mode: Mode): Config {
   const get = (flag: string) => settings[flag]?.trim() || undefined;
-  const demo = parseBoolean("demo", get("demo") ?? "false");
+  const value = (flag: string) => get(flag) ?? settingDefault(flag);
+  const demo = parseBoolean("demo", value("demo"));
 
   const variantName = get("variant") ?? (demo ? "alpha" : undefined);
   if (!variantName) throw new ConfigError("variant", "required: alpha, beta or gamma");
@@ -130,30 +134,30 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     throw new ConfigError("variant", `unknown variant "${variantName}" (use alpha, beta or gamma)`);
   const variant = VARIANTS[variantName as VariantName];
 
-  const port = parseInteger("port", get("port") ?? "8080", 0, 65535);
+  const port = parseInteger("port", value("port"), 0, 65535);
   const baseUrlText = get("base-url") ?? (demo || mode === "admin" ? `https://localhost:${port}` : undefined);
   if (!baseUrlText) throw new ConfigError("base-url", "required: the site's https address, e.g. https://updates.example.com");
   const baseUrl = parseUrl("base-url", baseUrlText, ["https:"]).href.replace(/\/+$/, "");
 
   const databaseUrl = get("database") ?? null;
   if (databaseUrl) parseUrl("database", databaseUrl, ["postgres:", "postgresql:"]);
-  const dataDir = get("data") ?? "./data";
+  const dataDir = value("data");
   if (!databaseUrl) ensureWritableDir("data", dataDir);
-  const keysDir = get("keys") ?? "./keys";
-  const releasesDir = get("releases") ?? "./releases";
+  const keysDir = value("keys");
+  const releasesDir = value("releases");
   if (mode === "serve" && !demo) {
     requireReadableDir("keys", keysDir);
     requireReadableDir("releases", releasesDir);
   }
 
-  const host = get("host") ?? "127.0.0.1";
+  const host = value("host");
   const certFile = get("tls-cert");
   const keyFile = get("tls-key");
   if (!!certFile !== !!keyFile)
     throw new ConfigError(certFile ? "tls-key" : "tls-cert", "--tls-cert and --tls-key go together");
   if (certFile) requireReadableFile("tls-cert", certFile);
   if (keyFile) requireReadableFile("tls-key", keyFile);
-  const allowPlainHttp = parseBoolean("allow-plain-http", get("allow-plain-http") ?? "false");
+  const allowPlainHttp = parseBoolean("allow-plain-http", value("allow-plain-http"));
   if (mode === "serve" && !certFile && !allowPlainHttp && !isLoopbackHost(host))
     throw new ConfigError(
       "host",
@@ -163,10 +167,10 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
   const rateStore = get("rate-limit-store") ?? null;
   if (rateStore) parseUrl("rate-limit-store", rateStore, ["redis:", "rediss:"]);
 
-  const logFormat = get("log-format") ?? "json";
+  const logFormat = value("log-format");
   if (logFormat !== "json" && logFormat !== "text")
     throw new ConfigError("log-format", `must be json or text (got "${logFormat}")`);
-  const logLevel = get("log-level") ?? "info";
+  const logLevel = value("log-level");
   if (!["debug", "info", "warn", "error"].includes(logLevel))
     throw new ConfigError("log-level", `must be debug, info, warn or error (got "${logLevel}")`);
 
@@ -181,22 +185,22 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     port,
     tls: certFile && keyFile ? { certFile, keyFile } : null,
     allowPlainHttp,
-    tokenTtlSeconds: parseDuration("token-ttl", get("token-ttl") ?? "7d", MAX_TOKEN_TTL),
-    tokenCacheSize: parseInteger("token-cache-size", get("token-cache-size") ?? "10000", 0, 10_000_000),
+    tokenTtlSeconds: parseDuration("token-ttl", value("token-ttl"), MAX_TOKEN_TTL),
+    tokenCacheSize: parseInteger("token-cache-size", value("token-cache-size"), 0, 10_000_000),
     rateLimit: {
-      signin: parseRate("rate-limit-signin", get("rate-limit-signin") ?? "20/60s"),
-      api: parseRate("rate-limit-api", get("rate-limit-api") ?? "600/60s"),
+      signin: parseRate("rate-limit-signin", value("rate-limit-signin")),
+      api: parseRate("rate-limit-api", value("rate-limit-api")),
       store: rateStore,
     },
-    trustProxy: parseList(get("trust-proxy") ?? "").map((c) => parseCidr("trust-proxy", c)),
-    identity: identityConfig(get),
-    staffOrganization: get("staff-organization") ?? "Staff",
-    staffSeats: parseInteger("staff-seats", get("staff-seats") ?? "5", 1, 1000),
-    auditRetentionSeconds: parseDuration("audit-retention", get("audit-retention") ?? "90d"),
+    trustProxy: parseList(value("trust-proxy")).map((c) => parseCidr("trust-proxy", c)),
+    identity: identityConfig(get, value),
+    staffOrganization: value("staff-organization"),
+    staffSeats: parseInteger("staff-seats", value("staff-seats"), 1, 1000),
+    auditRetentionSeconds: parseDuration("audit-retention", value("audit-retention")),
     logFormat,
     logLevel: logLevel as Config["logLevel"],
-    idleTimeoutSeconds: idleTimeout(get("idle-timeout") ?? "10s"),
-    shutdownTimeoutSeconds: parseDuration("shutdown-timeout", get("shutdown-timeout") ?? "10s", MAX_SHUTDOWN_TIMEOUT),
+    idleTimeoutSeconds: idleTimeout(value("idle-timeout")),
+    shutdownTimeoutSeconds: parseDuration("shutdown-timeout", value("shutdown-timeout"), MAX_SHUTDOWN_TIMEOUT),
     metricsListen: listenAddress("metrics-listen", get("metrics-listen")),
     demo,
   };
@@ -210,11 +214,11 @@ function idleTimeout(text: string): number {
   return seconds;
 }
 
-function identityConfig(get: (flag: string) => string | undefined): IdentityConfig | null {
+function identityConfig(get: (flag: string) => string | undefined, value: (flag: string) => string): IdentityConfig | null {
   const issuer = get("identity-issuer");
   const clientId = get("identity-client-id");
-  const groups = parseList(get("identity-groups") ?? "");
-  const maxAgeSeconds = parseDuration("identity-max-age", get("identity-max-age") ?? "600s", MAX_IDENTITY_MAX_AGE);
+  const groups = parseList(value("identity-groups"));
+  const maxAgeSeconds = parseDuration("identity-max-age", value("identity-max-age"), MAX_IDENTITY_MAX_AGE);
   if (!issuer || !clientId || groups.length === 0) return null;
   const url = parseUrl("identity-issuer", issuer, ["https:", "http:"]);
   if (url.protocol === "http:" && !isLoopbackHost(url.hostname))
@@ -223,10 +227,10 @@ function identityConfig(get: (flag: string) => string | undefined): IdentityConf
     issuer,
     clientId,
     groups,
-    groupsClaim: get("identity-groups-claim") ?? "groups",
+    groupsClaim: value("identity-groups-claim"),
     maxAgeSeconds,
-    mfaValues: parseList(get("identity-mfa-values") ?? "mfa"),
-    scopes: parseList(get("identity-scopes") ?? "openid,profile,email"),
+    mfaValues: parseList(value("identity-mfa-values")),
+    scopes: parseList(value("identity-scopes")),
   };
 }
 

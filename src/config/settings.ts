@@ -3,7 +3,9 @@ import { MAX_DURATION, MAX_RATE_WINDOW } from "./parse";
 /**
  * Every setting of `keyturn serve` (and of the admin commands that share them): its flag, what it
  * means and its default. Each also reads `KEYTURN_<FLAG>` and the TOML key of the same name.
- * The README's configuration reference and `keyturn serve --help` are made from this table.
+ * This table is the only place a default is written: `toConfig`, the commands that read a few
+ * settings on their own (`keys generate`, `release check`), `keyturn serve --help` and
+ * docs/configuration.md (src/config/reference.ts) all take theirs from it.
  */
 export interface SettingSpec {
   readonly flag: string;
@@ -21,6 +23,8 @@ export interface SettingSpec {
 export const MAX_TOKEN_TTL = "366d";
 export const MAX_SHUTDOWN_TIMEOUT = "1h";
 export const MAX_IDENTITY_MAX_AGE = "366d";
+
+export type Environment = Readonly<Record<string, string | undefined>>;
 
 export const SETTINGS: readonly SettingSpec[] = [
   { flag: "variant", kind: "string", help: "alpha, beta or gamma (required; the demo defaults to alpha)" },
@@ -60,4 +64,33 @@ export const SETTINGS: readonly SettingSpec[] = [
 
 export function envName(flag: string): string {
   return `KEYTURN_${flag.toUpperCase().replaceAll("-", "_")}`;
+}
+
+/** The environment variable naming the TOML file, when `--config` is not given. */
+export const CONFIG_FILE_ENV = envName("config");
+
+const BY_FLAG = new Map(SETTINGS.map((s) => [s.flag, s]));
+
+export function settingSpec(flag: string): SettingSpec {
+  const spec = BY_FLAG.get(flag);
+  if (!spec) throw new Error(`no setting --${flag} in SETTINGS`);
+  return spec;
+}
+
+/** The table's default of a setting that has one (an empty string counts). */
+export function settingDefault(flag: string): string {
+  const value = settingSpec(flag).default;
+  if (value === undefined) throw new Error(`setting --${flag} has no default in SETTINGS`);
+  return value;
+}
+
+/**
+ * One setting's value: the flag over `KEYTURN_<FLAG>` over the TOML file over the table's default.
+ * Every read of a setting from the environment goes through here.
+ */
+export function resolveSetting(
+  flag: string,
+  sources: { readonly given?: string; readonly env: Environment; readonly file?: Readonly<Record<string, string>> },
+): string | undefined {
+  return sources.given ?? sources.env[envName(flag)] ?? sources.file?.[flag] ?? settingSpec(flag).default;
 }

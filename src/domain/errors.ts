@@ -1,5 +1,5 @@
 /**
- * The one error type of keyturn. Its code is one of the spec's stable codes (or design.md's
+ * The one error type of keyturn. Its code is one of the spec's stable codes (or docs/architecture.md's
  * additions); http/ maps each code to its status in one table.
  */
 export const ERROR_CODES = [
@@ -22,7 +22,7 @@ export const ERROR_CODES = [
   "mfa_required",
   "not_in_required_group",
   "issuer_unavailable",
-  // design.md
+  // docs/architecture.md
   "invalid_request",
   "device_mismatch",
   "not_found",

@@ -11,7 +11,7 @@ const READ_AS: Record<string, string> = { O: "0", I: "1", L: "1" };
 
 /**
  * The canonical form of a typed key, or null when it cannot be one of this variant's keys.
- * Trimmed and upper-cased; inside the groups O reads as 0 and I or L as 1 (design.md).
+ * Trimmed and upper-cased; inside the groups O reads as 0 and I or L as 1 (docs/architecture.md).
  */
 export function normalizeLicenseKey(variant: Variant, input: string): string | null {
   const text = input.trim().toUpperCase();

@@ -5,7 +5,7 @@ import type { Store } from "../store/types";
 import { KeyturnError } from "./errors";
 import type { KeyRing, KeyPurpose } from "./keys";
 
-/** design.md's answer of GET /meta (without `ok`). */
+/** docs/architecture.md's answer of GET /meta (without `ok`). */
 export interface SiteMeta {
   readonly service: "keyturn";
   readonly version: string;

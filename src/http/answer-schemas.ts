@@ -3,7 +3,7 @@ import { ERROR_CODES } from "../domain/errors";
 
 /**
  * The answers of every endpoint as TypeBox schemas, for the OpenAPI document: the spec's
- * resources and design.md's decisions for what the spec leaves "not shown".
+ * resources and docs/architecture.md's decisions for what the spec leaves "not shown".
  */
 const Timestamp = Type.String({ format: "date-time", description: "ISO 8601 with a numeric offset, no fraction" });
 const Ok = Type.Literal(true);

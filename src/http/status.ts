@@ -1,6 +1,6 @@
 import type { ErrorCode } from "../domain/errors";
 
-/** The HTTP status of every error code: the spec's Errors table and design.md's additions. */
+/** The HTTP status of every error code: the spec's Errors table and docs/architecture.md's additions. */
 export const STATUS_OF: Readonly<Record<ErrorCode, number>> = Object.freeze({
   license_unknown: 403,
   license_revoked: 403,

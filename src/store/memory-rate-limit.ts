@@ -1,6 +1,6 @@
 import type { RateLimitHit, RateLimitStore } from "./rate-limit";
 
-/** Default cap on counted keys: about 15 MB at worst, far more clients than one VM serves in a window. */
+/** Default cap on counted keys: far more clients than one VM serves in a window, in bounded memory. */
 export const DEFAULT_MAX_KEYS = 100_000;
 
 interface Window {

@@ -126,7 +126,7 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 2,
     name: "licenses.active_seats, kept by triggers",
     // Counting a license's active seats scanned all of them on every activation and every
-    // entitlements/current (~65 ns a seat: 0.4 ms at 6,000 seats). The database keeps the count
+    // entitlements/current, a cost growing with the seats (bench/README.md). The database keeps the count
     // itself, so every store and every process sharing the file agree on it without code of theirs.
     sqlite: `
       ALTER TABLE licenses ADD COLUMN active_seats INTEGER NOT NULL DEFAULT 0;

@@ -15,9 +15,9 @@ const HEADER_BYTES = 48;
 /**
  * Every commit in WAL mode ends by rewriting the WAL-index header at the start of the `-shm` file
  * (change counter, last frame, salts, checksum), and a commit is visible to readers only from that
- * moment. Reading those 48 bytes (one pread) tells "something was committed" in well under a
- * microsecond; asking SQLite (`PRAGMA data_version`) costs a read transaction with its file locks,
- * 3–9 µs, which was most of an authenticated update request's own work.
+ * moment. Reading those 48 bytes (one pread) tells "something was committed"; asking SQLite
+ * (`PRAGMA data_version`) costs a read transaction with its file locks, which was most of an
+ * authenticated update request's own work (bench/README.md, "Notes behind the code").
  *
  * Where the file cannot be read (no shared-memory WAL index), the stamp asks SQLite instead.
  */

@@ -24,9 +24,10 @@ export const SQLITE_FILE = "keyturn.sqlite";
 /**
  * SQLite copies the WAL back into the file (and syncs it) inside the commit that makes the WAL this
  * long. That commit, and every request behind it, waits for the random writes and the sync, so
- * the checkpoint is kept small: at a million licenses activate p99 was 11–15 ms at SQLite's default
- * of 1,000 pages and 5–6 ms at 250. A worker thread checkpointing on its own connection was worse
- * (81–186 ms): its writeback holds locks on the very pages requests read, and the WAL grew meanwhile.
+ * the checkpoint is kept small: a quarter of SQLite's default roughly halved activate's p99 at a
+ * million licenses. A worker thread checkpointing on its own connection was worse: its writeback
+ * holds locks on the very pages requests read, and the WAL grew meanwhile (bench/README.md, "Notes
+ * behind the code").
  */
 const AUTOCHECKPOINT_PAGES = 250;
 /** Activation statuses kept between writes (a few hundred bytes each). */
@@ -125,7 +126,7 @@ export class SqliteStore implements Store {
         version = $version, last_seen = $now WHERE id = $id`),
       activationById: s("SELECT * FROM activations WHERE id = ?"),
       // Subqueries rather than a join: bun:sqlite reads a join's columns several times slower
-      // (7.4 µs against 2.7 µs for these three).
+      // (bench/README.md, "Notes behind the code").
       status: s(`SELECT a.deactivated, (SELECT revoked FROM licenses WHERE id = a.license_id) AS license_revoked,
         (SELECT expires FROM licenses WHERE id = a.license_id) AS license_expires FROM activations a WHERE a.id = ?`),
       listActivations: s("SELECT * FROM activations WHERE license_id = ? ORDER BY created, id"),
@@ -219,8 +220,8 @@ export class SqliteStore implements Store {
     return r ? activationFromRow(r) : null;
   }
 
-  // Two single-table reads in one read transaction: a join of both rows cost 16 µs in bun:sqlite,
-  // these 4.4 µs (three reads, each in a transaction of its own: 9 µs).
+  // Two single-table reads in one read transaction: cheaper in bun:sqlite than a join of both rows,
+  // or than reads each in a transaction of its own (bench/README.md, "Notes behind the code").
   async getActivationWithLicense(id: string): Promise<ActivationWithLicense | null> {
     return this.readActivationWithLicense(id);
   }
@@ -320,7 +321,11 @@ function deviceFields(d: DeviceFields): DeviceFields {
   return { deviceHash: d.deviceHash, product: d.product, name: d.name, platform: d.platform, version: d.version };
 }
 
-/** Applies every migration the file has not seen, each in its own transaction. */
+/**
+ * Applies every migration the file has not seen, all in one `BEGIN IMMEDIATE` transaction: a failing
+ * migration leaves the file as it was, and of two processes starting together on one file the
+ * second waits for the write lock and then finds nothing left to apply.
+ */
 export function migrateSqlite(db: Database): void {
   db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied INTEGER NOT NULL)");
   db.transaction(() => {

@@ -20,7 +20,7 @@ export interface IdTokenCheck {
 }
 
 /**
- * The first step of design.md's order: RS256 only, the signature against the issuer's published
+ * The first step of docs/architecture.md's order: RS256 only, the signature against the issuer's published
  * keys, then iss, aud (and azp), exp, iat and nbf with 60 s tolerance. Anything wrong here is
  * token_invalid; keys that cannot be read are issuer_unavailable.
  */

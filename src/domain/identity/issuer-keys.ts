@@ -18,7 +18,7 @@ interface KeySet {
 }
 
 /**
- * The issuer's signing keys, found through its discovery document and cached, with design.md's
+ * The issuer's signing keys, found through its discovery document and cached, with docs/architecture.md's
  * policy: a token naming a key not in the cache makes us read the keys afresh (so the first token
  * signed with a newly published key is accepted even seconds after the last read), but reads that
  * end without the named key happen at most once in thirty seconds, and concurrent requests share

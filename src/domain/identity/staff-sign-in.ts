@@ -65,7 +65,7 @@ export class StaffSignIn {
   }
 
   /**
-   * Checks the ID token in design.md's order, then takes a seat of the person's staff license.
+   * Checks the ID token in docs/architecture.md's order, then takes a seat of the person's staff license.
    * The nonce is checked where that order puts it, but used up only once every check has passed,
    * so a refused token does not cost the installation its sign-in (a stale auth_time is the usual
    * case: the issuer kept an old session; the program signs in again with the same challenge).

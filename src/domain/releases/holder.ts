@@ -24,7 +24,7 @@ export interface ReleaseHolderOptions extends Omit<ScanOptions, "hashInstallers"
  * A whole scan leaves megabytes of garbage (stats, paths and bytes of every folder) and, after a
  * re-scan, the previous index. The runtime would collect them only once the heap grew further, and
  * until then their pages stay resident: collected just after the swap, they go back to the system
- * (RSS after a start with 10,000 release folders: 99–118 → about 80 MB).
+ * (bench/README.md, "Notes behind the code").
  */
 function collectSoon(): void {
   setTimeout(() => Bun.gc(true), 0).unref();
@@ -99,7 +99,7 @@ export class ReleaseHolder {
       return this.rescan();
     };
     if (!this.snapshot) return scan();
-    // Serving already: watching (a watch per directory: ~80 ms at 10,000 folders) and the scan wait
+    // Serving already: watching (a watch per directory, slow on a large tree) and the scan wait
     // a moment, so the first requests (a load balancer's health checks) are not held behind them.
     // Nothing is missed meanwhile: snapshot releases are checked by stat when first served, and the
     // scan that follows finds what was added.

@@ -11,7 +11,7 @@ import { SignatureCache } from "./signature-cache";
 
 /**
  * The last built release index, kept in the data directory so a start can serve at once instead of
- * reading and checking every release folder first (10,000 folders: ~270 ms). At start it is used
+ * reading and checking every release folder first (bench/README.md). At start it is used
  * only if nothing it rests on changed, checked by stat alone: the variant, the release keys and the
  * root it was built with; every directory above the release folders (a folder added, removed or
  * renamed changes its parent); and the manifest, signature and installer of each release (device,

@@ -16,7 +16,7 @@ const FOLDERS_PER_SLICE = 256;
 
 export interface ScanOptions {
   readonly variant: Variant;
-  /** Release public keys by kid. When there are none, signatures are not checked (design.md). */
+  /** Release public keys by kid. When there are none, signatures are not checked (docs/architecture.md). */
   readonly releaseKeys: ReadonlyMap<string, PublicKeyInfo>;
   /** Remembered good signatures; a fresh in-memory one when absent. */
   readonly signatures?: SignatureCache;

@@ -2,8 +2,8 @@ import { readFileSync, renameSync, writeFileSync } from "node:fs";
 
 /**
  * Signatures that verified, remembered by the SHA-256 of (release key, signature, manifest bytes),
- * so a re-scan or a restart checks only new or changed releases: an ECDSA verify costs ~65 µs, which
- * is most of a start with 10,000 release folders. The key covers everything the result depends on,
+ * so a re-scan or a restart checks only new or changed releases: the ECDSA verifies are most of a
+ * start with many release folders (bench/README.md). The key covers everything the result depends on,
  * so a changed manifest, signature or key is a miss. Kept in the data directory (one hex line per
  * signature), never in the release tree a mirror copies.
  */
