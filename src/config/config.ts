@@ -24,6 +24,17 @@ export interface IdentityConfig {
   readonly scopes: readonly string[];
 }
 
+/** A mirror's vendor and how it follows the vendor's feed (design.md "Mirror mode"). */
+export interface MirrorConfig {
+  /** The vendor's address, normalised as --base-url is: the `iss` of the tokens a mirror accepts. */
+  readonly of: string;
+  /** The vendor's admin token (scope feed:read). A secret: never logged. */
+  readonly token: string;
+  readonly pollMs: number;
+  /** null: never refuse for staleness. */
+  readonly maxStalenessSeconds: number | null;
+}
+
 export interface Config {
   readonly variant: Variant;
   readonly baseUrl: string;
@@ -51,6 +62,8 @@ export interface Config {
   /** How long a shutdown waits for in-flight requests before closing their connections. */
   readonly shutdownTimeoutSeconds: number;
   readonly demo: boolean;
+  /** null unless this site is a mirror of a vendor's site. */
+  readonly mirror: MirrorConfig | null;
 }
 
 export type Mode = "serve" | "admin";
@@ -196,6 +209,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     idleTimeoutSeconds: idleTimeout(get("idle-timeout") ?? "10s"),
     shutdownTimeoutSeconds: parseDuration("shutdown-timeout", get("shutdown-timeout") ?? "10s"),
     demo,
+    mirror: mirrorConfig(get, databaseUrl !== null),
   };
   return deepFreeze(config);
 }
@@ -225,6 +239,42 @@ function identityConfig(get: (flag: string) => string | undefined): IdentityConf
     mfaValues: parseList(get("identity-mfa-values") ?? "mfa"),
     scopes: parseList(get("identity-scopes") ?? "openid,profile,email"),
   };
+}
+
+const MIRROR_TOKEN = /^kta_[A-Za-z0-9_-]{32,200}$/;
+
+function mirrorConfig(get: (flag: string) => string | undefined, postgres: boolean): MirrorConfig | null {
+  const of = get("mirror-of");
+  const token = get("mirror-token");
+  if (!of) {
+    if (token) throw new ConfigError("mirror-token", "goes with --mirror-of (the vendor site the token is for)");
+    return null;
+  }
+  const url = parseUrl("mirror-of", of, ["https:", "http:"]);
+  if (url.protocol === "http:" && !isLoopbackHost(url.hostname))
+    throw new ConfigError("mirror-of", "must be https (plain http only on a loopback address, for tests)");
+  if (url.search || url.hash || url.username || url.password)
+    throw new ConfigError("mirror-of", "must be the vendor's plain address (no query, fragment or credentials)");
+  // Never echo the value: it is a secret.
+  if (!token) throw new ConfigError("mirror-token", "required with --mirror-of: the vendor's admin token with scope feed:read (KEYTURN_MIRROR_TOKEN)");
+  if (!MIRROR_TOKEN.test(token)) throw new ConfigError("mirror-token", "not an admin token (kta_ followed by at least 32 characters)");
+  if (postgres) throw new ConfigError("database", "a mirror keeps what it learns from its vendor in SQLite (--data): leave out --database");
+  const maxStaleness = get("mirror-max-staleness");
+  return {
+    of: url.href.replace(/\/+$/, ""),
+    token,
+    pollMs: durationMs("mirror-poll", get("mirror-poll") ?? "30s"),
+    maxStalenessSeconds: maxStaleness ? parseDuration("mirror-max-staleness", maxStaleness) : null,
+  };
+}
+
+/** A duration that may also be given in milliseconds (`250ms`), as milliseconds. */
+function durationMs(setting: string, text: string): number {
+  const ms = /^(\d{1,9})ms$/.exec(text.trim());
+  if (!ms) return parseDuration(setting, text) * 1000;
+  const n = Number(ms[1]);
+  if (n < 50) throw new ConfigError(setting, `must be at least 50ms (got "${text}")`);
+  return n;
 }
 
 export function isLoopbackHost(host: string): boolean {
