@@ -2,7 +2,6 @@ import { join } from "node:path";
 import { rmSync } from "node:fs";
 import { toConfig } from "../../src/config/config";
 import { createLogger } from "../../src/config/log";
-import type { VariantName } from "../../src/config/variants";
 import { compose } from "../../src/cli/compose";
 import { createApp } from "../../src/http/app";
 import { tempDir, testClock } from "../helpers";
