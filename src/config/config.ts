@@ -243,7 +243,8 @@ function identityConfig(get: (flag: string) => string | undefined): IdentityConf
 
 const MIRROR_TOKEN = /^kta_[A-Za-z0-9_-]{32,200}$/;
 
-function mirrorConfig(get: (flag: string) => string | undefined, postgres: boolean): MirrorConfig | null {
+/** The mirror settings (also read by `keyturn mirror check`); null when --mirror-of is not given. */
+export function mirrorConfig(get: (flag: string) => string | undefined, postgres: boolean): MirrorConfig | null {
   const of = get("mirror-of");
   const token = get("mirror-token");
   if (!of) {

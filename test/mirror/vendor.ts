@@ -23,6 +23,8 @@ export class FeedServer {
   /** Every request's `after` (null when absent) and whether it carried the right token. */
   readonly requests: { after: string | null; authorized: boolean }[] = [];
   port = 0;
+  /** What the vendor's GET /api/v1/meta answers (its public keys), when set. */
+  meta: unknown = null;
 
   start(): this {
     this.server = Bun.serve({ hostname: "127.0.0.1", port: this.port, fetch: (r) => this.answer(r) });
@@ -59,6 +61,7 @@ export class FeedServer {
 
   private async answer(request: Request): Promise<Response> {
     const url = new URL(request.url);
+    if (url.pathname === "/api/v1/meta" && this.meta) return Response.json(this.meta);
     if (url.pathname !== "/api/v1/admin/feed") return Response.json({ ok: false, error: "not_found", message: "refused" }, { status: 404 });
     const authorized = request.headers.get("authorization") === `Bearer ${MIRROR_TOKEN}`;
     const afterText = url.searchParams.get("after");
@@ -113,6 +116,13 @@ export class Vendor {
   async init(): Promise<this> {
     this.ring = await loadKeyRing(this.vendorKeys, VARIANTS[this.variant]);
     return this;
+  }
+
+  /** The vendor's GET /meta: its variant and public keys (license and release). */
+  async meta(): Promise<unknown> {
+    const release = await loadKeyRing(this.mirrorKeys, VARIANTS[this.variant]);
+    const keys = [...this.ring.verify.values(), ...[...release.verify.values()].filter((k) => k.purpose === "release")];
+    return { ok: true, service: "keyturn", variant: this.variant, keys: keys.map(({ kid, purpose, spki }) => ({ kid, purpose, spki })) };
   }
 
   /** A token as the vendor issues it (exp `ttlMs` from `nowMs`); `iss` when the vendor answers at another address. */
