@@ -44,7 +44,11 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   const peers = new WeakMap<Request, string | null>();
   const { store, keys, services, rateLimitStore, mirror } = await compose(config, { peerAddress: (r) => peers.get(r) ?? null, watchReleases: true });
   const log = services.log;
-  if (config.mirror) log.info("mirror", { of: config.mirror.of, pollMs: config.mirror.pollMs, maxStalenessSeconds: config.mirror.maxStalenessSeconds });
+  if (config.mirror) {
+    log.info("mirror", { of: config.mirror.of, pollMs: config.mirror.pollMs, maxStalenessSeconds: config.mirror.maxStalenessSeconds });
+    if (![...keys.verify.values()].some((k) => k.purpose === "license"))
+      log.warn(`no ${config.variant.name}-license-*.pub.pem in --keys: every token of ${config.mirror.of} will be refused`, { keys: config.keysDir });
+  }
   else if (!keys.signing) log.warn("no license signing key: activate, refresh and sign-in answer licensing_unavailable", { keys: config.keysDir });
   const retention = startRetention({ store, clock: services.clock, log, auditRetentionSeconds: config.auditRetentionSeconds });
   const app = createApp(services);

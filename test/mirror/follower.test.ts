@@ -100,7 +100,7 @@ describe("a mirror's bearer check from its vendor's feed", () => {
       expect((await m.get(manifestPath, c)).status).toBe(200);
       m.clock.advance(DAY);
       expect(await code(await m.get(manifestPath, c))).toBe("license_expired");
-      expect(m.composed.mirror!["d"].knowledge.mirroredReleaseControls()).toEqual([{ lane: "alpha/stable/win-x64", version: "1.2.0", state: "halted", share: 25 }]);
+      expect(m.follower.mirroredReleaseControls()).toEqual([{ lane: "alpha/stable/win-x64", version: "1.2.0", state: "halted", share: 25 }]);
 
       // Past tokensValidUntil the revocation is forgotten: every token it covered has expired anyway.
       m.clock.advance(7 * DAY);

@@ -1,18 +1,18 @@
 import { join } from "node:path";
 import { rmSync } from "node:fs";
 import { toConfig } from "../../src/config/config";
-import { createLogger } from "../../src/config/log";
+import { createLogger, type Logger } from "../../src/config/log";
 import { compose } from "../../src/cli/compose";
 import { createApp } from "../../src/http/app";
 import { tempDir, testClock } from "../helpers";
 import { MIRROR_TOKEN, type Vendor } from "./vendor";
 
 /** A mirror driven in-process (app.handle), with a movable clock, following `feedUrl`. */
-export async function mirrorSite(vendor: Vendor, feedUrl: string, o: { settings?: Record<string, string>; clock?: ReturnType<typeof testClock>; dir?: string } = {}) {
+export async function mirrorSite(vendor: Vendor, feedUrl: string, o: { settings?: Record<string, string>; clock?: ReturnType<typeof testClock>; dir?: string; log?: Logger } = {}) {
   const dir = o.dir ?? tempDir("keyturn-mirror-");
   const clock = o.clock ?? testClock();
   const lines: Record<string, unknown>[] = [];
-  const log = createLogger("json", "debug", (line) => lines.push(JSON.parse(line)));
+  const log = o.log ?? createLogger("json", "debug", (line) => lines.push(JSON.parse(line)));
   const config = toConfig(
     {
       variant: vendor.variant,
@@ -38,6 +38,7 @@ export async function mirrorSite(vendor: Vendor, feedUrl: string, o: { settings?
     clock,
     lines,
     composed,
+    app,
     follower: composed.mirror!,
     setJitter(j: number) {
       jitter = j;

@@ -4,7 +4,7 @@ import type { Clock } from "../clock";
 import { changesOf } from "./changes";
 import { FeedProblem } from "./feed-answer";
 import { fetchFeedPage } from "./feed-client";
-import type { MirrorKnowledge } from "./knowledge";
+import type { MirroredReleaseControl, MirrorKnowledge } from "./knowledge";
 import { printable } from "./printable";
 
 export interface MirrorFollowerDeps {
@@ -47,6 +47,11 @@ export class MirrorFollower {
 
   constructor(private readonly d: MirrorFollowerDeps) {
     d.knowledge.load(d.state.load(d.of, d.clock()));
+  }
+
+  /** The release controls the vendor's feed reported (for the release holder to apply). */
+  mirroredReleaseControls(): MirroredReleaseControl[] {
+    return this.d.knowledge.mirroredReleaseControls();
   }
 
   /** Reads and applies one page. Never throws for a feed problem; returns it. */
