@@ -65,9 +65,8 @@ export async function compose(
     rateLimitStore?: RateLimitStore;
     /** Re-scan the release tree when it changes (the server does; commands and tests need not). */
     watchReleases?: boolean;
-    /** A mirror's backoff jitter and feed client (tests pass their own). */
+    /** A mirror's backoff jitter and feed request timeout (tests pass their own). */
     random?: () => number;
-    fetch?: typeof fetch;
     mirrorRequestTimeoutMs?: number;
   } = {},
 ): Promise<Composed> {
@@ -95,7 +94,6 @@ export async function compose(
         random: opts.random ?? Math.random,
         log,
         onRevoked: (match) => verifier.evict(match),
-        fetch: opts.fetch,
         requestTimeoutMs: opts.mirrorRequestTimeoutMs,
       })
     : null;

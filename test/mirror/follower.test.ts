@@ -199,6 +199,26 @@ describe("a mirror's bearer check from its vendor's feed", () => {
     }
   });
 
+  test("a backlog is read page after page at once, then at the poll interval", async () => {
+    const f = new FeedServer().start();
+    const m = await mirrorSite(vendor, f.url);
+    try {
+      for (let i = 0; i < 600; i++) f.deactivate(`act_${i}`, m.clock() + DAY);
+      const first = await m.follower.pollOnce();
+      expect(first).toEqual({ ok: true, applied: 500, more: true });
+      expect(m.follower.nextDelayMs(first)).toBe(0);
+      const second = await m.follower.pollOnce();
+      expect(second).toEqual({ ok: true, applied: 100, more: false });
+      expect(m.follower.nextDelayMs(second)).toBe(1000);
+      expect(f.requests.map((r) => r.after)).toEqual([null, "500"]);
+      const token = vendor.token({ activation: "act_599", license: "lic_p", nowMs: m.clock(), iss: f.url });
+      expect(await code(await m.get(manifestPath, token))).toBe("entitlement_revoked");
+    } finally {
+      await m.close();
+      f.stop();
+    }
+  });
+
   test("backoff doubles with each failure up to its cap, with jitter, and returns to the poll interval", async () => {
     const f = new FeedServer().start();
     const m = await mirrorSite(vendor, f.url);

@@ -12,7 +12,6 @@ export interface FeedRequest {
   readonly after: string | null;
   readonly limit: number;
   readonly timeoutMs: number;
-  readonly fetch?: typeof fetch;
 }
 
 /** The feed URL of a vendor (what `keyturn mirror check` prints, so without the token). */
@@ -26,10 +25,9 @@ export function feedUrl(of: string, after: string | null, limit: number): string
  * printable reason; nothing of a failed page is returned.
  */
 export async function fetchFeedPage(r: FeedRequest): Promise<FeedPage> {
-  const doFetch = r.fetch ?? fetch;
   let res: Response;
   try {
-    res = await doFetch(feedUrl(r.of, r.after, r.limit), {
+    res = await fetch(feedUrl(r.of, r.after, r.limit), {
       headers: { authorization: `Bearer ${r.token}`, accept: "application/json" },
       // A redirect would carry the token elsewhere, or mean the address is wrong: either way, stop.
       redirect: "manual",

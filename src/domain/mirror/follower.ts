@@ -21,14 +21,14 @@ export interface MirrorFollowerDeps {
   /** Called for every activation or license refused anew, so cached tokens are dropped at once. */
   readonly onRevoked: (match: { readonly activation?: string; readonly license?: string }) => void;
   readonly requestTimeoutMs?: number;
-  readonly pageLimit?: number;
-  readonly fetch?: typeof fetch;
 }
 
 export type PollOutcome =
   | { readonly ok: true; readonly applied: number; /** A full page came: there is more to read at once. */ readonly more: boolean }
   | { readonly ok: false; readonly problem: string };
 
+/** Events asked for at a time (the contract's default; its maximum is 1,000). */
+const PAGE_LIMIT = 500;
 /** Longest wait between attempts while the vendor fails, however many times it has. */
 const MAX_BACKOFF_MS = 5 * 60_000;
 
@@ -61,7 +61,7 @@ export class MirrorFollower {
     state.prune(now);
     knowledge.prune(now);
     const after = knowledge.feedCursor;
-    const limit = this.d.pageLimit ?? 500;
+    const limit = PAGE_LIMIT;
     try {
       const page = await fetchFeedPage({
         of: this.d.of,
@@ -69,7 +69,6 @@ export class MirrorFollower {
         after,
         limit,
         timeoutMs: this.d.requestTimeoutMs ?? 10_000,
-        fetch: this.d.fetch,
       });
       const changes = changesOf(page.events);
       const cursor = page.cursor ?? after;
