@@ -12,6 +12,8 @@ export interface FeedRequest {
   readonly after: string | null;
   readonly limit: number;
   readonly timeoutMs: number;
+  /** Aborts the request (the follower stopping). */
+  readonly signal?: AbortSignal;
 }
 
 /** The feed URL of a vendor (what `keyturn mirror check` prints, so without the token). */
@@ -31,7 +33,7 @@ export async function fetchFeedPage(r: FeedRequest): Promise<FeedPage> {
       headers: { authorization: `Bearer ${r.token}`, accept: "application/json" },
       // A redirect would carry the token elsewhere, or mean the address is wrong: either way, stop.
       redirect: "manual",
-      signal: AbortSignal.timeout(r.timeoutMs),
+      signal: r.signal ? AbortSignal.any([r.signal, AbortSignal.timeout(r.timeoutMs)]) : AbortSignal.timeout(r.timeoutMs),
     });
   } catch (e) {
     const name = (e as Error).name;

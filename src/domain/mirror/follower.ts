@@ -44,6 +44,7 @@ export class MirrorFollower {
   private running: Promise<unknown> | null = null;
   private stopped = true;
   private lastProblem: string | null = null;
+  private readonly stopping = new AbortController();
 
   constructor(private readonly d: MirrorFollowerDeps) {
     d.knowledge.load(d.state.load(d.of, d.clock()));
@@ -69,6 +70,7 @@ export class MirrorFollower {
         after,
         limit,
         timeoutMs: this.d.requestTimeoutMs ?? 10_000,
+        signal: this.stopping.signal,
       });
       const changes = changesOf(page.events);
       const cursor = page.cursor ?? after;
@@ -86,6 +88,7 @@ export class MirrorFollower {
       return { ok: true, applied: changes.length, more: page.received >= limit };
     } catch (e) {
       if (!(e instanceof FeedProblem)) throw e;
+      if (this.stopping.signal.aborted) return { ok: false, problem: "stopped" };
       this.failures++;
       this.lastProblem = e.message;
       log.warn("mirror feed refused: keeping what is known", { of: this.d.of, problem: printable(e.message), failures: this.failures, cursor: after });
@@ -108,9 +111,10 @@ export class MirrorFollower {
     this.schedule(0);
   }
 
-  /** Stops polling; waits for a poll in flight to finish. */
+  /** Stops polling for good, abandoning a feed request in flight (a slow vendor does not hold up shutdown). */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopping.abort();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.running;
