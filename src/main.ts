@@ -7,6 +7,7 @@ import { runCommand, UsageError } from "./cli/io";
 import { keysCommand } from "./cli/keys";
 import { licenseCommand } from "./cli/license";
 import { migrateCommand } from "./cli/migrate";
+import { mirrorCommand } from "./cli/mirror";
 import { releaseCommand } from "./cli/release";
 import { serveCommand } from "./cli/serve";
 import { VERSION } from "./version";
@@ -23,6 +24,7 @@ const COMMANDS: Record<string, Command> = {
   audit: auditCommand,
   backup: backupCommand,
   copy: copyCommand,
+  mirror: mirrorCommand,
 };
 
 const USAGE = `keyturn ${Object.keys(COMMANDS).join("|")} ... (keyturn --version, keyturn serve --help)`;

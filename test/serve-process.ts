@@ -19,7 +19,12 @@ export interface ServeProcess {
 }
 
 /** `bun src/main.ts serve` in a temp site (keys, releases, data), on a free loopback port. */
-export async function startServe(variant: VariantName, args: string[] = [], dir = tempDir("keyturn-serve-")): Promise<ServeProcess> {
+export async function startServe(
+  variant: VariantName,
+  args: string[] = [],
+  dir = tempDir("keyturn-serve-"),
+  env: Record<string, string> = {},
+): Promise<ServeProcess> {
   mkdirSync(join(dir, "releases"), { recursive: true });
   try {
     generateKeyFiles(join(dir, "keys"), VARIANTS[variant].defaultLicenseKid);
@@ -30,7 +35,7 @@ export async function startServe(variant: VariantName, args: string[] = [], dir 
     [process.execPath, MAIN, "serve", "--variant", variant, "--base-url", "https://licenses.example.com",
       "--data", join(dir, "data"), "--keys", join(dir, "keys"), "--releases", join(dir, "releases"),
       "--port", "0", "--log-format", "json", ...args],
-    { stdin: "ignore", stdout: "ignore", stderr: "pipe", env: { ...process.env } },
+    { stdin: "ignore", stdout: "ignore", stderr: "pipe", env: { ...process.env, ...env } },
   );
   const lines: string[] = [];
   const waiters: { msg: string; resolve: (l: Record<string, unknown>) => void }[] = [];

@@ -10,6 +10,9 @@ import { StaffSignIn } from "../domain/identity/staff-sign-in";
 import { ReleaseHolder } from "../domain/releases/holder";
 import { SignatureCache } from "../domain/releases/signature-cache";
 import { releaseKeysOf } from "../domain/releases/signature";
+import { RecordsStatusSource } from "../domain/entitlement-status";
+import { MirrorFollower } from "../domain/mirror/follower";
+import { MirrorKnowledge } from "../domain/mirror/knowledge";
 import { Site } from "../domain/site";
 import { TokenSigner, TokenVerifier } from "../domain/tokens";
 import type { AppServices } from "../http/deps";
@@ -19,7 +22,8 @@ import { MemoryRateLimitStore } from "../store/memory-rate-limit";
 import { sharedRateLimitStore } from "../store/rate-limit-fallback";
 import type { RateLimitStore } from "../store/rate-limit";
 import { openPostgresStore } from "../store/postgres";
-import { openSqliteStore } from "../store/sqlite";
+import { SqliteMirrorState } from "../store/mirror-state";
+import { openSqliteStore, SqliteStore } from "../store/sqlite";
 import type { Store } from "../store/types";
 import { VERSION } from "../version";
 
@@ -30,6 +34,8 @@ export interface Composed {
   readonly services: AppServices;
   /** Closed at shutdown, after the server has drained. */
   readonly rateLimitStore: RateLimitStore;
+  /** On a mirror, the follower of the vendor's feed (started by the caller); else null. */
+  readonly mirror: MirrorFollower | null;
 }
 
 /** Opens the records the configuration names (SQLite in --data unless --database is given). */
@@ -44,6 +50,11 @@ function cannotOpen(e: unknown): never {
   throw new KeyturnError("unavailable", `cannot open the records in PostgreSQL: ${(e as Error).message}${code ? ` (${code})` : ""}`);
 }
 
+function sqliteDatabase(store: Store) {
+  if (!(store instanceof SqliteStore)) throw new KeyturnError("unavailable", "a mirror keeps what it learns from its vendor in SQLite (--data)");
+  return store.db;
+}
+
 /** Wires the services of one keyturn process from its configuration. */
 export async function compose(
   config: Config,
@@ -55,6 +66,9 @@ export async function compose(
     rateLimitStore?: RateLimitStore;
     /** Re-scan the release tree when it changes (the server does; commands and tests need not). */
     watchReleases?: boolean;
+    /** A mirror's backoff jitter and feed request timeout (tests pass their own). */
+    random?: () => number;
+    mirrorRequestTimeoutMs?: number;
   } = {},
 ): Promise<Composed> {
   const clock = opts.clock ?? systemClock;
@@ -63,8 +77,27 @@ export async function compose(
   const keys = await loadKeyRing(config.keysDir, config.variant);
   for (const w of keys.warnings) log.warn(w);
   const audit = new Audit(store, clock);
+  const mirrorConfig = config.mirror;
+  if (mirrorConfig && keys.signing)
+    throw new KeyturnError("unavailable", `a mirror holds no private key, but ${config.keysDir} has ${keys.signing.kid}.pem`);
   const signer = keys.signing ? new TokenSigner(config.variant, config.baseUrl, keys.signing) : null;
-  const verifier = new TokenVerifier(config.variant, config.baseUrl, keys, clock, config.tokenCacheSize);
+  // A mirror accepts its vendor's tokens: their iss is the vendor's address, not the mirror's.
+  const verifier = new TokenVerifier(config.variant, mirrorConfig?.of ?? config.baseUrl, keys, clock, config.tokenCacheSize);
+  const knowledge = mirrorConfig ? new MirrorKnowledge(mirrorConfig.of, clock, mirrorConfig.maxStalenessSeconds) : null;
+  const mirror = mirrorConfig
+    ? new MirrorFollower({
+        of: mirrorConfig.of,
+        token: mirrorConfig.token,
+        pollMs: mirrorConfig.pollMs,
+        state: new SqliteMirrorState(sqliteDatabase(store)),
+        knowledge: knowledge!,
+        clock,
+        random: opts.random ?? Math.random,
+        log,
+        onRevoked: (match) => verifier.evict(match),
+        requestTimeoutMs: opts.mirrorRequestTimeoutMs,
+      })
+    : null;
   const licensing = new Licensing({
     variant: config.variant,
     store,
@@ -72,11 +105,13 @@ export async function compose(
     audit,
     signer,
     verifier,
+    status: knowledge ?? new RecordsStatusSource(store),
     tokenTtlSeconds: config.tokenTtlSeconds,
+    mirrorOf: mirrorConfig?.of ?? null,
   });
   const staffSignIn = new StaffSignIn({
     variant: config.variant,
-    identity: config.identity,
+    identity: mirrorConfig ? null : config.identity,
     staffOrganization: config.staffOrganization,
     staffSeats: config.staffSeats,
     store,
@@ -108,8 +143,9 @@ export async function compose(
     keys,
     releasesDir: config.releasesDir,
     releasesReady: () => releases.current !== null,
-    staffSignIn: config.identity !== null,
+    staffSignIn: config.identity !== null && !mirrorConfig,
     rateLimits,
+    ...(knowledge ? { mirror: () => knowledge.status() } : {}),
   });
   const metrics = config.metricsListen
     ? createMetrics({ clock, releases, tokenLookups: verifier.lookups, pingRecords: () => store.ping(), rateLimits })
@@ -119,6 +155,7 @@ export async function compose(
     store,
     keys,
     rateLimitStore,
+    mirror,
     services: {
       variant: config.variant,
       licensing,

@@ -1,6 +1,8 @@
 import { readSettings, toConfig } from "../config/config";
+import { ConfigError } from "../config/parse";
 import { SETTINGS, envName } from "../config/settings";
 import { Admin } from "../domain/admin";
+import { privateKeyFiles } from "../domain/keys";
 import { startRetention } from "../domain/retention";
 import { createApp } from "../http/app";
 import { VERSION } from "../version";
@@ -32,11 +34,22 @@ export async function serveCommand(args: string[], env: Record<string, string | 
     demoSettings(settings, explicit);
   }
   const config = toConfig(settings, "serve");
+  if (config.mirror) {
+    if (config.demo) throw new ConfigError("demo", "a mirror serves its vendor's tokens and tree: leave out --demo");
+    const privates = privateKeyFiles(config.keysDir);
+    if (privates.length > 0)
+      throw new ConfigError("keys", `a mirror holds no private key: remove ${privates.join(", ")} from ${config.keysDir} (keep only *.pub.pem)`);
+  }
   if (config.demo) await ensureDemoKeys(config);
 
-  const { store, keys, services, rateLimitStore } = await compose(config, { watchReleases: true });
+  const { store, keys, services, rateLimitStore, mirror } = await compose(config, { watchReleases: true });
   const log = services.log;
-  if (!keys.signing) log.warn("no license signing key: activate, refresh and sign-in answer licensing_unavailable", { keys: config.keysDir });
+  if (config.mirror) {
+    log.info("mirror", { of: config.mirror.of, pollMs: config.mirror.pollMs, maxStalenessSeconds: config.mirror.maxStalenessSeconds });
+    if (![...keys.verify.values()].some((k) => k.purpose === "license"))
+      log.warn(`no ${config.variant.name}-license-*.pub.pem in --keys: every token of ${config.mirror.of} will be refused`, { keys: config.keysDir });
+  }
+  else if (!keys.signing) log.warn("no license signing key: activate, refresh and sign-in answer licensing_unavailable", { keys: config.keysDir });
   const retention = startRetention({ store, clock: services.clock, log, auditRetentionSeconds: config.auditRetentionSeconds });
   const app = createApp(services);
   const transport = startTransport(config, app.handle, log);
@@ -56,6 +69,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
     void services.releases.rescan();
     if (transport.tls) void transport.reloadTls();
   });
+  mirror?.start();
   log.info("keyturn listening", { url: listenUrl, variant: config.variant.name, version: VERSION, baseUrl: config.baseUrl, signingKid: keys.signing?.kid ?? null });
 
   return new Promise<number>((resolveExit) => {
@@ -66,6 +80,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
       log.info("shutting down: no new connections, finishing requests in flight", { signal, timeoutSeconds: config.shutdownTimeoutSeconds });
       services.releases.close();
       retention.stop();
+      await mirror?.stop();
       void metricsListener?.stop(true);
       const { drained } = await transport.stop(config.shutdownTimeoutSeconds * 1000);
       if (!drained) log.warn("shutdown timeout: closed connections whose requests had not finished");

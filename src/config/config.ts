@@ -24,6 +24,17 @@ export interface IdentityConfig {
   readonly scopes: readonly string[];
 }
 
+/** A mirror's vendor and how it follows the vendor's feed (design.md "Mirror mode"). */
+export interface MirrorConfig {
+  /** The vendor's address, normalised as --base-url is: the `iss` of the tokens a mirror accepts. */
+  readonly of: string;
+  /** The vendor's admin token (scope feed:read). A secret: never logged. */
+  readonly token: string;
+  readonly pollMs: number;
+  /** null: never refuse for staleness. */
+  readonly maxStalenessSeconds: number | null;
+}
+
 export interface Config {
   readonly variant: Variant;
   readonly baseUrl: string;
@@ -53,6 +64,8 @@ export interface Config {
   /** Where GET /metrics is served (a listener of its own), or null when metrics are off. */
   readonly metricsListen: { readonly host: string; readonly port: number } | null;
   readonly demo: boolean;
+  /** null unless this site is a mirror of a vendor's site. */
+  readonly mirror: MirrorConfig | null;
 }
 
 export type Mode = "serve" | "admin";
@@ -203,6 +216,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     shutdownTimeoutSeconds: parseDuration("shutdown-timeout", value("shutdown-timeout"), MAX_SHUTDOWN_TIMEOUT),
     metricsListen: listenAddress("metrics-listen", get("metrics-listen")),
     demo,
+    mirror: mirrorConfig(get, databaseUrl !== null),
   };
   return deepFreeze(config);
 }
@@ -232,6 +246,43 @@ function identityConfig(get: (flag: string) => string | undefined, value: (flag:
     mfaValues: parseList(value("identity-mfa-values")),
     scopes: parseList(value("identity-scopes")),
   };
+}
+
+const MIRROR_TOKEN = /^kta_[A-Za-z0-9_-]{32,200}$/;
+
+/** The mirror settings (also read by `keyturn mirror check`); null when --mirror-of is not given. */
+export function mirrorConfig(get: (flag: string) => string | undefined, postgres: boolean): MirrorConfig | null {
+  const of = get("mirror-of");
+  const token = get("mirror-token");
+  if (!of) {
+    if (token) throw new ConfigError("mirror-token", "goes with --mirror-of (the vendor site the token is for)");
+    return null;
+  }
+  const url = parseUrl("mirror-of", of, ["https:", "http:"]);
+  if (url.protocol === "http:" && !isLoopbackHost(url.hostname))
+    throw new ConfigError("mirror-of", "must be https (plain http only on a loopback address, for tests)");
+  if (url.search || url.hash || url.username || url.password)
+    throw new ConfigError("mirror-of", "must be the vendor's plain address (no query, fragment or credentials)");
+  // Never echo the value: it is a secret.
+  if (!token) throw new ConfigError("mirror-token", "required with --mirror-of: the vendor's admin token with scope feed:read (KEYTURN_MIRROR_TOKEN)");
+  if (!MIRROR_TOKEN.test(token)) throw new ConfigError("mirror-token", "not an admin token (kta_ followed by at least 32 characters)");
+  if (postgres) throw new ConfigError("database", "a mirror keeps what it learns from its vendor in SQLite (--data): leave out --database");
+  const maxStaleness = get("mirror-max-staleness");
+  return {
+    of: url.href.replace(/\/+$/, ""),
+    token,
+    pollMs: durationMs("mirror-poll", get("mirror-poll") ?? "30s"),
+    maxStalenessSeconds: maxStaleness ? parseDuration("mirror-max-staleness", maxStaleness) : null,
+  };
+}
+
+/** A duration that may also be given in milliseconds (`250ms`), as milliseconds. */
+function durationMs(setting: string, text: string): number {
+  const ms = /^(\d{1,9})ms$/.exec(text.trim());
+  if (!ms) return parseDuration(setting, text) * 1000;
+  const n = Number(ms[1]);
+  if (n < 50) throw new ConfigError(setting, `must be at least 50ms (got "${text}")`);
+  return n;
 }
 
 export function isLoopbackHost(host: string): boolean {

@@ -108,6 +108,12 @@ export async function loadKeyRing(dir: string, variant: Variant): Promise<KeyRin
   };
 }
 
+/** The private key files (`*.pem` but not `*.pub.pem`, of any variant) in `dir`: a mirror must hold none. */
+export function privateKeyFiles(dir: string): string[] {
+  const names = existsSync(dir) ? readdirSync(dir).sort() : [];
+  return names.filter((n) => n.endsWith(".pem") && !n.endsWith(".pub.pem"));
+}
+
 export class KeyExistsError extends Error {}
 
 /** Writes a new P-256 key pair as `<kid>.pem` (0600) and `<kid>.pub.pem`; refuses to overwrite. */

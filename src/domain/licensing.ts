@@ -3,6 +3,7 @@ import type { ActivationRecord, LicenseRecord, Store } from "../store/types";
 import { type Audit, type RequestContext } from "./audit";
 import { isoTime, type Clock } from "./clock";
 import { installationOf, parseDevice, type Device } from "./device";
+import type { EntitlementStatusSource } from "./entitlement-status";
 import { KeyturnError } from "./errors";
 import { newId } from "./ids";
 import { hashLicenseKey, normalizeLicenseKey } from "./license-key";
@@ -53,7 +54,11 @@ export interface LicensingDeps {
   /** null when no license key is configured: licensing_unavailable. */
   readonly signer: TokenSigner | null;
   readonly verifier: TokenVerifier;
+  /** Whether a verified token's installation may be served (the records, or a mirror's knowledge). */
+  readonly status: EntitlementStatusSource;
   readonly tokenTtlSeconds: number;
+  /** The vendor's address when this site is a mirror: it holds no records to license from. */
+  readonly mirrorOf?: string | null;
 }
 
 /** The license half of the spec: activate, refresh, deactivate, current, and the bearer check. */
@@ -61,10 +66,17 @@ export class Licensing {
   constructor(private readonly d: LicensingDeps) {}
 
   get available(): boolean {
-    return this.d.signer !== null;
+    return this.d.signer !== null && !this.d.mirrorOf;
+  }
+
+  /** Throws licensing_unavailable on a mirror: licenses, activations and sign-in live at the vendor. */
+  requireRecords(): void {
+    if (this.d.mirrorOf)
+      throw new KeyturnError("licensing_unavailable", `This site is a mirror of ${this.d.mirrorOf}: activate, refresh, deactivate and sign in there.`);
   }
 
   async activate(key: unknown, rawDevice: unknown, ctx: RequestContext): Promise<ActivationAnswer> {
+    this.requireRecords();
     if (typeof key !== "string" || key.length === 0 || key.length > 200)
       throw new KeyturnError("invalid_request", "key is required and must be a license key string");
     const device = parseDevice(this.d.variant, rawDevice);
@@ -109,6 +121,7 @@ export class Licensing {
   }
 
   async refresh(principal: Principal, rawDevice: unknown, ctx: RequestContext): Promise<ActivationAnswer> {
+    this.requireRecords();
     const device = parseDevice(this.d.variant, rawDevice);
     const signer = this.requireSigner();
     const { claims } = principal;
@@ -127,6 +140,7 @@ export class Licensing {
   }
 
   async deactivate(principal: Principal, ctx: RequestContext): Promise<void> {
+    this.requireRecords();
     const { sub, lic } = principal.claims;
     if (!(await this.d.store.deactivate(sub, this.d.clock())))
       throw new KeyturnError("entitlement_revoked", "The installation was deactivated.", { licenseId: lic, activationId: sub });
@@ -134,6 +148,7 @@ export class Licensing {
   }
 
   async current(principal: Principal): Promise<CurrentAnswer> {
+    this.requireRecords();
     const { claims } = principal;
     const ids = { licenseId: claims.lic, activationId: claims.sub };
     const found = await this.d.store.getActivationWithLicense(claims.sub);
@@ -155,16 +170,12 @@ export class Licensing {
   }
 
   /**
-   * The bearer check: a token this site signed for this site, unexpired, whose activation is still
-   * active and whose license is not revoked, read from the records on every request.
+   * The bearer check: a token signed for this site (a mirror: for its vendor), unexpired, whose
+   * installation the status source still serves, asked on every request.
    */
   async authenticate(token: string): Promise<Principal> {
     const claims = await this.d.verifier.verify(token);
-    const ids = { licenseId: claims.lic, activationId: claims.sub };
-    const status = await this.d.store.activationStatus(claims.sub);
-    if (!status) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
-    if (status.deactivated !== null) throw new KeyturnError("entitlement_revoked", "The installation was deactivated.", ids);
-    if (status.licenseRevoked !== null) throw new KeyturnError("license_revoked", "The license is revoked.", ids);
+    await this.d.status.check(claims);
     return { claims };
   }
 

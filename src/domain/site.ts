@@ -4,6 +4,7 @@ import { hasProducts, type Variant } from "../config/variants";
 import type { Store } from "../store/types";
 import { KeyturnError } from "./errors";
 import type { KeyRing, KeyPurpose } from "./keys";
+import type { MirrorStatus } from "./mirror/knowledge";
 
 /** docs/architecture.md's answer of GET /meta (without `ok`). */
 export interface SiteMeta {
@@ -22,6 +23,8 @@ export interface SiteMeta {
   };
   /** Public keys: license keys (tokens) and release keys (manifests), newest last within each purpose. */
   readonly keys: readonly { readonly kid: string; readonly purpose: KeyPurpose; readonly spki: string }[];
+  /** Only on a mirror: whose site it mirrors, and when it last heard from it. */
+  readonly mirror?: { readonly of: string; readonly lastSync: string | null };
 }
 
 export interface SiteDeps {
@@ -35,6 +38,8 @@ export interface SiteDeps {
   readonly staffSignIn: boolean;
   /** Where rate-limit counters are kept right now (Redis may be away: then per process). */
   readonly rateLimits: () => RateLimitMode;
+  /** A mirror's state of its vendor's feed; absent on the vendor's own site. */
+  readonly mirror?: () => MirrorStatus;
 }
 
 export type RateLimitMode = "per-process" | "shared" | "per-process (shared store unreachable)";
@@ -42,6 +47,7 @@ export type RateLimitMode = "per-process" | "shared" | "per-process (shared stor
 /** Details of a healthy answer: what an operator wants to see at a glance. */
 export interface HealthDetails {
   readonly rateLimits: RateLimitMode;
+  readonly mirror?: MirrorStatus;
 }
 
 /** Health and metadata of this keyturn site. */
@@ -58,7 +64,7 @@ export class Site {
     if (!this.d.releasesReady()) throw new KeyturnError("unavailable", "The release index is being built; try again shortly.");
     if (!(await this.releasesReadable()))
       throw new KeyturnError("unavailable", "The release tree cannot be read.");
-    return { rateLimits: this.d.rateLimits() };
+    return { rateLimits: this.d.rateLimits(), ...(this.d.mirror ? { mirror: this.d.mirror() } : {}) };
   }
 
   async meta(): Promise<SiteMeta> {
@@ -78,6 +84,7 @@ export class Site {
         rateLimit: true,
       },
       keys: published,
+      ...(this.d.mirror ? { mirror: mirrorMeta(this.d.mirror()) } : {}),
     };
   }
 
@@ -90,4 +97,8 @@ export class Site {
       return false;
     }
   }
+}
+
+function mirrorMeta({ of, lastSync }: MirrorStatus): SiteMeta["mirror"] {
+  return { of, lastSync };
 }

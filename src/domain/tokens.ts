@@ -74,10 +74,11 @@ export class TokenSigner {
 }
 
 /**
- * Verifies entitlement tokens: ES256 only, this variant's typ and aud, this site's iss, a license
- * key of ours by kid, no leeway. Verified tokens are kept by their exact text until their exp, so a
- * busy installation costs one signature check per token, not per request; revocation is not cached
- * (the caller reads it from the records on every request).
+ * Verifies entitlement tokens: ES256 only, this variant's typ and aud, the issuer's iss (this site,
+ * or a mirror's vendor), a license key of ours by kid, no leeway. Verified tokens are kept by their
+ * exact text until their exp, so a busy installation costs one signature check per token, not per
+ * request; revocation is not cached (the caller asks its EntitlementStatusSource on every request),
+ * and `evict` drops a revoked installation's or license's tokens at once all the same.
  */
 export class TokenVerifier {
   private readonly cache = new Map<string, EntitlementClaims>();
@@ -86,7 +87,7 @@ export class TokenVerifier {
 
   constructor(
     private readonly variant: Variant,
-    private readonly baseUrl: string,
+    private readonly issuer: string,
     private readonly keys: KeyRing,
     private readonly clock: Clock,
     private readonly cacheSize: number,
@@ -111,6 +112,17 @@ export class TokenVerifier {
     return claims;
   }
 
+  /** Forgets the verified tokens of an activation (`sub`) or of a license (`lic`); returns how many. */
+  evict(match: { readonly activation?: string; readonly license?: string }): number {
+    let evicted = 0;
+    for (const [token, claims] of this.cache)
+      if (claims.sub === match.activation || claims.lic === match.license) {
+        this.cache.delete(token);
+        evicted++;
+      }
+    return evicted;
+  }
+
   /** How many verified tokens are held (for tests and metrics). */
   get cached(): number {
     return this.cache.size;
@@ -122,7 +134,7 @@ export class TokenVerifier {
       const { payload } = await jwtVerify(token, (header: JWTHeaderParameters) => this.keyFor(header), {
         algorithms: ["ES256"],
         typ: this.variant.tokenTyp,
-        issuer: this.baseUrl,
+        issuer: this.issuer,
         audience: this.variant.audience,
         currentDate: new Date(this.clock()),
         clockTolerance: 0,

@@ -162,4 +162,70 @@ export const MIGRATIONS: readonly Migration[] = [
         FOR EACH ROW EXECUTE FUNCTION keyturn_count_active_seats();
     `,
   },
+  {
+    version: 5,
+    name: "a mirror's knowledge of its vendor: feed cursor, revocations, license expiry, release controls",
+    sqlite: `
+      CREATE TABLE mirror_sync (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        vendor TEXT NOT NULL,
+        feed_cursor TEXT,
+        last_sync INTEGER,
+        started INTEGER NOT NULL
+      ) STRICT;
+      CREATE TABLE mirror_revocations (
+        kind TEXT NOT NULL CHECK (kind IN ('activation', 'license')),
+        id TEXT NOT NULL,
+        valid_until INTEGER NOT NULL,
+        seq TEXT NOT NULL,
+        PRIMARY KEY (kind, id)
+      ) STRICT;
+      CREATE INDEX mirror_revocations_by_until ON mirror_revocations(valid_until);
+      CREATE TABLE mirror_license_expiry (
+        license_id TEXT PRIMARY KEY,
+        expires INTEGER,
+        seq TEXT NOT NULL
+      ) STRICT;
+      CREATE TABLE mirror_release_controls (
+        lane TEXT NOT NULL,
+        version TEXT NOT NULL,
+        state TEXT NOT NULL,
+        share REAL,
+        time INTEGER NOT NULL,
+        seq TEXT NOT NULL,
+        PRIMARY KEY (lane, version)
+      ) STRICT;
+    `,
+    postgres: `
+      CREATE TABLE mirror_sync (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        vendor TEXT NOT NULL,
+        feed_cursor TEXT,
+        last_sync BIGINT,
+        started BIGINT NOT NULL
+      );
+      CREATE TABLE mirror_revocations (
+        kind TEXT NOT NULL CHECK (kind IN ('activation', 'license')),
+        id TEXT NOT NULL,
+        valid_until BIGINT NOT NULL,
+        seq TEXT NOT NULL,
+        PRIMARY KEY (kind, id)
+      );
+      CREATE INDEX mirror_revocations_by_until ON mirror_revocations(valid_until);
+      CREATE TABLE mirror_license_expiry (
+        license_id TEXT PRIMARY KEY,
+        expires BIGINT,
+        seq TEXT NOT NULL
+      );
+      CREATE TABLE mirror_release_controls (
+        lane TEXT NOT NULL,
+        version TEXT NOT NULL,
+        state TEXT NOT NULL,
+        share REAL,
+        time BIGINT NOT NULL,
+        seq TEXT NOT NULL,
+        PRIMARY KEY (lane, version)
+      );
+    `,
+  },
 ];

@@ -55,6 +55,7 @@ export class StaffSignIn {
 
   /** Throws identity_disabled unless issuer, client id and groups are configured. */
   requireEnabled(): IdentityConfig {
+    this.d.licensing.requireRecords();
     if (!this.d.identity) throw new KeyturnError("identity_disabled", "Staff sign-in is not switched on.");
     return this.d.identity;
   }
