@@ -83,7 +83,7 @@ export const IdentityAnswer = Type.Object({
   issuer: Type.Union([Type.String(), Type.Null()]),
   clientId: Type.Union([Type.String(), Type.Null()]),
   scopes: Type.Array(Type.String()),
-  maxAge: Type.Integer({ description: "Seconds; sent to the issuer as max_age" }),
+  maxAge: Type.Union([Type.Integer(), Type.Null()], { description: "Seconds; sent to the issuer as max_age (null when sign-in is off)" }),
 });
 
 export const ChallengeAnswer = Type.Object({ ok: Ok, nonce: Type.String(), expires: Timestamp });

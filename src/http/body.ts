@@ -27,12 +27,14 @@ export function jsonBody<S extends TSchema>(schema: S): BodyReader<Static<S>> {
 }
 
 async function readLimited(request: Request): Promise<string> {
-  const type = request.headers.get("content-type") ?? "";
-  if (!/^application\/json\s*(;|$)/i.test(type))
-    throw new KeyturnError("unsupported_media_type", "The body must be JSON, sent with Content-Type: application/json.");
+  const type = request.headers.get("content-type");
   const declared = request.headers.get("content-length");
+  // No body at all is a missing body (400), not a body of the wrong type: there is no type to refuse.
+  if (type === null && (!request.body || declared === "0")) throw needsBody();
+  if (!/^application\/json\s*(;|$)/i.test(type ?? ""))
+    throw new KeyturnError("unsupported_media_type", "The body must be JSON, sent with Content-Type: application/json.");
   if (declared !== null && Number(declared) > MAX_JSON_BODY) throw tooLarge();
-  if (!request.body) throw new KeyturnError("invalid_request", "The request needs a JSON body.");
+  if (!request.body) throw needsBody();
   // A declared length is the most the runtime reads (the framing ends the body there): read it in
   // one call. Chunked bodies are counted as they arrive.
   if (declared !== null) return decodeUtf8(new Uint8Array(await request.arrayBuffer().catch(unreadable)));
@@ -63,7 +65,7 @@ function decodeUtf8(bytes: Uint8Array): string {
 }
 
 function parseJson(text: string): unknown {
-  if (text.trim() === "") throw new KeyturnError("invalid_request", "The request needs a JSON body.");
+  if (text.trim() === "") throw needsBody();
   try {
     return JSON.parse(text);
   } catch {
@@ -74,6 +76,10 @@ function parseJson(text: string): unknown {
 /** The client closed the connection mid-body or framed it wrongly: its fault, not ours (no internal_error). */
 function unreadable(): never {
   throw new KeyturnError("invalid_request", "The body could not be read: the connection closed before its end, or its framing is malformed.");
+}
+
+function needsBody(): KeyturnError {
+  return new KeyturnError("invalid_request", "The request needs a JSON body.");
 }
 
 function tooLarge(): KeyturnError {

@@ -19,7 +19,6 @@ const HEADER_DOCS: Record<string, string> = {
   "Cache-Control": "private, no-cache",
   "Accept-Ranges": "bytes",
   "Content-Range": "bytes a-b/length, or bytes */length on 416",
-  "Content-Length": "Size of the body in bytes",
   Allow: "The methods the path answers",
 };
 
@@ -30,8 +29,18 @@ function headers(names: readonly string[]) {
   return Object.fromEntries(names.map((n) => [n, { description: HEADER_DOCS[n] ?? n, schema: { type: "string" } }]));
 }
 
-/** One response per status, naming the error codes that give it; the error field enumerates them. */
-function errorResponses(codes: readonly ErrorCode[]) {
+/** The error body with its `error` field narrowed to `codes`. */
+function errorBodySchema(codes: readonly ErrorCode[]) {
+  const schema = plain(ErrorBody) as { properties: Record<string, unknown> };
+  schema.properties = { ...schema.properties, error: { type: "string", enum: codes } };
+  return schema;
+}
+
+/**
+ * One response per status, naming the error codes that give it; the error field enumerates them.
+ * A HEAD answer has the status and headers of the GET's refusal and no body.
+ */
+function errorResponses(codes: readonly ErrorCode[], method: string) {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of [...new Set([...codes, ...ALWAYS_ERRORS])]) {
     const status = STATUS_OF[code];
@@ -39,8 +48,6 @@ function errorResponses(codes: readonly ErrorCode[]) {
   }
   const out: Record<string, unknown> = {};
   for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
-    const schema = plain(ErrorBody) as { properties: Record<string, unknown> };
-    schema.properties = { ...schema.properties, error: { type: "string", enum: list } };
     const extra = [
       ...(status === 429 ? ["Retry-After"] : []),
       ...(status === 401 && list.some((c) => c.startsWith("entitlement_")) ? ["WWW-Authenticate"] : []),
@@ -49,7 +56,7 @@ function errorResponses(codes: readonly ErrorCode[]) {
     out[String(status)] = {
       description: list.join(", "),
       ...(extra.length ? { headers: headers(extra) } : {}),
-      content: { "application/json": { schema } },
+      ...(method !== "head" ? { content: { "application/json": { schema: errorBodySchema(list) } } } : {}),
     };
   }
   return out;
@@ -93,7 +100,7 @@ function operation(route: Endpoint, method: string) {
     ...(route.body && method !== "head"
       ? { requestBody: { required: true, content: { "application/json": { schema: plain(route.body) } } } }
       : {}),
-    responses: { ...success, ...errorResponses(route.errors) },
+    responses: { ...success, ...errorResponses(route.errors, method) },
   };
 }
 
@@ -111,7 +118,7 @@ export function openApiDocument(variant: Variant, endpoints: readonly Endpoint[]
       title: `keyturn Update and License API (${variant.name})`,
       version,
       description:
-        `Licensing and updates for desktop programs. Every answer that is not a file is JSON; every refusal is the error body, with the status its code maps to. Bodies are JSON up to ${MAX_JSON_BODY / 1024} KiB; a path and query over ${MAX_URL_BYTES} bytes is 400 invalid_request. A method a path does not answer is 405 method_not_allowed with an Allow header naming those it does (components.responses.MethodNotAllowed). Requests whose headers exceed the server's limit are answered 431 by the HTTP server itself, with no body.`,
+        `Licensing and updates for desktop programs. Every answer that is not a file is JSON; every refusal is the error body, with the status its code maps to. Bodies are JSON up to ${MAX_JSON_BODY / 1024} KiB; a path and query over ${MAX_URL_BYTES} bytes is 400 invalid_request. A method a path does not answer is 405 method_not_allowed with an Allow header naming those it does (components.responses.MethodNotAllowed). The HTTP server itself, before keyturn sees the request, answers 431 with no body to headers over its limit, and 413 with no body to a body declared in megabytes.`,
     },
     // Relative: resolved against wherever the document was fetched from (the site, or a mirror).
     servers: [{ url: "/api/v1" }],
@@ -124,7 +131,7 @@ export function openApiDocument(variant: Variant, endpoints: readonly Endpoint[]
         MethodNotAllowed: {
           description: "method_not_allowed: the path answers only the methods named in Allow",
           headers: headers(["Allow"]),
-          content: { "application/json": { schema: plain(ErrorBody) } },
+          content: { "application/json": { schema: errorBodySchema(["method_not_allowed"]) } },
         },
       },
     },

@@ -3,7 +3,7 @@ import * as A from "../answer-schemas";
 import { endpoint, type Endpoint } from "../endpoint";
 import { json } from "../respond";
 import { ChallengeBody, ExchangeBody } from "../schemas";
-import { BODY_ERRORS, NO_STORE } from "./shared";
+import { BODY_ERRORS, LICENSE_STATE_ERRORS, NO_STORE } from "./shared";
 
 const SIGN_IN_ERRORS = [
   "identity_disabled",
@@ -53,7 +53,7 @@ export function identityEndpoints(staffSignIn: StaffSignIn): Endpoint[] {
       precondition: () => void staffSignIn.requireEnabled(),
       body: ExchangeBody,
       answer: A.ActivationAnswer,
-      errors: [...BODY_ERRORS, ...SIGN_IN_ERRORS, "seat_limit", "licensing_unavailable"],
+      errors: [...BODY_ERRORS, ...SIGN_IN_ERRORS, ...LICENSE_STATE_ERRORS, "seat_limit", "licensing_unavailable"],
       handler: async ({ body, context }) => json({ ok: true, ...(await staffSignIn.exchange(body.id_token, body.device, context)) }, 200, NO_STORE),
     }),
   ];

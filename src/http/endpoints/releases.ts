@@ -6,7 +6,7 @@ import type { Release, ReleaseIndex } from "../../domain/releases/release-index"
 import * as A from "../answer-schemas";
 import { API_PREFIX, endpoint, type Endpoint } from "../endpoint";
 import { jsonText } from "../respond";
-import { BEARER_ERRORS, LICENSE_STATE_ERRORS } from "./shared";
+import { BEARER_ERRORS } from "./shared";
 
 /** GET /releases: every live release on the entitlement's channels, newest first. */
 export function releasesEndpoints(v: Variant, releases: ReleaseHolder): Endpoint[] {
@@ -37,7 +37,7 @@ export function releasesEndpoints(v: Variant, releases: ReleaseHolder): Endpoint
       audit: "releases",
       ...(v.products.length > 0 ? { query: [{ name: "product", description: "Only this product's releases", values: v.products }] } : {}),
       answer: A.ReleasesAnswer,
-      errors: [...BEARER_ERRORS, ...LICENSE_STATE_ERRORS, "invalid_request"],
+      errors: [...BEARER_ERRORS, "invalid_request"],
       handler: async ({ query, principal }) => {
         const product = query === "" ? null : new URLSearchParams(query).get("product");
         if (product !== null && !v.products.includes(product))

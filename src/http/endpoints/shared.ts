@@ -2,9 +2,16 @@ import type { ErrorCode } from "../../domain/errors";
 
 /** Refusals of an endpoint that reads a JSON body. */
 export const BODY_ERRORS: readonly ErrorCode[] = ["invalid_request", "unsupported_media_type", "payload_too_large"];
-/** Refusals of a bad or missing entitlement token. */
-export const BEARER_ERRORS: readonly ErrorCode[] = ["entitlement_invalid", "entitlement_expired", "entitlement_revoked"];
-/** Refusals of a license that can no longer be used. */
+/**
+ * Refusals of the bearer check (Licensing.authenticate): a bad, missing, expired or deactivated
+ * token, or one whose license was revoked since it was issued.
+ */
+export const BEARER_ERRORS: readonly ErrorCode[] = ["entitlement_invalid", "entitlement_expired", "entitlement_revoked", "license_revoked"];
+/**
+ * Refusals of a license that can no longer be used, where the license record itself is read
+ * (activate, sign-in, current, refresh). Elsewhere a token expires with its license, so a bearer
+ * never meets license_expired.
+ */
 export const LICENSE_STATE_ERRORS: readonly ErrorCode[] = ["license_revoked", "license_expired"];
 
 /** Answers that carry an entitlement token must never be stored by a cache on the way. */

@@ -7,7 +7,7 @@ import { isInstallerName } from "../../domain/releases/manifest";
 import { installerEtag } from "../../domain/releases/release-index";
 import { endpoint, type Endpoint, type ExtraAnswer, type ParamDoc } from "../endpoint";
 import { serveBytes, serveFile } from "../file-serving";
-import { BEARER_ERRORS, LICENSE_STATE_ERRORS } from "./shared";
+import { BEARER_ERRORS } from "./shared";
 
 const FILE_HEADERS = ["ETag", "Cache-Control", "Accept-Ranges"];
 
@@ -21,7 +21,7 @@ const UPDATE_ANSWERS: Record<string, ExtraAnswer> = {
       "application/jose": { schema: { type: "string", description: "Detached compact JWS over the manifest's bytes" } },
       "application/octet-stream": { schema: { type: "string", format: "binary" } },
     },
-    headers: [...FILE_HEADERS, "Content-Length"],
+    headers: FILE_HEADERS,
   },
   "206": {
     description: "One byte range of the installer (Range: bytes=a-b, a-, -n; If-Range honoured)",
@@ -59,7 +59,7 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, log: Logger
       audit: "update",
       params,
       answers: UPDATE_ANSWERS,
-      errors: [...BEARER_ERRORS, ...LICENSE_STATE_ERRORS, "channel_not_allowed", "no_release", "not_found", "range_not_satisfiable", "unavailable"],
+      errors: [...BEARER_ERRORS, "channel_not_allowed", "no_release", "not_found", "range_not_satisfiable", "unavailable"],
       handler: async ({ request, params: p, principal }) => {
         const product = withProduct ? (p.product ?? "") : null;
         const channel = p.channel ?? "";
