@@ -49,19 +49,19 @@ export interface RetentionSchedule {
 }
 
 /** Prunes once at start, then every `everyMs`. Overlapping ticks are skipped, not queued. */
-export function startRetention(o: RetentionOptions): RetentionSchedule {
-  const timers = o.timers ?? realTimers;
+export function startRetention(options: RetentionOptions): RetentionSchedule {
+  const timers = options.timers ?? realTimers;
   let running: Promise<Pruned | null> | null = null;
   let stopped = false;
   const run = () => {
     if (stopped) return Promise.resolve(null);
-    running ??= pruneRecords(o.store, o.clock, o.auditRetentionSeconds)
+    running ??= pruneRecords(options.store, options.clock, options.auditRetentionSeconds)
       .then((pruned) => {
-        if (pruned.audit > 0 || pruned.challenges > 0) o.log.info("pruned old records", { ...pruned });
+        if (pruned.audit > 0 || pruned.challenges > 0) options.log.info("pruned old records", { ...pruned });
         return pruned;
       })
       .catch((e: unknown) => {
-        o.log.warn("pruning old records failed; will try again", { error: String(e) });
+        options.log.warn("pruning old records failed; will try again", { error: String(e) });
         return null;
       })
       .finally(() => {
@@ -69,7 +69,7 @@ export function startRetention(o: RetentionOptions): RetentionSchedule {
       });
     return running;
   };
-  const handle = timers.setInterval(() => void run(), o.everyMs ?? 3_600_000);
+  const handle = timers.setInterval(() => void run(), options.everyMs ?? 3_600_000);
   void run();
   return {
     run,

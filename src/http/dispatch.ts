@@ -36,11 +36,11 @@ const NO_PRINCIPAL = undefined as unknown as Principal;
  * Elysia's per-request context and answer mapping are not used: they cost more than keyturn's own
  * work on an update file (bench/README.md, "One dispatcher").
  */
-export function dispatcher(d: DispatchDeps) {
+export function dispatcher(deps: DispatchDeps) {
   const router = new Memoirist<Route>();
-  for (const endpoint of d.endpoints) {
+  for (const endpoint of deps.endpoints) {
     const route: Route = { endpoint, body: endpoint.body ? jsonBody(endpoint.body) : null };
-    const path = d.prefix + endpoint.path.replace(/\{([^}]+)\}/g, ":$1");
+    const path = deps.prefix + endpoint.path.replace(/\{([^}]+)\}/g, ":$1");
     router.add(endpoint.method, path, route);
     if (endpoint.method === "GET") router.add("HEAD", path, route);
   }
@@ -57,7 +57,7 @@ export function dispatcher(d: DispatchDeps) {
 
   const run = async (route: Route, request: Request, raw: Record<string, string>, query: string, s: RequestState) => {
     const e = route.endpoint;
-    const principal = e.auth === "entitlement" ? await d.authenticate(request) : NO_PRINCIPAL;
+    const principal = e.auth === "entitlement" ? await deps.authenticate(request) : NO_PRINCIPAL;
     e.precondition?.();
     const body = route.body ? await route.body.read(request) : undefined;
     return e.handler({ request, params: decodeParams(raw), query, body, principal, context: { address: s.address } });
@@ -65,14 +65,14 @@ export function dispatcher(d: DispatchDeps) {
 
   return async (request: Request, peer: string | null): Promise<Response> => {
     const target = targetOf(request.url);
-    const s = d.front.begin(request, peer);
+    const s = deps.front.begin(request, peer);
     const found = router.find(request.method, target.path);
     const route = found?.store;
     let response: Response;
     let rateHeaders: Record<string, string> | null = null;
     let audit: AuditAction = route?.endpoint.audit ?? "request";
     try {
-      const admitted = await d.front.admit(s, route?.endpoint.budget ?? "api", target);
+      const admitted = await deps.front.admit(s, route?.endpoint.budget ?? "api", target);
       if (admitted.limited) response = admitted.limited;
       else {
         rateHeaders = admitted.headers;
@@ -88,12 +88,12 @@ export function dispatcher(d: DispatchDeps) {
         response = await run(route, request, found!.params, target.query, s);
       }
     } catch (e) {
-      response = await d.refuse(e, audit, s);
+      response = await deps.refuse(e, audit, s);
     }
     if (rateHeaders) for (const name in rateHeaders) response.headers.set(name, rateHeaders[name]!);
     if (request.method === "HEAD") response = await withoutBody(response);
-    d.front.logLine(request, target, s, response.status);
-    d.metrics?.observe(route?.endpoint, response.status, s.code, (performance.now() - s.start) / 1000);
+    deps.front.logLine(request, target, s, response.status);
+    deps.metrics?.observe(route?.endpoint, response.status, s.code, (performance.now() - s.start) / 1000);
     return response;
   };
 }

@@ -38,8 +38,8 @@ interface FrontDoorDeps {
  * endpoint's budget, the URL size limit, and at the end one log line. A limited request is answered
  * here, before any body or audit work, so refusals cannot be written faster than the budget allows.
  */
-export function frontDoor(d: FrontDoorDeps) {
-  const resolve = clientAddressResolver(d.trustProxy);
+export function frontDoor(deps: FrontDoorDeps) {
+  const resolve = clientAddressResolver(deps.trustProxy);
 
   // A client sends many requests from one peer address: its parsed and formatted forms are kept.
   const clients = new Map<string, { address: string | null; group: string }>();
@@ -58,7 +58,7 @@ export function frontDoor(d: FrontDoorDeps) {
   return {
     begin(request: Request, peer: string | null): RequestState {
       // Without trusted proxies X-Forwarded-For is never believed, so it is not even read.
-      const c = clientOf(peer, d.trustProxy.length === 0 ? null : request.headers.get("x-forwarded-for"));
+      const c = clientOf(peer, deps.trustProxy.length === 0 ? null : request.headers.get("x-forwarded-for"));
       return { start: performance.now(), address: c.address, group: c.group };
     },
 
@@ -67,7 +67,7 @@ export function frontDoor(d: FrontDoorDeps) {
      * URL-size refusal; otherwise gives the RateLimit headers every answer carries.
      */
     async admit(s: RequestState, budget: Budget, target: Target): Promise<{ limited: Response | null; headers: Record<string, string> | null }> {
-      const decision = await d.rateLimiter.check(budget, s.group);
+      const decision = await deps.rateLimiter.check(budget, s.group);
       if (decision?.limited) {
         s.code = "rate_limited";
         const limited = errorResponse(
@@ -85,7 +85,7 @@ export function frontDoor(d: FrontDoorDeps) {
     /** The request's one log line. */
     logLine(request: Request, target: Target, s: RequestState, status: number) {
       const path = target.path;
-      d.log.info("request", {
+      deps.log.info("request", {
         address: s.address,
         method: request.method,
         path: path.length > MAX_LOGGED_PATH ? path.slice(0, MAX_LOGGED_PATH) + "…" : path,

@@ -20,11 +20,11 @@ interface RefusalDeps {
  * (logged). Every refusal is audited under its endpoint's action and answered with the audit
  * line's `ref`, except repeated probes of unknown paths, so scanning cannot fill the audit trail.
  */
-export function refusals(d: RefusalDeps) {
+export function refusals(deps: RefusalDeps) {
   const lastProbe = new Map<string, number>();
   const audited = (err: KeyturnError, s: RequestState) => {
     if (err.code !== "not_found") return true;
-    const now = d.clock();
+    const now = deps.clock();
     const last = lastProbe.get(s.group);
     if (last !== undefined && now - last < PROBE_WINDOW_MS) return false;
     if (lastProbe.size >= MAX_PROBE_CLIENTS) lastProbe.clear();
@@ -36,14 +36,14 @@ export function refusals(d: RefusalDeps) {
     let err: KeyturnError;
     if (error instanceof KeyturnError) err = error;
     else {
-      d.log.error("unexpected error", { action, error: String((error as Error)?.stack ?? error) });
+      deps.log.error("unexpected error", { action, error: String((error as Error)?.stack ?? error) });
       err = new KeyturnError("internal_error", "Something went wrong on our side; the reference names it in our logs.");
     }
     if (err.ref === undefined && audited(err, s)) {
       try {
-        err.ref = await d.audit.refused(action, { address: s.address }, err);
+        err.ref = await deps.audit.refused(action, { address: s.address }, err);
       } catch (e) {
-        d.log.error("audit write failed", { error: String(e) });
+        deps.log.error("audit write failed", { error: String(e) });
       }
     }
     s.ref = err.ref;
