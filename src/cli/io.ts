@@ -11,8 +11,13 @@ export class UsageError extends Error {
   }
 }
 
+/** Shows control characters (other than newline and tab) as \\xNN, so records cannot drive the terminal. */
+export function escapeControl(text: string): string {
+  return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+}
+
 export function out(line = ""): void {
-  process.stdout.write(line + "\n");
+  process.stdout.write(escapeControl(line) + "\n");
 }
 
 export function printJson(value: unknown): void {

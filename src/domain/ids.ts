@@ -20,13 +20,13 @@ export function randomBase32(length: number): string {
 }
 
 /**
- * `act_…`, `lic_…`, `ref_…`: 20 base32 characters, the creation time in milliseconds (10) then
+ * `act_…`, `lic_…`, `ref_…` (and `evt_`, `tok_`, `whe_`, `dlv_`): 20 base32 characters, the creation time in milliseconds (10) then
  * 50 random bits (10). Ids made one after another sort together, so every index keyed by them
  * grows at its end: an insert rewrites the index's last page instead of a random one, which is
  * most of what a commit writes (issue 6: an activation and its audit line at 100,000 activations
  * took 50 instead of 128 µs of SQLite work).
  */
-export function newId(prefix: "act" | "lic" | "ref", now = Date.now()): string {
+export function newId(prefix: "act" | "lic" | "ref" | "evt" | "tok" | "whe" | "dlv", now = Date.now()): string {
   let time = "";
   for (let i = 0, t = now; i < 10; i++, t = Math.floor(t / 32)) time = CROCKFORD[t % 32] + time;
   return `${prefix}_${(time + randomBase32(10)).toLowerCase()}`;
