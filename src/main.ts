@@ -1,5 +1,6 @@
 #!/usr/bin/env bun
 import { activationCommand } from "./cli/activation";
+import { adminTokenCommand } from "./cli/admin-token";
 import { auditCommand } from "./cli/audit";
 import { backupCommand } from "./cli/backup";
 import { copyCommand } from "./cli/copy";
@@ -9,6 +10,7 @@ import { licenseCommand } from "./cli/license";
 import { migrateCommand } from "./cli/migrate";
 import { releaseCommand } from "./cli/release";
 import { serveCommand } from "./cli/serve";
+import { webhookCommand } from "./cli/webhook";
 import { VERSION } from "./version";
 
 type Command = (args: string[], env: Record<string, string | undefined>) => Promise<number>;
@@ -23,6 +25,8 @@ const COMMANDS: Record<string, Command> = {
   audit: auditCommand,
   backup: backupCommand,
   copy: copyCommand,
+  "admin-token": adminTokenCommand,
+  webhook: webhookCommand,
 };
 
 const USAGE = `keyturn ${Object.keys(COMMANDS).join("|")} ... (keyturn --version, keyturn serve --help)`;

@@ -2,6 +2,7 @@ import { readSettings, toConfig } from "../config/config";
 import { SETTINGS, envName } from "../config/settings";
 import { Admin } from "../domain/admin";
 import { startRetention } from "../domain/retention";
+import { WebhookWorker } from "../domain/webhooks/worker";
 import { createApp } from "../http/app";
 import { VERSION } from "../version";
 import { compose } from "./compose";
@@ -38,6 +39,8 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   const log = services.log;
   if (!keys.signing) log.warn("no license signing key: activate, refresh and sign-in answer licensing_unavailable", { keys: config.keysDir });
   const retention = startRetention({ store, clock: services.clock, log, auditRetentionSeconds: config.auditRetentionSeconds });
+  const webhooks = new WebhookWorker({ store, clock: services.clock, log });
+  webhooks.start();
   const app = createApp(services);
   const transport = startTransport(
     config,
@@ -74,6 +77,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
       retention.stop();
       const { drained } = await transport.stop(config.shutdownTimeoutSeconds * 1000);
       if (!drained) log.warn("shutdown timeout: closed connections whose requests had not finished");
+      await webhooks.stop();
       await rateLimitStore.close();
       await store.close();
       log.info("stopped", { signal });

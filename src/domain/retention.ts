@@ -1,19 +1,23 @@
 import type { Logger } from "../config/log";
 import type { Store } from "../store/types";
 import type { Clock } from "./clock";
+import { IDEMPOTENCY_WINDOW_MS } from "./admin/licenses";
 import { challengesPrunableBefore } from "./identity/challenges";
 
 export interface Pruned {
   readonly audit: number;
   readonly challenges: number;
+  /** Idempotency-Key answers past their 24 h (they hold license keys, so they are not kept longer). */
+  readonly idempotency: number;
 }
 
-/** Deletes audit lines older than the retention and staff challenges a day past their expiry. */
+/** Deletes audit lines older than the retention, staff challenges a day past their expiry, and old idempotency answers. */
 export async function pruneRecords(store: Store, clock: Clock, auditRetentionSeconds: number): Promise<Pruned> {
   const now = clock();
   const audit = await store.pruneAudit(now - auditRetentionSeconds * 1000);
   const challenges = await store.pruneChallenges(challengesPrunableBefore(now));
-  return { audit, challenges };
+  const idempotency = await store.pruneIdempotency(now - IDEMPOTENCY_WINDOW_MS);
+  return { audit, challenges, idempotency };
 }
 
 /** The part of the timer API the schedule uses; tests pass their own to run ticks by hand. */
@@ -57,7 +61,7 @@ export function startRetention(o: RetentionOptions): RetentionSchedule {
     if (stopped) return Promise.resolve(null);
     running ??= pruneRecords(o.store, o.clock, o.auditRetentionSeconds)
       .then((pruned) => {
-        if (pruned.audit > 0 || pruned.challenges > 0) o.log.info("pruned old records", { ...pruned });
+        if (pruned.audit > 0 || pruned.challenges > 0 || pruned.idempotency > 0) o.log.info("pruned old records", { ...pruned });
         return pruned;
       })
       .catch((e: unknown) => {
