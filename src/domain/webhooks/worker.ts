@@ -19,7 +19,11 @@ export interface WebhookWorkerOptions {
   readonly log: Logger;
   /** Per attempt; 10 s unless a test shortens it. */
   readonly timeoutMs?: number;
-  /** How long a claimed delivery is this worker's alone: longer than an attempt can take. */
+  /**
+   * How long a claimed delivery is this worker's alone: longer than an attempt can take (the
+   * timeout and 5 s to record it). A worker that dies holding leases delays those deliveries by
+   * at most this long; then another worker (or the restarted one) takes them.
+   */
   readonly leaseMs?: number;
   /** Deliveries attempted at once per tick. */
   readonly batch?: number;
@@ -59,7 +63,7 @@ export class WebhookWorker {
 
   constructor(private readonly o: WebhookWorkerOptions) {
     this.timeoutMs = o.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
-    this.leaseMs = o.leaseMs ?? this.timeoutMs + 60_000;
+    this.leaseMs = o.leaseMs ?? this.timeoutMs + 5_000;
     this.batch = o.batch ?? 16;
     this.fetch = o.fetch ?? fetch;
   }
