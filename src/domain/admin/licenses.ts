@@ -142,7 +142,8 @@ export async function updateLicense(d: AdminDeps, caller: AdminCaller, keyOrId: 
   };
   const current = await findLicense(d, keyOrId);
   if (current.kind !== "license") throw new KeyturnError("invalid_request", "staff entitlements follow the identity provider and are not edited");
-  const changed = UPDATE_FIELDS.filter((f) => patch[f] !== undefined && canonicalJson(patch[f]) !== canonicalJson(current[f] ?? (f === "email" ? null : {})));
+  const before = { ...current, email: current.email ?? null, metadata: current.metadata ?? {} };
+  const changed = UPDATE_FIELDS.filter((f) => patch[f] !== undefined && canonicalJson(patch[f]) !== canonicalJson(before[f]));
   const effective = Object.fromEntries(changed.map((f) => [f, patch[f]])) as LicensePatch;
   if (changed.length === 0) return { license: licenseView(current, await d.store.countActiveSeats(current.id)), changed: [] };
   const result = await d.store.updateLicense(current.id, effective, {
