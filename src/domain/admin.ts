@@ -29,6 +29,7 @@ export class Admin {
     variant: Variant,
     private readonly store: Store,
     clock: Clock,
+    /** Unused: the admin services write their audit lines in their own transactions (kept so callers need not change). */
     _audit: Audit,
     tokenTtlSeconds = DEFAULT_TOKEN_TTL_SECONDS,
   ) {
