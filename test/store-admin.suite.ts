@@ -194,6 +194,30 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       expect(await store.removeWebhookEndpoint("whe_2")).toBe(false);
     });
 
+    test("pruneEvents keeps events not yet fanned out, with deliveries left, or the newest; removes finished old deliveries", async () => {
+      const old = (type: string) => ({ ...ev(type), time: T0 - 10_000 });
+      await store.createWebhookEndpoint({ id: "whe_p", url: "https://x.example/h", types: ["license.revoked"], secret: "whsec_AAAA", enabled: true, disabledReason: null, created: T0 });
+      for (const type of ["license.created", "license.revoked", "license.created"]) await store.appendEvent(old(type));
+      // nothing fanned out yet: nothing may go
+      expect(await store.pruneEvents(T0)).toEqual({ events: 0, deliveries: 0 });
+      let dn = 0;
+      await store.fanOutEvents(T0 - 10_000, 100, () => `dlv_p${++dn}`);
+      await store.appendEvent(old("license.created")); // after the cursor
+      const [claimed] = await store.claimDeliveries(T0, T0 + 100, "w", 10);
+      const [, revoked, , afterCursor] = await store.listEvents({ after: 0, limit: 10 });
+      // the two created events fanned out go; the revoked one has a delivery pending, the last is past the cursor
+      expect(await store.pruneEvents(T0)).toEqual({ events: 2, deliveries: 0 });
+      expect((await store.listEvents({ after: 0, limit: 10 })).map((e) => e.seq)).toEqual([revoked!.seq, afterCursor!.seq]);
+      await store.recordAttempt({ deliveryId: claimed!.delivery.id, attempt: 1, time: T0, durationMs: 1, statusCode: 200, error: null }, "w", { status: "delivered" });
+      expect(await store.pruneEvents(T0)).toEqual({ events: 1, deliveries: 1 });
+      expect(await store.listAttempts(claimed!.delivery.id)).toEqual([]);
+      await store.fanOutEvents(T0, 100, () => `dlv_p${++dn}`);
+      // the newest always stays, so seqs never start again
+      expect(await store.pruneEvents(T0)).toEqual({ events: 0, deliveries: 0 });
+      await store.appendEvent(ev("license.created"));
+      expect((await store.listEvents({ after: 0, limit: 10 })).map((e) => e.seq)).toEqual([afterCursor!.seq, afterCursor!.seq + 1]);
+    });
+
     test("concurrent claims from two connections never lease one delivery twice", async () => {
       const second = await another();
       await store.createWebhookEndpoint({ id: "whe_c", url: "https://x.example/h", types: ["license.created"], secret: "whsec_AAAA", enabled: true, disabledReason: null, created: T0 });

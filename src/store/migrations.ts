@@ -226,6 +226,8 @@ export const MIGRATIONS: readonly Migration[] = [
         UNIQUE (endpoint_id, event_id)
       ) STRICT;
       CREATE INDEX webhook_deliveries_due ON webhook_deliveries(status, next_attempt);
+      CREATE INDEX webhook_deliveries_by_event ON webhook_deliveries(event_seq);
+      CREATE INDEX events_by_time ON events(time);
       CREATE TABLE webhook_attempts (
         delivery_id TEXT NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
         attempt INTEGER NOT NULL,
@@ -297,6 +299,8 @@ export const MIGRATIONS: readonly Migration[] = [
         UNIQUE (endpoint_id, event_id)
       );
       CREATE INDEX webhook_deliveries_due ON webhook_deliveries(status, next_attempt);
+      CREATE INDEX webhook_deliveries_by_event ON webhook_deliveries(event_seq);
+      CREATE INDEX events_by_time ON events(time);
       CREATE TABLE webhook_attempts (
         delivery_id TEXT NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
         attempt INTEGER NOT NULL,

@@ -349,6 +349,15 @@ export class PostgresStore implements Store {
     await this.sql.begin((tx) => journal(tx, { audit, event: () => event }, null));
   }
 
+  async pruneEvents(before: number): Promise<{ events: number; deliveries: number }> {
+    return this.sql.begin(async (tx) => {
+      const deliveries = (await tx`DELETE FROM webhook_deliveries WHERE created < ${before} AND status <> 'pending'`).count;
+      const events = (await tx`DELETE FROM events WHERE time < ${before} AND seq <= (SELECT seq FROM webhook_fanout WHERE name = 'events')
+        AND seq < (SELECT max(seq) FROM events) AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = events.seq)`).count;
+      return { events, deliveries };
+    });
+  }
+
   async listEvents(f: EventFilter): Promise<EventRecord[]> {
     const after = BigInt(f.after).toString();
     const rows = f.types

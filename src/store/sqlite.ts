@@ -400,6 +400,15 @@ export class SqliteStore implements Store {
     await this.groupCommit.write(() => this.journal({ audit, event: () => event }, null));
   }
 
+  async pruneEvents(before: number): Promise<{ events: number; deliveries: number }> {
+    return this.db.transaction(() => {
+      const deliveries = this.db.query("DELETE FROM webhook_deliveries WHERE created < ? AND status <> 'pending'").run(before).changes;
+      const events = this.db.query(`DELETE FROM events WHERE time < ? AND seq <= (SELECT seq FROM webhook_fanout WHERE name = 'events')
+        AND seq < (SELECT max(seq) FROM events) AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = events.seq)`).run(before).changes;
+      return { events, deliveries };
+    }).immediate();
+  }
+
   async listEvents(f: EventFilter): Promise<EventRecord[]> {
     const types = f.types ?? null;
     const sql = `SELECT * FROM events WHERE seq > ? ${types ? `AND type IN (${types.map(() => "?").join(", ")})` : ""} ORDER BY seq LIMIT ?`;

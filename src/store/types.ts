@@ -316,6 +316,11 @@ export interface Store {
 
   /** Writes a change's event alone (a change with no row of its own, e.g. a release halted). */
   appendEvent(event: NewEvent, audit?: AuditRecord): Promise<void>;
+  /**
+   * Deletes events older than `before` that were fanned out and have no deliveries left (the newest
+   * event always stays, so seqs never restart), and finished deliveries older than `before`.
+   */
+  pruneEvents(before: number): Promise<{ events: number; deliveries: number }>;
   /** Events after the seq `after`, in seq order (commit order: a reader never misses one). */
   listEvents(filter: EventFilter): Promise<EventRecord[]>;
 
