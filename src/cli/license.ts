@@ -56,7 +56,7 @@ function updateBody(f: Readonly<Record<string, string | boolean | undefined>>): 
   const body: Record<string, unknown> = {};
   const str = (flag: string) => (typeof f[flag] === "string" ? (f[flag] as string) : undefined);
   if (str("seats") !== undefined) {
-    if (!/^\d{1,7}$/.test(str("seats")!)) throw new UsageError(USAGE, "--seats must be a whole number of at least 1");
+    if (!/^\d{1,10}$/.test(str("seats")!)) throw new UsageError(USAGE, "--seats must be a whole number of at least 1");
     body.seats = Number(str("seats"));
   }
   if (str("expires") !== undefined) body.expires = str("expires") === "never" ? null : str("expires");

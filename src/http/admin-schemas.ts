@@ -1,6 +1,7 @@
 import { Type, type TSchema } from "@sinclair/typebox";
 import { SCOPES } from "../domain/admin/deps";
 import { METADATA_LIMITS } from "../domain/admin/input";
+import { SEATS_MAX } from "../domain/admin/licenses";
 import { CHANNELS } from "../config/variants";
 import { EVENT_TYPES } from "../domain/events";
 
@@ -32,7 +33,7 @@ export const AdminLicenseCreateBody = closed({
   organization: Type.String({ minLength: 1, maxLength: 200 }),
   plan: Type.String({ minLength: 1, maxLength: 64 }),
   planTitle: Type.String({ minLength: 1, maxLength: 200 }),
-  seats: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
+  seats: Type.Integer({ minimum: 1, maximum: SEATS_MAX }),
   channels: Channels,
   expires: Type.Optional(Nullable(Timestamp)),
   email: Type.Optional(Nullable(Email)),
@@ -45,7 +46,7 @@ export const AdminLicenseUpdateBody = closed(
     organization: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     plan: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     planTitle: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    seats: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+    seats: Type.Optional(Type.Integer({ minimum: 1, maximum: SEATS_MAX })),
     channels: Type.Optional(Channels),
     expires: Type.Optional(Nullable(Timestamp)),
     email: Type.Optional(Nullable(Email)),

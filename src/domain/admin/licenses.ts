@@ -10,7 +10,8 @@ import { canonicalJson, email, expiry, idParam, metadata, optText, optWholeNumbe
 
 const NAME_MAX = 200;
 const PLAN_MAX = 64;
-const SEATS_MAX = 1_000_000;
+/** Below PostgreSQL's INTEGER limit; sites with one license for every seat use millions. */
+export const SEATS_MAX = 1_000_000_000;
 /** How long an Idempotency-Key's first answer (which holds the license key) is kept. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
