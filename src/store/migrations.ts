@@ -165,6 +165,9 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 3,
     name: "admin tokens, audit actor, license email and metadata, idempotency, outbox events, webhooks",
+    // The outbox is written by every activation, so its table has no index but its key: an event
+    // costs one append. Its seq never starts again without AUTOINCREMENT because pruning always
+    // keeps the newest event; its id is unique by construction (time and 50 random bits).
     sqlite: `
       CREATE TABLE admin_tokens (
         id TEXT PRIMARY KEY,
@@ -190,8 +193,8 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT;
       CREATE INDEX idempotency_by_created ON idempotency(created);
       CREATE TABLE events (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        id TEXT NOT NULL UNIQUE,
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL,
         type TEXT NOT NULL,
         time INTEGER NOT NULL,
         data TEXT NOT NULL
@@ -227,7 +230,6 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT;
       CREATE INDEX webhook_deliveries_due ON webhook_deliveries(status, next_attempt);
       CREATE INDEX webhook_deliveries_by_event ON webhook_deliveries(event_seq);
-      CREATE INDEX events_by_time ON events(time);
       CREATE TABLE webhook_attempts (
         delivery_id TEXT NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
         attempt INTEGER NOT NULL,
@@ -264,7 +266,7 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX idempotency_by_created ON idempotency(created);
       CREATE TABLE events (
         seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        id TEXT NOT NULL UNIQUE,
+        id TEXT NOT NULL,
         type TEXT NOT NULL,
         time BIGINT NOT NULL,
         data TEXT NOT NULL
@@ -300,7 +302,6 @@ export const MIGRATIONS: readonly Migration[] = [
       );
       CREATE INDEX webhook_deliveries_due ON webhook_deliveries(status, next_attempt);
       CREATE INDEX webhook_deliveries_by_event ON webhook_deliveries(event_seq);
-      CREATE INDEX events_by_time ON events(time);
       CREATE TABLE webhook_attempts (
         delivery_id TEXT NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
         attempt INTEGER NOT NULL,
