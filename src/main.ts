@@ -1,5 +1,6 @@
 #!/usr/bin/env bun
 import { activationCommand } from "./cli/activation";
+import { adminTokenCommand } from "./cli/admin-token";
 import { auditCommand } from "./cli/audit";
 import { backupCommand } from "./cli/backup";
 import { copyCommand } from "./cli/copy";
@@ -10,6 +11,7 @@ import { migrateCommand } from "./cli/migrate";
 import { mirrorCommand } from "./cli/mirror";
 import { releaseCommand } from "./cli/release";
 import { serveCommand } from "./cli/serve";
+import { webhookCommand } from "./cli/webhook";
 import { VERSION } from "./version";
 
 type Command = (args: string[], env: Record<string, string | undefined>) => Promise<number>;
@@ -25,6 +27,8 @@ const COMMANDS: Record<string, Command> = {
   backup: backupCommand,
   copy: copyCommand,
   mirror: mirrorCommand,
+  "admin-token": adminTokenCommand,
+  webhook: webhookCommand,
 };
 
 const USAGE = `keyturn ${Object.keys(COMMANDS).join("|")} ... (keyturn --version, keyturn serve --help)`;

@@ -204,6 +204,18 @@ describe("a successful exchange", () => {
     expect((await signIn(site, device("gamma"), { sub: "00u-ada", name: "Ada" })).status).toBe(200);
   });
 
+  test("every sign-in that takes or reuses a seat writes staff.signed_in in its transaction; a full one activation.refused", async () => {
+    const site = await staffSite("gamma", { "staff-seats": "1" });
+    const pc = device("gamma");
+    const first = await signIn(site, pc);
+    await signIn(site, pc);
+    expectRefusal(await signIn(site, device("gamma", { name: "Laptop" })), 409, "seat_limit");
+    const events = (await site.composed.store.listEvents({ after: 0, limit: 10 })).map((e) => ({ type: e.type, data: JSON.parse(e.data) }));
+    expect(events.map((e) => e.type)).toEqual(["staff.signed_in", "staff.signed_in", "activation.refused"]);
+    expect(events[0]!.data.activation).toMatchObject({ id: first.body.entitlement.id, license: "staff:00u-grace", kind: "staff", name: "Office PC" });
+    expect(events[2]!.data).toMatchObject({ license: { id: "staff:00u-grace" }, device: { name: "Laptop" }, holders: [expect.objectContaining({ id: first.body.entitlement.id })] });
+  });
+
   test("licensee: the name claim, else email, else sub", async () => {
     const site = await staffSite();
     const who = async (claims: Record<string, unknown>) => (await signIn(site, device("gamma"), claims)).body.entitlement.licensee;

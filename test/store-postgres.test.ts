@@ -3,17 +3,20 @@ import { SQL } from "bun";
 import { migratePostgres, openPostgresStore } from "../src/store/postgres";
 import { MIGRATIONS } from "../src/store/migrations";
 import { announceSkip, freshSchema, PG_URL } from "./databases";
+import { adminStoreSuite } from "./store-admin.suite";
 import { storeSuite } from "./store.suite";
 
 if (!PG_URL) announceSkip("test/store-postgres.test.ts", "KEYTURN_TEST_POSTGRES_URL");
 
 describe.skipIf(!PG_URL)("PostgreSQL store", () => {
-  storeSuite("PostgreSQL", {
+  const backend = {
     async fresh() {
       const schema = await freshSchema();
       return { open: () => openPostgresStore(schema.url, { max: 4 }), drop: () => schema.drop() };
     },
-  });
+  };
+  storeSuite("PostgreSQL", backend);
+  adminStoreSuite("PostgreSQL", backend);
 
   test("a re-activation racing a deactivation of one installation, across processes: no deadlock, never a revoked seat", async () => {
     const schema = await freshSchema();
@@ -66,7 +69,11 @@ describe.skipIf(!PG_URL)("PostgreSQL store", () => {
       const rows = await clients[0]!`SELECT version FROM schema_migrations ORDER BY version`;
       expect(rows.map((r: { version: number }) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
       const tables = await clients[0]!`SELECT table_name FROM information_schema.tables WHERE table_schema = ${schema.name} ORDER BY table_name`;
-      expect(tables.map((r: { table_name: string }) => r.table_name)).toEqual(["activations", "audit", "challenges", "licenses", "mirror_license_expiry", "mirror_release_controls", "mirror_revocations", "mirror_sync", "schema_migrations"]);
+      expect(tables.map((r: { table_name: string }) => r.table_name)).toEqual([
+        "activations", "admin_tokens", "audit", "challenges", "events", "idempotency", "licenses",
+        "mirror_license_expiry", "mirror_release_controls", "mirror_revocations", "mirror_sync", "schema_migrations",
+        "webhook_attempts", "webhook_deliveries", "webhook_endpoints", "webhook_fanout",
+      ]);
     } finally {
       await Promise.all(clients.map((c) => c.close()));
       await schema.drop();

@@ -24,6 +24,8 @@ export function license(extra: Partial<LicenseRecord> = {}): LicenseRecord {
     issued: T0,
     expires: null,
     revoked: null,
+    email: null,
+    metadata: {},
     ...extra,
   };
 }
@@ -55,6 +57,7 @@ function auditLine(extra: Partial<AuditRecord> = {}): AuditRecord {
     licenseId: null,
     outcome: "ok",
     error: null,
+    actor: null,
     ...extra,
   };
 }

@@ -2,6 +2,7 @@ import type { ParseArgsOptionsConfig } from "node:util";
 import { readSettings, toConfig, type Config } from "../config/config";
 import { ConfigError } from "../config/parse";
 import { Admin } from "../domain/admin";
+import type { AdminDeps } from "../domain/admin/deps";
 import { Audit } from "../domain/audit";
 import { systemClock } from "../domain/clock";
 import type { Store } from "../store/types";
@@ -12,6 +13,8 @@ export interface AdminContext {
   readonly config: Config;
   readonly store: Store;
   readonly admin: Admin;
+  /** What the admin services (src/domain/admin/) take, for the command line as caller. */
+  readonly deps: AdminDeps;
   readonly flags: Readonly<Record<string, string | boolean | undefined>>;
   readonly positionals: readonly string[];
 }
@@ -32,6 +35,7 @@ export async function openAdmin(
   }
   const config = toConfig(read.settings, "admin");
   const store = await openStore(config);
-  const admin = new Admin(config.variant, store, systemClock, new Audit(store, systemClock));
-  return { config, store, admin, flags: read.flags, positionals: read.positionals };
+  const admin = new Admin(config.variant, store, systemClock, new Audit(store, systemClock), config.tokenTtlSeconds);
+  const deps: AdminDeps = { variant: config.variant, store, clock: systemClock, tokenTtlSeconds: config.tokenTtlSeconds };
+  return { config, store, admin, deps, flags: read.flags, positionals: read.positionals };
 }

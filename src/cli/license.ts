@@ -1,14 +1,18 @@
 import { isoTime } from "../domain/clock";
 import { parseList } from "../config/parse";
+import { CLI_CALLER } from "../domain/admin/deps";
+import { createLicense, reinstateLicense, updateLicense } from "../domain/admin/licenses";
 import type { LicenseRecord } from "../store/types";
 import { openAdmin } from "./admin-context";
 import { out, parseIsoFlag, printJson, UsageError } from "./io";
 
 const USAGE = [
-  "keyturn license create --licensee N --organization O --plan P --plan-title T --seats N --channels stable,preview [--expires ISO] [--json]",
+  "keyturn license create --licensee N --organization O --plan P --plan-title T --seats N --channels stable,preview [--expires ISO] [--email E] [--json]",
   "       keyturn license list [--json]",
   "       keyturn license show KEY|ID [--json]",
+  "       keyturn license update KEY|ID [--seats N] [--expires ISO|never] [--channels C,...] [--plan P] [--plan-title T] [--licensee N] [--organization O] [--email E|none] [--json]",
   "       keyturn license revoke KEY|ID [--json]",
+  "       keyturn license reinstate KEY|ID [--json]",
 ].join("\n");
 
 const FLAGS = {
@@ -19,6 +23,7 @@ const FLAGS = {
   seats: { type: "string" },
   channels: { type: "string" },
   expires: { type: "string" },
+  email: { type: "string" },
   json: { type: "boolean" },
 } as const;
 
@@ -35,6 +40,7 @@ export function licenseView(l: LicenseRecord, seatsUsed?: number) {
     issued: isoTime(l.issued),
     expires: l.expires === null ? null : isoTime(l.expires),
     revoked: l.revoked === null ? null : isoTime(l.revoked),
+    email: l.email ?? null,
   };
 }
 
@@ -42,13 +48,30 @@ function printLicense(v: ReturnType<typeof licenseView>): void {
   const seats = typeof v.seats === "number" ? `${v.seats}` : `${v.seats.used}/${v.seats.total} in use`;
   out(`${v.id}  ${v.licensee} (${v.organization})`);
   out(`  plan ${v.plan} "${v.planTitle}", channels ${v.channels.join(",")}, seats ${seats}`);
-  out(`  issued ${v.issued}, expires ${v.expires ?? "never"}${v.revoked ? `, REVOKED ${v.revoked}` : ""}`);
+  out(`  issued ${v.issued}, expires ${v.expires ?? "never"}${v.revoked ? `, REVOKED ${v.revoked}` : ""}${v.email ? `, email ${v.email}` : ""}`);
 }
 
-/** `keyturn license create|list|show|revoke`. */
+/** The fields `license update` was given, as the update service takes them. */
+function updateBody(f: Readonly<Record<string, string | boolean | undefined>>): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  const str = (flag: string) => (typeof f[flag] === "string" ? (f[flag] as string) : undefined);
+  if (str("seats") !== undefined) {
+    if (!/^\d{1,10}$/.test(str("seats")!)) throw new UsageError(USAGE, "--seats must be a whole number of at least 1");
+    body.seats = Number(str("seats"));
+  }
+  if (str("expires") !== undefined) body.expires = str("expires") === "never" ? null : str("expires");
+  if (str("channels") !== undefined) body.channels = parseList(str("channels")!);
+  for (const [flag, field] of [["plan", "plan"], ["plan-title", "planTitle"], ["licensee", "licensee"], ["organization", "organization"]] as const)
+    if (str(flag) !== undefined) body[field] = str(flag);
+  if (str("email") !== undefined) body.email = str("email") === "none" ? null : str("email");
+  if (Object.keys(body).length === 0) throw new UsageError(USAGE, "license update needs at least one field to change");
+  return body;
+}
+
+/** `keyturn license create|list|show|update|revoke|reinstate`. */
 export async function licenseCommand(args: string[], env: Record<string, string | undefined>): Promise<number> {
   const [sub, ...rest] = args;
-  if (!sub || !["create", "list", "show", "revoke"].includes(sub))
+  if (!sub || !["create", "list", "show", "update", "revoke", "reinstate"].includes(sub))
     throw new UsageError(USAGE, sub ? `unknown license command "${sub}"` : "missing license command");
   const ctx = await openAdmin(USAGE, rest, env, FLAGS);
   const f = ctx.flags;
@@ -59,15 +82,19 @@ export async function licenseCommand(args: string[], env: Record<string, string 
         if (typeof f[name] !== "string" || !(f[name] as string).trim()) throw new UsageError(USAGE, `--${name} is required`);
       const seats = Number(f.seats);
       if (!/^\d+$/.test(f.seats as string) || seats < 1) throw new UsageError(USAGE, "--seats must be a whole number of at least 1");
-      const { key, license } = await ctx.admin.createLicense({
+      const expires = parseIsoFlag(USAGE, "expires", f.expires as string | undefined);
+      const created = await createLicense(ctx.deps, CLI_CALLER, {
         licensee: f.licensee as string,
         organization: f.organization as string,
         plan: f.plan as string,
         planTitle: f["plan-title"] as string,
         seats,
         channels: parseList(f.channels as string),
-        expires: parseIsoFlag(USAGE, "expires", f.expires as string | undefined),
+        ...(expires === null ? {} : { expires: new Date(expires).toISOString() }),
+        ...(typeof f.email === "string" ? { email: f.email } : {}),
       });
+      const key = created.key;
+      const license = (await ctx.store.getLicense(created.license.id))!;
       if (json) printJson({ key, ...licenseView(license) });
       else {
         out(`key:  ${key}`);
@@ -86,7 +113,13 @@ export async function licenseCommand(args: string[], env: Record<string, string 
     }
     const target = ctx.positionals[0];
     if (!target || ctx.positionals.length > 1) throw new UsageError(USAGE, `license ${sub} needs one KEY or ID`);
-    const license = sub === "show" ? await ctx.admin.findLicense(target) : await ctx.admin.revokeLicense(target);
+    let license: LicenseRecord;
+    if (sub === "show") license = await ctx.admin.findLicense(target);
+    else if (sub === "revoke") license = await ctx.admin.revokeLicense(target);
+    else {
+      const { id } = sub === "update" ? (await updateLicense(ctx.deps, CLI_CALLER, target, updateBody(f))).license : await reinstateLicense(ctx.deps, CLI_CALLER, target);
+      license = (await ctx.store.getLicense(id))!;
+    }
     const view = licenseView(license, await ctx.store.countActiveSeats(license.id));
     if (json) printJson(view);
     else printLicense(view);

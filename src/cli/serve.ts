@@ -4,6 +4,7 @@ import { SETTINGS, envName } from "../config/settings";
 import { Admin } from "../domain/admin";
 import { privateKeyFiles } from "../domain/keys";
 import { startRetention } from "../domain/retention";
+import { WebhookWorker } from "../domain/webhooks/worker";
 import { createApp } from "../http/app";
 import { VERSION } from "../version";
 import { startMetricsListener } from "./metrics-listener";
@@ -51,6 +52,8 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   }
   else if (!keys.signing) log.warn("no license signing key: activate, refresh and sign-in answer licensing_unavailable", { keys: config.keysDir });
   const retention = startRetention({ store, clock: services.clock, log, auditRetentionSeconds: config.auditRetentionSeconds });
+  const webhooks = new WebhookWorker({ store, clock: services.clock, log });
+  webhooks.start();
   const app = createApp(services);
   const transport = startTransport(config, app.handle, log);
   const metricsListener = config.metricsListen && services.metrics ? startMetricsListener(config.metricsListen, services.metrics, log) : null;
@@ -84,6 +87,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
       void metricsListener?.stop(true);
       const { drained } = await transport.stop(config.shutdownTimeoutSeconds * 1000);
       if (!drained) log.warn("shutdown timeout: closed connections whose requests had not finished");
+      await webhooks.stop();
       await rateLimitStore.close();
       await store.close();
       log.info("stopped", { signal });

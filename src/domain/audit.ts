@@ -19,8 +19,17 @@ export type AuditAction =
   | "releases"
   | "request"
   | "license-create"
+  | "license-update"
   | "license-revoke"
-  | "activation-deactivate";
+  | "license-reinstate"
+  | "activation-deactivate"
+  | "admin-token-create"
+  | "admin-token-revoke"
+  | "webhook-add"
+  | "webhook-remove"
+  | "webhook-enable"
+  | "webhook-disable"
+  | "webhook-retry";
 
 /** The audit trail: one line per state change and per refusal; a refusal's line is its `ref`. */
 export class Audit {

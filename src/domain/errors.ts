@@ -33,6 +33,11 @@ export const ERROR_CODES = [
   "range_not_satisfiable",
   "unavailable",
   "internal_error",
+  // design.md wave 2: the admin API
+  "admin_token_invalid",
+  "insufficient_scope",
+  "idempotency_conflict",
+  "seats_in_use",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -5,6 +5,7 @@ import { isoTime, type Clock } from "./clock";
 import { installationOf, parseDevice, type Device } from "./device";
 import type { EntitlementStatusSource } from "./entitlement-status";
 import { KeyturnError } from "./errors";
+import { activationEvent, activationView, newEvent, tokensValidUntil } from "./events";
 import { newId } from "./ids";
 import { hashLicenseKey, normalizeLicenseKey } from "./license-key";
 import type { EntitlementClaims, TokenSigner, TokenVerifier } from "./tokens";
@@ -114,6 +115,7 @@ export class Licensing {
       newId: newId("act", now),
       now,
       audit: this.d.audit.okLine(action, ctx, license.id),
+      event: activationEvent(action, license.id, device, now),
     });
     if (result.outcome === "seat_limit")
       throw new KeyturnError("seat_limit", this.seatLimitMessage(license, result.holders), ids);
@@ -142,7 +144,10 @@ export class Licensing {
   async deactivate(principal: Principal, ctx: RequestContext): Promise<void> {
     this.requireRecords();
     const { sub, lic } = principal.claims;
-    if (!(await this.d.store.deactivate(sub, this.d.clock())))
+    const now = this.d.clock();
+    const event = (a: ActivationRecord) =>
+      newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, this.d.tokenTtlSeconds) }, now);
+    if (!(await this.d.store.deactivate(sub, now, { event })))
       throw new KeyturnError("entitlement_revoked", "The installation was deactivated.", { licenseId: lic, activationId: sub });
     await this.d.audit.ok("deactivate", ctx, { licenseId: lic, activationId: sub });
   }

@@ -1,19 +1,30 @@
 import type { Logger } from "../config/log";
 import type { Store } from "../store/types";
 import type { Clock } from "./clock";
+import { IDEMPOTENCY_WINDOW_MS } from "./admin/licenses";
 import { challengesPrunableBefore } from "./identity/challenges";
 
 export interface Pruned {
   readonly audit: number;
   readonly challenges: number;
+  /** Idempotency-Key answers past their 24 h (they hold license keys, so they are not kept longer). */
+  readonly idempotency: number;
+  /** Outbox events (and finished webhook deliveries) older than the audit retention. */
+  readonly events: number;
+  readonly deliveries: number;
 }
 
-/** Deletes audit lines older than the retention and staff challenges a day past their expiry. */
+/**
+ * Deletes audit lines, outbox events and finished webhook deliveries older than the retention,
+ * staff challenges a day past their expiry, and idempotency answers past their 24 h.
+ */
 export async function pruneRecords(store: Store, clock: Clock, auditRetentionSeconds: number): Promise<Pruned> {
   const now = clock();
   const audit = await store.pruneAudit(now - auditRetentionSeconds * 1000);
   const challenges = await store.pruneChallenges(challengesPrunableBefore(now));
-  return { audit, challenges };
+  const idempotency = await store.pruneIdempotency(now - IDEMPOTENCY_WINDOW_MS);
+  const { events, deliveries } = await store.pruneEvents(now - auditRetentionSeconds * 1000);
+  return { audit, challenges, idempotency, events, deliveries };
 }
 
 /** The part of the timer API the schedule uses; tests pass their own to run ticks by hand. */
@@ -57,7 +68,7 @@ export function startRetention(options: RetentionOptions): RetentionSchedule {
     if (stopped) return Promise.resolve(null);
     running ??= pruneRecords(options.store, options.clock, options.auditRetentionSeconds)
       .then((pruned) => {
-        if (pruned.audit > 0 || pruned.challenges > 0) options.log.info("pruned old records", { ...pruned });
+        if (Object.values(pruned).some((n) => n > 0)) options.log.info("pruned old records", { ...pruned });
         return pruned;
       })
       .catch((e: unknown) => {

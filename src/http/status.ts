@@ -30,4 +30,8 @@ export const STATUS_OF: Readonly<Record<ErrorCode, number>> = Object.freeze({
   range_not_satisfiable: 416,
   unavailable: 503,
   internal_error: 500,
+  admin_token_invalid: 401,
+  insufficient_scope: 403,
+  idempotency_conflict: 409,
+  seats_in_use: 409,
 });

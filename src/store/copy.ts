@@ -1,13 +1,17 @@
 import type { SQL } from "bun";
 import type { Database } from "bun:sqlite";
 
-/** The tables `keyturn copy` moves, parents first, each in an order that replays its history. */
+/**
+ * The tables `keyturn copy` moves, parents first, each in an order that replays its history. Not
+ * moved: admin tokens and webhook endpoints (made again on the new records: their secrets are shown
+ * once), and the outbox with its deliveries (deliver or drain them before moving).
+ */
 const TABLES = [
   {
     name: "licenses",
     key: "id",
     order: "issued, id",
-    columns: ["id", "kind", "key_hash", "licensee", "organization", "plan", "plan_title", "channels", "seats", "issued", "expires", "revoked"],
+    columns: ["id", "kind", "key_hash", "licensee", "organization", "plan", "plan_title", "channels", "seats", "issued", "expires", "revoked", "email", "metadata"],
   },
   {
     name: "activations",
@@ -20,7 +24,7 @@ const TABLES = [
     name: "audit",
     key: "ref",
     order: "time, ref",
-    columns: ["ref", "time", "address", "action", "activation_id", "license_id", "outcome", "error"],
+    columns: ["ref", "time", "address", "action", "activation_id", "license_id", "outcome", "error", "actor"],
   },
 ] as const;
 

@@ -126,7 +126,7 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 2,
     name: "licenses.active_seats, kept by triggers",
     // Counting a license's active seats scanned all of them on every activation and every
-    // entitlements/current, a cost growing with the seats (bench/README.md). The database keeps the count
+    // entitlements/current (~65 ns a seat: 0.4 ms at 6,000 seats). The database keeps the count
     // itself, so every store and every process sharing the file agree on it without code of theirs.
     sqlite: `
       ALTER TABLE licenses ADD COLUMN active_seats INTEGER NOT NULL DEFAULT 0;
@@ -160,6 +160,157 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE TRIGGER activations_count_active_seats
         AFTER INSERT OR DELETE OR UPDATE OF deactivated, license_id ON activations
         FOR EACH ROW EXECUTE FUNCTION keyturn_count_active_seats();
+    `,
+  },
+  {
+    version: 3,
+    name: "admin tokens, audit actor, license email and metadata, idempotency, outbox events, webhooks",
+    // The outbox is written by every activation, so its table has no index but its key: an event
+    // costs one append. Its seq never starts again without AUTOINCREMENT because pruning always
+    // keeps the newest event; its id is unique by construction (time and 50 random bits).
+    sqlite: `
+      CREATE TABLE admin_tokens (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        secret_hash TEXT NOT NULL UNIQUE,
+        scopes TEXT NOT NULL,
+        created INTEGER NOT NULL,
+        expires INTEGER,
+        revoked INTEGER,
+        last_used INTEGER
+      ) STRICT;
+      ALTER TABLE audit ADD COLUMN actor TEXT;
+      ALTER TABLE licenses ADD COLUMN email TEXT;
+      ALTER TABLE licenses ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}';
+      CREATE INDEX licenses_by_issued ON licenses(issued, id);
+      CREATE TABLE idempotency (
+        scope TEXT NOT NULL,
+        key TEXT NOT NULL,
+        request_hash TEXT NOT NULL,
+        answer TEXT NOT NULL,
+        created INTEGER NOT NULL,
+        PRIMARY KEY (scope, key)
+      ) STRICT;
+      CREATE INDEX idempotency_by_created ON idempotency(created);
+      CREATE TABLE events (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        time INTEGER NOT NULL,
+        data TEXT NOT NULL
+      );
+      CREATE TABLE webhook_endpoints (
+        id TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        types TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        enabled INTEGER NOT NULL,
+        disabled_reason TEXT,
+        created INTEGER NOT NULL,
+        after_seq INTEGER NOT NULL
+      ) STRICT;
+      CREATE TABLE webhook_fanout (
+        name TEXT PRIMARY KEY,
+        seq INTEGER NOT NULL
+      ) STRICT;
+      INSERT INTO webhook_fanout (name, seq) VALUES ('events', 0);
+      CREATE TABLE webhook_deliveries (
+        id TEXT PRIMARY KEY,
+        endpoint_id TEXT NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+        event_seq INTEGER NOT NULL,
+        event_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        attempts INTEGER NOT NULL,
+        next_attempt INTEGER NOT NULL,
+        lease_until INTEGER,
+        lease_owner TEXT,
+        created INTEGER NOT NULL,
+        last_attempt INTEGER,
+        UNIQUE (endpoint_id, event_id)
+      ) STRICT;
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries(status, next_attempt);
+      CREATE INDEX webhook_deliveries_by_event ON webhook_deliveries(event_seq);
+      CREATE TABLE webhook_attempts (
+        delivery_id TEXT NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
+        attempt INTEGER NOT NULL,
+        time INTEGER NOT NULL,
+        duration_ms INTEGER NOT NULL,
+        status_code INTEGER,
+        error TEXT,
+        PRIMARY KEY (delivery_id, attempt)
+      ) STRICT;
+    `,
+    postgres: `
+      CREATE TABLE admin_tokens (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        secret_hash TEXT NOT NULL UNIQUE,
+        scopes TEXT NOT NULL,
+        created BIGINT NOT NULL,
+        expires BIGINT,
+        revoked BIGINT,
+        last_used BIGINT
+      );
+      ALTER TABLE audit ADD COLUMN actor TEXT;
+      ALTER TABLE licenses ADD COLUMN email TEXT;
+      ALTER TABLE licenses ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}';
+      CREATE INDEX licenses_by_issued ON licenses(issued, id);
+      CREATE TABLE idempotency (
+        scope TEXT NOT NULL,
+        key TEXT NOT NULL,
+        request_hash TEXT NOT NULL,
+        answer TEXT NOT NULL,
+        created BIGINT NOT NULL,
+        PRIMARY KEY (scope, key)
+      );
+      CREATE INDEX idempotency_by_created ON idempotency(created);
+      CREATE TABLE events (
+        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        time BIGINT NOT NULL,
+        data TEXT NOT NULL
+      );
+      CREATE TABLE webhook_endpoints (
+        id TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        types TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        enabled BOOLEAN NOT NULL,
+        disabled_reason TEXT,
+        created BIGINT NOT NULL,
+        after_seq BIGINT NOT NULL
+      );
+      CREATE TABLE webhook_fanout (
+        name TEXT PRIMARY KEY,
+        seq BIGINT NOT NULL
+      );
+      INSERT INTO webhook_fanout (name, seq) VALUES ('events', 0);
+      CREATE TABLE webhook_deliveries (
+        id TEXT PRIMARY KEY,
+        endpoint_id TEXT NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+        event_seq BIGINT NOT NULL,
+        event_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        attempts INTEGER NOT NULL,
+        next_attempt BIGINT NOT NULL,
+        lease_until BIGINT,
+        lease_owner TEXT,
+        created BIGINT NOT NULL,
+        last_attempt BIGINT,
+        UNIQUE (endpoint_id, event_id)
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries(status, next_attempt);
+      CREATE INDEX webhook_deliveries_by_event ON webhook_deliveries(event_seq);
+      CREATE TABLE webhook_attempts (
+        delivery_id TEXT NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
+        attempt INTEGER NOT NULL,
+        time BIGINT NOT NULL,
+        duration_ms INTEGER NOT NULL,
+        status_code INTEGER,
+        error TEXT,
+        PRIMARY KEY (delivery_id, attempt)
+      );
     `,
   },
   {

@@ -1,20 +1,71 @@
 import { SQL } from "bun";
 import { MIGRATIONS } from "./migrations";
-import { activationFromRow, auditFromRow, challengeFromRow, licenseFromRow, num, numOrNull, type Row } from "./rows";
+import {
+  activationFromRow,
+  adminTokenFromRow,
+  attemptFromRow,
+  auditFromRow,
+  challengeFromRow,
+  containsPattern,
+  deliveryFromRow,
+  endpointFromRow,
+  eventFromRow,
+  licenseFromRow,
+  num,
+  numOrNull,
+  patchColumns,
+  subscribers,
+  type Row,
+} from "./rows";
 import type {
   ActivateInput,
   ActivateResult,
   ActivationRecord,
   ActivationStatus,
   ActivationWithLicense,
+  AdminTokenRecord,
+  AttemptOutcome,
+  AttemptRecord,
   AuditFilter,
   AuditRecord,
   ChallengeRecord,
+  ClaimedDelivery,
   ConsumeResult,
+  DeliveryFilter,
+  DeliveryRecord,
   DeviceFields,
+  EventFilter,
+  EventRecord,
+  IdempotencyRecord,
+  IdempotentCreate,
+  Journal,
+  LicensePatch,
+  LicenseQuery,
   LicenseRecord,
+  NewEvent,
   Store,
+  UpdateLicenseResult,
+  WebhookEndpointRecord,
 } from "./types";
+
+type Tx = SQL;
+
+/**
+ * Inserts an outbox event inside `tx`. The advisory lock (one per schema, held to the commit)
+ * orders the writers of events, so seq order is commit order: a feed reader that has seen seq N
+ * never later finds a newly committed event below N.
+ */
+export async function insertEvent(tx: Tx, e: NewEvent): Promise<void> {
+  await tx`SELECT pg_advisory_xact_lock(hashtext('keyturn events ' || current_schema()))`;
+  await tx`INSERT INTO events (id, type, time, data) VALUES (${e.id}, ${e.type}, ${e.time}, ${e.data})`;
+}
+
+/** Writes a change's audit line and event inside the change's transaction. */
+async function journal<T>(tx: Tx, j: Journal<T>, after: T): Promise<void> {
+  if (j.audit) await tx`INSERT INTO audit ${tx(auditRow(j.audit))}`;
+  const event = j.event?.(after);
+  if (event) await insertEvent(tx, event);
+}
 
 /**
  * Connects to the PostgreSQL database of `url` (its `search_path` query parameter, if any, picks the
@@ -36,8 +87,84 @@ export class PostgresStore implements Store {
 
   constructor(readonly sql: SQL) {}
 
-  async createLicense(l: LicenseRecord): Promise<void> {
-    await this.sql`INSERT INTO licenses ${this.sql(licenseRow(l))}`;
+  async createLicense(l: LicenseRecord, j: Journal<LicenseRecord> = {}): Promise<void> {
+    if (!j.audit && !j.event) {
+      await this.sql`INSERT INTO licenses ${this.sql(licenseRow(l))}`;
+      return;
+    }
+    await this.sql.begin(async (tx) => {
+      await tx`INSERT INTO licenses ${tx(licenseRow(l))}`;
+      await journal(tx, j, l);
+    });
+  }
+
+  // The idempotency row is inserted first: a racing transaction with the same key waits on its
+  // primary key until this one commits, then inserts nothing and reads the committed answer.
+  async createLicenseIdempotent(l: LicenseRecord, idem: IdempotencyRecord, j: Journal<LicenseRecord>, expiredBefore: number): Promise<IdempotentCreate> {
+    return this.sql.begin(async (tx): Promise<IdempotentCreate> => {
+      await tx`DELETE FROM idempotency WHERE scope = ${idem.scope} AND key = ${idem.key} AND created < ${expiredBefore}`;
+      const inserted = await tx`INSERT INTO idempotency (scope, key, request_hash, answer, created)
+        VALUES (${idem.scope}, ${idem.key}, ${idem.requestHash}, ${idem.answer}, ${idem.created}) ON CONFLICT DO NOTHING`;
+      if (inserted.count === 0) {
+        const [r] = await tx`SELECT * FROM idempotency WHERE scope = ${idem.scope} AND key = ${idem.key}`;
+        return {
+          outcome: "replayed",
+          record: { scope: r.scope, key: r.key, requestHash: r.request_hash, answer: r.answer, created: num(r.created) },
+        };
+      }
+      await tx`INSERT INTO licenses ${tx(licenseRow(l))}`;
+      await journal(tx, j, l);
+      return { outcome: "created" };
+    });
+  }
+
+  async pruneIdempotency(before: number): Promise<number> {
+    return (await this.sql`DELETE FROM idempotency WHERE created < ${before}`).count;
+  }
+
+  // The license row lock is the one activate takes: no seat can be taken between the check and the update.
+  async updateLicense(id: string, patch: LicensePatch, j: Journal<LicenseRecord>): Promise<UpdateLicenseResult> {
+    return this.sql.begin(async (tx): Promise<UpdateLicenseResult> => {
+      const [current] = await tx`SELECT * FROM licenses WHERE id = ${id} FOR UPDATE`;
+      if (!current) return { outcome: "unknown" };
+      const used = num(current.active_seats);
+      if (patch.seats !== undefined && patch.seats < used) return { outcome: "seats_in_use", seatsUsed: used };
+      const { sets, params } = patchColumns(patch);
+      if (sets.length === 0) return { outcome: "updated", license: licenseFromRow(current), seatsUsed: used };
+      const values = sets.map((c) => params[c]);
+      const text = `UPDATE licenses SET ${sets.map((c, i) => `${c} = $${i + 1}`).join(", ")} WHERE id = $${sets.length + 1} RETURNING *`;
+      const [r] = await tx.unsafe(text, [...values, id]);
+      const license = licenseFromRow(r);
+      await journal(tx, j, license);
+      return { outcome: "updated", license, seatsUsed: used };
+    });
+  }
+
+  async reinstateLicense(id: string, j: Journal<LicenseRecord>): Promise<LicenseRecord | null> {
+    return this.sql.begin(async (tx) => {
+      const [r] = await tx`UPDATE licenses SET revoked = NULL WHERE id = ${id} AND revoked IS NOT NULL RETURNING *`;
+      if (!r) return null;
+      const license = licenseFromRow(r);
+      await journal(tx, j, license);
+      return license;
+    });
+  }
+
+  async searchLicenses(query: LicenseQuery): Promise<Array<{ license: LicenseRecord; seatsUsed: number }>> {
+    const where: string[] = [];
+    const params: (string | number)[] = [];
+    const p = (v: string | number) => (params.push(v), `$${params.length}`);
+    if (query.text) {
+      const t = p(containsPattern(query.text));
+      where.push(`(lower(licensee) LIKE ${t} ESCAPE '\\' OR lower(organization) LIKE ${t} ESCAPE '\\'
+        OR lower(coalesce(email, '')) LIKE ${t} ESCAPE '\\' OR lower(id) LIKE ${t} ESCAPE '\\')`);
+    }
+    if (query.status === "revoked") where.push("revoked IS NOT NULL");
+    else if (query.status === "active") where.push(`revoked IS NULL AND (expires IS NULL OR expires > ${p(query.now)})`);
+    else if (query.status === "expired") where.push(`revoked IS NULL AND expires <= ${p(query.now)}`);
+    if (query.after) where.push(`(issued, id) > (${p(query.after.issued)}, ${p(query.after.id)})`);
+    const text = `SELECT * FROM licenses ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY issued, id LIMIT ${p(query.limit)}`;
+    return (await this.sql.unsafe(text, params)).map((r: Row) => ({ license: licenseFromRow(r), seatsUsed: num(r.active_seats) }));
   }
 
   async upsertStaffLicense(l: LicenseRecord): Promise<LicenseRecord> {
@@ -61,8 +188,13 @@ export class PostgresStore implements Store {
     return (await this.sql`SELECT * FROM licenses ORDER BY issued, id`).map(licenseFromRow);
   }
 
-  async revokeLicense(id: string, now: number): Promise<boolean> {
-    return (await this.sql`UPDATE licenses SET revoked = ${now} WHERE id = ${id} AND revoked IS NULL`).count > 0;
+  async revokeLicense(id: string, now: number, j: Journal<LicenseRecord> = {}): Promise<boolean> {
+    return this.sql.begin(async (tx) => {
+      const [r] = await tx`UPDATE licenses SET revoked = ${now} WHERE id = ${id} AND revoked IS NULL RETURNING *`;
+      if (!r) return false;
+      await journal(tx, j, licenseFromRow(r));
+      return true;
+    });
   }
 
   // The license row lock serialises every activation of one license across all processes: after it
@@ -86,15 +218,20 @@ export class PostgresStore implements Store {
       const audit = async (activationId: string) => {
         if (input.audit) await tx`INSERT INTO audit ${tx(auditRow({ ...input.audit, activationId }))}`;
       };
+      const withEvent = async (result: ActivateResult) => {
+        const event = input.event?.(result);
+        if (event) await insertEvent(tx, event);
+        return result;
+      };
       if (reused) {
         await audit(reused.id);
-        return { outcome: "reused", activation: activationFromRow(reused), seatsUsed: await countActive() };
+        return withEvent({ outcome: "reused", activation: activationFromRow(reused), seatsUsed: await countActive() });
       }
       const used = await countActive();
       if (used >= num(license.seats)) {
         const holders = await tx`SELECT * FROM activations
           WHERE license_id = ${input.licenseId} AND deactivated IS NULL ORDER BY created, id`;
-        return { outcome: "seat_limit", holders: holders.map(activationFromRow) };
+        return withEvent({ outcome: "seat_limit", holders: holders.map(activationFromRow) });
       }
       const [row] = await tx`INSERT INTO activations ${tx({
         id: input.newId,
@@ -110,7 +247,7 @@ export class PostgresStore implements Store {
         last_seen: input.now,
       })} RETURNING *`;
       await audit(row.id);
-      return { outcome: "created", activation: activationFromRow(row), seatsUsed: used + 1 };
+      return withEvent({ outcome: "created", activation: activationFromRow(row), seatsUsed: used + 1 });
     });
   }
 
@@ -149,12 +286,15 @@ export class PostgresStore implements Store {
   // Locks in the order activate takes them (license row, then activation row): the seat-count
   // trigger updates the license row, and the opposite order would deadlock with an activation of
   // the same license.
-  async deactivate(id: string, now: number): Promise<boolean> {
+  async deactivate(id: string, now: number, j: Journal<ActivationRecord> = {}): Promise<boolean> {
     return this.sql.begin(async (tx) => {
       const [a] = await tx`SELECT license_id FROM activations WHERE id = ${id}`;
       if (!a) return false;
       await tx`SELECT 1 FROM licenses WHERE id = ${a.license_id} FOR UPDATE`;
-      return (await tx`UPDATE activations SET deactivated = ${now} WHERE id = ${id} AND deactivated IS NULL`).count > 0;
+      const [r] = await tx`UPDATE activations SET deactivated = ${now} WHERE id = ${id} AND deactivated IS NULL RETURNING *`;
+      if (!r) return false;
+      await journal(tx, j, activationFromRow(r));
+      return true;
     });
   }
 
@@ -197,6 +337,10 @@ export class PostgresStore implements Store {
     if (f.error !== undefined) add("error = ?", f.error);
     if (f.since !== undefined) add("time >= ?", f.since);
     if (f.until !== undefined) add("time < ?", f.until);
+    if (f.after !== undefined) {
+      params.push(f.after.time, f.after.ref);
+      where.push(`(time < $${params.length - 1} OR (time = $${params.length - 1} AND ref > $${params.length}))`);
+    }
     params.push(f.limit ?? 1000);
     const text = `SELECT * FROM audit ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY time DESC, ref LIMIT $${params.length}`;
     return (await this.sql.unsafe(text, params)).map(auditFromRow);
@@ -204,6 +348,168 @@ export class PostgresStore implements Store {
 
   async pruneAudit(before: number): Promise<number> {
     return (await this.sql`DELETE FROM audit WHERE time < ${before}`).count;
+  }
+
+  async appendEvent(event: NewEvent, audit?: AuditRecord): Promise<void> {
+    await this.sql.begin((tx) => journal(tx, { audit, event: () => event }, null));
+  }
+
+  async pruneEvents(before: number): Promise<{ events: number; deliveries: number }> {
+    return this.sql.begin(async (tx) => {
+      const deliveries = (await tx`DELETE FROM webhook_deliveries WHERE created < ${before} AND status <> 'pending'`).count;
+      const events = (await tx`DELETE FROM events WHERE time < ${before} AND seq <= (SELECT seq FROM webhook_fanout WHERE name = 'events')
+        AND seq < (SELECT max(seq) FROM events) AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = events.seq)`).count;
+      return { events, deliveries };
+    });
+  }
+
+  async listEvents(f: EventFilter): Promise<EventRecord[]> {
+    const after = BigInt(f.after).toString();
+    const rows = f.types
+      ? await this.sql`SELECT * FROM events WHERE seq > ${after}::bigint AND type = ANY(${this.sql.array([...f.types], "TEXT")}) ORDER BY seq LIMIT ${f.limit}`
+      : await this.sql`SELECT * FROM events WHERE seq > ${after}::bigint ORDER BY seq LIMIT ${f.limit}`;
+    return rows.map(eventFromRow);
+  }
+
+  async createAdminToken(t: AdminTokenRecord, audit?: AuditRecord): Promise<void> {
+    await this.sql.begin(async (tx) => {
+      await tx`INSERT INTO admin_tokens (id, name, secret_hash, scopes, created, expires, revoked, last_used)
+        VALUES (${t.id}, ${t.name}, ${t.secretHash}, ${JSON.stringify(t.scopes)}, ${t.created}, ${t.expires}, ${t.revoked}, ${t.lastUsed})`;
+      await journal(tx, { audit }, null);
+    });
+  }
+
+  async findAdminTokenBySecretHash(secretHash: string): Promise<AdminTokenRecord | null> {
+    const [r] = await this.sql`SELECT * FROM admin_tokens WHERE secret_hash = ${secretHash}`;
+    return r ? adminTokenFromRow(r) : null;
+  }
+
+  async listAdminTokens(): Promise<AdminTokenRecord[]> {
+    return (await this.sql`SELECT * FROM admin_tokens ORDER BY created, id`).map(adminTokenFromRow);
+  }
+
+  async revokeAdminToken(id: string, now: number, audit?: AuditRecord): Promise<boolean> {
+    return this.sql.begin(async (tx) => {
+      if ((await tx`UPDATE admin_tokens SET revoked = ${now} WHERE id = ${id} AND revoked IS NULL`).count === 0) return false;
+      await journal(tx, { audit }, null);
+      return true;
+    });
+  }
+
+  async touchAdminToken(id: string, now: number, staleBefore: number): Promise<void> {
+    await this.sql`UPDATE admin_tokens SET last_used = ${now} WHERE id = ${id} AND (last_used IS NULL OR last_used < ${staleBefore})`;
+  }
+
+  async createWebhookEndpoint(e: Omit<WebhookEndpointRecord, "afterSeq">, audit?: AuditRecord): Promise<WebhookEndpointRecord> {
+    return this.sql.begin(async (tx) => {
+      // Under the events lock: every event committed after this endpoint has a greater seq.
+      await tx`SELECT pg_advisory_xact_lock(hashtext('keyturn events ' || current_schema()))`;
+      const [r] = await tx`INSERT INTO webhook_endpoints (id, url, types, secret, enabled, disabled_reason, created, after_seq)
+        VALUES (${e.id}, ${e.url}, ${JSON.stringify(e.types)}, ${e.secret}, ${e.enabled}, ${e.disabledReason}, ${e.created},
+        (SELECT coalesce(max(seq), 0) FROM events)) RETURNING *`;
+      await journal(tx, { audit }, null);
+      return endpointFromRow(r);
+    });
+  }
+
+  async listWebhookEndpoints(): Promise<WebhookEndpointRecord[]> {
+    return (await this.sql`SELECT * FROM webhook_endpoints ORDER BY created, id`).map(endpointFromRow);
+  }
+
+  async getWebhookEndpoint(id: string): Promise<WebhookEndpointRecord | null> {
+    const [r] = await this.sql`SELECT * FROM webhook_endpoints WHERE id = ${id}`;
+    return r ? endpointFromRow(r) : null;
+  }
+
+  async setWebhookEndpointEnabled(id: string, enabled: boolean, reason: string | null, audit?: AuditRecord): Promise<boolean> {
+    return this.sql.begin(async (tx) => {
+      const changed = (await tx`UPDATE webhook_endpoints SET enabled = ${enabled}, disabled_reason = ${reason} WHERE id = ${id}`).count > 0;
+      if (changed) await journal(tx, { audit }, null);
+      return changed;
+    });
+  }
+
+  async removeWebhookEndpoint(id: string, audit?: AuditRecord): Promise<boolean> {
+    return this.sql.begin(async (tx) => {
+      const removed = (await tx`DELETE FROM webhook_endpoints WHERE id = ${id}`).count > 0;
+      if (removed) await journal(tx, { audit }, null);
+      return removed;
+    });
+  }
+
+  // The cursor row lock makes one process at a time fan out; the events lock is not needed, since
+  // seq order is commit order (see insertEvent).
+  async fanOutEvents(now: number, limit: number, newDeliveryId: () => string): Promise<number> {
+    return this.sql.begin(async (tx) => {
+      const [cursor] = await tx`SELECT seq FROM webhook_fanout WHERE name = 'events' FOR UPDATE`;
+      const events = (await tx`SELECT * FROM events WHERE seq > ${cursor.seq}::bigint ORDER BY seq LIMIT ${limit}`).map(eventFromRow);
+      if (events.length === 0) return 0;
+      const endpoints = (await tx`SELECT * FROM webhook_endpoints WHERE enabled`).map(endpointFromRow);
+      for (const event of events)
+        for (const endpoint of subscribers(endpoints, event))
+          await tx`INSERT INTO webhook_deliveries (id, endpoint_id, event_seq, event_id, status, attempts, next_attempt, created)
+            VALUES (${newDeliveryId()}, ${endpoint.id}, ${event.seq}, ${event.id}, 'pending', 0, ${now}, ${now}) ON CONFLICT DO NOTHING`;
+      await tx`UPDATE webhook_fanout SET seq = ${events.at(-1)!.seq} WHERE name = 'events'`;
+      return events.length;
+    });
+  }
+
+  async claimDeliveries(now: number, leaseUntil: number, owner: string, limit: number): Promise<ClaimedDelivery[]> {
+    const rows = await this.sql`UPDATE webhook_deliveries d SET lease_until = ${leaseUntil}, lease_owner = ${owner}
+      FROM (SELECT d2.id FROM webhook_deliveries d2 JOIN webhook_endpoints e ON e.id = d2.endpoint_id
+            WHERE d2.status = 'pending' AND d2.next_attempt <= ${now} AND (d2.lease_until IS NULL OR d2.lease_until < ${now}) AND e.enabled
+            ORDER BY d2.next_attempt, d2.event_seq LIMIT ${limit} FOR UPDATE OF d2 SKIP LOCKED) due
+      WHERE d.id = due.id RETURNING d.*`;
+    const claimed: ClaimedDelivery[] = [];
+    for (const r of rows) {
+      const [e] = await this.sql`SELECT * FROM webhook_endpoints WHERE id = ${r.endpoint_id}`;
+      const [ev] = await this.sql`SELECT * FROM events WHERE seq = ${r.event_seq}`;
+      if (e && ev) claimed.push({ delivery: deliveryFromRow(r), endpoint: endpointFromRow(e), event: eventFromRow(ev), leaseOwner: owner });
+    }
+    return claimed;
+  }
+
+  async recordAttempt(a: AttemptRecord, owner: string, outcome: AttemptOutcome): Promise<boolean> {
+    return this.sql.begin(async (tx) => {
+      const next = outcome.status === "pending" ? outcome.nextAttempt : a.time;
+      const [r] = await tx`UPDATE webhook_deliveries SET status = ${outcome.status}, attempts = attempts + 1, next_attempt = ${next},
+          last_attempt = ${a.time}, lease_until = NULL, lease_owner = NULL
+        WHERE id = ${a.deliveryId} AND lease_owner = ${owner} RETURNING endpoint_id`;
+      if (!r) return false;
+      await tx`INSERT INTO webhook_attempts (delivery_id, attempt, time, duration_ms, status_code, error)
+        VALUES (${a.deliveryId}, ${a.attempt}, ${a.time}, ${a.durationMs}, ${a.statusCode}, ${a.error})`;
+      if (outcome.status === "failed" && outcome.disableEndpoint)
+        await tx`UPDATE webhook_endpoints SET enabled = false, disabled_reason = ${outcome.disableEndpoint} WHERE id = ${r.endpoint_id}`;
+      return true;
+    });
+  }
+
+  async listDeliveries(f: DeliveryFilter): Promise<DeliveryRecord[]> {
+    const where: string[] = [];
+    const params: (string | number)[] = [];
+    const p = (v: string | number) => (params.push(v), `$${params.length}`);
+    if (f.endpointId !== undefined) where.push(`endpoint_id = ${p(f.endpointId)}`);
+    if (f.status !== undefined) where.push(`status = ${p(f.status)}`);
+    if (f.after !== undefined) where.push(`id < ${p(f.after)}`);
+    const text = `SELECT * FROM webhook_deliveries ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY id DESC LIMIT ${p(f.limit)}`;
+    return (await this.sql.unsafe(text, params)).map(deliveryFromRow);
+  }
+
+  async getDelivery(id: string): Promise<DeliveryRecord | null> {
+    const [r] = await this.sql`SELECT * FROM webhook_deliveries WHERE id = ${id}`;
+    return r ? deliveryFromRow(r) : null;
+  }
+
+  async listAttempts(deliveryId: string): Promise<AttemptRecord[]> {
+    return (await this.sql`SELECT * FROM webhook_attempts WHERE delivery_id = ${deliveryId} ORDER BY attempt`).map(attemptFromRow);
+  }
+
+  async retryDelivery(id: string, now: number, audit?: AuditRecord): Promise<boolean> {
+    return this.sql.begin(async (tx) => {
+      const changed = (await tx`UPDATE webhook_deliveries SET status = 'pending', next_attempt = ${now} WHERE id = ${id} AND status <> 'delivered'`).count > 0;
+      if (changed) await journal(tx, { audit }, null);
+      return changed;
+    });
   }
 
   async ping(): Promise<void> {
@@ -230,6 +536,8 @@ export function licenseRow(l: LicenseRecord) {
     issued: l.issued,
     expires: l.expires,
     revoked: l.revoked,
+    email: l.email ?? null,
+    metadata: JSON.stringify(l.metadata ?? {}),
   };
 }
 
@@ -243,6 +551,7 @@ function auditRow(a: AuditRecord) {
     license_id: a.licenseId,
     outcome: a.outcome,
     error: a.error,
+    actor: a.actor ?? null,
   };
 }
 

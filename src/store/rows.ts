@@ -1,4 +1,15 @@
-import type { ActivationRecord, AuditRecord, ChallengeRecord, LicenseRecord } from "./types";
+import type {
+  ActivationRecord,
+  AdminTokenRecord,
+  AttemptRecord,
+  AuditRecord,
+  ChallengeRecord,
+  DeliveryRecord,
+  EventRecord,
+  LicensePatch,
+  LicenseRecord,
+  WebhookEndpointRecord,
+} from "./types";
 
 /** Rows as both drivers hand them back: snake_case columns, times as numbers or (int8) strings. */
 export type Row = Record<string, any>;
@@ -20,6 +31,8 @@ export const licenseFromRow = (r: Row): LicenseRecord => ({
   issued: num(r.issued),
   expires: numOrNull(r.expires),
   revoked: numOrNull(r.revoked),
+  email: r.email ?? null,
+  metadata: r.metadata ? JSON.parse(r.metadata) : {},
 });
 
 export const activationFromRow = (r: Row): ActivationRecord => ({
@@ -54,4 +67,75 @@ export const auditFromRow = (r: Row): AuditRecord => ({
   licenseId: r.license_id,
   outcome: r.outcome,
   error: r.error,
+  actor: r.actor ?? null,
 });
+
+export const eventFromRow = (r: Row): EventRecord => ({ seq: num(r.seq), id: r.id, type: r.type, time: num(r.time), data: r.data });
+
+export const adminTokenFromRow = (r: Row): AdminTokenRecord => ({
+  id: r.id,
+  name: r.name,
+  secretHash: r.secret_hash,
+  scopes: JSON.parse(r.scopes),
+  created: num(r.created),
+  expires: numOrNull(r.expires),
+  revoked: numOrNull(r.revoked),
+  lastUsed: numOrNull(r.last_used),
+});
+
+export const endpointFromRow = (r: Row): WebhookEndpointRecord => ({
+  id: r.id,
+  url: r.url,
+  types: JSON.parse(r.types),
+  secret: r.secret,
+  enabled: Boolean(r.enabled),
+  disabledReason: r.disabled_reason ?? null,
+  created: num(r.created),
+  afterSeq: num(r.after_seq),
+});
+
+export const deliveryFromRow = (r: Row): DeliveryRecord => ({
+  id: r.id,
+  endpointId: r.endpoint_id,
+  eventSeq: num(r.event_seq),
+  eventId: r.event_id,
+  status: r.status,
+  attempts: num(r.attempts),
+  nextAttempt: num(r.next_attempt),
+  created: num(r.created),
+  lastAttempt: numOrNull(r.last_attempt),
+});
+
+export const attemptFromRow = (r: Row): AttemptRecord => ({
+  deliveryId: r.delivery_id,
+  attempt: num(r.attempt),
+  time: num(r.time),
+  durationMs: num(r.duration_ms),
+  statusCode: numOrNull(r.status_code),
+  error: r.error ?? null,
+});
+
+/** The SQL LIKE pattern of a substring search, with `\\` as the escape character. */
+export function containsPattern(text: string): string {
+  return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => "\\" + c)}%`;
+}
+
+/** Which endpoints an event goes to: enabled, subscribed to its type, added before it. */
+export function subscribers(endpoints: readonly WebhookEndpointRecord[], event: EventRecord): WebhookEndpointRecord[] {
+  return endpoints.filter((e) => e.enabled && e.afterSeq < event.seq && e.types.includes(event.type));
+}
+
+/** The columns a license patch sets, with their values as both stores bind them. */
+export function patchColumns(patch: LicensePatch): { sets: string[]; params: Record<string, string | number | null> } {
+  const params: Record<string, string | number | null> = {};
+  if (patch.licensee !== undefined) params.licensee = patch.licensee;
+  if (patch.organization !== undefined) params.organization = patch.organization;
+  if (patch.plan !== undefined) params.plan = patch.plan;
+  if (patch.planTitle !== undefined) params.plan_title = patch.planTitle;
+  if (patch.channels !== undefined) params.channels = JSON.stringify(patch.channels);
+  if (patch.seats !== undefined) params.seats = patch.seats;
+  if (patch.expires !== undefined) params.expires = patch.expires;
+  if (patch.email !== undefined) params.email = patch.email;
+  if (patch.metadata !== undefined) params.metadata = JSON.stringify(patch.metadata);
+  return { sets: Object.keys(params), params };
+}

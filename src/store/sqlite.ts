@@ -2,7 +2,21 @@ import { Database, type Statement } from "bun:sqlite";
 import { chmodSync, closeSync, fchmodSync, openSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { MIGRATIONS } from "./migrations";
-import { activationFromRow, auditFromRow, challengeFromRow, licenseFromRow, type Row } from "./rows";
+import {
+  activationFromRow,
+  adminTokenFromRow,
+  attemptFromRow,
+  auditFromRow,
+  challengeFromRow,
+  containsPattern,
+  deliveryFromRow,
+  endpointFromRow,
+  eventFromRow,
+  licenseFromRow,
+  patchColumns,
+  subscribers,
+  type Row,
+} from "./rows";
 import { GroupCommit } from "./sqlite-group-commit";
 import { sqliteWriteStamp, type WriteStamp } from "./sqlite-write-stamp";
 import type {
@@ -11,13 +25,29 @@ import type {
   ActivationRecord,
   ActivationStatus,
   ActivationWithLicense,
+  AdminTokenRecord,
+  AttemptOutcome,
+  AttemptRecord,
   AuditFilter,
   AuditRecord,
   ChallengeRecord,
+  ClaimedDelivery,
   ConsumeResult,
+  DeliveryFilter,
+  DeliveryRecord,
   DeviceFields,
+  EventFilter,
+  EventRecord,
+  IdempotencyRecord,
+  IdempotentCreate,
+  Journal,
+  LicensePatch,
+  LicenseQuery,
   LicenseRecord,
+  NewEvent,
   Store,
+  UpdateLicenseResult,
+  WebhookEndpointRecord,
 } from "./types";
 
 export const SQLITE_FILE = "keyturn.sqlite";
@@ -103,11 +133,11 @@ export class SqliteStore implements Store {
     const s = (sql: string): Statement => db.prepare(sql);
     return {
       insertLicense: s(`INSERT INTO licenses (id, kind, key_hash, licensee, organization, plan, plan_title,
-        channels, seats, issued, expires, revoked) VALUES ($id, $kind, $keyHash, $licensee, $organization,
-        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked)`),
+        channels, seats, issued, expires, revoked, email, metadata) VALUES ($id, $kind, $keyHash, $licensee, $organization,
+        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata)`),
       upsertStaff: s(`INSERT INTO licenses (id, kind, key_hash, licensee, organization, plan, plan_title,
-        channels, seats, issued, expires, revoked) VALUES ($id, $kind, $keyHash, $licensee, $organization,
-        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked)
+        channels, seats, issued, expires, revoked, email, metadata) VALUES ($id, $kind, $keyHash, $licensee, $organization,
+        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata)
         ON CONFLICT(id) DO UPDATE SET licensee = excluded.licensee, organization = excluded.organization,
         channels = excluded.channels, seats = excluded.seats RETURNING *`),
       licenseById: s("SELECT * FROM licenses WHERE id = ?"),
@@ -137,15 +167,92 @@ export class SqliteStore implements Store {
       challengeExists: s("SELECT 1 FROM challenges WHERE nonce_hash = ?"),
       challengeByHash: s("SELECT * FROM challenges WHERE nonce_hash = ?"),
       pruneChallenges: s("DELETE FROM challenges WHERE expires < ?"),
-      insertAudit: s(`INSERT INTO audit (ref, time, address, action, activation_id, license_id, outcome, error)
-        VALUES ($ref, $time, $address, $action, $activationId, $licenseId, $outcome, $error)`),
+      insertAudit: s(`INSERT INTO audit (ref, time, address, action, activation_id, license_id, outcome, error, actor)
+        VALUES ($ref, $time, $address, $action, $activationId, $licenseId, $outcome, $error, $actor)`),
+      insertEvent: s("INSERT INTO events (id, type, time, data) VALUES ($id, $type, $time, $data)"),
+      reinstateLicense: s("UPDATE licenses SET revoked = NULL WHERE id = ? AND revoked IS NOT NULL RETURNING *"),
+      deactivateReturning: s("UPDATE activations SET deactivated = ? WHERE id = ? AND deactivated IS NULL RETURNING *"),
       pruneAudit: s("DELETE FROM audit WHERE time < ?"),
       ping: s("SELECT 1"),
     };
   }
 
-  async createLicense(l: LicenseRecord): Promise<void> {
-    this.q.insertLicense.run(licenseParams(l));
+  async createLicense(l: LicenseRecord, journal: Journal<LicenseRecord> = {}): Promise<void> {
+    if (!journal.audit && !journal.event) {
+      this.q.insertLicense.run(licenseParams(l));
+      return;
+    }
+    await this.groupCommit.write(() => {
+      this.q.insertLicense.run(licenseParams(l));
+      this.journal(journal, l);
+    });
+  }
+
+  async createLicenseIdempotent(l: LicenseRecord, idem: IdempotencyRecord, journal: Journal<LicenseRecord>, expiredBefore: number): Promise<IdempotentCreate> {
+    return this.groupCommit.write((): IdempotentCreate => {
+      this.db.query("DELETE FROM idempotency WHERE scope = ? AND key = ? AND created < ?").run(idem.scope, idem.key, expiredBefore);
+      const inserted = this.db
+        .query(`INSERT INTO idempotency (scope, key, request_hash, answer, created) VALUES (?, ?, ?, ?, ?)
+          ON CONFLICT DO NOTHING`)
+        .run(idem.scope, idem.key, idem.requestHash, idem.answer, idem.created).changes;
+      if (inserted === 0) {
+        const r = this.db.query("SELECT * FROM idempotency WHERE scope = ? AND key = ?").get(idem.scope, idem.key) as Row;
+        return { outcome: "replayed", record: idempotencyFromRow(r) };
+      }
+      this.q.insertLicense.run(licenseParams(l));
+      this.journal(journal, l);
+      return { outcome: "created" };
+    });
+  }
+
+  async pruneIdempotency(before: number): Promise<number> {
+    return this.db.query("DELETE FROM idempotency WHERE created < ?").run(before).changes;
+  }
+
+  async updateLicense(id: string, patch: LicensePatch, journal: Journal<LicenseRecord>): Promise<UpdateLicenseResult> {
+    return this.groupCommit.write((): UpdateLicenseResult => {
+      const current = this.q.licenseById.get(id) as Row | null;
+      if (!current) return { outcome: "unknown" };
+      const used = current.active_seats as number;
+      // Inside the write transaction: no seat can be taken between this check and the update.
+      if (patch.seats !== undefined && patch.seats < used) return { outcome: "seats_in_use", seatsUsed: used };
+      const { sets, params } = patchColumns(patch);
+      if (sets.length === 0) return { outcome: "updated", license: licenseFromRow(current), seatsUsed: used };
+      const r = this.db.query(`UPDATE licenses SET ${sets.map((c) => `${c} = $${c}`).join(", ")} WHERE id = $id RETURNING *`).get({ ...params, id }) as Row;
+      const license = licenseFromRow(r);
+      this.journal(journal, license);
+      return { outcome: "updated", license, seatsUsed: used };
+    });
+  }
+
+  async reinstateLicense(id: string, journal: Journal<LicenseRecord>): Promise<LicenseRecord | null> {
+    return this.groupCommit.write(() => {
+      const r = this.q.reinstateLicense.get(id) as Row | null;
+      if (!r) return null;
+      const license = licenseFromRow(r);
+      this.journal(journal, license);
+      return license;
+    });
+  }
+
+  async searchLicenses(query: LicenseQuery): Promise<Array<{ license: LicenseRecord; seatsUsed: number }>> {
+    const where: string[] = [];
+    const params: Record<string, string | number> = { limit: query.limit };
+    if (query.text) {
+      where.push(`(lower(licensee) LIKE $text ESCAPE '\\' OR lower(organization) LIKE $text ESCAPE '\\'
+        OR lower(coalesce(email, '')) LIKE $text ESCAPE '\\' OR lower(id) LIKE $text ESCAPE '\\')`);
+      params.text = containsPattern(query.text);
+    }
+    if (query.status === "revoked") where.push("revoked IS NOT NULL");
+    else if (query.status === "active") (where.push("revoked IS NULL AND (expires IS NULL OR expires > $now)"), (params.now = query.now));
+    else if (query.status === "expired") (where.push("revoked IS NULL AND expires <= $now"), (params.now = query.now));
+    if (query.after) {
+      where.push("(issued > $afterIssued OR (issued = $afterIssued AND id > $afterId))");
+      params.afterIssued = query.after.issued;
+      params.afterId = query.after.id;
+    }
+    const sql = `SELECT * FROM licenses ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY issued, id LIMIT $limit`;
+    return (this.db.query(sql).all(params) as Row[]).map((r) => ({ license: licenseFromRow(r), seatsUsed: r.active_seats as number }));
   }
 
   async upsertStaffLicense(l: LicenseRecord): Promise<LicenseRecord> {
@@ -166,8 +273,24 @@ export class SqliteStore implements Store {
     return (this.q.listLicenses.all() as Row[]).map(licenseFromRow);
   }
 
-  async revokeLicense(id: string, now: number): Promise<boolean> {
-    return this.q.revokeLicense.run(now, id).changes > 0;
+  async revokeLicense(id: string, now: number, journal: Journal<LicenseRecord> = {}): Promise<boolean> {
+    if (!journal.audit && !journal.event) return this.q.revokeLicense.run(now, id).changes > 0;
+    return this.groupCommit.write(() => {
+      if (this.q.revokeLicense.run(now, id).changes === 0) return false;
+      this.journal(journal, licenseFromRow(this.q.licenseById.get(id) as Row));
+      return true;
+    });
+  }
+
+  /** Writes a change's audit line and event, inside the transaction of the change. */
+  private journal<T>(journal: Journal<T>, after: T): void {
+    if (journal.audit) this.q.insertAudit.run(auditParams(journal.audit));
+    const event = journal.event?.(after);
+    if (event) this.insertEvent(event);
+  }
+
+  private insertEvent(e: NewEvent): void {
+    this.q.insertEvent.run({ id: e.id, type: e.type, time: e.time, data: e.data });
   }
 
   // Runs inside a group commit's transaction (BEGIN IMMEDIATE): the write lock is held from before
@@ -179,12 +302,12 @@ export class SqliteStore implements Store {
       q.touch.run({ ...deviceFields(input), id: existing.id, now: input.now });
       const used = (q.countActive.get(input.licenseId) as Row).n;
       this.auditSeat(input, existing.id);
-      return { outcome: "reused", activation: activationFromRow(q.activationById.get(existing.id) as Row), seatsUsed: used };
+      return this.withEvent(input, { outcome: "reused", activation: activationFromRow(q.activationById.get(existing.id) as Row), seatsUsed: used });
     }
     const license = q.seatsOf.get(input.licenseId) as Row;
     const used = license.active_seats as number;
     if (used >= license.seats)
-      return { outcome: "seat_limit", holders: (q.activeHolders.all(input.licenseId) as Row[]).map(activationFromRow) };
+      return this.withEvent(input, { outcome: "seat_limit", holders: (q.activeHolders.all(input.licenseId) as Row[]).map(activationFromRow) });
     q.insertActivation.run({
       ...deviceFields(input),
       id: input.newId,
@@ -204,11 +327,17 @@ export class SqliteStore implements Store {
       lastSeen: input.now,
       deactivated: null,
     };
-    return { outcome: "created", activation, seatsUsed: used + 1 };
+    return this.withEvent(input, { outcome: "created", activation, seatsUsed: used + 1 });
   }
 
   private auditSeat(input: ActivateInput, activationId: string): void {
-    if (input.audit) this.q.insertAudit.run({ ...input.audit, activationId });
+    if (input.audit) this.q.insertAudit.run(auditParams({ ...input.audit, activationId }));
+  }
+
+  private withEvent(input: ActivateInput, result: ActivateResult): ActivateResult {
+    const event = input.event?.(result);
+    if (event) this.insertEvent(event);
+    return result;
   }
 
   async activate(input: ActivateInput): Promise<ActivateResult> {
@@ -254,8 +383,14 @@ export class SqliteStore implements Store {
     return (this.q.countActive.get(licenseId) as Row | null)?.n ?? 0;
   }
 
-  async deactivate(id: string, now: number): Promise<boolean> {
-    return this.q.deactivate.run(now, id).changes > 0;
+  async deactivate(id: string, now: number, journal: Journal<ActivationRecord> = {}): Promise<boolean> {
+    if (!journal.audit && !journal.event) return this.q.deactivate.run(now, id).changes > 0;
+    return this.groupCommit.write(() => {
+      const r = this.q.deactivateReturning.get(now, id) as Row | null;
+      if (!r) return false;
+      this.journal(journal, activationFromRow(r));
+      return true;
+    });
   }
 
   async createChallenge(c: ChallengeRecord): Promise<void> {
@@ -278,7 +413,7 @@ export class SqliteStore implements Store {
   }
 
   async writeAudit(a: AuditRecord): Promise<void> {
-    await this.groupCommit.write(() => void this.q.insertAudit.run({ ...a }));
+    await this.groupCommit.write(() => void this.q.insertAudit.run(auditParams(a)));
   }
 
   async listAudit(f: AuditFilter): Promise<AuditRecord[]> {
@@ -289,6 +424,11 @@ export class SqliteStore implements Store {
     if (f.error !== undefined) (where.push("error = $error"), (params.error = f.error));
     if (f.since !== undefined) (where.push("time >= $since"), (params.since = f.since));
     if (f.until !== undefined) (where.push("time < $until"), (params.until = f.until));
+    if (f.after !== undefined) {
+      where.push("(time < $afterTime OR (time = $afterTime AND ref > $afterRef))");
+      params.afterTime = f.after.time;
+      params.afterRef = f.after.ref;
+    }
     params.limit = f.limit ?? 1000;
     const sql = `SELECT * FROM audit ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY time DESC, ref LIMIT $limit`;
     return (this.db.query(sql).all(params) as Row[]).map(auditFromRow);
@@ -296,6 +436,169 @@ export class SqliteStore implements Store {
 
   async pruneAudit(before: number): Promise<number> {
     return this.q.pruneAudit.run(before).changes;
+  }
+
+  async appendEvent(event: NewEvent, audit?: AuditRecord): Promise<void> {
+    await this.groupCommit.write(() => this.journal({ audit, event: () => event }, null));
+  }
+
+  async pruneEvents(before: number): Promise<{ events: number; deliveries: number }> {
+    return this.db.transaction(() => {
+      const deliveries = this.db.query("DELETE FROM webhook_deliveries WHERE created < ? AND status <> 'pending'").run(before).changes;
+      const events = this.db.query(`DELETE FROM events WHERE time < ? AND seq <= (SELECT seq FROM webhook_fanout WHERE name = 'events')
+        AND seq < (SELECT max(seq) FROM events) AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = events.seq)`).run(before).changes;
+      return { events, deliveries };
+    }).immediate();
+  }
+
+  async listEvents(f: EventFilter): Promise<EventRecord[]> {
+    const types = f.types ?? null;
+    const sql = `SELECT * FROM events WHERE seq > ? ${types ? `AND type IN (${types.map(() => "?").join(", ")})` : ""} ORDER BY seq LIMIT ?`;
+    return (this.db.query(sql).all(Number(f.after), ...(types ?? []), f.limit) as Row[]).map(eventFromRow);
+  }
+
+  async createAdminToken(t: AdminTokenRecord, audit?: AuditRecord): Promise<void> {
+    await this.groupCommit.write(() => {
+      this.db
+        .query(`INSERT INTO admin_tokens (id, name, secret_hash, scopes, created, expires, revoked, last_used)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+        .run(t.id, t.name, t.secretHash, JSON.stringify(t.scopes), t.created, t.expires, t.revoked, t.lastUsed);
+      this.journal({ audit }, null);
+    });
+  }
+
+  async findAdminTokenBySecretHash(secretHash: string): Promise<AdminTokenRecord | null> {
+    const r = this.db.query("SELECT * FROM admin_tokens WHERE secret_hash = ?").get(secretHash) as Row | null;
+    return r ? adminTokenFromRow(r) : null;
+  }
+
+  async listAdminTokens(): Promise<AdminTokenRecord[]> {
+    return (this.db.query("SELECT * FROM admin_tokens ORDER BY created, id").all() as Row[]).map(adminTokenFromRow);
+  }
+
+  async revokeAdminToken(id: string, now: number, audit?: AuditRecord): Promise<boolean> {
+    return this.groupCommit.write(() => {
+      if (this.db.query("UPDATE admin_tokens SET revoked = ? WHERE id = ? AND revoked IS NULL").run(now, id).changes === 0) return false;
+      this.journal({ audit }, null);
+      return true;
+    });
+  }
+
+  async touchAdminToken(id: string, now: number, staleBefore: number): Promise<void> {
+    this.db.query("UPDATE admin_tokens SET last_used = ? WHERE id = ? AND (last_used IS NULL OR last_used < ?)").run(now, id, staleBefore);
+  }
+
+  async createWebhookEndpoint(e: Omit<WebhookEndpointRecord, "afterSeq">, audit?: AuditRecord): Promise<WebhookEndpointRecord> {
+    return this.groupCommit.write(() => {
+      const r = this.db
+        .query(`INSERT INTO webhook_endpoints (id, url, types, secret, enabled, disabled_reason, created, after_seq)
+          VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(seq), 0) FROM events)) RETURNING *`)
+        .get(e.id, e.url, JSON.stringify(e.types), e.secret, e.enabled ? 1 : 0, e.disabledReason, e.created) as Row;
+      this.journal({ audit }, null);
+      return endpointFromRow(r);
+    });
+  }
+
+  async listWebhookEndpoints(): Promise<WebhookEndpointRecord[]> {
+    return (this.db.query("SELECT * FROM webhook_endpoints ORDER BY created, id").all() as Row[]).map(endpointFromRow);
+  }
+
+  async getWebhookEndpoint(id: string): Promise<WebhookEndpointRecord | null> {
+    const r = this.db.query("SELECT * FROM webhook_endpoints WHERE id = ?").get(id) as Row | null;
+    return r ? endpointFromRow(r) : null;
+  }
+
+  async setWebhookEndpointEnabled(id: string, enabled: boolean, reason: string | null, audit?: AuditRecord): Promise<boolean> {
+    return this.groupCommit.write(() => {
+      const changed = this.db.query("UPDATE webhook_endpoints SET enabled = ?, disabled_reason = ? WHERE id = ?").run(enabled ? 1 : 0, reason, id).changes > 0;
+      if (changed) this.journal({ audit }, null);
+      return changed;
+    });
+  }
+
+  async removeWebhookEndpoint(id: string, audit?: AuditRecord): Promise<boolean> {
+    return this.groupCommit.write(() => {
+      const removed = this.db.query("DELETE FROM webhook_endpoints WHERE id = ?").run(id).changes > 0;
+      if (removed) this.journal({ audit }, null);
+      return removed;
+    });
+  }
+
+  async fanOutEvents(now: number, limit: number, newDeliveryId: () => string): Promise<number> {
+    return this.groupCommit.write(() => {
+      const cursor = (this.db.query("SELECT seq FROM webhook_fanout WHERE name = 'events'").get() as Row).seq as number;
+      const events = (this.db.query("SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?").all(cursor, limit) as Row[]).map(eventFromRow);
+      if (events.length === 0) return 0;
+      const endpoints = (this.db.query("SELECT * FROM webhook_endpoints WHERE enabled = 1").all() as Row[]).map(endpointFromRow);
+      const insert = this.db.query(`INSERT INTO webhook_deliveries (id, endpoint_id, event_seq, event_id, status, attempts, next_attempt, created)
+        VALUES (?, ?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT DO NOTHING`);
+      for (const event of events)
+        for (const endpoint of subscribers(endpoints, event)) insert.run(newDeliveryId(), endpoint.id, event.seq, event.id, now, now);
+      this.db.query("UPDATE webhook_fanout SET seq = ? WHERE name = 'events'").run(events.at(-1)!.seq);
+      return events.length;
+    });
+  }
+
+  async claimDeliveries(now: number, leaseUntil: number, owner: string, limit: number): Promise<ClaimedDelivery[]> {
+    return this.groupCommit.write(() => {
+      const rows = this.db
+        .query(`UPDATE webhook_deliveries SET lease_until = ?, lease_owner = ? WHERE id IN (
+            SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+            WHERE d.status = 'pending' AND d.next_attempt <= ? AND (d.lease_until IS NULL OR d.lease_until < ?) AND e.enabled = 1
+            ORDER BY d.next_attempt, d.event_seq LIMIT ?) RETURNING *`)
+        .all(leaseUntil, owner, now, now, limit) as Row[];
+      return rows.map((r) => ({
+        delivery: deliveryFromRow(r),
+        endpoint: endpointFromRow(this.db.query("SELECT * FROM webhook_endpoints WHERE id = ?").get(r.endpoint_id) as Row),
+        event: eventFromRow(this.db.query("SELECT * FROM events WHERE seq = ?").get(r.event_seq) as Row),
+        leaseOwner: owner,
+      }));
+    });
+  }
+
+  async recordAttempt(a: AttemptRecord, owner: string, outcome: AttemptOutcome): Promise<boolean> {
+    return this.groupCommit.write(() => {
+      const r = this.db
+        .query(`UPDATE webhook_deliveries SET status = ?, attempts = attempts + 1, next_attempt = ?, last_attempt = ?,
+            lease_until = NULL, lease_owner = NULL WHERE id = ? AND lease_owner = ? RETURNING endpoint_id`)
+        .get(outcome.status, outcome.status === "pending" ? outcome.nextAttempt : a.time, a.time, a.deliveryId, owner) as Row | null;
+      if (!r) return false;
+      this.db
+        .query("INSERT INTO webhook_attempts (delivery_id, attempt, time, duration_ms, status_code, error) VALUES (?, ?, ?, ?, ?, ?)")
+        .run(a.deliveryId, a.attempt, a.time, a.durationMs, a.statusCode, a.error);
+      if (outcome.status === "failed" && outcome.disableEndpoint)
+        this.db.query("UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ? WHERE id = ?").run(outcome.disableEndpoint, r.endpoint_id);
+      return true;
+    });
+  }
+
+  async listDeliveries(f: DeliveryFilter): Promise<DeliveryRecord[]> {
+    const where: string[] = [];
+    const params: Record<string, string | number> = { limit: f.limit };
+    if (f.endpointId !== undefined) (where.push("endpoint_id = $endpointId"), (params.endpointId = f.endpointId));
+    if (f.status !== undefined) (where.push("status = $status"), (params.status = f.status));
+    if (f.after !== undefined) (where.push("id < $after"), (params.after = f.after));
+    const sql = `SELECT * FROM webhook_deliveries ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY id DESC LIMIT $limit`;
+    return (this.db.query(sql).all(params) as Row[]).map(deliveryFromRow);
+  }
+
+  async getDelivery(id: string): Promise<DeliveryRecord | null> {
+    const r = this.db.query("SELECT * FROM webhook_deliveries WHERE id = ?").get(id) as Row | null;
+    return r ? deliveryFromRow(r) : null;
+  }
+
+  async listAttempts(deliveryId: string): Promise<AttemptRecord[]> {
+    return (this.db.query("SELECT * FROM webhook_attempts WHERE delivery_id = ? ORDER BY attempt").all(deliveryId) as Row[]).map(attemptFromRow);
+  }
+
+  async retryDelivery(id: string, now: number, audit?: AuditRecord): Promise<boolean> {
+    return this.groupCommit.write(() => {
+      const changed = this.db
+        .query("UPDATE webhook_deliveries SET status = 'pending', next_attempt = ? WHERE id = ? AND status <> 'delivered'")
+        .run(now, id).changes > 0;
+      if (changed) this.journal({ audit }, null);
+      return changed;
+    });
   }
 
   async ping(): Promise<void> {
@@ -314,8 +617,20 @@ export class SqliteStore implements Store {
 }
 
 function licenseParams(l: LicenseRecord) {
-  return { ...l, channels: JSON.stringify(l.channels) };
+  return { ...l, channels: JSON.stringify(l.channels), email: l.email ?? null, metadata: JSON.stringify(l.metadata ?? {}) };
 }
+
+function auditParams(a: AuditRecord) {
+  return { ...a, actor: a.actor ?? null };
+}
+
+const idempotencyFromRow = (r: Row): IdempotencyRecord => ({
+  scope: r.scope,
+  key: r.key,
+  requestHash: r.request_hash,
+  answer: r.answer,
+  created: Number(r.created),
+});
 
 function deviceFields(d: DeviceFields): DeviceFields {
   return { deviceHash: d.deviceHash, product: d.product, name: d.name, platform: d.platform, version: d.version };

@@ -19,6 +19,9 @@ export interface LicenseRecord {
   readonly issued: number;
   readonly expires: number | null;
   readonly revoked: number | null;
+  /** Absent on records made before migration 3 (read back as null and {}). */
+  readonly email?: string | null;
+  readonly metadata?: Readonly<Record<string, string>>;
 }
 
 export interface ActivationRecord {
@@ -55,6 +58,8 @@ export interface ActivateInput extends DeviceFields {
   readonly now: number;
   /** The audit line of a granted seat, written in the same transaction with the seat's activation id. */
   readonly audit?: Omit<AuditRecord, "activationId">;
+  /** The outbox event of the outcome, if any, written in the same transaction. */
+  readonly event?: (result: ActivateResult) => NewEvent | null;
 }
 
 export type ActivateResult =
@@ -98,6 +103,8 @@ export interface AuditRecord {
   readonly licenseId: string | null;
   readonly outcome: "ok" | "refused";
   readonly error: string | null;
+  /** Who made an admin change: "tok_… (name)" or "cli"; null for a program's own requests. */
+  readonly actor?: string | null;
 }
 
 export interface AuditFilter {
@@ -107,19 +114,179 @@ export interface AuditFilter {
   readonly since?: number;
   readonly until?: number;
   readonly limit?: number;
+  /** Keyset pagination: only lines after this one in the order (time descending, ref). */
+  readonly after?: { readonly time: number; readonly ref: string };
+}
+
+/** An outbox event as a change writes it (the store gives it its seq). */
+export interface NewEvent {
+  readonly id: string;
+  readonly type: string;
+  readonly time: number;
+  /** The event's data, already as JSON text. */
+  readonly data: string;
+}
+
+export interface EventRecord extends NewEvent {
+  readonly seq: number;
+}
+
+export interface EventFilter {
+  readonly after: bigint | number;
+  readonly limit: number;
+  readonly types?: readonly string[];
+}
+
+/** What an admin change writes with it, in its own transaction. */
+export interface Journal<T> {
+  readonly audit?: AuditRecord;
+  readonly event?: (after: T) => NewEvent | null;
+}
+
+export interface IdempotencyRecord {
+  readonly scope: string;
+  readonly key: string;
+  readonly requestHash: string;
+  /** The first answer, as JSON text. */
+  readonly answer: string;
+  readonly created: number;
+}
+
+export type IdempotentCreate =
+  | { readonly outcome: "created" }
+  | { readonly outcome: "replayed"; readonly record: IdempotencyRecord };
+
+export interface LicensePatch {
+  readonly licensee?: string;
+  readonly organization?: string;
+  readonly plan?: string;
+  readonly planTitle?: string;
+  readonly channels?: readonly string[];
+  readonly seats?: number;
+  readonly expires?: number | null;
+  readonly email?: string | null;
+  readonly metadata?: Readonly<Record<string, string>>;
+}
+
+export type UpdateLicenseResult =
+  | { readonly outcome: "updated"; readonly license: LicenseRecord; readonly seatsUsed: number }
+  | { readonly outcome: "seats_in_use"; readonly seatsUsed: number }
+  | { readonly outcome: "unknown" };
+
+export type LicenseStatus = "active" | "revoked" | "expired";
+
+export interface LicenseQuery {
+  /** Case-insensitive substring of licensee, organization, email or id. */
+  readonly text?: string;
+  readonly status?: LicenseStatus;
+  /** The time against which "expired" is decided. */
+  readonly now: number;
+  /** Keyset pagination: only licenses after this one in the order (issued, id). */
+  readonly after?: { readonly issued: number; readonly id: string };
+  readonly limit: number;
+}
+
+export interface AdminTokenRecord {
+  /** `tok_…` */
+  readonly id: string;
+  readonly name: string;
+  /** Hex SHA-256 of the secret; the secret itself is never stored. */
+  readonly secretHash: string;
+  readonly scopes: readonly string[];
+  readonly created: number;
+  readonly expires: number | null;
+  readonly revoked: number | null;
+  readonly lastUsed: number | null;
+}
+
+export interface WebhookEndpointRecord {
+  /** `whe_…` */
+  readonly id: string;
+  readonly url: string;
+  readonly types: readonly string[];
+  /** `whsec_…`: kept as is, since signing needs it (HMAC), and never shown after creation. */
+  readonly secret: string;
+  readonly enabled: boolean;
+  readonly disabledReason: string | null;
+  readonly created: number;
+  /** The last event seq when the endpoint was added: it receives only later events. */
+  readonly afterSeq: number;
+}
+
+export type DeliveryStatus = "pending" | "delivered" | "failed";
+
+export interface DeliveryRecord {
+  /** `dlv_…` */
+  readonly id: string;
+  readonly endpointId: string;
+  readonly eventSeq: number;
+  readonly eventId: string;
+  readonly status: DeliveryStatus;
+  readonly attempts: number;
+  readonly nextAttempt: number;
+  readonly created: number;
+  readonly lastAttempt: number | null;
+}
+
+/** A delivery claimed by one worker, with what it needs to send it. */
+export interface ClaimedDelivery {
+  readonly delivery: DeliveryRecord;
+  readonly endpoint: WebhookEndpointRecord;
+  readonly event: EventRecord;
+  /** Proves the lease when the attempt is recorded. */
+  readonly leaseOwner: string;
+}
+
+export interface AttemptRecord {
+  readonly deliveryId: string;
+  readonly attempt: number;
+  readonly time: number;
+  readonly durationMs: number;
+  readonly statusCode: number | null;
+  readonly error: string | null;
+}
+
+/** What became of a delivery after an attempt. */
+export type AttemptOutcome =
+  | { readonly status: "delivered" }
+  | { readonly status: "pending"; readonly nextAttempt: number }
+  | { readonly status: "failed"; readonly disableEndpoint?: string };
+
+export interface DeliveryFilter {
+  readonly endpointId?: string;
+  readonly status?: DeliveryStatus;
+  readonly after?: string;
+  readonly limit: number;
 }
 
 export interface Store {
   readonly kind: "sqlite" | "postgres";
 
-  createLicense(license: LicenseRecord): Promise<void>;
+  createLicense(license: LicenseRecord, journal?: Journal<LicenseRecord>): Promise<void>;
+  /**
+   * Creates the license unless `idempotency` names a (scope, key) already used within its window:
+   * then nothing is written and the stored record is answered. Racing callers with one key: one
+   * creates, the others are answered its record (a primary key decides, not a read first).
+   */
+  createLicenseIdempotent(
+    license: LicenseRecord,
+    idempotency: IdempotencyRecord,
+    journal: Journal<LicenseRecord>,
+    /** Records older than this are deleted first and do not count. */
+    expiredBefore: number,
+  ): Promise<IdempotentCreate>;
+  pruneIdempotency(before: number): Promise<number>;
+  /** Applies the patch; a seats below the active seats is refused in the same transaction. */
+  updateLicense(id: string, patch: LicensePatch, journal: Journal<LicenseRecord>): Promise<UpdateLicenseResult>;
+  reinstateLicense(id: string, journal: Journal<LicenseRecord>): Promise<LicenseRecord | null>;
+  searchLicenses(query: LicenseQuery): Promise<Array<{ license: LicenseRecord; seatsUsed: number }>>;
   /** Creates the staff member's license row or updates its names; returns it as stored. */
   upsertStaffLicense(license: LicenseRecord): Promise<LicenseRecord>;
   getLicense(id: string): Promise<LicenseRecord | null>;
   findLicenseByKeyHash(keyHash: string): Promise<LicenseRecord | null>;
   listLicenses(): Promise<LicenseRecord[]>;
   /** Marks the license revoked; false when there is no such license. */
-  revokeLicense(id: string, now: number): Promise<boolean>;
+  revokeLicense(id: string, now: number, journal?: Journal<LicenseRecord>): Promise<boolean>;
 
   /**
    * Takes a seat atomically: reuses the installation's active activation (updating its device
@@ -135,7 +302,7 @@ export interface Store {
   listActivations(licenseId: string): Promise<ActivationRecord[]>;
   countActiveSeats(licenseId: string): Promise<number>;
   /** Gives the seat back; false when the activation is unknown or already deactivated. */
-  deactivate(id: string, now: number): Promise<boolean>;
+  deactivate(id: string, now: number, journal?: Journal<ActivationRecord>): Promise<boolean>;
 
   createChallenge(challenge: ChallengeRecord): Promise<void>;
   /** The challenge as it stands, read without using it; null when unknown. */
@@ -148,6 +315,47 @@ export interface Store {
   writeAudit(line: AuditRecord): Promise<void>;
   listAudit(filter: AuditFilter): Promise<AuditRecord[]>;
   pruneAudit(before: number): Promise<number>;
+
+  /** Writes a change's event alone (a change with no row of its own, e.g. a release halted). */
+  appendEvent(event: NewEvent, audit?: AuditRecord): Promise<void>;
+  /**
+   * Deletes events older than `before` that were fanned out and have no deliveries left (the newest
+   * event always stays, so seqs never restart), and finished deliveries older than `before`.
+   */
+  pruneEvents(before: number): Promise<{ events: number; deliveries: number }>;
+  /** Events after the seq `after`, in seq order (commit order: a reader never misses one). */
+  listEvents(filter: EventFilter): Promise<EventRecord[]>;
+
+  createAdminToken(token: AdminTokenRecord, audit?: AuditRecord): Promise<void>;
+  findAdminTokenBySecretHash(secretHash: string): Promise<AdminTokenRecord | null>;
+  listAdminTokens(): Promise<AdminTokenRecord[]>;
+  revokeAdminToken(id: string, now: number, audit?: AuditRecord): Promise<boolean>;
+  /** Records a use, writing only when the last recorded one is older than `staleBefore`. */
+  touchAdminToken(id: string, now: number, staleBefore: number): Promise<void>;
+
+  createWebhookEndpoint(endpoint: Omit<WebhookEndpointRecord, "afterSeq">, audit?: AuditRecord): Promise<WebhookEndpointRecord>;
+  listWebhookEndpoints(): Promise<WebhookEndpointRecord[]>;
+  getWebhookEndpoint(id: string): Promise<WebhookEndpointRecord | null>;
+  setWebhookEndpointEnabled(id: string, enabled: boolean, reason: string | null, audit?: AuditRecord): Promise<boolean>;
+  /** Removes the endpoint and its deliveries. */
+  removeWebhookEndpoint(id: string, audit?: AuditRecord): Promise<boolean>;
+  /**
+   * Turns up to `limit` events past the fan-out cursor into one pending delivery per enabled
+   * endpoint subscribed to each, and moves the cursor, in one transaction; returns the events read.
+   */
+  fanOutEvents(now: number, limit: number, newDeliveryId: () => string): Promise<number>;
+  /**
+   * Leases up to `limit` due deliveries of enabled endpoints to `owner` until `leaseUntil`. With
+   * several processes a delivery is leased by one at a time (row locks skipped, not waited on).
+   */
+  claimDeliveries(now: number, leaseUntil: number, owner: string, limit: number): Promise<ClaimedDelivery[]>;
+  /** Records an attempt and its outcome, if `owner` still holds the lease; false otherwise. */
+  recordAttempt(attempt: AttemptRecord, owner: string, outcome: AttemptOutcome): Promise<boolean>;
+  listDeliveries(filter: DeliveryFilter): Promise<DeliveryRecord[]>;
+  getDelivery(id: string): Promise<DeliveryRecord | null>;
+  listAttempts(deliveryId: string): Promise<AttemptRecord[]>;
+  /** Makes a failed (or pending) delivery due now; false when unknown or already delivered. */
+  retryDelivery(id: string, now: number, audit?: AuditRecord): Promise<boolean>;
 
   /** Throws when the records cannot be reached. */
   ping(): Promise<void>;

@@ -1,0 +1,213 @@
+import { CHANNELS } from "../../config/variants";
+import type { ActivationRecord, LicensePatch, LicenseRecord, LicenseStatus } from "../../store/types";
+import { KeyturnError } from "../errors";
+import { activationView, licenseView, newEvent, tokensValidUntil, type ActivationView, type LicenseView } from "../events";
+import { newId, sha256Hex } from "../ids";
+import { generateLicenseKey, hashLicenseKey, normalizeLicenseKey } from "../license-key";
+import { decodeCursor, encodeCursor } from "./cursor";
+import { adminAudit, requireScope, type AdminCaller, type AdminDeps } from "./deps";
+import { canonicalJson, email, expiry, idParam, metadata, optText, optWholeNumber, pageLimit, readObject, text, textList, wholeNumber } from "./input";
+
+const NAME_MAX = 200;
+const PLAN_MAX = 64;
+/** Below PostgreSQL's INTEGER limit; sites with one license for every seat use millions. */
+export const SEATS_MAX = 1_000_000_000;
+/** How long an Idempotency-Key's first answer (which holds the license key) is kept. */
+export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+const CREATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats", "channels", "expires", "email", "metadata"];
+const UPDATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats", "channels", "expires", "email", "metadata"] as const;
+
+export interface CreatedLicense {
+  readonly license: LicenseView;
+  /** The license key, answered here (and to a replay of the same Idempotency-Key within 24 h) only. */
+  readonly key: string;
+}
+
+/**
+ * Creates a license (scope licenses:write; audit license-create; event license.created).
+ * With an Idempotency-Key: the same key and body within 24 h answer the first answer again, key
+ * included; another body is idempotency_conflict. The first answer is kept only for those 24 h
+ * (the retention schedule deletes it after) since it holds the license key.
+ */
+export async function createLicense(d: AdminDeps, caller: AdminCaller, body: unknown, idempotencyKey?: unknown): Promise<CreatedLicense> {
+  requireScope(caller.principal, "licenses:write");
+  if (idempotencyKey !== undefined && (typeof idempotencyKey !== "string" || !IDEMPOTENCY_KEY.test(idempotencyKey)))
+    throw new KeyturnError("invalid_request", "Idempotency-Key must be 1 to 255 visible ASCII characters");
+  const o = readObject(body, CREATE_FIELDS);
+  const now = d.clock();
+  const key = generateLicenseKey(d.variant);
+  const license: LicenseRecord = {
+    id: newId("lic", now),
+    kind: "license",
+    keyHash: hashLicenseKey(key),
+    licensee: text(o, "licensee", NAME_MAX),
+    organization: text(o, "organization", NAME_MAX),
+    plan: text(o, "plan", PLAN_MAX),
+    planTitle: text(o, "planTitle", NAME_MAX),
+    channels: textList(o, "channels", CHANNELS, CHANNELS.length),
+    seats: wholeNumber(o, "seats", 1, SEATS_MAX),
+    issued: now,
+    expires: expiry(o, "expires", now),
+    revoked: null,
+    email: email(o, "email") ?? null,
+    metadata: metadata(o, "metadata") ?? {},
+  };
+  const answer: CreatedLicense = { license: licenseView(license, 0), key };
+  const journal = {
+    audit: adminAudit(d, caller, "license-create", { licenseId: license.id }),
+    event: (l: LicenseRecord) => newEvent("license.created", { license: licenseView(l, 0) }, now),
+  };
+  if (idempotencyKey === undefined) {
+    await d.store.createLicense(license, journal);
+    return answer;
+  }
+  const requestHash = sha256Hex(canonicalJson(o));
+  const scope = caller.principal.tokenId ?? "cli";
+  const result = await d.store.createLicenseIdempotent(
+    license,
+    { scope, key: idempotencyKey, requestHash, answer: JSON.stringify(answer), created: now },
+    journal,
+    now - IDEMPOTENCY_WINDOW_MS,
+  );
+  if (result.outcome === "created") return answer;
+  if (result.record.requestHash !== requestHash)
+    throw new KeyturnError("idempotency_conflict", "this Idempotency-Key was used with another body in the last 24 hours");
+  return JSON.parse(result.record.answer) as CreatedLicense;
+}
+
+/** A license by its `lic_`/`staff:` id or by its key as typed; license_unknown otherwise. */
+export async function findLicense(d: AdminDeps, keyOrId: unknown): Promise<LicenseRecord> {
+  const t = idParam(keyOrId, "license", 200);
+  let license: LicenseRecord | null = null;
+  if (t.startsWith("lic_") || t.startsWith("staff:")) license = await d.store.getLicense(t);
+  else {
+    const canonical = normalizeLicenseKey(d.variant, t);
+    if (canonical) license = await d.store.findLicenseByKeyHash(hashLicenseKey(canonical));
+  }
+  if (!license) throw new KeyturnError("license_unknown", `no license matches ${JSON.stringify(t.slice(0, 60))}`);
+  return license;
+}
+
+const STATUSES: readonly LicenseStatus[] = ["active", "revoked", "expired"];
+const isLicensePosition = (p: unknown): p is { issued: number; id: string } =>
+  typeof p === "object" && p !== null && Number.isSafeInteger((p as { issued: unknown }).issued) && typeof (p as { id: unknown }).id === "string";
+
+/** One page of licenses, oldest first (scope licenses:read). Query: { query?, status?, cursor?, limit? (1-200, 50) }. */
+export async function searchLicenses(d: AdminDeps, caller: AdminCaller, input: unknown): Promise<{ licenses: LicenseView[]; next: string | null }> {
+  requireScope(caller.principal, "licenses:read");
+  const o = readObject(input ?? {}, ["query", "status", "cursor", "limit"], "query");
+  const textQuery = o.query === undefined || o.query === "" ? undefined : text(o, "query", NAME_MAX);
+  const status = o.status === undefined ? undefined : (o.status as LicenseStatus);
+  if (status !== undefined && !STATUSES.includes(status)) throw new KeyturnError("invalid_request", `status must be one of ${STATUSES.join(", ")}`);
+  const limit = pageLimit(o.limit, 50, 200);
+  const bound = { query: textQuery, status };
+  const after = decodeCursor(o.cursor, bound, isLicensePosition);
+  const rows = await d.store.searchLicenses({ text: textQuery, status, now: d.clock(), after, limit: limit + 1 });
+  const page = rows.slice(0, limit);
+  const last = page.at(-1)?.license;
+  return {
+    licenses: page.map((r) => licenseView(r.license, r.seatsUsed)),
+    next: rows.length > limit && last ? encodeCursor(bound, { issued: last.issued, id: last.id }) : null,
+  };
+}
+
+/** A license with its seats used and its installations (scope licenses:read). */
+export async function showLicense(d: AdminDeps, caller: AdminCaller, keyOrId: unknown): Promise<{ license: LicenseView; activations: ActivationView[] }> {
+  requireScope(caller.principal, "licenses:read");
+  const license = await findLicense(d, keyOrId);
+  const [seatsUsed, activations] = await Promise.all([d.store.countActiveSeats(license.id), d.store.listActivations(license.id)]);
+  return { license: licenseView(license, seatsUsed), activations: activations.map(activationView) };
+}
+
+/**
+ * Changes a license (scope licenses:write; audit license-update; event license.updated with the
+ * changed fields). Seats below those in use: seats_in_use, decided in the store's transaction.
+ * Installations see the change at their next refresh.
+ */
+export async function updateLicense(d: AdminDeps, caller: AdminCaller, keyOrId: unknown, body: unknown): Promise<{ license: LicenseView; changed: string[] }> {
+  requireScope(caller.principal, "licenses:write");
+  const o = readObject(body, UPDATE_FIELDS);
+  const now = d.clock();
+  const patch: LicensePatch = {
+    licensee: optText(o, "licensee", NAME_MAX),
+    organization: optText(o, "organization", NAME_MAX),
+    plan: optText(o, "plan", PLAN_MAX),
+    planTitle: optText(o, "planTitle", NAME_MAX),
+    channels: o.channels === undefined ? undefined : textList(o, "channels", CHANNELS, CHANNELS.length),
+    seats: optWholeNumber(o, "seats", 1, SEATS_MAX),
+    expires: o.expires === undefined ? undefined : expiry(o, "expires", now),
+    email: email(o, "email"),
+    metadata: metadata(o, "metadata"),
+  };
+  const current = await findLicense(d, keyOrId);
+  if (current.kind !== "license") throw new KeyturnError("invalid_request", "staff entitlements follow the identity provider and are not edited");
+  const before = { ...current, email: current.email ?? null, metadata: current.metadata ?? {} };
+  const changed = UPDATE_FIELDS.filter((f) => patch[f] !== undefined && canonicalJson(patch[f]) !== canonicalJson(before[f]));
+  const effective = Object.fromEntries(changed.map((f) => [f, patch[f]])) as LicensePatch;
+  if (changed.length === 0) return { license: licenseView(current, await d.store.countActiveSeats(current.id)), changed: [] };
+  const result = await d.store.updateLicense(current.id, effective, {
+    audit: adminAudit(d, caller, "license-update", { licenseId: current.id }),
+    event: (l) => newEvent("license.updated", { license: licenseView(l), changed }, now),
+  });
+  if (result.outcome === "unknown") throw new KeyturnError("license_unknown", `no license ${current.id}`);
+  if (result.outcome === "seats_in_use")
+    throw new KeyturnError("seats_in_use", `${result.seatsUsed} seats are in use: deactivate installations before lowering seats to ${effective.seats}`);
+  return { license: licenseView(result.license, result.seatsUsed), changed };
+}
+
+/** Scope licenses:write; audit license-revoke; event license.revoked. Already revoked: license_revoked. */
+export async function revokeLicense(d: AdminDeps, caller: AdminCaller, keyOrId: unknown): Promise<LicenseView> {
+  requireScope(caller.principal, "licenses:write");
+  const license = await findLicense(d, keyOrId);
+  const now = d.clock();
+  const revoked = await d.store.revokeLicense(license.id, now, {
+    audit: adminAudit(d, caller, "license-revoke", { licenseId: license.id }),
+    event: (l) => newEvent("license.revoked", { license: licenseView(l), tokensValidUntil: tokensValidUntil(now, d.tokenTtlSeconds, l.expires) }, now),
+  });
+  if (!revoked) throw new KeyturnError("license_revoked", `license ${license.id} was already revoked`);
+  return licenseView((await d.store.getLicense(license.id))!, await d.store.countActiveSeats(license.id));
+}
+
+/** Scope licenses:write; audit license-reinstate; event license.reinstated. Not revoked: invalid_request. */
+export async function reinstateLicense(d: AdminDeps, caller: AdminCaller, keyOrId: unknown): Promise<LicenseView> {
+  requireScope(caller.principal, "licenses:write");
+  const license = await findLicense(d, keyOrId);
+  const now = d.clock();
+  const reinstated = await d.store.reinstateLicense(license.id, {
+    audit: adminAudit(d, caller, "license-reinstate", { licenseId: license.id }),
+    event: (l) => newEvent("license.reinstated", { license: licenseView(l) }, now),
+  });
+  if (!reinstated) throw new KeyturnError("invalid_request", `license ${license.id} is not revoked`);
+  return licenseView(reinstated, await d.store.countActiveSeats(license.id));
+}
+
+/** Every installation of a license, active or not, oldest first (scope activations:read). */
+export async function listActivations(d: AdminDeps, caller: AdminCaller, keyOrId: unknown): Promise<ActivationView[]> {
+  requireScope(caller.principal, "activations:read");
+  const license = await findLicense(d, keyOrId);
+  return (await d.store.listActivations(license.id)).map(activationView);
+}
+
+/**
+ * Gives an installation's seat back (scope activations:write; audit activation-deactivate; event
+ * activation.deactivated). Unknown: not_found; already deactivated: entitlement_revoked.
+ */
+export async function deactivateActivation(d: AdminDeps, caller: AdminCaller, activationId: unknown): Promise<ActivationView> {
+  requireScope(caller.principal, "activations:write");
+  const id = idParam(activationId, "activation");
+  const activation = await d.store.getActivation(id);
+  if (!activation) throw new KeyturnError("not_found", `no activation ${id}`);
+  const now = d.clock();
+  let after: ActivationRecord | null = null;
+  const done = await d.store.deactivate(activation.id, now, {
+    audit: adminAudit(d, caller, "activation-deactivate", { licenseId: activation.licenseId, activationId: activation.id }),
+    event: (a) => {
+      after = a;
+      return newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, d.tokenTtlSeconds) }, now);
+    },
+  });
+  if (!done || !after) throw new KeyturnError("entitlement_revoked", `activation ${activation.id} was already deactivated`);
+  return activationView(after);
+}

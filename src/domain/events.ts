@@ -1,0 +1,144 @@
+import type { ActivateResult, ActivationRecord, EventRecord, LicenseRecord, NewEvent } from "../store/types";
+import { isoTime } from "./clock";
+import type { Device } from "./device";
+import { newId } from "./ids";
+
+/** Every event type (EVENTS-CONTRACT.md); webhook endpoints subscribe to a list of these. */
+export const EVENT_TYPES = [
+  "license.created",
+  "license.updated",
+  "license.revoked",
+  "license.reinstated",
+  "activation.created",
+  "activation.deactivated",
+  "activation.refused",
+  "staff.signed_in",
+  "release.published",
+  "release.halted",
+  "release.resumed",
+  "release.withdrawn",
+  "release.restored",
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** The types the vendor feed carries (what a mirror needs to act on). */
+export const FEED_TYPES: readonly EventType[] = [
+  "activation.deactivated",
+  "license.revoked",
+  "license.reinstated",
+  "license.updated",
+  "release.published",
+  "release.halted",
+  "release.resumed",
+  "release.withdrawn",
+  "release.restored",
+];
+
+export interface LicenseView {
+  readonly id: string;
+  readonly licensee: string;
+  readonly organization: string;
+  readonly plan: string;
+  readonly planTitle: string;
+  readonly channels: readonly string[];
+  readonly seats: number;
+  readonly seatsUsed?: number;
+  readonly issued: string;
+  readonly expires: string | null;
+  readonly revoked: string | null;
+  readonly email: string | null;
+  readonly metadata: Readonly<Record<string, string>>;
+}
+
+export interface ActivationView {
+  readonly id: string;
+  readonly license: string;
+  readonly kind: ActivationRecord["kind"];
+  readonly product: string | null;
+  readonly name: string;
+  readonly platform: string;
+  readonly version: string;
+  readonly created: string;
+  readonly lastSeen: string;
+  readonly deactivated: string | null;
+}
+
+const isoOrNull = (ms: number | null): string | null => (ms === null ? null : isoTime(ms));
+
+export function licenseView(l: LicenseRecord, seatsUsed?: number): LicenseView {
+  return {
+    id: l.id,
+    licensee: l.licensee,
+    organization: l.organization,
+    plan: l.plan,
+    planTitle: l.planTitle,
+    channels: l.channels,
+    seats: l.seats,
+    ...(seatsUsed === undefined ? {} : { seatsUsed }),
+    issued: isoTime(l.issued),
+    expires: isoOrNull(l.expires),
+    revoked: isoOrNull(l.revoked),
+    email: l.email ?? null,
+    metadata: l.metadata ?? {},
+  };
+}
+
+export function activationView(a: ActivationRecord): ActivationView {
+  return {
+    id: a.id,
+    license: a.licenseId,
+    kind: a.kind,
+    product: a.product,
+    name: a.name,
+    platform: a.platform,
+    version: a.version,
+    created: isoTime(a.created),
+    lastSeen: isoTime(a.lastSeen),
+    deactivated: isoOrNull(a.deactivated),
+  };
+}
+
+export function newEvent(type: EventType, data: unknown, now: number): NewEvent {
+  return { id: newId("evt", now), type, time: now, data: JSON.stringify(data) };
+}
+
+/** The envelope of a webhook body and of a feed item: `{ type, timestamp, data }`. */
+export function envelope(e: Pick<EventRecord, "type" | "time" | "data">): string {
+  return `{"type":${JSON.stringify(e.type)},"timestamp":${JSON.stringify(isoTime(e.time))},"data":${e.data}}`;
+}
+
+/** A feed item: the envelope with the event's id and its seq as a decimal string. */
+export function feedItem(e: EventRecord): { id: string; seq: string; type: string; timestamp: string; data: unknown } {
+  return { id: e.id, seq: String(e.seq), type: e.type, timestamp: isoTime(e.time), data: JSON.parse(e.data) };
+}
+
+/**
+ * The latest expiry any token of an entitlement can have once it is revoked now: tokens live
+ * at most the token TTL, and none outlives its license.
+ */
+export function tokensValidUntil(now: number, ttlSeconds: number, licenseExpires: number | null = null): string {
+  const end = now + ttlSeconds * 1000;
+  return isoTime(licenseExpires === null ? end : Math.min(end, Math.max(licenseExpires, now)));
+}
+
+/**
+ * The event of an activation's outcome, written in its transaction: a new seat (or, for staff, any
+ * sign-in), or a seat_limit refusal with the holders.
+ */
+export function activationEvent(action: "activate" | "sign-in", licenseId: string, device: Device, now: number) {
+  return (result: ActivateResult): NewEvent | null => {
+    if (result.outcome === "seat_limit")
+      return newEvent(
+        "activation.refused",
+        {
+          license: { id: licenseId },
+          device: { product: device.product, name: device.name, platform: device.platform, version: device.version },
+          holders: result.holders.map(activationView),
+        },
+        now,
+      );
+    if (action === "sign-in") return newEvent("staff.signed_in", { activation: activationView(result.activation) }, now);
+    return result.outcome === "created" ? newEvent("activation.created", { activation: activationView(result.activation) }, now) : null;
+  };
+}

@@ -1,0 +1,160 @@
+import type { DeliveryRecord, DeliveryStatus, WebhookEndpointRecord } from "../../store/types";
+import { adminAudit, requireScope, type AdminCaller, type AdminDeps } from "../admin/deps";
+import { idParam, pageLimit, readObject, textList } from "../admin/input";
+import { isoTime } from "../clock";
+import { KeyturnError } from "../errors";
+import { EVENT_TYPES } from "../events";
+import { newId } from "../ids";
+import { newWebhookSecret } from "./signing";
+
+const URL_MAX = 2000;
+
+export interface WebhookEndpointView {
+  readonly id: string;
+  readonly url: string;
+  readonly events: readonly string[];
+  readonly enabled: boolean;
+  readonly disabledReason: string | null;
+  readonly created: string;
+}
+
+export interface DeliveryView {
+  readonly id: string;
+  readonly endpoint: string;
+  readonly event: string;
+  readonly status: DeliveryStatus;
+  readonly attempts: number;
+  readonly nextAttempt: string | null;
+  readonly lastAttempt: string | null;
+  readonly created: string;
+}
+
+export interface AttemptView {
+  readonly attempt: number;
+  readonly time: string;
+  readonly durationMs: number;
+  readonly statusCode: number | null;
+  readonly error: string | null;
+}
+
+export const endpointView = (e: WebhookEndpointRecord): WebhookEndpointView => ({
+  id: e.id,
+  url: e.url,
+  events: e.types,
+  enabled: e.enabled,
+  disabledReason: e.disabledReason,
+  created: isoTime(e.created),
+});
+
+export const deliveryView = (r: DeliveryRecord): DeliveryView => ({
+  id: r.id,
+  endpoint: r.endpointId,
+  event: r.eventId,
+  status: r.status,
+  attempts: r.attempts,
+  nextAttempt: r.status === "pending" ? isoTime(r.nextAttempt) : null,
+  lastAttempt: r.lastAttempt === null ? null : isoTime(r.lastAttempt),
+  created: isoTime(r.created),
+});
+
+/** https, or http to a loopback address (a receiver on the same machine). */
+export function checkEndpointUrl(value: unknown): string {
+  const bad = (why: string) => new KeyturnError("invalid_request", `url ${why}`);
+  if (typeof value !== "string" || value.length === 0 || value.length > URL_MAX) throw bad(`must be a string of at most ${URL_MAX} characters`);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw bad("is not a URL");
+  }
+  if (url.username || url.password) throw bad("must not carry credentials");
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  const loopback = host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) throw bad("must be https (http only to a loopback address)");
+  return url.href;
+}
+
+/** Adds an endpoint (scope webhooks:write; audit webhook-add). Its secret is answered here only. */
+export async function addWebhookEndpoint(d: AdminDeps, caller: AdminCaller, body: unknown): Promise<{ endpoint: WebhookEndpointView; secret: string }> {
+  requireScope(caller.principal, "webhooks:write");
+  const o = readObject(body, ["url", "events"]);
+  const url = checkEndpointUrl(o.url);
+  const types = textList(o, "events", EVENT_TYPES, EVENT_TYPES.length);
+  const secret = newWebhookSecret();
+  const now = d.clock();
+  const endpoint = await d.store.createWebhookEndpoint(
+    { id: newId("whe", now), url, types, secret, enabled: true, disabledReason: null, created: now },
+    adminAudit(d, caller, "webhook-add"),
+  );
+  return { endpoint: endpointView(endpoint), secret };
+}
+
+export async function listWebhookEndpoints(d: AdminDeps, caller: AdminCaller): Promise<WebhookEndpointView[]> {
+  requireScope(caller.principal, "webhooks:read");
+  return (await d.store.listWebhookEndpoints()).map(endpointView);
+}
+
+/** Removes an endpoint and its deliveries (scope webhooks:write; audit webhook-remove). */
+export async function removeWebhookEndpoint(d: AdminDeps, caller: AdminCaller, id: unknown): Promise<void> {
+  requireScope(caller.principal, "webhooks:write");
+  const endpointId = idParam(id, "id");
+  if (!(await d.store.removeWebhookEndpoint(endpointId, adminAudit(d, caller, "webhook-remove"))))
+    throw new KeyturnError("not_found", `no webhook endpoint ${endpointId}`);
+}
+
+/**
+ * Enables or disables an endpoint (scope webhooks:write; audit webhook-enable/webhook-disable).
+ * A disabled endpoint gets no new deliveries and its pending ones wait; enabling resumes them.
+ */
+export async function setWebhookEndpointEnabled(d: AdminDeps, caller: AdminCaller, id: unknown, enabled: boolean): Promise<WebhookEndpointView> {
+  requireScope(caller.principal, "webhooks:write");
+  const endpointId = idParam(id, "id");
+  const reason = enabled ? null : `disabled by ${caller.principal.tokenId ?? "cli"}`;
+  if (!(await d.store.setWebhookEndpointEnabled(endpointId, enabled, reason, adminAudit(d, caller, enabled ? "webhook-enable" : "webhook-disable"))))
+    throw new KeyturnError("not_found", `no webhook endpoint ${endpointId}`);
+  return endpointView((await d.store.getWebhookEndpoint(endpointId))!);
+}
+
+const STATUSES: readonly DeliveryStatus[] = ["pending", "delivered", "failed"];
+
+/** Deliveries, newest first (scope webhooks:read). Query: { endpoint?, status?, cursor? (a delivery id), limit? (1-200, 50) }. */
+export async function listDeliveries(d: AdminDeps, caller: AdminCaller, input: unknown): Promise<{ deliveries: DeliveryView[]; next: string | null }> {
+  requireScope(caller.principal, "webhooks:read");
+  const o = readObject(input ?? {}, ["endpoint", "status", "cursor", "limit"], "query");
+  const endpointId = o.endpoint === undefined ? undefined : idParam(o.endpoint, "endpoint");
+  const status = o.status as DeliveryStatus | undefined;
+  if (status !== undefined && !STATUSES.includes(status)) throw new KeyturnError("invalid_request", `status must be one of ${STATUSES.join(", ")}`);
+  const after = o.cursor === undefined ? undefined : idParam(o.cursor, "cursor");
+  if (after !== undefined && !after.startsWith("dlv_")) throw new KeyturnError("invalid_request", "cursor is not a cursor of this query");
+  const limit = pageLimit(o.limit, 50, 200);
+  const rows = await d.store.listDeliveries({ endpointId, status, after, limit: limit + 1 });
+  const page = rows.slice(0, limit);
+  return { deliveries: page.map(deliveryView), next: rows.length > limit ? page.at(-1)!.id : null };
+}
+
+/** One delivery with every attempt (scope webhooks:read). */
+export async function showDelivery(d: AdminDeps, caller: AdminCaller, id: unknown): Promise<{ delivery: DeliveryView; attempts: AttemptView[] }> {
+  requireScope(caller.principal, "webhooks:read");
+  const deliveryId = idParam(id, "id");
+  const delivery = await d.store.getDelivery(deliveryId);
+  if (!delivery) throw new KeyturnError("not_found", `no delivery ${deliveryId}`);
+  const attempts = await d.store.listAttempts(deliveryId);
+  return {
+    delivery: deliveryView(delivery),
+    attempts: attempts.map((a) => ({ attempt: a.attempt, time: isoTime(a.time), durationMs: a.durationMs, statusCode: a.statusCode, error: a.error })),
+  };
+}
+
+/**
+ * Makes a failed delivery due now (scope webhooks:write; audit webhook-retry): the worker attempts it
+ * once more; should that fail too it is failed again. Delivered: invalid_request; unknown: not_found.
+ */
+export async function retryDelivery(d: AdminDeps, caller: AdminCaller, id: unknown): Promise<DeliveryView> {
+  requireScope(caller.principal, "webhooks:write");
+  const deliveryId = idParam(id, "id");
+  const delivery = await d.store.getDelivery(deliveryId);
+  if (!delivery) throw new KeyturnError("not_found", `no delivery ${deliveryId}`);
+  if (!(await d.store.retryDelivery(deliveryId, d.clock(), adminAudit(d, caller, "webhook-retry"))))
+    throw new KeyturnError("invalid_request", `delivery ${deliveryId} was delivered already`);
+  return deliveryView((await d.store.getDelivery(deliveryId))!);
+}

@@ -1,0 +1,209 @@
+import { Type, type TSchema } from "@sinclair/typebox";
+import { SCOPES } from "../domain/admin/deps";
+import { METADATA_LIMITS } from "../domain/admin/input";
+import { SEATS_MAX } from "../domain/admin/licenses";
+import { CHANNELS } from "../config/variants";
+import { EVENT_TYPES } from "../domain/events";
+
+/**
+ * The admin API's request bodies, query strings and answers as TypeBox schemas (shape and sizes;
+ * the domain services in src/domain/admin/ and src/domain/webhooks/ check every rule again and
+ * name the field they refuse). Answers carry `ok: true` besides what the service returns.
+ */
+const Timestamp = Type.String({ format: "date-time", description: "ISO 8601 with a numeric offset, no fraction" });
+const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+const Ok = Type.Literal(true);
+const closed = <T extends Record<string, TSchema>>(props: T, description?: string) =>
+  Type.Object(props, { additionalProperties: false, ...(description ? { description } : {}) });
+const Cursor = Type.String({ maxLength: 500, description: "Opaque; valid only with the query that answered it" });
+const Limit = (max: number, fallback: number) => Type.String({ pattern: "^[0-9]{1,7}$", description: `1 to ${max}, ${fallback} if absent` });
+const Next = Nullable(Type.String({ description: "The cursor of the next page; null on the last" }));
+
+const Metadata = Type.Record(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,40}$" }), Type.String({ maxLength: METADATA_LIMITS.valueLength }), {
+  maxProperties: METADATA_LIMITS.keys,
+  description: `At most ${METADATA_LIMITS.keys} keys of [A-Za-z0-9_.-]{1,40}, values up to ${METADATA_LIMITS.valueLength} characters`,
+});
+const Channels = Type.Array(Type.Union(CHANNELS.map((c) => Type.Literal(c))), { minItems: 1, maxItems: CHANNELS.length });
+const Email = Type.String({ maxLength: 254, pattern: "^[^\\s@]+@[^\\s@]+$" });
+
+// ---- request bodies ----
+
+export const AdminLicenseCreateBody = closed({
+  licensee: Type.String({ minLength: 1, maxLength: 200 }),
+  organization: Type.String({ minLength: 1, maxLength: 200 }),
+  plan: Type.String({ minLength: 1, maxLength: 64 }),
+  planTitle: Type.String({ minLength: 1, maxLength: 200 }),
+  seats: Type.Integer({ minimum: 1, maximum: SEATS_MAX }),
+  channels: Channels,
+  expires: Type.Optional(Nullable(Timestamp)),
+  email: Type.Optional(Nullable(Email)),
+  metadata: Type.Optional(Metadata),
+});
+
+export const AdminLicenseUpdateBody = closed(
+  {
+    licensee: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    organization: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    plan: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    planTitle: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    seats: Type.Optional(Type.Integer({ minimum: 1, maximum: SEATS_MAX })),
+    channels: Type.Optional(Channels),
+    expires: Type.Optional(Nullable(Timestamp)),
+    email: Type.Optional(Nullable(Email)),
+    metadata: Type.Optional(Metadata),
+  },
+  "Only the fields to change; metadata is replaced whole. Seats below those in use: 409 seats_in_use",
+);
+
+export const IdempotencyKeyHeader = Type.String({ minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$", description: "Idempotency-Key" });
+
+export const AdminTokenCreateBody = closed({
+  name: Type.String({ minLength: 1, maxLength: 100 }),
+  scopes: Type.Array(Type.Union(SCOPES.map((s) => Type.Literal(s))), { minItems: 1, maxItems: SCOPES.length }),
+  expires: Type.Optional(Nullable(Timestamp)),
+});
+
+export const WebhookEndpointCreateBody = closed({
+  url: Type.String({ maxLength: 2000, description: "https, or http to a loopback address" }),
+  events: Type.Array(Type.Union(EVENT_TYPES.map((e) => Type.Literal(e))), { minItems: 1, maxItems: EVENT_TYPES.length }),
+});
+
+export const WebhookEndpointUpdateBody = closed({ enabled: Type.Boolean() });
+
+// ---- query strings ----
+
+export const AdminLicenseQuery = closed({
+  query: Type.Optional(Type.String({ maxLength: 200, description: "Part of licensee, organization, email or id; case-insensitive" })),
+  status: Type.Optional(Type.Union([Type.Literal("active"), Type.Literal("revoked"), Type.Literal("expired")])),
+  cursor: Type.Optional(Cursor),
+  limit: Type.Optional(Limit(200, 50)),
+});
+
+export const AdminActivationQuery = closed({ license: Type.String({ minLength: 1, maxLength: 200, description: "License id or key" }) });
+
+export const AdminAuditQuery = closed({
+  license: Type.Optional(Type.String({ maxLength: 100 })),
+  activation: Type.Optional(Type.String({ maxLength: 100 })),
+  error: Type.Optional(Type.String({ maxLength: 64 })),
+  since: Type.Optional(Timestamp),
+  cursor: Type.Optional(Cursor),
+  limit: Type.Optional(Limit(500, 100)),
+});
+
+export const AdminFeedQuery = closed({
+  after: Type.Optional(Type.String({ pattern: "^(0|[1-9][0-9]{0,18})$", description: "The cursor a previous answer gave" })),
+  limit: Type.Optional(Limit(1000, 500)),
+});
+
+export const WebhookDeliveryQuery = closed({
+  endpoint: Type.Optional(Type.String({ maxLength: 100 })),
+  status: Type.Optional(Type.Union([Type.Literal("pending"), Type.Literal("delivered"), Type.Literal("failed")])),
+  cursor: Type.Optional(Cursor),
+  limit: Type.Optional(Limit(200, 50)),
+});
+
+// ---- answers ----
+
+export const LicenseView = Type.Object({
+  id: Type.String(),
+  licensee: Type.String(),
+  organization: Type.String(),
+  plan: Type.String(),
+  planTitle: Type.String(),
+  channels: Type.Array(Type.String()),
+  seats: Type.Integer(),
+  seatsUsed: Type.Optional(Type.Integer()),
+  issued: Timestamp,
+  expires: Nullable(Timestamp),
+  revoked: Nullable(Timestamp),
+  email: Nullable(Type.String()),
+  metadata: Type.Record(Type.String(), Type.String()),
+});
+
+export const ActivationView = Type.Object({
+  id: Type.String({ pattern: "^act_" }),
+  license: Type.String(),
+  kind: Type.Union([Type.Literal("license"), Type.Literal("staff")]),
+  product: Nullable(Type.String()),
+  name: Type.String(),
+  platform: Type.String(),
+  version: Type.String(),
+  created: Timestamp,
+  lastSeen: Timestamp,
+  deactivated: Nullable(Timestamp),
+});
+
+export const AdminLicenseCreated = Type.Object({ ok: Ok, license: LicenseView, key: Type.String({ description: "Shown here only (and to a replay of the same Idempotency-Key within 24 h)" }) });
+export const AdminLicensePage = Type.Object({ ok: Ok, licenses: Type.Array(LicenseView), next: Next });
+export const AdminLicenseShown = Type.Object({ ok: Ok, license: LicenseView, activations: Type.Array(ActivationView) });
+export const AdminLicenseUpdated = Type.Object({ ok: Ok, license: LicenseView, changed: Type.Array(Type.String()) });
+export const AdminLicenseAnswer = Type.Object({ ok: Ok, license: LicenseView });
+export const AdminActivationList = Type.Object({ ok: Ok, activations: Type.Array(ActivationView) });
+export const AdminActivationAnswer = Type.Object({ ok: Ok, activation: ActivationView });
+
+export const AuditLineView = Type.Object({
+  ref: Type.String(),
+  time: Timestamp,
+  action: Type.String(),
+  outcome: Type.Union([Type.Literal("ok"), Type.Literal("refused")]),
+  error: Nullable(Type.String()),
+  license: Nullable(Type.String()),
+  activation: Nullable(Type.String()),
+  address: Nullable(Type.String()),
+  actor: Nullable(Type.String({ description: '"tok_… (name)" for an admin token, "cli" for the command line' })),
+});
+export const AdminAuditPage = Type.Object({ ok: Ok, lines: Type.Array(AuditLineView), next: Next });
+
+export const FeedItem = Type.Object({
+  id: Type.String({ pattern: "^evt_" }),
+  seq: Type.String({ pattern: "^[0-9]+$" }),
+  type: Type.String(),
+  timestamp: Timestamp,
+  data: Type.Unknown(),
+});
+export const AdminFeedPage = Type.Object({ ok: Ok, events: Type.Array(FeedItem), cursor: Type.String() });
+
+export const AdminTokenView = Type.Object({
+  id: Type.String({ pattern: "^tok_" }),
+  name: Type.String(),
+  scopes: Type.Array(Type.String()),
+  created: Timestamp,
+  expires: Nullable(Timestamp),
+  revoked: Nullable(Timestamp),
+  lastUsed: Nullable(Timestamp),
+});
+export const AdminTokenCreated = Type.Object({ ok: Ok, token: AdminTokenView, secret: Type.String({ pattern: "^kta_", description: "Shown here only" }) });
+export const AdminTokenList = Type.Object({ ok: Ok, tokens: Type.Array(AdminTokenView) });
+
+export const WebhookEndpointView = Type.Object({
+  id: Type.String({ pattern: "^whe_" }),
+  url: Type.String(),
+  events: Type.Array(Type.String()),
+  enabled: Type.Boolean(),
+  disabledReason: Nullable(Type.String()),
+  created: Timestamp,
+});
+export const WebhookEndpointCreated = Type.Object({ ok: Ok, endpoint: WebhookEndpointView, secret: Type.String({ pattern: "^whsec_", description: "Shown here only" }) });
+export const WebhookEndpointList = Type.Object({ ok: Ok, endpoints: Type.Array(WebhookEndpointView) });
+export const WebhookEndpointAnswer = Type.Object({ ok: Ok, endpoint: WebhookEndpointView });
+
+export const DeliveryView = Type.Object({
+  id: Type.String({ pattern: "^dlv_" }),
+  endpoint: Type.String(),
+  event: Type.String({ pattern: "^evt_", description: "The event id, sent as webhook-id" }),
+  status: Type.Union([Type.Literal("pending"), Type.Literal("delivered"), Type.Literal("failed")]),
+  attempts: Type.Integer(),
+  nextAttempt: Nullable(Timestamp),
+  lastAttempt: Nullable(Timestamp),
+  created: Timestamp,
+});
+export const AttemptView = Type.Object({
+  attempt: Type.Integer(),
+  time: Timestamp,
+  durationMs: Type.Integer(),
+  statusCode: Nullable(Type.Integer()),
+  error: Nullable(Type.String()),
+});
+export const WebhookDeliveryPage = Type.Object({ ok: Ok, deliveries: Type.Array(DeliveryView), next: Next });
+export const WebhookDeliveryShown = Type.Object({ ok: Ok, delivery: DeliveryView, attempts: Type.Array(AttemptView) });
+export const WebhookDeliveryAnswer = Type.Object({ ok: Ok, delivery: DeliveryView });

@@ -1,0 +1,70 @@
+import { afterAll, expect, test } from "bun:test";
+import { readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { escapeControl } from "../../src/config/text";
+import { tempDir } from "../helpers";
+
+const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
+const cwd = tempDir("keyturn-admin-cli-");
+afterAll(() => rmSync(cwd, { recursive: true, force: true }));
+const env = { PATH: process.env.PATH ?? "", KEYTURN_VARIANT: "alpha" };
+function keyturn(...args: string[]) {
+  const p = Bun.spawnSync([process.execPath, MAIN, ...args], { cwd, env });
+  return { code: p.exitCode, stdout: p.stdout.toString(), stderr: p.stderr.toString() };
+}
+const json = (...args: string[]) => {
+  const r = keyturn(...args, "--json");
+  if (r.code !== 0) throw new Error(`${args.join(" ")}: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+};
+
+test("admin-token create shows the secret once and stores its hash; list shows no secret; revoke; bad scopes exit 1", () => {
+  const created = json("admin-token", "create", "--name", "ci", "--scopes", "licenses:read,audit:read", "--expires", "2099-01-01T00:00:00Z");
+  expect(created.secret).toMatch(/^kta_[A-Za-z0-9_-]{43}$/);
+  expect(created.scopes).toEqual(["licenses:read", "audit:read"]);
+  expect(readFileSync(join(cwd, "data", "keyturn.sqlite")).includes(Buffer.from(created.secret))).toBe(false);
+  const list = json("admin-token", "list");
+  expect(list.tokens.map((t: { id: string }) => t.id)).toEqual([created.id]);
+  expect(JSON.stringify(list)).not.toContain(created.secret);
+  expect(keyturn("admin-token", "revoke", created.id).code).toBe(0);
+  expect(json("admin-token", "list").tokens[0].revoked).toMatch(/\+00:00$/);
+  expect(keyturn("admin-token", "revoke", created.id).code).toBe(1);
+  const bad = keyturn("admin-token", "create", "--name", "x", "--scopes", "root");
+  expect(bad.code).toBe(1);
+  expect(bad.stderr).toContain("invalid_request");
+  expect(keyturn("admin-token", "create", "--name", "x").code).toBe(2);
+}, 30_000);
+
+test("license update and reinstate; webhook add, list, deliveries, retry, remove", () => {
+  const lic = json("license", "create", "--licensee", "Ada", "--organization", "E", "--plan", "pro", "--plan-title", "Pro", "--seats", "2", "--channels", "stable", "--email", "ada@e.example");
+  expect(lic.email).toBe("ada@e.example");
+  const updated = json("license", "update", lic.key, "--seats", "5", "--plan-title", "Team", "--expires", "2099-01-01T00:00:00Z", "--email", "none");
+  expect(updated).toMatchObject({ id: lic.id, planTitle: "Team", seats: { used: 0, total: 5 }, expires: "2099-01-01T00:00:00+00:00", email: null });
+  expect(keyturn("license", "update", lic.id).code).toBe(2);
+  expect(keyturn("license", "update", lic.id, "--seats", "0").code).toBeGreaterThan(0);
+  expect(keyturn("license", "reinstate", lic.id).code).toBe(1);
+  json("license", "revoke", lic.id);
+  expect(json("license", "reinstate", lic.id).revoked).toBeNull();
+  const audit = json("audit", "--license", lic.id);
+  expect(JSON.stringify(audit)).toContain("license-reinstate");
+
+  const hook = json("webhook", "add", "--url", "https://hooks.example/keyturn", "--events", "license.created,license.updated");
+  expect(hook.secret).toMatch(/^whsec_/);
+  expect(json("webhook", "list").endpoints).toEqual([expect.objectContaining({ id: hook.id, enabled: true, events: ["license.created", "license.updated"] })]);
+  expect(JSON.stringify(json("webhook", "list"))).not.toContain(hook.secret);
+  expect(keyturn("webhook", "add", "--url", "http://hooks.example/", "--events", "license.created").code).toBe(1);
+  expect(json("webhook", "deliveries").deliveries).toEqual([]);
+  expect(json("webhook", "deliveries", "--failed").deliveries).toEqual([]);
+  expect(keyturn("webhook", "retry", "dlv_unknown").code).toBe(1);
+  expect(keyturn("webhook", "remove", hook.id).code).toBe(0);
+  expect(keyturn("webhook", "remove", hook.id).code).toBe(1);
+  expect(keyturn("webhook", "frobnicate").code).toBe(2);
+}, 30_000);
+
+test("control characters: refused in names by the service, and escaped in any text output", () => {
+  expect(escapeControl("Evil\u001b[2J\u0007 ok\n\tnext")).toBe("Evil\\x1b[2J\\x07 ok\n\tnext");
+  const r = keyturn("license", "create", "--licensee", "Evil\u001b[2J", "--organization", "E", "--plan", "p", "--plan-title", "P", "--seats", "1", "--channels", "stable");
+  // the service refuses control characters in names outright
+  expect(r.code).toBe(1);
+  expect(r.stderr).toContain("invalid_request");
+});
