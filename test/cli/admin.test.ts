@@ -62,7 +62,7 @@ test("license update and reinstate; webhook add, list, deliveries, retry, remove
 }, 30_000);
 
 test("control characters: refused in names by the service, and escaped in any text output", () => {
-  expect(escapeControl("Evil\u001b[2J\u0007 ok\n\tnext")).toBe("Evil\\x1b[2J\\x07 ok\n\tnext");
+  expect(escapeControl("Evil\u001b[2J\u0007 ok\n\tnext")).toBe("Evil\\x1b[2J\\x07 ok\\x0a\\x09next");
   const r = keyturn("license", "create", "--licensee", "Evil\u001b[2J", "--organization", "E", "--plan", "p", "--plan-title", "P", "--seats", "1", "--channels", "stable");
   // the service refuses control characters in names outright
   expect(r.code).toBe(1);
