@@ -1,4 +1,3 @@
-import { lstatSync } from "node:fs";
 import { Elysia } from "elysia";
 import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
 import { KeyturnError } from "../../domain/errors";
@@ -51,20 +50,18 @@ export function updateHandler(d: AppDeps): UpdateHandler {
 
     const index = await d.releases.ready();
     const latest = index.latest(product, channel, platform);
-    if (!latest) throw new KeyturnError("no_release", `Nothing has been released on ${[product, channel, platform].filter(Boolean).join("/")}.`);
+    if (!latest) {
+      if (d.releases.verifying(product, channel, platform)) throw new KeyturnError("unavailable", "The release is being verified; try again shortly.");
+      throw new KeyturnError("no_release", `Nothing has been released on ${[product, channel, platform].filter(Boolean).join("/")}.`);
+    }
     if (file === v.manifestFile) return serveBytes(request, latest.manifestBytes, latest.manifestEtag, "application/json");
     if (file === sigFile) return serveBytes(request, latest.signatureBytes, latest.signatureEtag, "application/jose");
 
     const release = index.installer(product, channel, platform, file);
     if (!release) throw new KeyturnError("not_found", "There is nothing at this address.");
-    // The index knows the installer had its declared size when scanned; if it changed since (being
-    // replaced in place), refuse rather than send a body that disagrees with the manifest.
-    const onDisk = lstatSync(release.installerPath, { throwIfNoEntry: false });
-    if (!onDisk?.isFile() || onDisk.size !== release.manifest.size) {
-      d.log.warn("installer changed on disk since the last scan", { folder: release.folder });
-      void d.releases.rescan();
-      throw new KeyturnError("unavailable", "The installer is being replaced; try again shortly.");
-    }
-    return serveFile(request, release.installerPath, release.manifest.size, installerEtag(release), release.manifest.installer);
+    // Only bytes hashed to the manifest's sha256 are sent, read through the descriptor that was checked.
+    const verified = d.releases.openInstaller(release);
+    if (verified === null) throw new KeyturnError("unavailable", "The installer is being replaced; try again shortly.");
+    return serveFile(request, verified, release.manifest.size, installerEtag(release), release.manifest.installer);
   };
 }
