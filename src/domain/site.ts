@@ -4,6 +4,7 @@ import { hasProducts, type Variant } from "../config/variants";
 import type { Store } from "../store/types";
 import { KeyturnError } from "./errors";
 import type { KeyRing, KeyPurpose } from "./keys";
+import type { ChangeDetection } from "./releases/tree-watch";
 
 /** design.md's answer of GET /meta (without `ok`). */
 export interface SiteMeta {
@@ -33,6 +34,8 @@ export interface SiteDeps {
   /** Whether the first release index is there: until then the update routes wait, so the site is not ready. */
   readonly releasesReady: () => boolean;
   readonly staffSignIn: boolean;
+  /** How changes to the release tree are noticed, and how many installers are still being hashed. */
+  readonly releaseTree?: () => { readonly changes: ChangeDetection; readonly installersVerifying: number };
   /** Where rate-limit counters are kept right now (Redis may be away: then per process). */
   readonly rateLimits: () => RateLimitMode;
 }
@@ -42,6 +45,10 @@ export type RateLimitMode = "per-process" | "shared" | "per-process (shared stor
 /** Details of a healthy answer: what an operator wants to see at a glance. */
 export interface HealthDetails {
   readonly rateLimits: RateLimitMode;
+  /** Only when the tree cannot be watched: how it is re-scanned instead, and why. */
+  readonly releaseChanges?: string;
+  /** Only while some are: installers being hashed, whose releases are not served yet. */
+  readonly installersVerifying?: number;
 }
 
 /** Health and metadata of this keyturn site. */
@@ -58,7 +65,13 @@ export class Site {
     if (!this.d.releasesReady()) throw new KeyturnError("unavailable", "The release index is being built; try again shortly.");
     if (!(await this.releasesReadable()))
       throw new KeyturnError("unavailable", "The release tree cannot be read.");
-    return { rateLimits: this.d.rateLimits() };
+    const tree = this.d.releaseTree?.();
+    const changes = tree?.changes;
+    return {
+      rateLimits: this.d.rateLimits(),
+      ...(changes?.mode === "periodic" ? { releaseChanges: `re-scanned every ${changes.everyMs / 1000} s: ${changes.reason}` } : {}),
+      ...(tree && tree.installersVerifying > 0 ? { installersVerifying: tree.installersVerifying } : {}),
+    };
   }
 
   async meta(): Promise<SiteMeta> {
