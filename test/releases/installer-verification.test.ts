@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdirSync, renameSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createLogger } from "../../src/config/log";
 import { VARIANTS } from "../../src/config/variants";
@@ -93,7 +93,7 @@ describe("installers are served only with the bytes their manifest's sha256 name
 });
 
 describe("verification in the background", () => {
-  async function holderOf(t: ReleaseTree, installers: InstallerVerifier) {
+  async function holderOf(t: ReleaseTree, installers: InstallerVerifier, snapshotFile?: string) {
     const lines: Record<string, unknown>[] = [];
     const holder = new ReleaseHolder({
       root: t.root,
@@ -101,6 +101,7 @@ describe("verification in the background", () => {
       releaseKeys: releaseKeysOf(await loadKeyRing(t.keysDir, VARIANTS.gamma)),
       log: createLogger("json", "debug", (line) => lines.push(JSON.parse(line))),
       installers,
+      snapshotFile,
     });
     cleanup.push(() => holder.close());
     return { holder, lines };
@@ -141,5 +142,29 @@ describe("verification in the background", () => {
     const changed = await restarted.holder.rescan();
     expect(changed.latest(null, "stable", "win-x64")!.manifest.version).toBe("1.0.0");
     expect((await restarted.holder.verified()).latest(null, "stable", "win-x64")!.manifest.version).toBe("1.1.0");
+  });
+
+  test("an index snapshot serves no release whose installer is not among the verified identities (cache deleted, or written by a keyturn that did not verify)", async () => {
+    const t = new ReleaseTree("gamma");
+    cleanup.push(() => t.remove());
+    t.add({ version: "1.0.0" });
+    const cache = join(t.dir, "release-installers.cache");
+    const snapshot = join(t.dir, "release-index.snapshot");
+    const first = await holderOf(t, InstallerVerifier.open(cache), snapshot);
+    await first.holder.start();
+    first.holder.close();
+
+    const kept = await holderOf(t, InstallerVerifier.open(cache), snapshot);
+    const scanned = kept.holder.start();
+    expect(kept.holder.current!.latest(null, "stable", "win-x64")!.manifest.version).toBe("1.0.0");
+    await scanned;
+
+    rmSync(cache);
+    const forgotten = await holderOf(t, InstallerVerifier.open(cache), snapshot);
+    const rescanned = forgotten.holder.start();
+    expect(forgotten.holder.current!.size).toBe(1);
+    expect(forgotten.holder.current!.latest(null, "stable", "win-x64")).toBeUndefined();
+    // The scan that follows hashes it again (small: during the scan) and serves it.
+    expect((await rescanned).latest(null, "stable", "win-x64")!.manifest.version).toBe("1.0.0");
   });
 });

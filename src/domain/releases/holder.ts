@@ -96,7 +96,7 @@ export class ReleaseHolder {
     const file = this.opts.snapshotFile;
     if (file && this.index === null) {
       const started = performance.now();
-      this.snapshot = loadSnapshot({ ...this.opts, file, signatures: this.signatures });
+      this.snapshot = loadSnapshot({ ...this.opts, file, signatures: this.signatures, installers: this.installers });
       if (this.snapshot) {
         this.swapIn(this.snapshot.index);
         this.opts.log.info("release index loaded from the snapshot", { releases: this.snapshot.index.size, ms: Math.round(performance.now() - started) });
