@@ -4,9 +4,11 @@
  * - a scan without verification, with it and nothing remembered (each small installer hashed inline),
  *   and with the verified identities read back from the data directory (a restart);
  * - the time to hash the large installers in the background, in GiB/s;
- * - a `keyturn serve` process (from `--src`, default this checkout's src/main.ts) from spawn to a 200
- *   from /health: first start (no caches in --data) and restart (caches there), median of `--runs`.
- * `bun bench/installer-verification.ts [--folders 10000] [--gib 4] [--runs 5] [--src DIR/src/main.ts]`.
+ * - a `keyturn serve` process from spawn to a 200 from /health: first start (no caches in --data)
+ *   and restart (caches there), median of `--runs`, for this checkout's src/main.ts and each
+ *   `--against DIR/src/main.ts` (another keyturn, e.g. one without verification), runs interleaved
+ *   so a busy machine weighs on each alike.
+ * `bun bench/installer-verification.ts [--folders 10000] [--gib 4] [--runs 5] [--against DIR/src/main.ts]`.
  * The large installers were just written, so they are hashed from the page cache: a start on a cold
  * disk reads them at the disk's speed instead.
  */
@@ -26,12 +28,12 @@ import { SignatureCache } from "../src/domain/releases/signature-cache";
 import { writeSmallReleases } from "./lib/fixture";
 
 const { values: flags } = parseArgs({
-  options: { folders: { type: "string", default: "10000" }, gib: { type: "string", default: "4" }, runs: { type: "string", default: "5" }, src: { type: "string" } },
+  options: { folders: { type: "string", default: "10000" }, gib: { type: "string", default: "4" }, runs: { type: "string", default: "5" }, against: { type: "string", multiple: true, default: [] } },
 });
 const FOLDERS = Number(flags.folders);
 const GIB = Number(flags.gib);
 const RUNS = Number(flags.runs);
-const MAIN = resolve(flags.src ?? join(import.meta.dir, "../src/main.ts"));
+const MAINS = [join(import.meta.dir, "../src/main.ts"), ...flags.against!].map((p) => resolve(p));
 const variant = VARIANTS.alpha;
 const dir = join(tmpdir(), `keyturn-bench-verify-${process.pid}`);
 const root = join(dir, "releases");
@@ -49,16 +51,21 @@ const releaseKeys = releaseKeysOf(await loadKeyRing(keys, variant));
 const signatures = SignatureCache.open(null);
 await scanReleaseTree(root, { variant, releaseKeys, signatures }); // warm: the signature cache and the page cache
 
+/** Median wall time and CPU time (user + system: what a busy machine disturbs least) of a scan. */
 const scanMs = async (installers: () => InstallerVerifier | undefined) => {
   const runs: number[] = [];
+  const cpu: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     const v = installers();
+    const before = process.cpuUsage();
     const r = await scanReleaseTree(root, { variant, releaseKeys, signatures, installers: v });
+    const used = process.cpuUsage(before);
     if (r.index.size !== FOLDERS) throw new Error(`${r.index.size} live of ${FOLDERS}`);
     v?.finishScan();
     runs.push(r.stats.ms);
+    cpu.push((used.user + used.system) / 1000);
   }
-  return median(runs);
+  return `${ms(median(runs))} wall, ${ms(median(cpu))} CPU`;
 };
 const cacheFile = join(dir, "bench-installers.cache");
 const without = await scanMs(() => undefined);
@@ -66,9 +73,9 @@ const cold = await scanMs(() => InstallerVerifier.open(null));
 await scanMs(() => InstallerVerifier.open(cacheFile));
 const cached = await scanMs(() => InstallerVerifier.open(cacheFile));
 console.log(`scan of ${FOLDERS} folders (signatures cached), median of ${RUNS}:`);
-console.log(`  without installer verification:          ${ms(without)}`);
-console.log(`  verification, nothing remembered:        ${ms(cold)} (each small installer hashed during the scan)`);
-console.log(`  verification, identities read back:      ${ms(cached)}`);
+console.log(`  without installer verification:          ${without}`);
+console.log(`  verification, nothing remembered:        ${cold} (each small installer hashed during the scan)`);
+console.log(`  verification, identities read back:      ${cached}`);
 
 // Large installers, each its lane's newest release, hashed in the background (the lanes serve their
 // newest verified release meanwhile).
@@ -114,9 +121,9 @@ if (GIB > 0) {
 }
 
 /** Spawn to a 200 from /health for one `keyturn serve`; with `settle`, it then runs until every installer is verified and the index built with them. */
-async function startOnce(data: string, settle = false) {
+async function startOnce(main: string, data: string, settle = false) {
   const started = performance.now();
-  const proc = Bun.spawn([process.execPath, MAIN, "serve", "--demo", "--data", data, "--keys", keys, "--releases", root, "--port", "0"], { stdout: "ignore", stderr: "pipe" });
+  const proc = Bun.spawn([process.execPath, main, "serve", "--demo", "--data", data, "--keys", keys, "--releases", root, "--port", "0"], { stdout: "ignore", stderr: "pipe" });
   const lines: { msg: string; url?: string; installersVerifying?: number }[] = [];
   void (async () => {
     let buffered = "";
@@ -143,18 +150,21 @@ async function startOnce(data: string, settle = false) {
   await proc.exited;
   return healthy;
 }
-const data = join(dir, "data");
 const caches = ["release-signatures.cache", "release-index.snapshot", "release-installers.cache"];
-const firstStarts: number[] = [];
-const restarts: number[] = [];
-for (let i = 0; i < RUNS; i++) {
-  for (const c of caches) rmSync(join(data, "demo-alpha", c), { force: true });
-  firstStarts.push(await startOnce(data, true));
-  restarts.push(await startOnce(data));
+const results = MAINS.map(() => ({ first: [] as number[], restart: [] as number[] }));
+for (let i = 0; i < RUNS; i++)
+  for (const [m, main] of MAINS.entries()) {
+    const data = join(dir, `data-${m}`);
+    for (const c of caches) rmSync(join(data, "demo-alpha", c), { force: true });
+    results[m]!.first.push(await startOnce(main, data, true));
+    results[m]!.restart.push(await startOnce(main, data));
+  }
+for (const [m, main] of MAINS.entries()) {
+  const r = results[m]!;
+  const verifies = existsSync(join(dir, `data-${m}`, "demo-alpha", "release-installers.cache"));
+  console.log(`keyturn serve (${main}${verifies ? "" : ", no installer verification"}), spawn to a 200 from /health, median of ${RUNS}:`);
+  console.log(`  first start, no caches in --data:     ${ms(median(r.first))} (${r.first.map((x) => x.toFixed(0)).join(", ")})`);
+  console.log(`  restart, caches in --data:            ${ms(median(r.restart))} (${r.restart.map((x) => x.toFixed(0)).join(", ")})`);
 }
-console.log(`keyturn serve (${MAIN}), spawn to a 200 from /health, median of ${RUNS}:`);
-console.log(`  first start, no caches in --data:     ${ms(median(firstStarts))} (${firstStarts.map((x) => x.toFixed(0)).join(", ")})`);
-console.log(`  restart, caches in --data:            ${ms(median(restarts))} (${restarts.map((x) => x.toFixed(0)).join(", ")})`);
-console.log(`  installer identity cache: ${existsSync(join(data, "demo-alpha", "release-installers.cache")) ? "written" : "absent (this keyturn does not verify installers)"}`);
 if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
 else console.log(dir);

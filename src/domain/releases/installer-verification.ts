@@ -8,7 +8,6 @@ export const INLINE_HASH_MAX_BYTES = 1 << 20;
 /** What one scan hashes inline at most; the rest is hashed in the background. */
 export const INLINE_HASH_BUDGET_BYTES = 64 << 20;
 const CHUNK = 1 << 20;
-const LINE = /^\d+ \d+ \d+ \d+(\.\d+)? \d+(\.\d+)? [0-9a-f]{64}$/;
 
 /** Whether an installer may be served: its bytes hashed to the manifest's sha256, they did not, it cannot be read, or not known yet. */
 export type InstallerVerdict = "verified" | "mismatch" | "unreadable" | "pending";
@@ -27,34 +26,39 @@ export interface InstallerVerifierOptions {
  * hashed is never recorded.
  */
 export class InstallerVerifier {
-  private known: Set<string>;
+  /** Read from the file when first needed, so a start does not wait for it. */
+  private knownNow: Set<string> | null = null;
   private seen = new Set<string>();
   private added = false;
   /** Identities whose bytes did not match or could not be read, so they are not tried again on every scan (this process only). */
-  private readonly failed = new Map<string, "mismatch" | "unreadable">();
+  private failed = new Map<string, "mismatch" | "unreadable">();
+  private failedSeen = new Map<string, "mismatch" | "unreadable">();
   private readonly queue = new Map<string, { readonly path: string; readonly id: FileIdentity; readonly sha256: string }>();
   private draining: Promise<void> | null = null;
   private scanBudget = 0;
 
   private constructor(
     private readonly file: string | null,
-    known: Iterable<string>,
     private readonly opts: InstallerVerifierOptions,
-  ) {
-    this.known = new Set(known);
+  ) {}
+
+  /** Verified identities held in `file` (read when first needed, written after each scan that changed them), or in memory only when null. */
+  static open(file: string | null, opts: InstallerVerifierOptions = {}): InstallerVerifier {
+    return new InstallerVerifier(file, opts);
   }
 
-  /** Verified identities held in `file` (read now, written after each scan that changed them), or in memory only when null. */
-  static open(file: string | null, opts: InstallerVerifierOptions = {}): InstallerVerifier {
+  private get known(): Set<string> {
+    if (this.knownNow) return this.knownNow;
     let lines: string[] = [];
-    if (file) {
+    if (this.file) {
       try {
-        lines = readFileSync(file, "latin1").split("\n").filter((l) => LINE.test(l));
+        // A line is only ever compared whole with a key made by keyOf, so one that is not a key never matches.
+        lines = readFileSync(this.file, "latin1").split("\n");
       } catch {
         // First start, or unreadable: every installer is hashed once and the file written afresh.
       }
     }
-    return new InstallerVerifier(file, lines, opts);
+    return (this.knownNow = new Set(lines.filter((l) => l !== "")));
   }
 
   static keyOf(id: FileIdentity, sha256: string): string {
@@ -81,7 +85,10 @@ export class InstallerVerifier {
       return "verified";
     }
     const failed = this.failed.get(key);
-    if (failed) return failed;
+    if (failed) {
+      this.failedSeen.set(key, failed);
+      return failed;
+    }
     const size = id[2];
     if (size <= (this.opts.inlineMaxBytes ?? INLINE_HASH_MAX_BYTES) && this.scanBudget >= size) {
       this.scanBudget -= size;
@@ -110,8 +117,10 @@ export class InstallerVerifier {
 
   /** After a whole scan: forgets identities that scan did not meet, and writes the file when it changed. */
   finishScan(): void {
+    this.failed = this.failedSeen;
+    this.failedSeen = new Map();
     const changed = this.added || this.seen.size !== this.known.size;
-    this.known = this.seen;
+    this.knownNow = this.seen;
     this.seen = new Set();
     this.added = false;
     if (changed) this.write();
@@ -120,6 +129,7 @@ export class InstallerVerifier {
   private settle(key: string, verdict: "verified" | "mismatch" | "unreadable"): InstallerVerdict {
     if (verdict !== "verified") {
       this.failed.set(key, verdict);
+      this.failedSeen.set(key, verdict);
       return verdict;
     }
     this.known.add(key);

@@ -178,9 +178,9 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
     if (!lane) lanes.set(key, (lane = { indices: [] }));
     const known = opts.previous?.get(folder.rel);
     if (known && releaseFilesUnchanged(releasePaths(root, opts.variant, known.release), known.files)) {
-      counts.reused++;
       live[i] = known;
       if (!admitted(i, known)) continue;
+      counts.reused++;
     } else {
       const found = read(i);
       if (!found) continue;
