@@ -7,7 +7,8 @@ import type { Release } from "./release-index";
 export const INLINE_HASH_MAX_BYTES = 1 << 20;
 /** What one scan hashes inline at most; the rest is hashed in the background. */
 export const INLINE_HASH_BUDGET_BYTES = 64 << 20;
-const CHUNK = 1 << 20;
+/** Read and hashed in one step; small enough that a step holds the event loop well under a millisecond. */
+const CHUNK = 256 << 10;
 
 /** Whether an installer may be served: its bytes hashed to the manifest's sha256, they did not, it cannot be read, or not known yet. */
 export type InstallerVerdict = "verified" | "mismatch" | "unreadable" | "pending";
@@ -95,8 +96,8 @@ export class InstallerVerifier {
       const hashed = hashOpened(path, id);
       if (hashed !== null) return this.settle(key, hashed === sha256 ? "verified" : "mismatch");
     }
+    // Hashed once the scan is over (finishScan): hashing meanwhile would slow the scan a start waits for.
     if (!this.queue.has(key)) this.queue.set(key, { path, id, sha256 });
-    this.draining ??= this.drain();
     return "pending";
   }
 
@@ -110,7 +111,7 @@ export class InstallerVerifier {
     return this.queue.size;
   }
 
-  /** Resolves once the background queue is empty (tests and the bench). */
+  /** Resolves once the background queue is empty (tests and the bench); the hashing starts when a scan finishes. */
   async settled(): Promise<void> {
     while (this.draining) await this.draining;
   }
@@ -124,6 +125,7 @@ export class InstallerVerifier {
     this.seen = new Set();
     this.added = false;
     if (changed) this.write();
+    if (this.queue.size > 0) this.draining ??= this.drain();
   }
 
   private settle(key: string, verdict: "verified" | "mismatch" | "unreadable"): InstallerVerdict {
