@@ -93,6 +93,31 @@ describe("installers are served only with the bytes their manifest's sha256 name
 });
 
 describe("verification in the background", () => {
+  test("a lane whose only release is still being hashed answers unavailable (not no_release), and /health counts it", async () => {
+    const s = await releaseSite("gamma");
+    cleanup.push(() => s.close());
+    // Above the size hashed during the scan: left to the background, which starts once the scan is over.
+    const big = s.tree.add({ version: "1.0.0", channel: "preview", installerBytes: new Uint8Array(24 << 20).fill(9) });
+    await s.holder.rescan();
+    const token = await s.token(["preview"]);
+    const manifest = () => s.site.request("GET", `/updates/${big.lane}/${VARIANTS.gamma.manifestFile}`, { token });
+    expect(s.holder.installersVerifying).toBe(1);
+    const health = (await (await s.site.request("GET", "/health")).json()) as { installersVerifying?: number };
+    const waiting = await manifest();
+    // Still hashing when those answered (else this test proves nothing): it reads 24 MiB in 96 steps.
+    expect(s.holder.installersVerifying).toBe(1);
+    expect(health.installersVerifying).toBe(1);
+    expect(waiting.status).toBe(503);
+    expect(((await waiting.json()) as { error: string }).error).toBe("unavailable");
+    const none = await s.site.request("GET", `/updates/stable/win-x64/${VARIANTS.gamma.manifestFile}`, { token: await s.token(["stable"]) });
+    expect(((await none.json()) as { error: string }).error).toBe("no_release");
+
+    await s.holder.verified();
+    expect((await manifest()).status).toBe(200);
+    expect((await bytesOf(await s.site.request("GET", `/updates/${big.lane}/${big.installer}`, { token }))).equals(Buffer.from(big.installerBytes))).toBe(true);
+    expect(await (await s.site.request("GET", "/health")).json()).toEqual({ ok: true, rateLimits: "per-process" });
+  });
+
   async function holderOf(t: ReleaseTree, installers: InstallerVerifier, snapshotFile?: string) {
     const lines: Record<string, unknown>[] = [];
     const holder = new ReleaseHolder({
