@@ -241,6 +241,7 @@ async function startupTimes(serve: ServeOptions, token: string) {
   };
   rmSync(join(serve.data, "release-signatures.cache"), { force: true });
   rmSync(join(serve.data, "release-index.snapshot"), { force: true });
+  rmSync(join(serve.data, "release-installers.cache"), { force: true });
   const cold = await once();
   await once(); // the signature cache and the index snapshot exist from here on
   const runs: { first: number; healthy: number }[] = [];

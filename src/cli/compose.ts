@@ -8,6 +8,7 @@ import { KeyturnError } from "../domain/errors";
 import { Licensing } from "../domain/licensing";
 import { StaffSignIn } from "../domain/identity/staff-sign-in";
 import { ReleaseHolder } from "../domain/releases/holder";
+import { InstallerVerifier } from "../domain/releases/installer-verification";
 import { SignatureCache } from "../domain/releases/signature-cache";
 import { releaseKeysOf } from "../domain/releases/signature";
 import { RecordsStatusSource } from "../domain/entitlement-status";
@@ -125,6 +126,7 @@ export async function compose(
     releaseKeys: releaseKeysOf(keys),
     signatures: SignatureCache.open(config.databaseUrl ? null : join(config.dataDir, "release-signatures.cache")),
     snapshotFile: config.databaseUrl ? null : join(config.dataDir, "release-index.snapshot"),
+    installers: InstallerVerifier.open(config.databaseUrl ? null : join(config.dataDir, "release-installers.cache")),
     log,
     clock,
   });
@@ -143,6 +145,7 @@ export async function compose(
     keys,
     releasesDir: config.releasesDir,
     releasesReady: () => releases.current !== null,
+    releaseTree: () => ({ changes: releases.changeDetection, installersVerifying: releases.installersVerifying }),
     staffSignIn: config.identity !== null && !mirrorConfig,
     rateLimits,
     ...(knowledge ? { mirror: () => knowledge.status() } : {}),

@@ -5,6 +5,7 @@ import type { Store } from "../store/types";
 import { KeyturnError } from "./errors";
 import type { KeyRing, KeyPurpose } from "./keys";
 import type { MirrorStatus } from "./mirror/knowledge";
+import type { ChangeDetection } from "./releases/tree-watch";
 
 /** docs/architecture.md's answer of GET /meta (without `ok`). */
 export interface SiteMeta {
@@ -36,6 +37,8 @@ export interface SiteDeps {
   /** Whether the first release index is there: until then the update routes wait, so the site is not ready. */
   readonly releasesReady: () => boolean;
   readonly staffSignIn: boolean;
+  /** How changes to the release tree are noticed, and how many installers are still being hashed. */
+  readonly releaseTree?: () => { readonly changes: ChangeDetection; readonly installersVerifying: number };
   /** Where rate-limit counters are kept right now (Redis may be away: then per process). */
   readonly rateLimits: () => RateLimitMode;
   /** A mirror's state of its vendor's feed; absent on the vendor's own site. */
@@ -48,6 +51,10 @@ export type RateLimitMode = "per-process" | "shared" | "per-process (shared stor
 export interface HealthDetails {
   readonly rateLimits: RateLimitMode;
   readonly mirror?: MirrorStatus;
+  /** Only when the tree cannot be watched: how it is re-scanned instead, and why. */
+  readonly releaseChanges?: string;
+  /** Only while some are: installers being hashed, whose releases are not served yet. */
+  readonly installersVerifying?: number;
 }
 
 /** Health and metadata of this keyturn site. */
@@ -64,7 +71,14 @@ export class Site {
     if (!this.d.releasesReady()) throw new KeyturnError("unavailable", "The release index is being built; try again shortly.");
     if (!(await this.releasesReadable()))
       throw new KeyturnError("unavailable", "The release tree cannot be read.");
-    return { rateLimits: this.d.rateLimits(), ...(this.d.mirror ? { mirror: this.d.mirror() } : {}) };
+    const tree = this.d.releaseTree?.();
+    const changes = tree?.changes;
+    return {
+      rateLimits: this.d.rateLimits(),
+      ...(this.d.mirror ? { mirror: this.d.mirror() } : {}),
+      ...(changes?.mode === "periodic" ? { releaseChanges: `re-scanned every ${changes.everyMs / 1000} s: ${changes.reason}` } : {}),
+      ...(tree && tree.installersVerifying > 0 ? { installersVerifying: tree.installersVerifying } : {}),
+    };
   }
 
   async meta(): Promise<SiteMeta> {

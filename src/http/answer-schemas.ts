@@ -52,11 +52,24 @@ export const CurrentAnswer = Type.Object({
 });
 
 export const OkAnswer = Type.Object({ ok: Ok });
+const MirrorStatus = Type.Object(
+  {
+    of: Type.String({ description: "The vendor site this mirror serves" }),
+    lastSync: Type.Union([Timestamp, Type.Null()], { description: "When the vendor's feed was last read successfully" }),
+    staleSeconds: Type.Union([Type.Number(), Type.Null()]),
+    cursor: Type.Union([Type.String(), Type.Null()], { description: "The feed cursor the mirror has applied up to" }),
+  },
+  { description: "Only on a mirror (--mirror-of)" },
+);
+
 export const HealthAnswer = Type.Object({
   ok: Ok,
   rateLimits: Type.Union([Type.Literal("per-process"), Type.Literal("shared"), Type.Literal("per-process (shared store unreachable)")], {
     description: "where the rate-limit counters live right now",
   }),
+  releaseChanges: Type.Optional(Type.String({ description: "Only when the release tree cannot be watched: how it is re-scanned instead, and why" })),
+  installersVerifying: Type.Optional(Type.Integer({ description: "Only while some are: installers being hashed, whose releases are not served yet" })),
+  mirror: Type.Optional(MirrorStatus),
 });
 
 export const ReleasesAnswer = Type.Object({
@@ -106,6 +119,9 @@ export const MetaAnswer = Type.Object({
       purpose: Type.Union([Type.Literal("license"), Type.Literal("release")]),
       spki: Type.String({ description: "SubjectPublicKeyInfo (DER) in base64" }),
     }),
+  ),
+  mirror: Type.Optional(
+    Type.Object({ of: Type.String(), lastSync: Type.Union([Timestamp, Type.Null()]) }, { description: "Only on a mirror: whose site it mirrors, and when it last heard from it" }),
   ),
 });
 

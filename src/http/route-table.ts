@@ -10,7 +10,7 @@ import { updateEndpoints } from "./endpoints/updates";
 export function routeTable(s: AppServices, openapi: () => string): Endpoint[] {
   return [
     ...licensingEndpoints(s.licensing),
-    ...updateEndpoints(s.variant, s.releases, s.log),
+    ...updateEndpoints(s.variant, s.releases),
     ...releasesEndpoints(s.variant, s.releases),
     ...identityEndpoints(s.staffSignIn),
     ...siteEndpoints(s.site, openapi),

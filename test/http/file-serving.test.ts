@@ -1,5 +1,18 @@
-import { describe, expect, test } from "bun:test";
-import { matchesIfNoneMatch, parseRange } from "../../src/http/file-serving";
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdirSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { VARIANTS } from "../../src/config/variants";
+import { loadKeyRing } from "../../src/domain/keys";
+import { HANDLE_IDLE_MS, InstallerHandles } from "../../src/domain/releases/installer-handles";
+import { InstallerVerifier } from "../../src/domain/releases/installer-verification";
+import { scanReleaseTree } from "../../src/domain/releases/scan";
+import { releaseKeysOf } from "../../src/domain/releases/signature";
+import type { Every } from "../../src/domain/releases/tree-watch";
+import { matchesIfNoneMatch, parseRange, serveFile } from "../../src/http/file-serving";
+import { ReleaseTree } from "../release-tree";
+
+const cleanup: (() => void)[] = [];
+afterEach(() => cleanup.splice(0).forEach((f) => f()));
 
 describe("Range header (RFC 9110 14.1.2), for a body of 1000 bytes", () => {
   test.each([
@@ -40,5 +53,57 @@ describe("If-None-Match", () => {
     expect(matchesIfNoneMatch(req("*"), '"abc"')).toBe(true);
     expect(matchesIfNoneMatch(req('"abcd"'), '"abc"')).toBe(false);
     expect(matchesIfNoneMatch(new Request("http://localhost/"), '"abc"')).toBe(false);
+  });
+});
+
+describe("installer bytes are read through the descriptor whose identity was verified", () => {
+  async function opened() {
+    const t = new ReleaseTree("gamma");
+    cleanup.push(() => t.remove());
+    const r = t.add({ version: "1.0.0" });
+    const installers = InstallerVerifier.open(null);
+    const index = (await scanReleaseTree(t.root, { variant: VARIANTS.gamma, releaseKeys: releaseKeysOf(await loadKeyRing(t.keysDir, VARIANTS.gamma)), installers })).index;
+    let now = 1_000_000;
+    const sweeps: (() => void)[] = [];
+    const every: Every = (_ms, run) => {
+      sweeps.push(run);
+      return () => {};
+    };
+    const handles = new InstallerHandles(installers, () => now, every);
+    cleanup.push(() => handles.close());
+    const release = index.installer(null, "stable", "win-x64", r.installer)!;
+    return { t, r, release, handles, sweeps, advance: (ms: number) => (now += ms) };
+  }
+
+  test("a folder swapped for a symbolic link after the check: the response still sends the verified bytes, never the outside ones", async () => {
+    const { t, r, release, handles } = await opened();
+    const path = handles.open(release)!;
+    expect(path).toMatch(/^\/(proc\/self|dev)\/fd\/\d+$/);
+    const outside = join(t.dir, "outside");
+    mkdirSync(outside);
+    writeFileSync(join(outside, r.installer), Buffer.from(r.installerBytes).map((x) => x ^ 0xff));
+    renameSync(r.dir, join(t.dir, "moved"));
+    symlinkSync(outside, r.dir);
+    const etag = `"${release.manifest.sha256}"`;
+    const whole = serveFile(new Request("http://x/"), path, release.manifest.size, etag, r.installer);
+    expect(Buffer.from(await whole.arrayBuffer()).equals(Buffer.from(r.installerBytes))).toBe(true);
+    const part = serveFile(new Request("http://x/", { headers: { range: "bytes=10-19" } }), path, release.manifest.size, etag, r.installer);
+    expect(part.status).toBe(206);
+    expect(Buffer.from(await part.arrayBuffer()).equals(Buffer.from(r.installerBytes.subarray(10, 20)))).toBe(true);
+    // Opened again now, the path leads outside: refused.
+    expect(handles.open(release)).toBeNull();
+  });
+
+  test("one descriptor per verified file, closed once idle", async () => {
+    const { release, handles, sweeps, advance } = await opened();
+    const a = handles.open(release);
+    expect(handles.open(release)).toBe(a);
+    expect(handles.size).toBe(1);
+    advance(HANDLE_IDLE_MS - 1);
+    sweeps.forEach((s) => s());
+    expect(handles.size).toBe(1);
+    advance(1);
+    sweeps.forEach((s) => s());
+    expect(handles.size).toBe(0);
   });
 });

@@ -1,14 +1,18 @@
-import { watch, type FSWatcher } from "node:fs";
 import type { Logger } from "../../config/log";
 import { knownOf, loadSnapshot, saveSnapshot, type LoadedSnapshot } from "./index-snapshot";
-import { ReleaseIndex } from "./release-index";
+import { InstallerHandles } from "./installer-handles";
+import { InstallerVerifier } from "./installer-verification";
+import { laneKey, ReleaseIndex, type Release } from "./release-index";
 import { ReleaseTreeUnreadable, scanReleaseTree, type KnownRelease, type ScanOptions, type ScanResult } from "./scan";
 import { SignatureCache } from "./signature-cache";
+import { systemEvery, watchFailureReason, watchTree, type ChangeDetection, type Every, type WatchTree } from "./tree-watch";
 
 /** How long after a start from the snapshot the tree is watched and scanned afresh. */
 export const RESCAN_AFTER_SNAPSHOT_MS = 500;
+/** How often the tree is scanned when it cannot be watched. */
+export const RESCAN_EVERY_MS = 30_000;
 
-export interface ReleaseHolderOptions extends Omit<ScanOptions, "hashInstallers"> {
+export interface ReleaseHolderOptions extends Omit<ScanOptions, "hashInstallers" | "installers"> {
   readonly root: string;
   readonly log: Logger;
   /** Quiet time after the last change before a re-scan; a long copy still re-scans every maxWaitMs. */
@@ -18,6 +22,12 @@ export interface ReleaseHolderOptions extends Omit<ScanOptions, "hashInstallers"
   readonly snapshotFile?: string | null;
   /** The clock of `builtAt`. */
   readonly clock?: () => number;
+  /** Installers verified against their manifest's sha256 (a fresh in-memory one when absent). */
+  readonly installers?: InstallerVerifier;
+  /** Injected by tests: the tree watch (inotify) and the timer of the periodic re-scans that replace it when it fails. */
+  readonly watchTree?: WatchTree;
+  readonly every?: Every;
+  readonly rescanEveryMs?: number;
 }
 
 /**
@@ -44,9 +54,16 @@ export class ReleaseHolder {
   private running: Promise<ReleaseIndex> | null = null;
   private pending: Promise<ReleaseIndex> | null = null;
   private lastProblems = new Map<string, string>();
-  private watcher: FSWatcher | null = null;
+  private watcher: { close(): void } | null = null;
+  private stopPolling: (() => void) | null = null;
+  private detection: ChangeDetection = { mode: "none" };
+  private readonly installers: InstallerVerifier;
+  private readonly handles: InstallerHandles;
+  /** Lanes with a release left out of the index now only because its installer is still being hashed. */
+  private verifyingLanes: ReadonlySet<string> = new Set();
   private timer: ReturnType<typeof setTimeout> | null = null;
   private firstChangeAt = 0;
+  private closed = false;
   private readonly signatures: SignatureCache;
   private swappedAt: number | null = null;
   private scanned = false;
@@ -56,6 +73,10 @@ export class ReleaseHolder {
 
   constructor(private readonly opts: ReleaseHolderOptions) {
     this.signatures = opts.signatures ?? SignatureCache.open(null);
+    this.installers = opts.installers ?? InstallerVerifier.open(null);
+    // A release whose installer was just hashed joins the index with the next (debounced) scan.
+    this.installers.onSettled = () => this.changed();
+    this.handles = new InstallerHandles(this.installers, undefined, opts.every);
     this.firstIndex = new Promise((resolve) => (this.resolveFirst = resolve));
   }
 
@@ -88,7 +109,7 @@ export class ReleaseHolder {
     const file = this.opts.snapshotFile;
     if (file && this.index === null) {
       const started = performance.now();
-      this.snapshot = loadSnapshot({ ...this.opts, file, signatures: this.signatures });
+      this.snapshot = loadSnapshot({ ...this.opts, file, signatures: this.signatures, installers: this.installers });
       if (this.snapshot) {
         this.swapIn(this.snapshot.index);
         this.opts.log.info("release index loaded from the snapshot", { releases: this.snapshot.index.size, ms: Math.round(performance.now() - started) });
@@ -122,31 +143,92 @@ export class ReleaseHolder {
     return this.pending;
   }
 
-  /** Re-scans after changes under the root (debounced). Returns false when the platform cannot watch it. */
+  /**
+   * Re-scans after changes under the root (debounced). When the tree cannot be watched (inotify's
+   * max_user_watches exhausted: ENOSPC, at once or later), re-scans it every rescanEveryMs instead,
+   * and says so in changeDetection (health shows it). Returns whether it is watched.
+   */
   watch(): boolean {
-    if (this.watcher) return true;
+    if (this.watcher || this.stopPolling) return this.watcher !== null;
     try {
-      this.watcher = watch(this.opts.root, { recursive: true }, (_event, filename) => {
-        // rsync writes into hidden temporaries and renames them into place; the rename is the change.
-        const name = String(filename ?? "").split(/[\\/]/).at(-1) ?? "";
-        if (!name.startsWith(".")) this.changed();
-      });
-      this.watcher.on("error", (e) => this.opts.log.warn("release tree watch failed; send SIGHUP after changes", { root: this.opts.root, error: String(e) }));
+      this.watcher = (this.opts.watchTree ?? watchTree)(
+        this.opts.root,
+        (filename) => {
+          // rsync writes into hidden temporaries and renames them into place; the rename is the change.
+          const name = filename.split(/[\\/]/).at(-1) ?? "";
+          if (!name.startsWith(".")) this.changed();
+        },
+        (e) => this.watchFailed(e),
+      );
+      this.detection = { mode: "watch" };
       return true;
     } catch (e) {
-      this.opts.log.warn("cannot watch the release tree; send SIGHUP after changes", { root: this.opts.root, error: String(e) });
+      this.watchFailed(e);
       return false;
     }
   }
 
+  /** How changes to the tree are noticed now. */
+  get changeDetection(): ChangeDetection {
+    return this.detection;
+  }
+
+  /** Installers waiting to be hashed or being hashed. */
+  get installersVerifying(): number {
+    return this.installers.pending;
+  }
+
+  /**
+   * Whether the lane has a release left out only because its installer is still being hashed. The
+   * update path then answers `unavailable` (try again shortly) rather than `no_release` when the lane
+   * has no verified release yet; when it has one, that one is served meanwhile.
+   */
+  verifying(product: string | null, channel: string, platform: string): boolean {
+    return this.verifyingLanes.has(laneKey(product, channel, platform));
+  }
+
+  /** A path reading exactly the verified bytes of the release's installer, or null (it changed: a re-scan is started). */
+  openInstaller(release: Release): string | null {
+    const path = this.handles.open(release);
+    if (path === null) {
+      this.opts.log.warn("installer on disk is not the verified one; re-scanning", { folder: release.folder });
+      void this.rescan();
+    }
+    return path;
+  }
+
+  /** Once every installer queued for hashing has been hashed, a scan that takes them in. */
+  async verified(): Promise<ReleaseIndex> {
+    await this.installers.settled();
+    return this.rescan();
+  }
+
   close(): void {
+    this.closed = true;
     this.watcher?.close();
     this.watcher = null;
+    this.stopPolling?.();
+    this.stopPolling = null;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    this.handles.close();
+  }
+
+  private watchFailed(e: unknown): void {
+    this.watcher?.close();
+    this.watcher = null;
+    if (this.stopPolling) return;
+    const everyMs = this.opts.rescanEveryMs ?? RESCAN_EVERY_MS;
+    const reason = watchFailureReason(e);
+    this.detection = { mode: "periodic", everyMs, reason };
+    this.opts.log.warn("cannot watch the release tree; re-scanning it periodically", { root: this.opts.root, everySeconds: everyMs / 1000, reason });
+    this.stopPolling = (this.opts.every ?? systemEvery)(everyMs, () => void this.rescan());
+    // Changes made before the failure was noticed may have been missed.
+    void this.rescan();
   }
 
   private changed(): void {
+    if (this.closed) return;
     const now = Date.now();
     const debounce = this.opts.debounceMs ?? 250;
     if (!this.timer) this.firstChangeAt = now;
@@ -162,13 +244,15 @@ export class ReleaseHolder {
     let result: ScanResult;
     try {
       const previous = this.known ?? this.snapshot?.known;
-      result = await scanReleaseTree(this.opts.root, { ...this.opts, signatures: this.signatures, previous });
+      result = await scanReleaseTree(this.opts.root, { ...this.opts, signatures: this.signatures, installers: this.installers, previous });
     } catch (e) {
       const error = e instanceof ReleaseTreeUnreadable ? e.message : String((e as Error)?.stack ?? e);
       this.opts.log.error("release tree not scanned; keeping the releases already served", { error });
       return this.swapIn(this.index ?? ReleaseIndex.empty);
     }
     this.signatures.finishScan();
+    this.installers.finishScan();
+    this.verifyingLanes = result.verifying;
     this.report(result);
     this.scanned = true;
     this.known = knownOf(result);
@@ -212,6 +296,7 @@ export class ReleaseHolder {
       reused: result.stats.reused,
       signaturesVerified: result.stats.verified,
       signaturesCached: result.stats.cached,
+      installersVerifying: this.installers.pending,
       ms: Math.round(result.stats.ms),
     });
   }

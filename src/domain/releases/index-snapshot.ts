@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { Variant } from "../../config/variants";
 import type { PublicKeyInfo } from "../keys";
 import { releaseFilesUnchanged, sameFile, sameIdentity, type ReleaseFiles } from "./files";
+import type { InstallerVerifier } from "./installer-verification";
 import { isInstallerName, type Manifest, type ReleasePlace } from "./manifest";
 import { ReleaseProblem } from "./problem";
 import { isServed, ReleaseIndex, type Release } from "./release-index";
@@ -46,6 +47,8 @@ export interface SnapshotOptions {
   readonly releaseKeys: ReadonlyMap<string, PublicKeyInfo>;
   /** Used when a release the snapshot kept without its bytes is read again. */
   readonly signatures?: SignatureCache;
+  /** When given, a release is answered only if its installer's identity is among the verified ones (a snapshot of a keyturn that did not verify installers, or a deleted cache, serves nothing unverified). */
+  readonly installers?: InstallerVerifier;
 }
 
 /** What the checks were made against: a snapshot built on other keys, variant or root is not used. */
@@ -138,7 +141,8 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
     files.set(served, r.files);
     return served;
   });
-  const holds = (r: Release) => releaseFilesUnchanged(releasePaths(o.root, o.variant, r), files.get(r)!);
+  const holds = (r: Release) =>
+    releaseFilesUnchanged(releasePaths(o.root, o.variant, r), files.get(r)!) && (!o.installers || o.installers.holds(files.get(r)![2], r.manifest.sha256));
   const reread = (r: Release) => {
     let found: Inspected;
     try {

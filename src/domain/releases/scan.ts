@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
 import type { PublicKeyInfo } from "../keys";
 import { hashFile, identityOf, readRegularFile, releaseFilesUnchanged, statInstaller, type FileIdentity, type ReleaseFiles } from "./files";
+import { installerAdmitted, type InstallerVerifier } from "./installer-verification";
 import { parseManifest, type Manifest, type ReleasePlace } from "./manifest";
 import { ReleaseProblem } from "./problem";
 import { etagOf, isServed, laneKey, newestFirst, ReleaseIndex, type Release, type ServedRelease } from "./release-index";
@@ -28,6 +29,12 @@ export interface ScanOptions {
    * as it is instead of being read and checked again.
    */
   readonly previous?: ReadonlyMap<string, KnownRelease>;
+  /**
+   * The server's: a release is live only once its installer's bytes were hashed and found equal to
+   * the manifest's sha256 (installer-verification.ts). Until then it is left out, as a folder still
+   * being copied is, and its lane is listed in `verifying`.
+   */
+  readonly installers?: InstallerVerifier;
 }
 
 /** A live release with the identities of the files it was read from. */
@@ -49,6 +56,8 @@ export interface ScanResult {
   readonly problems: readonly ScanProblem[];
   /** Each directory above the release folders (root first), as it was before it was listed. */
   readonly directories: readonly { readonly rel: string; readonly id: FileIdentity }[];
+  /** Lanes (laneKey) with a release left out only because its installer is still being hashed. */
+  readonly verifying: ReadonlySet<string>;
   readonly stats: {
     readonly folders: number;
     /** Live releases taken from `previous` unread (their files unchanged). */
@@ -86,6 +95,8 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
   const levels = treeLevels(opts.variant);
   const problems: ScanProblem[] = [];
   const counts = { folders: 0, reused: 0, verified: 0, cached: 0 };
+  const verifying = new Set<string>();
+  opts.installers?.beginScan();
 
   const directories: { rel: string; id: FileIdentity }[] = [];
   const list = (dir: string, rel: string): Dirent[] => {
@@ -140,13 +151,24 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
     try {
       const found = inspectFolder(folder.dir, folder.rel, folder.place, opts, signatures, counts);
       live[i] = { release: found.release, files: found.files };
-      return found;
+      return admitted(i, live[i]!) ? found : null;
     } catch (e) {
       if (!(e instanceof ReleaseProblem)) throw e;
       problems.push({ folder: folder.rel, reason: e.message });
       live[i] = undefined;
       return null;
     }
+  };
+  /** Whether a live release's installer is verified; if not it leaves `live` (a problem when its bytes are wrong). */
+  const admitted = (i: number, r: KnownRelease): boolean => {
+    if (!opts.installers) return true;
+    const verdict = installerAdmitted(opts.installers, r);
+    if (verdict === true) return true;
+    live[i] = undefined;
+    const m = r.release.manifest;
+    if (verdict === "pending") verifying.add(laneKey(m.product, m.channel, m.platform));
+    else problems.push({ folder: folders[i]!.rel, reason: verdict });
+    return false;
   };
   for (const [i, folder] of folders.entries()) {
     if (i > 0 && i % FOLDERS_PER_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
@@ -156,8 +178,9 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
     if (!lane) lanes.set(key, (lane = { indices: [] }));
     const known = opts.previous?.get(folder.rel);
     if (known && releaseFilesUnchanged(releasePaths(root, opts.variant, known.release), known.files)) {
-      counts.reused++;
       live[i] = known;
+      if (!admitted(i, known)) continue;
+      counts.reused++;
     } else {
       const found = read(i);
       if (!found) continue;
@@ -192,6 +215,7 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
     files: new Map(releases.map((r) => [r.release, r.files])),
     problems,
     directories,
+    verifying,
     stats: { folders: counts.folders, reused: counts.reused, verified: counts.verified, cached: counts.cached, ms: performance.now() - started },
   };
 }

@@ -2,6 +2,7 @@ import { readFileSync, renameSync, writeFileSync } from "node:fs";
 
 /**
  * Signatures that verified, remembered by the SHA-256 of (release key, signature, manifest bytes),
+ * each part prefixed with its length (so no byte can move from one part to the next unnoticed),
  * so a re-scan or a restart checks only new or changed releases: the ECDSA verifies are most of a
  * start with many release folders (bench/README.md). The key covers everything the result depends on,
  * so a changed manifest, signature or key is a miss. Kept in the data directory (one hex line per
@@ -33,7 +34,13 @@ export class SignatureCache {
   }
 
   static keyOf(spki: string, sigBytes: Uint8Array, manifestBytes: Uint8Array): string {
-    return new Bun.CryptoHasher("sha256").update(spki).update("\n").update(sigBytes).update("\n").update(manifestBytes).digest("hex");
+    const hasher = new Bun.CryptoHasher("sha256");
+    for (const part of [Buffer.from(spki, "utf8"), sigBytes, manifestBytes]) {
+      const length = Buffer.allocUnsafe(8);
+      length.writeBigUInt64BE(BigInt(part.length));
+      hasher.update(length).update(part);
+    }
+    return hasher.digest("hex");
   }
 
   has(key: string): boolean {

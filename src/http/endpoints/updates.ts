@@ -1,5 +1,3 @@
-import { lstatSync } from "node:fs";
-import type { Logger } from "../../config/log";
 import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
 import { KeyturnError } from "../../domain/errors";
 import type { ReleaseHolder } from "../../domain/releases/holder";
@@ -37,7 +35,7 @@ const UPDATE_ANSWERS: Record<string, ExtraAnswer> = {
  * Files are found in the release index by exact name, never by joining the URL onto a path, so no
  * request can reach a file outside the tree.
  */
-export function updateEndpoints(v: Variant, releases: ReleaseHolder, log: Logger): Endpoint[] {
+export function updateEndpoints(v: Variant, releases: ReleaseHolder): Endpoint[] {
   const withProduct = v.products.length > 0;
   const sigFile = `${v.manifestFile}.sig`;
   const params: ParamDoc[] = [
@@ -76,21 +74,19 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, log: Logger
 
         const index = await releases.ready();
         const latest = index.latest(product, channel, platform);
-        if (!latest) throw new KeyturnError("no_release", `Nothing has been released on ${[product, channel, platform].filter(Boolean).join("/")}.`);
+        if (!latest) {
+          if (releases.verifying(product, channel, platform)) throw new KeyturnError("unavailable", "The release is being verified; try again shortly.");
+          throw new KeyturnError("no_release", `Nothing has been released on ${[product, channel, platform].filter(Boolean).join("/")}.`);
+        }
         if (file === v.manifestFile) return serveBytes(request, latest.manifestBytes, latest.manifestEtag, "application/json");
         if (file === sigFile) return serveBytes(request, latest.signatureBytes, latest.signatureEtag, "application/jose");
 
         const release = index.installer(product, channel, platform, file);
         if (!release) throw new KeyturnError("not_found", "There is nothing at this address.");
-        // The index knows the installer had its declared size when scanned; if it changed since (being
-        // replaced in place), refuse rather than send a body that disagrees with the manifest.
-        const onDisk = lstatSync(release.installerPath, { throwIfNoEntry: false });
-        if (!onDisk?.isFile() || onDisk.size !== release.manifest.size) {
-          log.warn("installer changed on disk since the last scan", { folder: release.folder });
-          void releases.rescan();
-          throw new KeyturnError("unavailable", "The installer is being replaced; try again shortly.");
-        }
-        return serveFile(request, release.installerPath, release.manifest.size, installerEtag(release), release.manifest.installer);
+        // Only bytes hashed to the manifest's sha256 are sent, read through the descriptor that was checked.
+        const verified = releases.openInstaller(release);
+        if (verified === null) throw new KeyturnError("unavailable", "The installer is being replaced; try again shortly.");
+        return serveFile(request, verified, release.manifest.size, installerEtag(release), release.manifest.installer);
       },
     }),
   ];

@@ -1,0 +1,219 @@
+import { closeSync, constants, fstatSync, openSync, readFileSync, readSync, renameSync, writeFileSync } from "node:fs";
+import { open } from "node:fs/promises";
+import { identityOf, sameIdentity, type FileIdentity, type ReleaseFiles } from "./files";
+import type { Release } from "./release-index";
+
+/** Installers up to this size are hashed during the scan itself: that costs about what reading the manifest does. */
+export const INLINE_HASH_MAX_BYTES = 1 << 20;
+/** What one scan hashes inline at most; the rest is hashed in the background. */
+export const INLINE_HASH_BUDGET_BYTES = 64 << 20;
+/** Read and hashed in one step; small enough that a step holds the event loop well under a millisecond. */
+const CHUNK = 256 << 10;
+
+/** Whether an installer may be served: its bytes hashed to the manifest's sha256, they did not, it cannot be read, or not known yet. */
+export type InstallerVerdict = "verified" | "mismatch" | "unreadable" | "pending";
+
+export interface InstallerVerifierOptions {
+  readonly inlineMaxBytes?: number;
+  readonly inlineBudgetBytes?: number;
+}
+
+/**
+ * Installers whose bytes were hashed and found equal to a manifest's sha256, remembered by file
+ * identity (device, inode, size, mtime, ctime) and that sha256, across restarts (a file in the data
+ * directory, like the signature cache). An installer replaced by other bytes, even of the same
+ * size, is another identity: it is not served until it has been hashed again. The identity is taken
+ * from the descriptor that was hashed, before and after reading it, so a file written to while being
+ * hashed is never recorded.
+ */
+export class InstallerVerifier {
+  /** Read from the file when first needed, so a start does not wait for it. */
+  private knownNow: Set<string> | null = null;
+  private seen = new Set<string>();
+  private added = false;
+  /** Identities whose bytes did not match or could not be read, so they are not tried again on every scan (this process only). */
+  private failed = new Map<string, "mismatch" | "unreadable">();
+  private failedSeen = new Map<string, "mismatch" | "unreadable">();
+  private readonly queue = new Map<string, { readonly path: string; readonly id: FileIdentity; readonly sha256: string }>();
+  private draining: Promise<void> | null = null;
+  private scanBudget = 0;
+
+  private constructor(
+    private readonly file: string | null,
+    private readonly opts: InstallerVerifierOptions,
+  ) {}
+
+  /** Verified identities held in `file` (read when first needed, written after each scan that changed them), or in memory only when null. */
+  static open(file: string | null, opts: InstallerVerifierOptions = {}): InstallerVerifier {
+    return new InstallerVerifier(file, opts);
+  }
+
+  private get known(): Set<string> {
+    if (this.knownNow) return this.knownNow;
+    let lines: string[] = [];
+    if (this.file) {
+      try {
+        // A line is only ever compared whole with a key made by keyOf, so one that is not a key never matches.
+        lines = readFileSync(this.file, "latin1").split("\n");
+      } catch {
+        // First start, or unreadable: every installer is hashed once and the file written afresh.
+      }
+    }
+    return (this.knownNow = new Set(lines.filter((l) => l !== "")));
+  }
+
+  static keyOf(id: FileIdentity, sha256: string): string {
+    return `${id.join(" ")} ${sha256}`;
+  }
+
+  /** Called after each background hash settles (verified, mismatch, or the file changed meanwhile): the holder scans again. */
+  onSettled: (() => void) | undefined;
+
+  /** Whether the file of `id` was hashed and found to be `sha256` (serving checks this; it does not count as seen). */
+  holds(id: FileIdentity, sha256: string): boolean {
+    return this.known.has(InstallerVerifier.keyOf(id, sha256));
+  }
+
+  /**
+   * During a scan: the verdict for the installer at `path`, whose lstat gave `id`. Small ones not
+   * yet known are hashed now (within the scan's budget); the others are queued for the background
+   * and are "pending" until then.
+   */
+  verdict(path: string, id: FileIdentity, sha256: string): InstallerVerdict {
+    const key = InstallerVerifier.keyOf(id, sha256);
+    if (this.known.has(key)) {
+      this.seen.add(key);
+      return "verified";
+    }
+    const failed = this.failed.get(key);
+    if (failed) {
+      this.failedSeen.set(key, failed);
+      return failed;
+    }
+    const size = id[2];
+    if (size <= (this.opts.inlineMaxBytes ?? INLINE_HASH_MAX_BYTES) && this.scanBudget >= size) {
+      this.scanBudget -= size;
+      const hashed = hashOpened(path, id);
+      if (hashed !== null) return this.settle(key, hashed === sha256 ? "verified" : "mismatch");
+    }
+    // Hashed once the scan is over (finishScan): hashing meanwhile would slow the scan a start waits for.
+    if (!this.queue.has(key)) this.queue.set(key, { path, id, sha256 });
+    return "pending";
+  }
+
+  /** At the start of a scan: its inline hashing budget. */
+  beginScan(): void {
+    this.scanBudget = this.opts.inlineBudgetBytes ?? INLINE_HASH_BUDGET_BYTES;
+  }
+
+  /** Installers queued or being hashed in the background. */
+  get pending(): number {
+    return this.queue.size;
+  }
+
+  /** Resolves once the background queue is empty (tests and the bench); the hashing starts when a scan finishes. */
+  async settled(): Promise<void> {
+    while (this.draining) await this.draining;
+  }
+
+  /** After a whole scan: forgets identities that scan did not meet, and writes the file when it changed. */
+  finishScan(): void {
+    this.failed = this.failedSeen;
+    this.failedSeen = new Map();
+    const changed = this.added || this.seen.size !== this.known.size;
+    this.knownNow = this.seen;
+    this.seen = new Set();
+    this.added = false;
+    if (changed) this.write();
+    if (this.queue.size > 0) this.draining ??= this.drain();
+  }
+
+  private settle(key: string, verdict: "verified" | "mismatch" | "unreadable"): InstallerVerdict {
+    if (verdict !== "verified") {
+      this.failed.set(key, verdict);
+      this.failedSeen.set(key, verdict);
+      return verdict;
+    }
+    this.known.add(key);
+    this.seen.add(key);
+    this.added = true;
+    return "verified";
+  }
+
+  private write(): void {
+    if (!this.file) return;
+    const tmp = `${this.file}.${process.pid}.tmp`;
+    try {
+      writeFileSync(tmp, [...this.known].join("\n") + "\n", { mode: 0o600 });
+      renameSync(tmp, this.file);
+    } catch {
+      // A read-only data directory only costs the next start its hashing.
+    }
+  }
+
+  /** One installer at a time (a few GiB would otherwise take both cores from the requests). */
+  private async drain(): Promise<void> {
+    try {
+      for (const [key, job] of this.queue) {
+        const hashed = await hashOpenedAsync(job.path, job.id).catch(() => "unreadable" as const);
+        this.queue.delete(key);
+        // null: the file changed since the scan saw it; the scan this triggers sees the new one.
+        if (hashed === "unreadable") this.settle(key, "unreadable");
+        else if (hashed !== null) this.settle(key, hashed === job.sha256 ? "verified" : "mismatch");
+        // The scan this triggers writes the file (finishScan), once for many settled installers.
+        this.onSettled?.();
+      }
+    } finally {
+      this.draining = null;
+    }
+  }
+}
+
+/** SHA-256 (hex) of the file at `path` if the descriptor opened is still the file of `id` before and after reading it; else null. */
+function hashOpened(path: string, id: FileIdentity): string | null {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    if (!sameIdentity(identityOf(fstatSync(fd)), id)) return null;
+    const hasher = new Bun.CryptoHasher("sha256");
+    const chunk = Buffer.allocUnsafe(Math.min(CHUNK, Math.max(1, id[2])));
+    for (;;) {
+      const n = readSync(fd, chunk, 0, chunk.length, null);
+      if (n === 0) break;
+      hasher.update(chunk.subarray(0, n));
+    }
+    return sameIdentity(identityOf(fstatSync(fd)), id) ? hasher.digest("hex") : null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+async function hashOpenedAsync(path: string, id: FileIdentity): Promise<string | null> {
+  const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  try {
+    if (!sameIdentity(identityOf(await handle.stat()), id)) return null;
+    const hasher = new Bun.CryptoHasher("sha256");
+    const chunk = Buffer.allocUnsafe(CHUNK);
+    for (;;) {
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+      if (bytesRead === 0) break;
+      hasher.update(chunk.subarray(0, bytesRead));
+    }
+    return sameIdentity(identityOf(await handle.stat()), id) ? hasher.digest("hex") : null;
+  } finally {
+    await handle.close();
+  }
+}
+
+/** A scan's question: true when the release's installer is verified, "pending" while it is hashed, else why it is not served. */
+export function installerAdmitted(v: InstallerVerifier, r: { readonly release: Release; readonly files: ReleaseFiles }): true | "pending" | string {
+  const m = r.release.manifest;
+  const verdict = v.verdict(r.release.installerPath, r.files[2], m.sha256);
+  if (verdict === "verified") return true;
+  if (verdict === "pending") return "pending";
+  return verdict === "mismatch" ? `installer ${m.installer} does not match the manifest's sha256` : `installer ${m.installer} cannot be read`;
+}

@@ -1,0 +1,195 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdirSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createLogger } from "../../src/config/log";
+import { VARIANTS } from "../../src/config/variants";
+import { loadKeyRing } from "../../src/domain/keys";
+import { ReleaseHolder } from "../../src/domain/releases/holder";
+import { InstallerVerifier } from "../../src/domain/releases/installer-verification";
+import { releaseKeysOf } from "../../src/domain/releases/signature";
+import { releaseSite, ReleaseTree } from "../release-tree";
+
+const cleanup: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const f of cleanup.splice(0)) await f();
+});
+const bytesOf = async (r: Response) => Buffer.from(await r.arrayBuffer());
+const otherBytes = (b: Uint8Array) => Buffer.from(b).map((x) => x ^ 0xff);
+
+async function site() {
+  const s = await releaseSite("gamma");
+  cleanup.push(() => s.close());
+  const old = s.tree.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00" });
+  const newest = s.tree.add({ version: "1.1.0", released: "2026-10-01T00:00:00+00:00" });
+  await s.holder.rescan();
+  const token = await s.token(["stable"]);
+  const get = (file: string, headers: Record<string, string> = {}) => s.site.request("GET", `/updates/${newest.lane}/${file}`, { token, headers });
+  return { s, old, newest, get };
+}
+
+describe("installers are served only with the bytes their manifest's sha256 names", () => {
+  test("an installer replaced in place by other bytes of the same size is never served, and its release leaves the index", async () => {
+    const { s, old, newest, get } = await site();
+    const first = await get(newest.installer);
+    expect(first.status).toBe(200);
+    const etag = first.headers.get("etag")!;
+    expect((await bytesOf(first)).equals(Buffer.from(newest.installerBytes))).toBe(true);
+
+    const replaced = otherBytes(newest.installerBytes);
+    writeFileSync(newest.installerPath, replaced);
+    // Before any re-scan: a resumed download (If-Range with the old ETag) is refused, not spliced.
+    const resumed = await get(newest.installer, { range: "bytes=100-", "if-range": etag });
+    expect(resumed.status).toBe(503);
+    expect(((await resumed.json()) as { error: string }).error).toBe("unavailable");
+    // That refusal started a re-scan; whether or not it has finished, the other bytes are never sent.
+    const whole = await get(newest.installer);
+    expect([503, 404]).toContain(whole.status);
+    expect((await bytesOf(whole)).includes(replaced.subarray(0, 64))).toBe(false);
+    // The refusal started a re-scan: the release is out, its lane falls back to the previous one.
+    await s.holder.rescan();
+    const manifest = (await (await get(VARIANTS.gamma.manifestFile)).json()) as { version: string };
+    expect(manifest.version).toBe("1.0.0");
+    expect((await get(newest.installer)).status).toBe(404);
+    expect((await bytesOf(await get(old.installer))).equals(Buffer.from(old.installerBytes))).toBe(true);
+  });
+
+  test("an installer renamed over by same-size other bytes (a new inode) is refused the same way", async () => {
+    const { newest, get } = await site();
+    expect((await get(newest.installer)).status).toBe(200);
+    writeFileSync(`${newest.installerPath}.tmp`, otherBytes(newest.installerBytes));
+    renameSync(`${newest.installerPath}.tmp`, newest.installerPath);
+    const res = await get(newest.installer);
+    expect(res.status).toBe(503);
+  });
+
+  test("a release whose installer never matched its manifest's sha256 is skipped with that reason", async () => {
+    const { s, get } = await site();
+    const bad = s.tree.add({ version: "2.0.0", released: "2026-11-01T00:00:00+00:00", fields: { sha256: "0".repeat(64) } });
+    const index = await s.holder.rescan();
+    expect(index.latest(null, "stable", "win-x64")!.manifest.version).toBe("1.1.0");
+    expect((await get(bad.installer)).status).toBe(404);
+  });
+
+  test("a release folder swapped for a symbolic link to a folder outside the tree after the scan: no outside byte is served", async () => {
+    const { s, newest, get } = await site();
+    expect((await get(newest.installer)).status).toBe(200);
+    const outside = join(s.tree.dir, "outside");
+    mkdirSync(outside);
+    const secret = otherBytes(newest.installerBytes);
+    writeFileSync(join(outside, newest.installer), secret);
+    renameSync(newest.dir, join(s.tree.dir, "moved-away"));
+    symlinkSync(outside, newest.dir);
+    // Refused (503), and the re-scan it starts drops the release (404): never a byte from outside.
+    for (const [i, headers] of ([{}, { range: "bytes=0-99" }, {}] as Record<string, string>[]).entries()) {
+      const res = await get(newest.installer, headers);
+      const body = await bytesOf(res);
+      if (i === 0) expect(res.status).toBe(503);
+      else expect([503, 404]).toContain(res.status);
+      expect(body.includes(secret.subarray(0, 64))).toBe(false);
+    }
+    await s.holder.rescan();
+    expect((await get(newest.installer)).status).toBe(404);
+  });
+});
+
+describe("verification in the background", () => {
+  test("a lane whose only release is still being hashed answers unavailable (not no_release), and /health counts it", async () => {
+    const s = await releaseSite("gamma");
+    cleanup.push(() => s.close());
+    // Above the size hashed during the scan: left to the background, which starts once the scan is over.
+    const big = s.tree.add({ version: "1.0.0", channel: "preview", installerBytes: new Uint8Array(24 << 20).fill(9) });
+    await s.holder.rescan();
+    const token = await s.token(["preview"]);
+    const manifest = () => s.site.request("GET", `/updates/${big.lane}/${VARIANTS.gamma.manifestFile}`, { token });
+    expect(s.holder.installersVerifying).toBe(1);
+    const health = (await (await s.site.request("GET", "/health")).json()) as { installersVerifying?: number };
+    const waiting = await manifest();
+    // Still hashing when those answered (else this test proves nothing): it reads 24 MiB in 96 steps.
+    expect(s.holder.installersVerifying).toBe(1);
+    expect(health.installersVerifying).toBe(1);
+    expect(waiting.status).toBe(503);
+    expect(((await waiting.json()) as { error: string }).error).toBe("unavailable");
+    const none = await s.site.request("GET", `/updates/stable/win-x64/${VARIANTS.gamma.manifestFile}`, { token: await s.token(["stable"]) });
+    expect(((await none.json()) as { error: string }).error).toBe("no_release");
+
+    await s.holder.verified();
+    expect((await manifest()).status).toBe(200);
+    expect((await bytesOf(await s.site.request("GET", `/updates/${big.lane}/${big.installer}`, { token }))).equals(Buffer.from(big.installerBytes))).toBe(true);
+    expect(await (await s.site.request("GET", "/health")).json()).toEqual({ ok: true, rateLimits: "per-process" });
+  });
+
+  async function holderOf(t: ReleaseTree, installers: InstallerVerifier, snapshotFile?: string) {
+    const lines: Record<string, unknown>[] = [];
+    const holder = new ReleaseHolder({
+      root: t.root,
+      variant: VARIANTS.gamma,
+      releaseKeys: releaseKeysOf(await loadKeyRing(t.keysDir, VARIANTS.gamma)),
+      log: createLogger("json", "debug", (line) => lines.push(JSON.parse(line))),
+      installers,
+      snapshotFile,
+    });
+    cleanup.push(() => holder.close());
+    return { holder, lines };
+  }
+
+  test("a release joins only once its installer is hashed; meanwhile its lane serves the newest verified one, and restarts remember it", async () => {
+    const t = new ReleaseTree("gamma");
+    cleanup.push(() => t.remove());
+    const cache = join(t.dir, "release-installers.cache");
+    t.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00", installerBytes: new Uint8Array(1000).fill(1) });
+    t.add({ version: "2.0.0", released: "2026-10-01T00:00:00+00:00", channel: "preview", installerBytes: new Uint8Array(3 << 20).fill(2) });
+    const big = t.add({ version: "1.1.0", released: "2026-10-01T00:00:00+00:00", installerBytes: new Uint8Array(3 << 20).fill(3) });
+    // Nothing hashed during the scan: everything goes to the background.
+    const { holder } = await holderOf(t, InstallerVerifier.open(cache, { inlineMaxBytes: 0 }));
+    const first = await holder.rescan();
+    expect(first.size).toBe(0);
+    expect(holder.verifying(null, "stable", "win-x64")).toBe(true);
+    expect(holder.verifying(null, "preview", "win-x64")).toBe(true);
+    expect(holder.verifying(null, "beta", "win-x64")).toBe(false);
+    expect(holder.installersVerifying).toBeGreaterThan(0);
+
+    const after = await holder.verified();
+    expect(after.all.map((r) => r.manifest.version).sort()).toEqual(["1.0.0", "1.1.0", "2.0.0"]);
+    expect(after.latest(null, "stable", "win-x64")!.manifest.version).toBe("1.1.0");
+    expect(holder.verifying(null, "stable", "win-x64")).toBe(false);
+    expect(holder.openInstaller(after.installer(null, "stable", "win-x64", big.installer)!)).not.toBeNull();
+
+    // A restart reads the verified identities back: nothing is pending, nothing is hashed again.
+    const again = InstallerVerifier.open(cache, { inlineMaxBytes: 0 });
+    const restarted = await holderOf(t, again);
+    const index = await restarted.holder.rescan();
+    expect(index.size).toBe(3);
+    expect(restarted.holder.installersVerifying).toBe(0);
+
+    // The big installer touched (same bytes, new ctime): pending again, so its lane falls back meanwhile.
+    const st = statSync(big.installerPath);
+    utimesSync(big.installerPath, st.atime, new Date(st.mtimeMs + 1000));
+    const changed = await restarted.holder.rescan();
+    expect(changed.latest(null, "stable", "win-x64")!.manifest.version).toBe("1.0.0");
+    expect((await restarted.holder.verified()).latest(null, "stable", "win-x64")!.manifest.version).toBe("1.1.0");
+  });
+
+  test("an index snapshot serves no release whose installer is not among the verified identities (cache deleted, or written by a keyturn that did not verify)", async () => {
+    const t = new ReleaseTree("gamma");
+    cleanup.push(() => t.remove());
+    t.add({ version: "1.0.0" });
+    const cache = join(t.dir, "release-installers.cache");
+    const snapshot = join(t.dir, "release-index.snapshot");
+    const first = await holderOf(t, InstallerVerifier.open(cache), snapshot);
+    await first.holder.start();
+    first.holder.close();
+
+    const kept = await holderOf(t, InstallerVerifier.open(cache), snapshot);
+    const scanned = kept.holder.start();
+    expect(kept.holder.current!.latest(null, "stable", "win-x64")!.manifest.version).toBe("1.0.0");
+    await scanned;
+
+    rmSync(cache);
+    const forgotten = await holderOf(t, InstallerVerifier.open(cache), snapshot);
+    const rescanned = forgotten.holder.start();
+    expect(forgotten.holder.current!.size).toBe(1);
+    expect(forgotten.holder.current!.latest(null, "stable", "win-x64")).toBeUndefined();
+    // The scan that follows hashes it again (small: during the scan) and serves it.
+    expect((await rescanned).latest(null, "stable", "win-x64")!.manifest.version).toBe("1.0.0");
+  });
+});
