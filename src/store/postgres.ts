@@ -15,6 +15,7 @@ import {
   numOrNull,
   patchColumns,
   subscribers,
+  type EventHead,
   type Row,
 } from "./rows";
 import type {
@@ -437,14 +438,24 @@ export class PostgresStore implements Store {
     });
   }
 
-  // The cursor row lock makes one process at a time fan out; the events lock is not needed, since
-  // seq order is commit order (see insertEvent).
+  // The cursor row lock makes one process at a time fan out. The newest seq is read before the
+  // endpoints: an endpoint not yet visible then held the events lock from its insert to its commit,
+  // so every event up to that seq is at or before its afterSeq and none is skipped for it.
   async fanOutEvents(now: number, limit: number, newDeliveryId: () => string): Promise<number> {
     return this.sql.begin(async (tx) => {
-      const [cursor] = await tx`SELECT seq FROM webhook_fanout WHERE name = 'events' FOR UPDATE`;
-      const events = (await tx`SELECT * FROM events WHERE seq > ${cursor.seq}::bigint ORDER BY seq LIMIT ${limit}`).map(eventFromRow);
-      if (events.length === 0) return 0;
+      const [cursorRow] = await tx`SELECT seq FROM webhook_fanout WHERE name = 'events' FOR UPDATE`;
+      const cursor = num(cursorRow.seq);
+      const newest = num((await tx`SELECT coalesce(max(seq), 0) AS seq FROM events`)[0].seq);
+      if (newest <= cursor) return 0;
       const endpoints = (await tx`SELECT * FROM webhook_endpoints WHERE enabled`).map(endpointFromRow);
+      if (endpoints.length === 0) {
+        const [{ n }] = await tx`SELECT count(*) AS n FROM events WHERE seq > ${cursor} AND seq <= ${newest}`;
+        await tx`UPDATE webhook_fanout SET seq = ${newest} WHERE name = 'events'`;
+        return num(n);
+      }
+      const events = (await tx`SELECT seq, id, type FROM events WHERE seq > ${cursor} ORDER BY seq LIMIT ${limit}`).map(
+        (r: Row): EventHead => ({ seq: num(r.seq), id: r.id, type: r.type }),
+      );
       for (const event of events)
         for (const endpoint of subscribers(endpoints, event))
           await tx`INSERT INTO webhook_deliveries (id, endpoint_id, event_seq, event_id, status, attempts, next_attempt, created)

@@ -120,8 +120,11 @@ export function containsPattern(text: string): string {
   return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => "\\" + c)}%`;
 }
 
+/** What fan-out reads of an event (its data is read only when a delivery is attempted). */
+export type EventHead = Pick<EventRecord, "seq" | "id" | "type">;
+
 /** Which endpoints an event goes to: enabled, subscribed to its type, added before it. */
-export function subscribers(endpoints: readonly WebhookEndpointRecord[], event: EventRecord): WebhookEndpointRecord[] {
+export function subscribers(endpoints: readonly WebhookEndpointRecord[], event: EventHead): WebhookEndpointRecord[] {
   return endpoints.filter((e) => e.enabled && e.afterSeq < event.seq && e.types.includes(event.type));
 }
 

@@ -12,6 +12,8 @@ import { signedHeaders } from "./signing";
 export const RETRY_DELAYS_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000] as const;
 export const ATTEMPT_TIMEOUT_MS = 10_000;
 const ERROR_TEXT_MAX = 500;
+const FAN_OUT_BATCH = 500;
+const FAN_OUT_ROUNDS = 20;
 
 export interface WebhookWorkerOptions {
   readonly store: Store;
@@ -94,7 +96,13 @@ export class WebhookWorker {
 
   private async round(): Promise<TickResult> {
     const { store, clock } = this.o;
-    const fannedOut = await store.fanOutEvents(clock(), 500, () => newId("dlv", clock()));
+    // Up to FAN_OUT_BATCH events a transaction, until caught up (bounded, so a tick always ends).
+    let fannedOut = 0;
+    for (let i = 0; i < FAN_OUT_ROUNDS; i++) {
+      const n = await store.fanOutEvents(clock(), FAN_OUT_BATCH, () => newId("dlv", clock()));
+      fannedOut += n;
+      if (n < FAN_OUT_BATCH) break;
+    }
     let attempted = 0;
     for (;;) {
       const now = clock();
