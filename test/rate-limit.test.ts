@@ -153,7 +153,7 @@ describe("rate limits per address", () => {
     const lines: string[] = [];
     const clock = testClock();
     const broken = { hit: async () => Promise.reject(new Error("redis down")), close: async () => {} };
-    const limiter = new RateLimiter(broken, { signin: { limit: 1, windowSeconds: 60 }, api: { limit: 1, windowSeconds: 60 } }, clock, createLogger("json", "info", (l) => lines.push(l)));
+    const limiter = new RateLimiter(broken, { signin: { limit: 1, windowSeconds: 60 }, api: { limit: 1, windowSeconds: 60 }, admin: { limit: 1, windowSeconds: 60 } }, clock, createLogger("json", "info", (l) => lines.push(l)));
     expect(await limiter.check("api", "198.51.100.1")).toBeNull();
     expect(await limiter.check("api", "198.51.100.1")).toBeNull();
     expect(lines.length).toBe(1);

@@ -172,6 +172,7 @@ export async function compose(
       staffSignIn,
       releases,
       metrics,
+      admin: { variant: config.variant, store, clock, tokenTtlSeconds: config.tokenTtlSeconds },
     },
   };
 }

@@ -48,7 +48,7 @@ export interface Config {
   readonly allowPlainHttp: boolean;
   readonly tokenTtlSeconds: number;
   readonly tokenCacheSize: number;
-  readonly rateLimit: { readonly signin: Rate; readonly api: Rate; readonly store: string | null };
+  readonly rateLimit: { readonly signin: Rate; readonly api: Rate; readonly admin: Rate; readonly store: string | null };
   readonly trustProxy: readonly string[];
   /** null when staff sign-in is off (issuer, client id and groups are all needed to switch it on). */
   readonly identity: IdentityConfig | null;
@@ -203,6 +203,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     rateLimit: {
       signin: parseRate("rate-limit-signin", value("rate-limit-signin")),
       api: parseRate("rate-limit-api", value("rate-limit-api")),
+      admin: parseRate("rate-limit-admin", value("rate-limit-admin")),
       store: rateStore,
     },
     trustProxy: parseList(value("trust-proxy")).map((c) => parseCidr("trust-proxy", c)),

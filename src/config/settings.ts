@@ -42,6 +42,7 @@ export const SETTINGS: readonly SettingSpec[] = [
   { flag: "token-cache-size", kind: "string", default: "10000", help: "verified tokens kept in memory (0 turns the cache off)" },
   { flag: "rate-limit-signin", kind: "string", default: "20/60s", help: `activate, challenge, exchange: requests per window (at most ${MAX_RATE_WINDOW}) per address` },
   { flag: "rate-limit-api", kind: "string", default: "600/60s", help: `every other endpoint: requests per window (at most ${MAX_RATE_WINDOW}) per address` },
+  { flag: "rate-limit-admin", kind: "string", default: "600/60s", help: `the admin API (/api/v1/admin/...): requests per window (at most ${MAX_RATE_WINDOW}) per address` },
   { flag: "rate-limit-store", kind: "string", help: "redis://... to share rate limits between processes" },
   { flag: "trust-proxy", kind: "string", default: "", help: "CIDRs of proxies whose X-Forwarded-For is believed" },
   { flag: "identity-issuer", kind: "string", help: "OpenID issuer URL of staff sign-in" },

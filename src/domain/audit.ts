@@ -18,6 +18,7 @@ export type AuditAction =
   | "update"
   | "releases"
   | "request"
+  | "admin-read"
   | "license-create"
   | "license-update"
   | "license-revoke"

@@ -137,6 +137,7 @@ export const AdminLicenseCreated = Type.Object({ ok: Ok, license: LicenseView, k
 export const AdminLicensePage = Type.Object({ ok: Ok, licenses: Type.Array(LicenseView), next: Next });
 export const AdminLicenseShown = Type.Object({ ok: Ok, license: LicenseView, activations: Type.Array(ActivationView) });
 export const AdminLicenseUpdated = Type.Object({ ok: Ok, license: LicenseView, changed: Type.Array(Type.String()) });
+export const AdminOkAnswer = Type.Object({ ok: Ok });
 export const AdminLicenseAnswer = Type.Object({ ok: Ok, license: LicenseView });
 export const AdminActivationList = Type.Object({ ok: Ok, activations: Type.Array(ActivationView) });
 export const AdminActivationAnswer = Type.Object({ ok: Ok, activation: ActivationView });

@@ -1,4 +1,5 @@
 import type { Server } from "bun";
+import { authenticateAdmin } from "../domain/admin/tokens";
 import { VERSION } from "../version";
 import { bearerToken } from "./bearer";
 import type { AppServices } from "./deps";
@@ -25,6 +26,7 @@ export function createApp(services: AppServices) {
     front: frontDoor(services),
     refuse: refusals(services),
     authenticate: (request) => services.licensing.authenticate(bearerToken(request)),
+    authenticateAdmin: (request) => authenticateAdmin(services.admin, bearerToken(request, "admin")),
     metrics: services.metrics,
   });
   const peerOf = services.peerAddress ?? (() => null);

@@ -102,3 +102,24 @@ function describeFirstError(check: TypeCheck<TSchema>, value: unknown): string {
   const expected = (first.schema as { type?: string }).type;
   return expected ? `${field} must be a ${expected === "object" ? "JSON object" : expected}.` : `${field} is not valid.`;
 }
+
+/** Checks a query string against a closed object schema of strings; throws invalid_request naming the parameter. */
+export type QueryReader = (query: string) => Readonly<Record<string, string>>;
+
+/** The query string is within the URL limit when this runs; a parameter may appear once. */
+export function queryReader(schema: TSchema): QueryReader {
+  const check = TypeCompiler.Compile(schema);
+  const known = new Set(Object.keys((schema as { properties?: object }).properties ?? {}));
+  return (query) => {
+    const values: Record<string, string> = {};
+    if (query !== "")
+      for (const [name, value] of new URLSearchParams(query)) {
+        if (!known.has(name)) throw new KeyturnError("invalid_request", `Unknown query parameter: ${name.slice(0, 64)}.`);
+        if (Object.hasOwn(values, name)) throw new KeyturnError("invalid_request", `The query parameter ${name} is given more than once.`);
+        values[name] = value;
+      }
+    if (check.Check(values)) return values;
+    const name = check.Errors(values).First()?.path.replace(/^\//, "") ?? "";
+    throw new KeyturnError("invalid_request", values[name] === undefined ? `The query parameter ${name} is required.` : `The query parameter ${name} is not valid.`);
+  };
+}

@@ -1,5 +1,6 @@
 import type { Logger } from "../config/log";
 import type { Variant } from "../config/variants";
+import type { AdminDeps } from "../domain/admin/deps";
 import type { Audit } from "../domain/audit";
 import type { Clock } from "../domain/clock";
 import type { Licensing } from "../domain/licensing";
@@ -30,6 +31,8 @@ export interface AppServices {
   readonly trustProxy: readonly string[];
   /** Health and metadata (GET /health, /meta). */
   readonly site: Site;
+  /** What the admin services need (records, clock, token lifetime). */
+  readonly admin: AdminDeps;
   /** Prometheus metrics, when `--metrics-listen` is set. */
   readonly metrics?: Metrics;
 }

@@ -2,7 +2,8 @@ import { Memoirist } from "memoirist";
 import type { AuditAction } from "../domain/audit";
 import { KeyturnError } from "../domain/errors";
 import type { Principal } from "../domain/licensing";
-import { jsonBody, type BodyReader } from "./body";
+import { requireScope, type AdminCaller, type AdminPrincipal } from "../domain/admin/deps";
+import { jsonBody, queryReader, type BodyReader, type QueryReader } from "./body";
 import type { Endpoint } from "./endpoint";
 import type { FrontDoor, RequestState } from "./front-door";
 import type { Metrics } from "./metrics";
@@ -16,18 +17,23 @@ interface DispatchDeps {
   readonly refuse: Refusals;
   /** The bearer check of `auth: "entitlement"` endpoints; throws the entitlement_* refusal. */
   readonly authenticate: (request: Request) => Promise<Principal>;
+  /** The bearer check of admin endpoints; throws admin_token_invalid. */
+  readonly authenticateAdmin: (request: Request) => Promise<AdminPrincipal>;
   /** Told every answered request (metrics), when metrics are on. */
   readonly metrics?: Metrics;
 }
 
-/** An endpoint made ready to answer: its body reader compiled, its parameters' names known. */
+/** An endpoint made ready to answer: its body reader and query check compiled. */
 interface Route {
   readonly endpoint: Endpoint;
   readonly body: BodyReader<unknown> | null;
+  readonly query: QueryReader | null;
 }
 
-const METHODS = ["GET", "POST"] as const;
+const METHODS = ["GET", "POST", "PATCH", "DELETE"] as const;
 const NO_PRINCIPAL = undefined as unknown as Principal;
+const NO_ADMIN = undefined as unknown as AdminCaller;
+const NO_QUERY: Readonly<Record<string, string>> = Object.freeze({});
 
 /**
  * The one dispatcher: production, `app.handle`, `app.fetch` and every test send requests here.
@@ -39,7 +45,11 @@ const NO_PRINCIPAL = undefined as unknown as Principal;
 export function dispatcher(deps: DispatchDeps) {
   const router = new Memoirist<Route>();
   for (const endpoint of deps.endpoints) {
-    const route: Route = { endpoint, body: endpoint.body ? jsonBody(endpoint.body) : null };
+    const route: Route = {
+      endpoint,
+      body: endpoint.body ? jsonBody(endpoint.body) : null,
+      query: endpoint.querySchema ? queryReader(endpoint.querySchema) : null,
+    };
     const path = deps.prefix + endpoint.path.replace(/\{([^}]+)\}/g, ":$1");
     router.add(endpoint.method, path, route);
     if (endpoint.method === "GET") router.add("HEAD", path, route);
@@ -58,9 +68,16 @@ export function dispatcher(deps: DispatchDeps) {
   const run = async (route: Route, request: Request, raw: Record<string, string>, query: string, s: RequestState) => {
     const e = route.endpoint;
     const principal = e.auth === "entitlement" ? await deps.authenticate(request) : NO_PRINCIPAL;
+    let admin = NO_ADMIN;
+    if (typeof e.auth === "object") {
+      const holder = await deps.authenticateAdmin(request);
+      requireScope(holder, e.auth.scope);
+      admin = { principal: holder, address: s.address };
+    }
     e.precondition?.();
+    const queryValues = route.query ? route.query(query) : NO_QUERY;
     const body = route.body ? await route.body.read(request) : undefined;
-    return e.handler({ request, params: decodeParams(raw), query, body, principal, context: { address: s.address } });
+    return e.handler({ request, params: decodeParams(raw), query, queryValues, body, principal, admin, context: { address: s.address } });
   };
 
   return async (request: Request, peer: string | null): Promise<Response> => {

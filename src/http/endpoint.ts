@@ -1,4 +1,5 @@
 import type { Static, TSchema } from "@sinclair/typebox";
+import type { AdminCaller, Scope } from "../domain/admin/deps";
 import type { AuditAction, RequestContext } from "../domain/audit";
 import type { ErrorCode } from "../domain/errors";
 import type { Principal } from "../domain/licensing";
@@ -7,10 +8,13 @@ import type { Principal } from "../domain/licensing";
 export const API_PREFIX = "/api/v1";
 
 /** Which rate budget a request counts against (see docs/architecture.md, "Budget"). */
-export type Budget = "signin" | "api";
+export type Budget = "signin" | "api" | "admin";
 
-/** Who may call an endpoint: anyone, or the holder of an entitlement token (checked by the dispatcher). */
-export type Auth = "none" | "entitlement";
+/**
+ * Who may call an endpoint, checked by the dispatcher: anyone, the holder of an entitlement token,
+ * or the holder of an admin token with the scope (`admin` holds every scope).
+ */
+export type Auth = "none" | "entitlement" | { readonly scope: Scope };
 
 /** A path or query parameter as documented; `values` are the only ones the endpoint answers. */
 export interface ParamDoc {
@@ -38,6 +42,10 @@ export interface Call<B = unknown> {
   readonly body: B;
   /** The bearer's entitlement (for `auth: "entitlement"`). */
   readonly principal: Principal;
+  /** The admin token's holder and the client's address (for an admin scope). */
+  readonly admin: AdminCaller;
+  /** The query string's parameters checked against `querySchema` (empty when the endpoint has none). */
+  readonly queryValues: Readonly<Record<string, string>>;
   /** Who asked, for audit lines. */
   readonly context: RequestContext;
 }
@@ -47,7 +55,7 @@ export interface Call<B = unknown> {
  * the audit action of its refusals and the OpenAPI document are all derived from this.
  */
 export interface Endpoint<S extends TSchema | undefined = TSchema | undefined> {
-  readonly method: "GET" | "POST";
+  readonly method: "GET" | "POST" | "PATCH" | "DELETE";
   /** Below the API prefix, with `{param}` segments. */
   readonly path: string;
   readonly summary: string;
@@ -56,11 +64,17 @@ export interface Endpoint<S extends TSchema | undefined = TSchema | undefined> {
   readonly audit: AuditAction;
   readonly params?: readonly ParamDoc[];
   readonly query?: readonly ParamDoc[];
+  /** The query string as an object of strings (closed: an unknown parameter is refused). */
+  readonly querySchema?: TSchema;
   readonly body?: S;
   /** Checked after the bearer and before the body is read (a feature switched off answers first). */
   readonly precondition?: () => void;
-  /** The JSON success answer (200); endpoints that serve files use `answers` instead. */
+  /** The JSON success answer; endpoints that serve files use `answers` instead. */
   readonly answer?: TSchema;
+  /** The status of the JSON success answer (200 unless said). */
+  readonly status?: 200 | 201;
+  /** Request headers the endpoint reads, documented (e.g. Idempotency-Key). */
+  readonly headers?: readonly (ParamDoc & { readonly schema: TSchema })[];
   readonly answers?: Readonly<Record<string, ExtraAnswer>>;
   /** Refusals beyond those every endpoint can give (see ALWAYS_ERRORS in openapi.ts). */
   readonly errors: readonly ErrorCode[];

@@ -50,7 +50,7 @@ function errorResponses(codes: readonly ErrorCode[], method: string) {
   for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
     const extra = [
       ...(status === 429 ? ["Retry-After"] : []),
-      ...(status === 401 && list.some((c) => c.startsWith("entitlement_")) ? ["WWW-Authenticate"] : []),
+      ...(status === 401 && list.some((c) => c.startsWith("entitlement_") || c === "admin_token_invalid") ? ["WWW-Authenticate"] : []),
       ...(status === 416 ? ["Content-Range"] : []),
     ];
     out[String(status)] = {
@@ -78,10 +78,12 @@ function operation(route: Endpoint, method: string) {
       description: p.description,
       schema: p.values ? { type: "string", enum: p.values } : { type: "string" },
     })),
+    ...queryParameters(route),
+    ...(route.headers ?? []).map((h) => ({ name: h.name, in: "header", required: false, description: h.description, schema: plain(h.schema) })),
   ];
   const success: Record<string, unknown> = {};
   if (route.answer)
-    success["200"] = {
+    success[String(route.status ?? 200)] = {
       description: "Success",
       headers: headers(["RateLimit-Policy", "RateLimit"]),
       ...(method !== "head" ? { content: { "application/json": { schema: plain(route.answer) } } } : {}),
@@ -95,13 +97,25 @@ function operation(route: Endpoint, method: string) {
   return {
     summary: method === "head" ? `The headers of GET ${route.path}, without the body` : route.summary,
     operationId: `${method}${route.path.replace(/[{}]/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? "").toUpperCase())}`,
-    security: route.auth === "entitlement" ? [{ bearer: [] }] : [],
+    security: route.auth === "entitlement" ? [{ bearer: [] }] : typeof route.auth === "object" ? [{ adminToken: [route.auth.scope] }] : [],
     ...(parameters.length ? { parameters } : {}),
     ...(route.body && method !== "head"
       ? { requestBody: { required: true, content: { "application/json": { schema: plain(route.body) } } } }
       : {}),
     responses: { ...success, ...errorResponses(route.errors, method) },
   };
+}
+
+/** An endpoint's query schema as OpenAPI query parameters. */
+function queryParameters(route: Endpoint) {
+  const schema = route.querySchema ? (plain(route.querySchema) as { properties?: Record<string, Record<string, unknown>>; required?: string[] }) : null;
+  return Object.entries(schema?.properties ?? {}).map(([name, property]) => ({
+    name,
+    in: "query",
+    required: schema?.required?.includes(name) ?? false,
+    ...(typeof property.description === "string" ? { description: property.description } : {}),
+    schema: property,
+  }));
 }
 
 /** The OpenAPI 3.1 document of one variant's API, made from the route table (every GET also answers HEAD). */
@@ -125,6 +139,12 @@ export function openApiDocument(variant: Variant, endpoints: readonly Endpoint[]
     components: {
       securitySchemes: {
         bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "Authorization: Bearer <entitlement token>" },
+        adminToken: {
+          type: "http",
+          scheme: "bearer",
+          description:
+            "Authorization: Bearer kta_… (an admin token, made by `keyturn admin-token create`). The operation's scope, or `admin`, is required: without it 403 insufficient_scope.",
+        },
       },
       schemas: { ErrorBody: plain(ErrorBody) },
       responses: {

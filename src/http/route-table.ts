@@ -1,5 +1,8 @@
 import type { AppServices } from "./deps";
 import type { Endpoint } from "./endpoint";
+import { adminLicenseEndpoints } from "./endpoints/admin-licenses";
+import { adminRecordEndpoints } from "./endpoints/admin-records";
+import { adminWebhookEndpoints } from "./endpoints/admin-webhooks";
 import { identityEndpoints } from "./endpoints/identity";
 import { licensingEndpoints } from "./endpoints/licensing";
 import { releasesEndpoints } from "./endpoints/releases";
@@ -14,5 +17,8 @@ export function routeTable(s: AppServices, openapi: () => string): Endpoint[] {
     ...releasesEndpoints(s.variant, s.releases),
     ...identityEndpoints(s.staffSignIn),
     ...siteEndpoints(s.site, openapi),
+    ...adminLicenseEndpoints(s.admin),
+    ...adminRecordEndpoints(s.admin),
+    ...adminWebhookEndpoints(s.admin),
   ];
 }

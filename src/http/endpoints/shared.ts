@@ -16,3 +16,6 @@ export const LICENSE_STATE_ERRORS: readonly ErrorCode[] = ["license_revoked", "l
 
 /** Answers that carry an entitlement token must never be stored by a cache on the way. */
 export const NO_STORE = { "cache-control": "no-store" } as const;
+
+/** Refusals of a bad, missing or insufficient admin token. */
+export const ADMIN_ERRORS: readonly ErrorCode[] = ["admin_token_invalid", "insufficient_scope"];
