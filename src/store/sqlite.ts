@@ -1,7 +1,8 @@
 import { Database, type Statement } from "bun:sqlite";
 import { join } from "node:path";
 import { MIGRATIONS } from "./migrations";
-import { activationFromRow, auditFromRow, challengeFromRow, licenseFromRow, type Row } from "./rows";
+import { applyControl, noControl } from "./release-controls";
+import { activationFromRow, auditFromRow, challengeFromRow, DAY_MS, licenseFromRow, releaseControlFromRow, type Row } from "./rows";
 import { GroupCommit } from "./sqlite-group-commit";
 import { sqliteWriteStamp, type WriteStamp } from "./sqlite-write-stamp";
 import type {
@@ -14,8 +15,15 @@ import type {
   AuditRecord,
   ChallengeRecord,
   ConsumeResult,
+  DayCount,
   DeviceFields,
+  EntitlementKind,
+  InstallationCount,
   LicenseRecord,
+  ReleaseControlOp,
+  ReleaseControlRecord,
+  ReleaseKey,
+  Sighting,
   Store,
 } from "./types";
 
@@ -41,6 +49,9 @@ export class SqliteStore implements Store {
   private readonly q: ReturnType<SqliteStore["prepare"]>;
   private readonly groupCommit: GroupCommit;
   private readonly writeStamp: WriteStamp;
+  /** A stamp of its own (each call consumes "changed"): the release controls' generation is read again only after a commit. */
+  private readonly controlsStamp: WriteStamp;
+  private controlsGeneration = 0;
   private readonly readActivationWithLicense: (id: string) => ActivationWithLicense | null;
 
   constructor(readonly db: Database) {
@@ -55,6 +66,7 @@ export class SqliteStore implements Store {
     this.q = this.prepare();
     this.groupCommit = new GroupCommit(db);
     this.writeStamp = sqliteWriteStamp(db, db.filename);
+    this.controlsStamp = sqliteWriteStamp(db, db.filename);
     this.readActivationWithLicense = db.transaction((id: string) => {
       const a = this.q.activationById.get(id) as Row | null;
       const l = a && (this.q.licenseById.get(a.license_id) as Row | null);
@@ -104,6 +116,16 @@ export class SqliteStore implements Store {
         VALUES ($ref, $time, $address, $action, $activationId, $licenseId, $outcome, $error)`),
       pruneAudit: s("DELETE FROM audit WHERE time < ?"),
       ping: s("SELECT 1"),
+      controlByKey: s("SELECT * FROM release_controls WHERE lane = ? AND version = ?"),
+      upsertControl: s(`INSERT INTO release_controls (lane, version, halted, halted_ms, withdrawn, updated)
+        VALUES ($lane, $version, $halted, $haltedMs, $withdrawn, $updated)
+        ON CONFLICT (lane, version) DO UPDATE SET halted = excluded.halted, halted_ms = excluded.halted_ms,
+        withdrawn = excluded.withdrawn, updated = excluded.updated`),
+      bumpControls: s("UPDATE release_controls_generation SET generation = generation + 1 WHERE id = 1"),
+      controlsGeneration: s("SELECT generation FROM release_controls_generation WHERE id = 1"),
+      listControls: s("SELECT * FROM release_controls ORDER BY lane, version"),
+      insertKnown: s("INSERT INTO known_releases (lane, version, first_seen) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"),
+      sighting: s(`UPDATE activations SET last_seen = max(last_seen, $lastSeen), lane = coalesce($lane, lane) WHERE id = $id`),
     };
   }
 
@@ -256,6 +278,72 @@ export class SqliteStore implements Store {
     return this.q.pruneAudit.run(before).changes;
   }
 
+  async applyReleaseControl(key: ReleaseKey, op: ReleaseControlOp, now: number): Promise<{ changed: boolean; control: ReleaseControlRecord }> {
+    return this.groupCommit.write(() => {
+      const row = this.q.controlByKey.get(key.lane, key.version) as Row | null;
+      const before = row ? releaseControlFromRow(row) : noControl(key, now);
+      const after = applyControl(before, op, now);
+      if (!after) return { changed: false, control: before };
+      this.q.upsertControl.run({ ...after });
+      this.q.bumpControls.run();
+      return { changed: true, control: after };
+    });
+  }
+
+  async listReleaseControls(): Promise<ReleaseControlRecord[]> {
+    return (this.q.listControls.all() as Row[]).map(releaseControlFromRow);
+  }
+
+  async releaseControlsGeneration(): Promise<number> {
+    if (this.controlsStamp.changedSinceLastCall()) this.controlsGeneration = (this.q.controlsGeneration.get() as Row).generation;
+    return this.controlsGeneration;
+  }
+
+  async recordKnownReleases(releases: readonly ReleaseKey[], now: number): Promise<ReleaseKey[]> {
+    if (releases.length === 0) return [];
+    return this.groupCommit.write(() => releases.filter((r) => this.q.insertKnown.run(r.lane, r.version, now).changes > 0));
+  }
+
+  async recordSightings(sightings: readonly Sighting[]): Promise<void> {
+    if (sightings.length === 0) return;
+    await this.groupCommit.write(() => {
+      for (const s of sightings) this.q.sighting.run({ id: s.activationId, lastSeen: s.lastSeen, lane: s.lane });
+    });
+  }
+
+  async installationsSeen(since: number): Promise<InstallationCount[]> {
+    const rows = this.db
+      .query(`SELECT product, lane, version, count(*) AS n FROM activations WHERE deactivated IS NULL AND last_seen >= ?
+        GROUP BY product, lane, version ORDER BY lane, product, version`)
+      .all(since) as Row[];
+    return rows.map((r) => ({ product: r.product, lane: r.lane, version: r.version, installations: r.n }));
+  }
+
+  async devicesOnLane(lane: string, since: number, limit: number): Promise<{ deviceHash: string; kind: EntitlementKind }[]> {
+    const rows = this.db
+      .query("SELECT device_hash, kind FROM activations WHERE lane = ? AND deactivated IS NULL AND last_seen >= ? LIMIT ?")
+      .all(lane, since, limit) as Row[];
+    return rows.map((r) => ({ deviceHash: r.device_hash, kind: r.kind }));
+  }
+
+  async activationsPerDay(since: number): Promise<DayCount[]> {
+    const rows = this.db
+      .query(`SELECT time / ${DAY_MS} AS day,
+          sum(outcome = 'ok' AND action IN ('activate', 'sign-in')) AS activations,
+          sum(error = 'seat_limit') AS refusals
+        FROM audit WHERE time >= ? AND (action IN ('activate', 'sign-in')) GROUP BY day ORDER BY day`)
+      .all(since) as Row[];
+    return rows.map((r) => ({ day: r.day * DAY_MS, activations: r.activations ?? 0, seatLimitRefusals: r.refusals ?? 0 }));
+  }
+
+  async licensesExpiring(from: number, to: number, limit: number): Promise<LicenseRecord[]> {
+    const rows = this.db
+      .query(`SELECT * FROM licenses WHERE kind = 'license' AND revoked IS NULL AND expires >= ? AND expires < ?
+        ORDER BY expires, id LIMIT ?`)
+      .all(from, to, limit) as Row[];
+    return rows.map(licenseFromRow);
+  }
+
   async ping(): Promise<void> {
     this.q.ping.get();
   }
@@ -267,6 +355,7 @@ export class SqliteStore implements Store {
     for (const statement of Object.values(this.q)) statement.finalize();
     this.groupCommit.finalize();
     this.writeStamp.close();
+    this.controlsStamp.close();
     this.db.close();
   }
 }
