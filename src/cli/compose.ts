@@ -7,7 +7,11 @@ import { loadKeyRing, type KeyRing } from "../domain/keys";
 import { KeyturnError } from "../domain/errors";
 import { Licensing } from "../domain/licensing";
 import { StaffSignIn } from "../domain/identity/staff-sign-in";
+import { AdoptionRecorder } from "../domain/adoption";
 import { ReleaseHolder } from "../domain/releases/holder";
+import { ReleasePublications } from "../domain/releases/publications";
+import { ReleaseControls } from "../domain/releases/release-controls";
+import { ReleaseSelection } from "../domain/releases/release-selection";
 import { SignatureCache } from "../domain/releases/signature-cache";
 import { releaseKeysOf } from "../domain/releases/signature";
 import { Site } from "../domain/site";
@@ -64,6 +68,8 @@ export async function compose(
   const audit = new Audit(store, clock);
   const signer = keys.signing ? new TokenSigner(config.variant, config.baseUrl, keys.signing) : null;
   const verifier = new TokenVerifier(config.variant, config.baseUrl, keys, clock, config.tokenCacheSize);
+  const adoption = new AdoptionRecorder(store, clock, log);
+  if (opts.watchReleases) adoption.start();
   const licensing = new Licensing({
     variant: config.variant,
     store,
@@ -72,6 +78,12 @@ export async function compose(
     signer,
     verifier,
     tokenTtlSeconds: config.tokenTtlSeconds,
+    adoption,
+  });
+  const controls = new ReleaseControls(store, clock, config.variant);
+  const selection = new ReleaseSelection(config.variant, controls, clock);
+  const publications = new ReleasePublications(store, clock, (published) => {
+    for (const release of published) log.info("release published", { lane: release.lane, version: release.version });
   });
   const staffSignIn = new StaffSignIn({
     variant: config.variant,
@@ -90,6 +102,8 @@ export async function compose(
     signatures: SignatureCache.open(config.databaseUrl ? null : join(config.dataDir, "release-signatures.cache")),
     snapshotFile: config.databaseUrl ? null : join(config.dataDir, "release-index.snapshot"),
     log,
+    onScanned: (index) =>
+      void publications.scanned(index).catch((e) => log.error("published releases not recorded", { error: String((e as Error)?.message ?? e) })),
   });
   // The first scan starts once the caller has started listening (after this turn of the event
   // loop), so a big tree does not delay the first answer; update requests wait for the index.
@@ -125,6 +139,8 @@ export async function compose(
       site,
       staffSignIn,
       releases,
+      selection,
+      adoption,
     },
   };
 }

@@ -16,6 +16,8 @@ export interface ReleaseHolderOptions extends Omit<ScanOptions, "hashInstallers"
   readonly maxWaitMs?: number;
   /** Where the last index is kept between starts (index-snapshot.ts); none when null or absent. */
   readonly snapshotFile?: string | null;
+  /** Called with the index of each whole scan once it is swapped in (release.published: publications.ts). */
+  readonly onScanned?: (index: ReleaseIndex) => void;
 }
 
 /**
@@ -161,7 +163,9 @@ export class ReleaseHolder {
     this.known = knownOf(result);
     this.save(result);
     collectSoon();
-    return this.swapIn(result.index);
+    this.swapIn(result.index);
+    this.opts.onScanned?.(result.index);
+    return result.index;
   }
 
   private swapIn(index: ReleaseIndex): ReleaseIndex {

@@ -26,7 +26,8 @@ export function parseRollout(value: unknown): Rollout | null {
     return Object.freeze({ percent: p });
   }
   const d = r.days;
-  if (typeof d !== "number" || !Number.isFinite(d) || d <= 0 || d > 3650) throw new ReleaseProblem("manifest rollout days must be a number above 0 (at most 3650)");
+  if (typeof d !== "number" || !Number.isFinite(d) || d <= 0 || d > 3650)
+    throw new ReleaseProblem("manifest rollout days must be a number above 0 (at most 3650)");
   return Object.freeze({ days: d });
 }
 

@@ -6,9 +6,21 @@ import { API_PREFIX } from "../app";
 import type { AppDeps } from "../deps";
 import { jsonText } from "../respond";
 
-const serialised = new WeakMap<ReleaseIndex, Map<string, string>>();
+const serialised = new WeakMap<ReleaseIndex, { generation: number; bodies: Map<string, string> }>();
 
-/** GET /releases: every live release on the entitlement's channels, newest first (design.md's record). */
+const laneOf = (r: Release) => ({
+  ...(r.manifest.product !== null ? { product: r.manifest.product } : {}),
+  channel: r.manifest.channel,
+  platform: r.manifest.platform,
+});
+
+/**
+ * GET /releases: the releases on the entitlement's channels this installation may install, newest
+ * first (design.md's record): in each lane the release it is served and every older one not
+ * withdrawn. `notYetAvailable` lists, per lane, the newest release that exists but is not rolled
+ * out to it yet: `{ product?, channel, platform, version, share }` (share: percent admitted now);
+ * empty when everything is.
+ */
 export function releasesRoutes(d: AppDeps) {
   const v = d.variant;
   const record = (r: Release) => {
@@ -37,17 +49,22 @@ export function releasesRoutes(d: AppDeps) {
       );
     const index = await d.releases.ready();
     const channels = principal.claims.chn;
-    // An index never changes once built (a re-scan swaps in a new one), so each answer is built and
-    // serialised once per index: with 10,000 releases it is a megabyte of JSON.
+    const listing = await d.selection.listing(index, { dev: principal.claims.dev, kind: principal.claims.kind }, channels, product);
+    const answer = () =>
+      JSON.stringify({
+        ok: true,
+        releases: listing.releases.map(record),
+        notYetAvailable: listing.notYetAvailable.map((n) => ({ ...laneOf(n.release), version: n.release.manifest.version, share: n.share })),
+      });
+    if (!listing.shared) return jsonText(answer());
+    // An index never changes once built (a re-scan swaps in a new one), so an answer the same for
+    // every installation is built and serialised once per index and controls generation: with
+    // 10,000 releases it is a megabyte of JSON.
     let answers = serialised.get(index);
-    if (!answers) serialised.set(index, (answers = new Map()));
+    if (!answers || answers.generation !== listing.generation) serialised.set(index, (answers = { generation: listing.generation, bodies: new Map() }));
     const key = `${channels.join(",")}|${product ?? ""}`;
-    let body = answers.get(key);
-    if (body === undefined) {
-      const releases = index.all.filter((r) => channels.includes(r.manifest.channel) && (product === null || r.manifest.product === product));
-      body = JSON.stringify({ ok: true, releases: releases.map(record) });
-      answers.set(key, body);
-    }
+    let body = answers.bodies.get(key);
+    if (body === undefined) answers.bodies.set(key, (body = answer()));
     return jsonText(body);
   });
 }

@@ -3,14 +3,16 @@ import { Elysia } from "elysia";
 import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
 import { KeyturnError } from "../../domain/errors";
 import { isInstallerName } from "../../domain/releases/manifest";
+import { laneName } from "../../domain/releases/release-controls";
 import { installerEtag } from "../../domain/releases/release-index";
 import type { AppDeps } from "../deps";
 import { serveBytes, serveFile } from "../file-serving";
 
 /**
  * GET (and HEAD) /updates/{product}/{channel}/{platform}/{file} (no {product} when the variant has
- * no products): the newest live release's manifest, its `.sig`, or the installer of any live
- * release of that lane. Files are found in the release index by exact name, never by joining the
+ * no products): the manifest or `.sig` of the release this installation is served (its newest
+ * admitted, not withdrawn: release-selection.ts), or the installer of that release or an older one
+ * not withdrawn. Files are found in the release index by exact name, never by joining the
  * URL onto a path, so no request can reach a file outside the tree.
  */
 export function updateRoutes(d: AppDeps, serve: UpdateHandler) {
@@ -50,13 +52,17 @@ export function updateHandler(d: AppDeps): UpdateHandler {
       throw new KeyturnError("channel_not_allowed", `The entitlement does not include the ${channel} channel.`);
 
     const index = await d.releases.ready();
-    const latest = index.latest(product, channel, platform);
-    if (!latest) throw new KeyturnError("no_release", `Nothing has been released on ${[product, channel, platform].filter(Boolean).join("/")}.`);
-    if (file === v.manifestFile) return serveBytes(request, latest.manifestBytes, latest.manifestEtag, "application/json");
-    if (file === sigFile) return serveBytes(request, latest.signatureBytes, latest.signatureEtag, "application/jose");
+    const who = { dev: principal.claims.dev, kind: principal.claims.kind };
+    const served = await d.selection.served(index, who, product, channel, platform);
+    if (!served) throw new KeyturnError("no_release", `Nothing has been released on ${[product, channel, platform].filter(Boolean).join("/")}.`);
+    if (file === v.manifestFile) {
+      d.adoption.seen(principal.claims.sub, laneName(product, channel, platform));
+      return serveBytes(request, served.manifestBytes, served.manifestEtag, "application/json");
+    }
+    if (file === sigFile) return serveBytes(request, served.signatureBytes, served.signatureEtag, "application/jose");
 
     const release = index.installer(product, channel, platform, file);
-    if (!release) throw new KeyturnError("not_found", "There is nothing at this address.");
+    if (!release || !(await d.selection.installerAllowed(index, who, release))) throw new KeyturnError("not_found", "There is nothing at this address.");
     // The index knows the installer had its declared size when scanned; if it changed since (being
     // replaced in place), refuse rather than send a body that disagrees with the manifest.
     const onDisk = lstatSync(release.installerPath, { throwIfNoEntry: false });
