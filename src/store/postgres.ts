@@ -282,7 +282,7 @@ export class PostgresStore implements Store {
 
   async installationsSeen(since: number): Promise<InstallationCount[]> {
     const rows = await this.sql`SELECT product, lane, version, count(*) AS n FROM activations
-      WHERE deactivated IS NULL AND last_seen >= ${since} GROUP BY product, lane, version ORDER BY lane, product, version`;
+      WHERE deactivated IS NULL AND last_seen >= ${since} GROUP BY product, lane, version ORDER BY lane IS NULL, lane, product, version`;
     return rows.map((r: Row) => ({ product: r.product, lane: r.lane, version: r.version, installations: num(r.n) }));
   }
 

@@ -314,7 +314,7 @@ export class SqliteStore implements Store {
   async installationsSeen(since: number): Promise<InstallationCount[]> {
     const rows = this.db
       .query(`SELECT product, lane, version, count(*) AS n FROM activations WHERE deactivated IS NULL AND last_seen >= ?
-        GROUP BY product, lane, version ORDER BY lane, product, version`)
+        GROUP BY product, lane, version ORDER BY lane IS NULL, lane, product, version`)
       .all(since) as Row[];
     return rows.map((r) => ({ product: r.product, lane: r.lane, version: r.version, installations: r.n }));
   }
