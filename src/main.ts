@@ -9,6 +9,7 @@ import { licenseCommand } from "./cli/license";
 import { migrateCommand } from "./cli/migrate";
 import { releaseCommand } from "./cli/release";
 import { serveCommand } from "./cli/serve";
+import { statsCommand } from "./cli/stats";
 import { VERSION } from "./version";
 
 type Command = (args: string[], env: Record<string, string | undefined>) => Promise<number>;
@@ -23,6 +24,7 @@ const COMMANDS: Record<string, Command> = {
   audit: auditCommand,
   backup: backupCommand,
   copy: copyCommand,
+  stats: statsCommand,
 };
 
 const USAGE = `keyturn ${Object.keys(COMMANDS).join("|")} ... (keyturn --version, keyturn serve --help)`;
