@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { VARIANTS, type VariantName } from "../../src/config/variants";
+import { isoTime } from "../../src/domain/clock";
+import { releaseOverview } from "../../src/domain/releases/overview";
 import { laneName } from "../../src/domain/releases/release-controls";
 import { createLicense, device } from "../helpers";
 import { releaseSite } from "../release-tree";
@@ -150,6 +152,24 @@ for (const variant of ["alpha", "beta", "gamma"] as VariantName[]) {
       await controls().apply("withdraw", lane, "2.0.0");
       expect((await selection.served(index, { dev, kind: "staff" }, product, "stable", "win-x64"))?.manifest.version).toBe("1.0.0");
       expect(await manifestVersion(installations[0]!.token)).toBe("1.0.0");
+    });
+
+    test("the admin overview: each lane's releases with rollout, share and controls; controls of releases not in the tree; skipped folders with why", async () => {
+      s.tree.add({ version: "1.0.0", released: "2026-11-01T00:00:00+00:00" });
+      s.tree.add({ version: "2.0.0", released: "2026-11-20T00:00:00+00:00", fields: { rollout: { percent: 20 } } });
+      s.tree.add({ version: "2.1.0", folder: "broken", fields: { rollout: { percent: 120 } } });
+      await s.holder.rescan();
+      await controls().apply("halt", lane, "2.0.0");
+      await controls().apply("withdraw", lane, "9.9.9");
+      const now = isoTime(s.site.clock());
+      const o = await releaseOverview({ index: s.holder.current!, skipped: s.holder.skipped, controls: controls(), clock: s.site.clock });
+      expect(o.lanes.map((l) => l.lane)).toEqual([lane]);
+      expect(o.lanes[0]!.releases.map((r) => [r.version, r.rollout, r.share, r.halted, r.withdrawn])).toEqual([
+        ["2.0.0", { percent: 20 }, 20, now, null],
+        ["1.0.0", null, 100, null, null],
+      ]);
+      expect(o.otherControls).toEqual([{ lane, version: "9.9.9", halted: null, withdrawn: now }]);
+      expect(o.skipped).toEqual([{ folder: `${lane}/broken`, reason: "manifest rollout percent must be a number from 0 to 100" }]);
     });
 
     test("a lane with no rollout and no control: everyone gets the newest, as before", async () => {

@@ -58,6 +58,11 @@ export class ReleaseHolder {
     this.firstIndex = new Promise((resolve) => (this.resolveFirst = resolve));
   }
 
+  /** The folders the last scan skipped, with their reasons (GET /admin/releases). */
+  get skipped(): ReadonlyMap<string, string> {
+    return this.lastProblems;
+  }
+
   /** The index now, or null before the first scan has finished. */
   get current(): ReleaseIndex | null {
     return this.index;

@@ -40,14 +40,19 @@ export interface NotYetAvailable {
 }
 
 export interface ReleaseListing {
-  /** What the installation may install: in each lane the release it is served and every older one not withdrawn; newest first. */
-  readonly releases: readonly Release[];
-  /** Per lane, the newest release that exists but is not rolled out to this installation yet. */
-  readonly notYetAvailable: readonly NotYetAvailable[];
-  /** True when the listing is the same for every installation with these channels (no rollout or control in its lanes), so it may be cached. */
-  readonly shared: boolean;
-  /** The controls' generation the listing was made under (part of a cache key). */
-  readonly generation: number;
+  /**
+   * Names the answer: equal keys (under one index) mean equal listings, so an answer may be built
+   * once per key. It holds the controls' generation, the channels and product asked for, and in
+   * each lane with a rollout or a control the installation's choice and the pending share.
+   */
+  readonly key: string;
+  /** Builds the listing (newest first, across lanes). */
+  build(): {
+    /** What the installation may install: in each lane the release it is served and every older one not withdrawn. */
+    readonly releases: readonly Release[];
+    /** Per lane, the newest release that exists but is not rolled out to this installation yet. */
+    readonly notYetAvailable: readonly NotYetAvailable[];
+  };
 }
 
 /**
@@ -83,31 +88,33 @@ export class ReleaseSelection {
     return state;
   }
 
-  private choose(state: LaneState, controls: ControlsView, who: Installation, now: number): Choice {
+  /** A release whose files no longer read as live (its bytes cannot be read again) is passed over like a withdrawn one. */
+  private choose(index: ReleaseIndex, state: LaneState, controls: ControlsView, who: Installation, now: number): Choice {
     let until = Infinity;
     for (let at = 0; at < state.releases.length; at++) {
       const r = state.releases[at]!;
       const control = controls.get(state.lane, r.manifest.version);
       if (control?.withdrawn != null) continue;
-      if (who.kind === "staff") return { at, until };
-      const threshold = thresholdNow(r.manifest, control, now);
-      if (threshold >= FULL) return { at, until };
-      const bucket = bucketOf(who.dev, state.lane, r.manifest.version);
-      if (bucket < threshold) return { at, until };
-      const rollout = r.manifest.rollout!;
-      const after = control?.halted == null ? admittedAfterMs(rollout, bucket) : null;
+      const threshold = who.kind === "staff" ? FULL : thresholdNow(r.manifest, control, now);
+      const bucket = threshold >= FULL ? 0n : bucketOf(who.dev, state.lane, r.manifest.version);
+      if (bucket < threshold) {
+        if (index.withBytes(r)) return { at, until };
+        continue;
+      }
+      // Not admitted yet: a running ramp admits it at a time known now, and the choice holds until then.
+      const after = control?.halted == null ? admittedAfterMs(r.manifest.rollout!, bucket) : null;
       if (after !== null) until = Math.min(until, r.manifest.released + (control?.haltedMs ?? 0) + after);
     }
     return { at: -1, until };
   }
 
-  private choiceOf(state: LaneState, controls: ControlsView, who: Installation): Choice {
+  private choiceOf(index: ReleaseIndex, state: LaneState, controls: ControlsView, who: Installation): Choice {
     if (!state.conditional) return { at: state.releases.length > 0 ? 0 : -1, until: Infinity };
     const id = who.kind === "staff" ? STAFF : who.dev;
     const now = this.clock();
     let choice = state.choices.get(id);
     if (!choice || now >= choice.until) {
-      choice = this.choose(state, controls, who, now);
+      choice = this.choose(index, state, controls, who, now);
       if (state.choices.size >= CHOICES_PER_LANE) state.choices.clear();
       state.choices.set(id, choice);
     }
@@ -122,18 +129,16 @@ export class ReleaseSelection {
   async served(index: ReleaseIndex, who: Installation, product: string | null, channel: string, platform: string): Promise<ServedRelease | null> {
     const controls = await this.controls.current();
     const state = this.laneState(index, controls, product, channel, platform);
-    const { at } = this.choiceOf(state, controls, who);
-    if (at < 0) return null;
-    const chosen = index.withBytes(state.releases[at]!);
-    if (chosen) return chosen;
-    // Rare (files changed since the scan): the older releases, as they come, until one reads.
-    for (let i = at + 1; i < state.releases.length; i++) {
-      const r = state.releases[i]!;
-      if (controls.get(state.lane, r.manifest.version)?.withdrawn != null) continue;
-      const bytes = index.withBytes(r);
-      if (bytes) return bytes;
+    if (!state.conditional) {
+      // No rollout or control: the newest that reads (a snapshot's may not, once its files changed).
+      for (const r of state.releases) {
+        const bytes = index.withBytes(r);
+        if (bytes) return bytes;
+      }
+      return null;
     }
-    return null;
+    const { at } = this.choiceOf(index, state, controls, who);
+    return at < 0 ? null : index.withBytes(state.releases[at]!);
   }
 
   /**
@@ -146,7 +151,7 @@ export class ReleaseSelection {
     const controls = await this.controls.current();
     const state = this.laneState(index, controls, m.product, m.channel, m.platform);
     if (controls.get(state.lane, m.version)?.withdrawn != null) return false;
-    const { at } = this.choiceOf(state, controls, who);
+    const { at } = this.choiceOf(index, state, controls, who);
     return at >= 0 && newestFirst(release, state.releases[at]!) >= 0;
   }
 
@@ -157,29 +162,36 @@ export class ReleaseSelection {
   async listing(index: ReleaseIndex, who: Installation, channels: readonly string[], product: string | null): Promise<ReleaseListing> {
     const controls = await this.controls.current();
     const products: (string | null)[] = this.variant.products.length === 0 ? [null] : product !== null ? [product] : [...this.variant.products];
-    const releases: Release[] = [];
-    const notYetAvailable: NotYetAvailable[] = [];
     const states = products.flatMap((p) => channels.flatMap((channel) => PLATFORMS.map((platform) => this.laneState(index, controls, p, channel, platform))));
+    const base = `${controls.generation}|${channels.join(",")}|${product ?? ""}`;
     if (!states.some((s) => s.conditional)) {
       // As before rollouts: the index's own order (newest first, ties in folder order).
-      const all = index.all.filter((r) => channels.includes(r.manifest.channel) && (product === null || r.manifest.product === product));
-      return { releases: all, notYetAvailable: [], shared: true, generation: controls.generation };
+      return {
+        key: base,
+        build: () => ({
+          releases: index.all.filter((r) => channels.includes(r.manifest.channel) && (product === null || r.manifest.product === product)),
+          notYetAvailable: [],
+        }),
+      };
     }
     const now = this.clock();
-    for (const state of states) {
-      if (!state.conditional) {
-        releases.push(...state.releases);
-        continue;
-      }
-      const { at } = this.choiceOf(state, controls, who);
-      const open = (r: Release) => controls.get(state.lane, r.manifest.version)?.withdrawn == null;
+    const open = (state: LaneState) => (r: Release) => controls.get(state.lane, r.manifest.version)?.withdrawn == null;
+    const lanes = states.map((state) => {
+      if (!state.conditional) return { state, from: 0, pending: undefined, share: 0 };
+      const { at } = this.choiceOf(index, state, controls, who);
       const from = at < 0 ? state.releases.length : at;
-      releases.push(...state.releases.slice(from).filter(open));
-      const pending = state.releases.slice(0, from).find(open);
-      if (pending)
-        notYetAvailable.push({ release: pending, share: percentOf(thresholdNow(pending.manifest, controls.get(state.lane, pending.manifest.version), now)) });
-    }
-    releases.sort(newestFirst);
-    return { releases, notYetAvailable, shared: false, generation: controls.generation };
+      const pending = state.releases.slice(0, from).find(open(state));
+      const share = pending ? percentOf(thresholdNow(pending.manifest, controls.get(state.lane, pending.manifest.version), now)) : 0;
+      return { state, from, pending, share };
+    });
+    return {
+      key: `${base}|${lanes.map((l) => (l.state.conditional ? `${l.from}:${l.share}` : "")).join(",")}`,
+      build: () => {
+        const releases = lanes.flatMap((l) => (l.state.conditional ? l.state.releases.slice(l.from).filter(open(l.state)) : l.state.releases));
+        releases.sort(newestFirst);
+        const notYetAvailable = lanes.flatMap((l) => (l.pending ? [{ release: l.pending, share: l.share }] : []));
+        return { releases, notYetAvailable };
+      },
+    };
   }
 }

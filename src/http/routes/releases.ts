@@ -6,7 +6,9 @@ import { API_PREFIX } from "../app";
 import type { AppDeps } from "../deps";
 import { jsonText } from "../respond";
 
-const serialised = new WeakMap<ReleaseIndex, { generation: number; bodies: Map<string, string> }>();
+const serialised = new WeakMap<ReleaseIndex, Map<string, string>>();
+/** Answers kept per index (up to a megabyte each): one per channel set and product, more while rollouts are under way. */
+const MAX_ANSWERS_PER_INDEX = 16;
 
 const laneOf = (r: Release) => ({
   ...(r.manifest.product !== null ? { product: r.manifest.product } : {}),
@@ -50,21 +52,21 @@ export function releasesRoutes(d: AppDeps) {
     const index = await d.releases.ready();
     const channels = principal.claims.chn;
     const listing = await d.selection.listing(index, { dev: principal.claims.dev, kind: principal.claims.kind }, channels, product);
-    const answer = () =>
-      JSON.stringify({
-        ok: true,
-        releases: listing.releases.map(record),
-        notYetAvailable: listing.notYetAvailable.map((n) => ({ ...laneOf(n.release), version: n.release.manifest.version, share: n.share })),
-      });
-    if (!listing.shared) return jsonText(answer());
-    // An index never changes once built (a re-scan swaps in a new one), so an answer the same for
-    // every installation is built and serialised once per index and controls generation: with
-    // 10,000 releases it is a megabyte of JSON.
+    // An index never changes once built (a re-scan swaps in a new one), so each answer is built and
+    // serialised once per index and listing key (release-selection.ts): with 10,000 releases it is
+    // a megabyte of JSON, and installations in the same place of every rollout share it.
     let answers = serialised.get(index);
-    if (!answers || answers.generation !== listing.generation) serialised.set(index, (answers = { generation: listing.generation, bodies: new Map() }));
-    const key = `${channels.join(",")}|${product ?? ""}`;
-    let body = answers.bodies.get(key);
-    if (body === undefined) answers.bodies.set(key, (body = answer()));
+    if (!answers || answers.size >= MAX_ANSWERS_PER_INDEX) serialised.set(index, (answers = new Map()));
+    let body = answers.get(listing.key);
+    if (body === undefined) {
+      const { releases, notYetAvailable } = listing.build();
+      body = JSON.stringify({
+        ok: true,
+        releases: releases.map(record),
+        notYetAvailable: notYetAvailable.map((n) => ({ ...laneOf(n.release), version: n.release.manifest.version, share: n.share })),
+      });
+      answers.set(listing.key, body);
+    }
     return jsonText(body);
   });
 }
