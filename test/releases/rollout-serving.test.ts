@@ -172,6 +172,24 @@ for (const variant of ["alpha", "beta", "gamma"] as VariantName[]) {
       expect(o.skipped).toEqual([{ folder: `${lane}/broken`, reason: "manifest rollout percent must be a number from 0 to 100" }]);
     });
 
+    test("an older release served by a rollout is read from the tree when first served, and never once its files changed since the scan", async () => {
+      const old = s.tree.add({ version: "1.0.0", released: "2026-11-01T00:00:00+00:00" });
+      s.tree.add({ version: "2.0.0", released: "2026-11-20T00:00:00+00:00", fields: { rollout: { percent: 0 } } });
+      await s.holder.rescan();
+      const [first, second] = installations;
+      const index = s.holder.current!;
+      expect(await manifestVersion(first!.token)).toBe("1.0.0");
+      // A fresh index (a re-scan, nothing changed yet) whose 1.0.0 is then changed in place, before
+      // the re-scan the watch would start: its signature no longer holds, so it is not served.
+      await s.holder.rescan();
+      expect(s.holder.current).not.toBe(index);
+      await Bun.write(old.manifestPath, old.manifestBytes.toString().replace('"1.0.0"', '"1.0.1"'));
+      expect(await manifestVersion(second!.token)).toBe("404 no_release");
+      expect(await manifestVersion(first!.token)).toBe("404 no_release");
+      await s.holder.rescan();
+      expect(await manifestVersion(first!.token)).toBe("404 no_release");
+    });
+
     test("a lane with no rollout and no control: everyone gets the newest, as before", async () => {
       s.tree.add({ version: "1.0.0", released: "2026-11-01T00:00:00+00:00" });
       s.tree.add({ version: "1.1.0", released: "2026-11-02T00:00:00+00:00" });
