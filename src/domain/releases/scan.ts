@@ -187,11 +187,13 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
   // A former newest taken unread keeps no bytes once another is its lane's newest.
   const releases = live.flatMap((r, i) => (r ? [{ release: served.get(i) ?? withoutBytes(r.release), files: r.files }] : []));
   problems.sort((a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0));
+  const rereadOpts: ScanOptions = { variant: opts.variant, releaseKeys: opts.releaseKeys };
   return {
     index: ReleaseIndex.of(
       releases.map((r) => r.release),
       null,
-      (r) => rereadRelease(root, r, opts, signatures),
+      // Only what a read needs: `opts.previous` would keep the previous index (and its own) alive.
+      (r) => rereadRelease(root, r, rereadOpts, signatures),
     ),
     files: new Map(releases.map((r) => [r.release, r.files])),
     problems,
