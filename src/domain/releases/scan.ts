@@ -187,19 +187,26 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
   // A former newest taken unread keeps no bytes once another is its lane's newest.
   const releases = live.flatMap((r, i) => (r ? [{ release: served.get(i) ?? withoutBytes(r.release), files: r.files }] : []));
   problems.sort((a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0));
-  const rereadOpts: ScanOptions = { variant: opts.variant, releaseKeys: opts.releaseKeys };
   return {
     index: ReleaseIndex.of(
       releases.map((r) => r.release),
       null,
-      // Only what a read needs: `opts.previous` would keep the previous index (and its own) alive.
-      (r) => rereadRelease(root, r, rereadOpts, signatures),
+      rereaderOf(root, opts.variant, opts.releaseKeys, signatures),
     ),
     files: new Map(releases.map((r) => [r.release, r.files])),
     problems,
     directories,
     stats: { folders: counts.folders, reused: counts.reused, verified: counts.verified, cached: counts.cached, ms: performance.now() - started },
   };
+}
+
+/**
+ * Made outside the scan's scope, so the index holds only what a read needs: the scan's scope holds
+ * `opts.previous`, which would keep the previous index (and, through it, every earlier one) alive.
+ */
+function rereaderOf(root: string, variant: Variant, releaseKeys: ScanOptions["releaseKeys"], signatures: SignatureCache) {
+  const opts: ScanOptions = { variant, releaseKeys };
+  return (r: Release) => rereadRelease(root, r, opts, signatures);
 }
 
 /**
