@@ -10,8 +10,6 @@ import type { ReleaseIndex } from "./release-index";
  * decides, so two processes scanning the same tree report a release once between them).
  */
 export class ReleasePublications {
-  private last: ReleaseIndex | null = null;
-
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
@@ -20,8 +18,6 @@ export class ReleasePublications {
 
   /** Call with each index a scan swaps in; returns the releases it published. */
   async scanned(index: ReleaseIndex): Promise<ReleaseKey[]> {
-    if (index === this.last) return [];
-    this.last = index;
     const seen = new Set<string>();
     const keys: ReleaseKey[] = [];
     for (const r of index.all) {
