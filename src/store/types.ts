@@ -198,8 +198,9 @@ export interface Store {
   listReleaseControls(): Promise<ReleaseControlRecord[]>;
   /**
    * A number that moves whenever any process changes a control. Cheap enough for every update
-   * request: SQLite reads the row only after its WAL index shows a commit; PostgreSQL reads it at
-   * most once every `controlsPollMs` (openPostgresStore), the bound on how late a process learns.
+   * request: SQLite reads the row only after its WAL index shows a commit (looked at once a
+   * millisecond at most: another process's change is seen within a millisecond); PostgreSQL reads
+   * it at most once every `controlsPollMs` (openPostgresStore), the bound on how late a process learns.
    */
   releaseControlsGeneration(): Promise<number>;
   /** Records the releases as known; returns those no process had recorded before (newly published). */

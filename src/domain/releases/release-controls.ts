@@ -61,8 +61,8 @@ export interface ControlChange {
  * The release controls (halt, resume, withdraw, restore), kept in the records, and an in-memory view
  * of them for the update path: `current()` reads the records only when their generation moved
  * (Store.releaseControlsGeneration: on SQLite after a commit by any process; on PostgreSQL at most
- * once per poll interval), so every process sharing the records sees a change at once (SQLite) or
- * within the poll interval (PostgreSQL), without a query per request.
+ * once per poll interval), so every process sharing the records sees a change within a millisecond
+ * (SQLite) or within the poll interval (PostgreSQL), without a query per request.
  */
 export class ReleaseControls {
   private view: ControlsView = viewOf(-1, []);
