@@ -10,6 +10,7 @@ import { migrateCommand } from "./cli/migrate";
 import { mirrorCommand } from "./cli/mirror";
 import { releaseCommand } from "./cli/release";
 import { serveCommand } from "./cli/serve";
+import { statsCommand } from "./cli/stats";
 import { VERSION } from "./version";
 
 type Command = (args: string[], env: Record<string, string | undefined>) => Promise<number>;
@@ -25,6 +26,7 @@ const COMMANDS: Record<string, Command> = {
   backup: backupCommand,
   copy: copyCommand,
   mirror: mirrorCommand,
+  stats: statsCommand,
 };
 
 const USAGE = `keyturn ${Object.keys(COMMANDS).join("|")} ... (keyturn --version, keyturn serve --help)`;

@@ -11,7 +11,7 @@ describe.skipIf(!PG_URL)("PostgreSQL store", () => {
   storeSuite("PostgreSQL", {
     async fresh() {
       const schema = await freshSchema();
-      return { open: () => openPostgresStore(schema.url, { max: 4 }), drop: () => schema.drop() };
+      return { open: () => openPostgresStore(schema.url, { max: 4, controlsPollMs: 50 }), drop: () => schema.drop() };
     },
   });
 
@@ -66,7 +66,11 @@ describe.skipIf(!PG_URL)("PostgreSQL store", () => {
       const rows = await clients[0]!`SELECT version FROM schema_migrations ORDER BY version`;
       expect(rows.map((r: { version: number }) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
       const tables = await clients[0]!`SELECT table_name FROM information_schema.tables WHERE table_schema = ${schema.name} ORDER BY table_name`;
-      expect(tables.map((r: { table_name: string }) => r.table_name)).toEqual(["activations", "audit", "challenges", "licenses", "mirror_license_expiry", "mirror_release_controls", "mirror_revocations", "mirror_sync", "schema_migrations"]);
+      expect(tables.map((r: { table_name: string }) => r.table_name)).toEqual([
+        "activations", "audit", "challenges", "known_releases", "licenses",
+        "mirror_license_expiry", "mirror_release_controls", "mirror_revocations", "mirror_sync",
+        "release_controls", "release_controls_generation", "schema_migrations",
+      ]);
     } finally {
       await Promise.all(clients.map((c) => c.close()));
       await schema.drop();

@@ -20,7 +20,11 @@ export type AuditAction =
   | "request"
   | "license-create"
   | "license-revoke"
-  | "activation-deactivate";
+  | "activation-deactivate"
+  | "release-halt"
+  | "release-resume"
+  | "release-withdraw"
+  | "release-restore";
 
 /** The audit trail: one line per state change and per refusal; a refusal's line is its `ref`. */
 export class Audit {

@@ -1,4 +1,4 @@
-import type { ActivationRecord, AuditRecord, ChallengeRecord, LicenseRecord } from "./types";
+import type { ActivationRecord, AuditRecord, ChallengeRecord, LicenseRecord, ReleaseControlRecord } from "./types";
 
 /** Rows as both drivers hand them back: snake_case columns, times as numbers or (int8) strings. */
 export type Row = Record<string, any>;
@@ -55,3 +55,15 @@ export const auditFromRow = (r: Row): AuditRecord => ({
   outcome: r.outcome,
   error: r.error,
 });
+
+export const releaseControlFromRow = (r: Row): ReleaseControlRecord => ({
+  lane: r.lane,
+  version: r.version,
+  halted: numOrNull(r.halted),
+  haltedMs: num(r.halted_ms),
+  withdrawn: numOrNull(r.withdrawn),
+  updated: num(r.updated),
+});
+
+/** The UTC day (start, ms) a count's `day` column (whole days since the epoch) names. */
+export const DAY_MS = 86_400_000;
