@@ -7,7 +7,8 @@
  * Options: --runs N (3), --seconds S per run (5), --warmup S (2), --skip-scale (no 1M-license
  * scenario), --out FILE (bench/results/latest.json), --keep (leave the temp directory),
  * --only 1,4b (only these scenarios: 1, 2, 3, 4a, 4b, 5; the table is then only printed unless
- * --out is given, so a partial run never replaces the last whole one).
+ * --out is given, so a partial run never replaces the last whole one), --rollout P (the big release
+ * carries a staged rollout of P percent: the update path then chooses per installation).
  */
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, release, tmpdir } from "node:os";
@@ -30,6 +31,7 @@ const { values: flags } = parseArgs({
     out: { type: "string", default: join(import.meta.dir, "results", "latest.json") },
     keep: { type: "boolean", default: false },
     only: { type: "string" },
+    rollout: { type: "string" },
   },
 });
 const only = flags.only?.split(",").map((o) => o.trim()) ?? null;
@@ -78,7 +80,7 @@ async function main() {
   const { keys, releaseKeyFile } = makeKeys(exe, dir);
   const releases = join(dir, "releases");
   log(`release tree: ${FOLDERS} release folders, a ${BIG_BYTES >> 20} MiB installer`);
-  await makeReleaseTree(exe, releases, releaseKeyFile, FOLDERS, BIG_BYTES);
+  await makeReleaseTree(exe, releases, releaseKeyFile, FOLDERS, BIG_BYTES, flags.rollout === undefined ? null : Number(flags.rollout));
   const data = join(dir, "data");
   mkdirSync(data);
   const siteKey = createLicense(exe, data, keys, 10_000_000);

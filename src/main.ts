@@ -12,6 +12,7 @@ import { mirrorCommand } from "./cli/mirror";
 import { releaseCommand } from "./cli/release";
 import { serveCommand } from "./cli/serve";
 import { webhookCommand } from "./cli/webhook";
+import { statsCommand } from "./cli/stats";
 import { VERSION } from "./version";
 
 type Command = (args: string[], env: Record<string, string | undefined>) => Promise<number>;
@@ -29,6 +30,7 @@ const COMMANDS: Record<string, Command> = {
   mirror: mirrorCommand,
   "admin-token": adminTokenCommand,
   webhook: webhookCommand,
+  stats: statsCommand,
 };
 
 const USAGE = `keyturn ${Object.keys(COMMANDS).join("|")} ... (keyturn --version, keyturn serve --help)`;

@@ -22,7 +22,7 @@ async function everything(store: Store) {
   const licenses = await store.listLicenses();
   const activations = [];
   for (const l of licenses) activations.push(...(await store.listActivations(l.id)));
-  return { licenses, activations, audit: await store.listAudit({ limit: 100_000 }) };
+  return { licenses, activations, audit: await store.listAudit({ limit: 100_000 }), controls: await store.listReleaseControls() };
 }
 
 describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migrate --database", () => {
@@ -44,6 +44,8 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
     }
     expect((await site.request("POST", "/licenses/activate", { body: { key: "AAAA-BBBB", device: device("alpha") } })).status).not.toBe(200);
     await site.composed.store.createChallenge({ nonceHash: nonce, installation: "inst", created: site.clock(), expires: site.clock() + 300_000, used: null });
+    await site.composed.services.selection.controls.apply("withdraw", "alpha/stable/win-x64", "1.0.0");
+    await site.composed.store.recordKnownReleases([{ lane: "alpha/stable/win-x64", version: "1.0.0" }], site.clock());
   });
   afterAll(async () => {
     await site?.close();
@@ -64,13 +66,14 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
     const source = await everything(site.composed.store);
     expect(JSON.parse(r.stdout)).toEqual({
       ok: true,
-      copied: { licenses: 2, activations: 2, challenges: 1, audit: source.audit.length },
+      copied: { licenses: 2, activations: 2, challenges: 1, audit: source.audit.length, release_controls: 1, known_releases: 1 },
     });
     expect(source.audit.length).toBeGreaterThanOrEqual(5);
     const target = await openPostgresStore(schema.url);
     try {
       expect(await everything(target)).toEqual(source);
       expect((await target.consumeChallenge(nonce, site.clock())).outcome).toBe("consumed");
+      expect(await target.recordKnownReleases([{ lane: "alpha/stable/win-x64", version: "1.0.0" }], site.clock())).toEqual([]);
     } finally {
       await target.close();
     }

@@ -297,6 +297,99 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       expect(refs(await store.listAudit({}))).toEqual([l4, l3]);
     });
 
+    /** Polls until `f` is true (another process's view may lag by the store's stated bound), at most 3 s. */
+    const eventually = async (f: () => Promise<boolean>) => {
+      for (let i = 0; i < 300 && !(await f()); i++) await Bun.sleep(10);
+      return f();
+    };
+
+    test("release controls: halt, resume (the halt's length kept), withdraw, restore; a repeat changes nothing; another connection sees the generation move", async () => {
+      const key = { lane: "alpha/stable/win-x64", version: "2.0.0" };
+      const other = await another();
+      const g0 = await other.releaseControlsGeneration();
+      const halted = await store.applyReleaseControl(key, "halt", T0);
+      expect(halted).toEqual({ changed: true, control: { ...key, halted: T0, haltedMs: 0, withdrawn: null, updated: T0 } });
+      expect((await store.applyReleaseControl(key, "halt", T0 + 5)).changed).toBe(false);
+      expect(await eventually(async () => (await other.releaseControlsGeneration()) !== g0)).toBe(true);
+      const resumed = await store.applyReleaseControl(key, "resume", T0 + 60_000);
+      expect(resumed.control).toMatchObject({ halted: null, haltedMs: 60_000 });
+      await store.applyReleaseControl(key, "halt", T0 + 100_000);
+      expect((await store.applyReleaseControl(key, "resume", T0 + 110_000)).control.haltedMs).toBe(70_000);
+      const g1 = await other.releaseControlsGeneration();
+      expect((await other.applyReleaseControl(key, "withdraw", T0 + 200_000)).control).toMatchObject({ withdrawn: T0 + 200_000, haltedMs: 70_000 });
+      expect(await eventually(async () => (await store.releaseControlsGeneration()) !== g1)).toBe(true);
+      expect((await store.applyReleaseControl(key, "withdraw", T0 + 300_000)).changed).toBe(false);
+      expect(await store.listReleaseControls()).toEqual([{ ...key, halted: null, haltedMs: 70_000, withdrawn: T0 + 200_000, updated: T0 + 200_000 }]);
+      expect((await store.applyReleaseControl(key, "restore", T0 + 400_000)).control.withdrawn).toBeNull();
+      expect((await store.applyReleaseControl({ ...key, version: "1.0.0" }, "resume", T0)).changed).toBe(false);
+      expect((await store.listReleaseControls()).length).toBe(1);
+    });
+
+    test("racing halts of one release on two connections: exactly one changes it", async () => {
+      const key = { lane: "stable/win-x64", version: "9.9.9" };
+      const other = await another();
+      const results = await Promise.all([store.applyReleaseControl(key, "halt", T0), other.applyReleaseControl(key, "halt", T0 + 1)]);
+      expect(results.filter((r) => r.changed).length).toBe(1);
+    });
+
+    test("known releases: only the first recording of a release reports it new, on any connection", async () => {
+      const a = { lane: "alpha/stable/win-x64", version: "1.0.0" };
+      const b = { lane: "alpha/stable/win-x64", version: "1.1.0" };
+      expect(await store.recordKnownReleases([a], T0)).toEqual([a]);
+      const other = await another();
+      expect(await other.recordKnownReleases([a, b], T0 + 1)).toEqual([b]);
+      expect(await store.recordKnownReleases([a, b], T0 + 2)).toEqual([]);
+      expect(await store.recordKnownReleases([], T0 + 2)).toEqual([]);
+    });
+
+    test("sightings move last_seen forward only and record the lane; adoption counts by product, lane and version", async () => {
+      const lic = license({ seats: 10 });
+      await store.createLicense(lic);
+      const one = seat(lic.id, { product: "alpha", version: "1.0.0" });
+      const two = seat(lic.id, { product: "alpha", version: "2.0.0" });
+      const old = seat(lic.id, { product: "alpha", version: "2.0.0", now: T0 - 40 * 86_400_000 });
+      for (const s of [one, two, old]) await store.activate(s);
+      await store.recordSightings([
+        { activationId: one.newId, lastSeen: T0 + 1000, lane: "alpha/stable/win-x64" },
+        { activationId: two.newId, lastSeen: T0 - 5, lane: "alpha/preview/win-x64" },
+      ]);
+      await store.recordSightings([{ activationId: one.newId, lastSeen: T0 + 2000, lane: null }]);
+      expect(await store.getActivation(one.newId)).toMatchObject({ lastSeen: T0 + 2000 });
+      expect(await store.getActivation(two.newId)).toMatchObject({ lastSeen: T0 });
+      const seen = await store.installationsSeen(T0 - 30 * 86_400_000);
+      expect(seen).toEqual([
+        { product: "alpha", lane: "alpha/preview/win-x64", version: "2.0.0", installations: 1 },
+        { product: "alpha", lane: "alpha/stable/win-x64", version: "1.0.0", installations: 1 },
+      ]);
+      expect(await store.devicesOnLane("alpha/stable/win-x64", T0 - 30 * 86_400_000, 100)).toEqual([{ deviceHash: one.deviceHash, kind: "license" }]);
+      await store.deactivate(one.newId, T0 + 3000);
+      expect(await store.devicesOnLane("alpha/stable/win-x64", T0 - 30 * 86_400_000, 100)).toEqual([]);
+    });
+
+    test("activations and seat_limit refusals per UTC day; licenses expiring in a window", async () => {
+      const day = 86_400_000;
+      const d0 = Math.floor(T0 / day) * day;
+      for (const l of [
+        auditLine({ time: d0 + 1 }),
+        auditLine({ time: d0 + 2, action: "sign-in" }),
+        auditLine({ time: d0 + 3, outcome: "refused", error: "seat_limit" }),
+        auditLine({ time: d0 + day + 5 }),
+        auditLine({ time: d0 + day + 6, action: "refresh" }),
+        auditLine({ time: d0 - 40 * day }),
+      ])
+        await store.writeAudit(l);
+      expect(await store.activationsPerDay(d0 - 30 * day)).toEqual([
+        { day: d0, activations: 2, seatLimitRefusals: 1 },
+        { day: d0 + day, activations: 1, seatLimitRefusals: 0 },
+      ]);
+      const soon = license({ expires: T0 + 10 * day });
+      const later = license({ expires: T0 + 40 * day });
+      const revoked = license({ expires: T0 + 5 * day, revoked: T0 });
+      const past = license({ expires: T0 - day });
+      for (const l of [soon, later, revoked, past]) await store.createLicense(l);
+      expect((await store.licensesExpiring(T0, T0 + 30 * day, 100)).map((l) => l.id)).toEqual([soon.id]);
+    });
+
     test("ping answers", async () => {
       expect(await store.ping()).toBeUndefined();
     });

@@ -58,7 +58,8 @@ export function writeSmallReleases(root: string, count: number, key: { kid: stri
   }
 }
 
-export async function makeReleaseTree(exe: string, root: string, releaseKeyFile: string, folders: number, bigBytes: number) {
+/** `rolloutPercent`: the big release carries `rollout: { percent }` (the update path then picks per installation). */
+export async function makeReleaseTree(exe: string, root: string, releaseKeyFile: string, folders: number, bigBytes: number, rolloutPercent: number | null = null) {
   writeSmallReleases(root, folders - 1, { kid: RELEASE_KID, privateKey: createPrivateKey(readFileSync(releaseKeyFile, "utf8")) });
 
   const folder = join(root, BIG.product, BIG.channel, BIG.platform, BIG.version);
@@ -76,6 +77,7 @@ export async function makeReleaseTree(exe: string, root: string, releaseKeyFile:
     product: BIG.product, channel: BIG.channel, platform: BIG.platform, version: BIG.version,
     released: "2026-11-20T10:00:00+00:00", installer: BIG.installer, size: bigBytes, sha256: hash.digest("hex"),
     notes: "The release the bench downloads.",
+    ...(rolloutPercent !== null ? { rollout: { percent: rolloutPercent } } : {}),
   };
   const manifestFile = join(folder, variant.manifestFile);
   writeFileSync(manifestFile, JSON.stringify(manifest, null, 2) + "\n");

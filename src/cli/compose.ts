@@ -7,8 +7,12 @@ import { loadKeyRing, type KeyRing } from "../domain/keys";
 import { KeyturnError } from "../domain/errors";
 import { Licensing } from "../domain/licensing";
 import { StaffSignIn } from "../domain/identity/staff-sign-in";
+import { AdoptionRecorder } from "../domain/adoption";
 import { ReleaseHolder } from "../domain/releases/holder";
 import { InstallerVerifier } from "../domain/releases/installer-verification";
+import { ReleasePublications } from "../domain/releases/publications";
+import { ReleaseControls } from "../domain/releases/release-controls";
+import { ReleaseSelection } from "../domain/releases/release-selection";
 import { SignatureCache } from "../domain/releases/signature-cache";
 import { releaseKeysOf } from "../domain/releases/signature";
 import { RecordsStatusSource } from "../domain/entitlement-status";
@@ -99,6 +103,8 @@ export async function compose(
         requestTimeoutMs: opts.mirrorRequestTimeoutMs,
       })
     : null;
+  const adoption = new AdoptionRecorder(store, clock, log);
+  if (opts.watchReleases) adoption.start();
   const licensing = new Licensing({
     variant: config.variant,
     store,
@@ -109,6 +115,12 @@ export async function compose(
     status: knowledge ?? new RecordsStatusSource(store),
     tokenTtlSeconds: config.tokenTtlSeconds,
     mirrorOf: mirrorConfig?.of ?? null,
+    adoption,
+  });
+  const controls = new ReleaseControls(store, clock, config.variant);
+  const selection = new ReleaseSelection(config.variant, controls, clock);
+  const publications = new ReleasePublications(store, clock, (published) => {
+    for (const release of published) log.info("release published", { lane: release.lane, version: release.version });
   });
   const staffSignIn = new StaffSignIn({
     variant: config.variant,
@@ -129,6 +141,8 @@ export async function compose(
     installers: InstallerVerifier.open(config.databaseUrl ? null : join(config.dataDir, "release-installers.cache")),
     log,
     clock,
+    onScanned: (index) =>
+      void publications.scanned(index).catch((e) => log.error("published releases not recorded", { error: String((e as Error)?.message ?? e) })),
   });
   // The first scan starts once the caller has started listening (after this turn of the event
   // loop), so a big tree does not delay the first answer; update requests wait for the index.
@@ -173,6 +187,8 @@ export async function compose(
       releases,
       metrics,
       admin: { variant: config.variant, store, clock, tokenTtlSeconds: config.tokenTtlSeconds },
+      selection,
+      adoption,
     },
   };
 }

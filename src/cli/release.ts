@@ -11,10 +11,12 @@ import { ReleaseProblem } from "../domain/releases/problem";
 import { checkInstallerHash, checkInstallerSize, placeOfManifestPath, ReleaseTreeUnreadable, scanReleaseTree, treeLevels } from "../domain/releases/scan";
 import { releaseKeysOf, signManifest } from "../domain/releases/signature";
 import { err, out, UsageError } from "./io";
+import { releaseControlCommand } from "./release-controls";
 
 const USAGE = [
   "keyturn release sign --key KID.pem MANIFEST              (writes MANIFEST.sig)",
   "       keyturn release check [--releases DIR] [--keys DIR] [--variant V]",
+  "       keyturn release halt|resume|withdraw|restore --lane L --version V [--json]",
 ].join("\n");
 
 function parse(args: string[], options: Record<string, { type: "string" }>) {
@@ -25,11 +27,12 @@ function parse(args: string[], options: Record<string, { type: "string" }>) {
   }
 }
 
-/** `keyturn release sign|check`. */
+/** `keyturn release sign|check|halt|resume|withdraw|restore`. */
 export async function releaseCommand(args: string[], env: Environment): Promise<number> {
   const [sub, ...rest] = args;
   if (sub === "sign") return sign(rest);
   if (sub === "check") return check(rest, env);
+  if (sub === "halt" || sub === "resume" || sub === "withdraw" || sub === "restore") return releaseControlCommand(sub, rest, env);
   throw new UsageError(USAGE, sub ? `unknown release command "${sub}"` : "missing release command");
 }
 

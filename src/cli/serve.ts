@@ -88,6 +88,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
       const { drained } = await transport.stop(config.shutdownTimeoutSeconds * 1000);
       if (!drained) log.warn("shutdown timeout: closed connections whose requests had not finished");
       await webhooks.stop();
+      await services.adoption.close();
       await rateLimitStore.close();
       await store.close();
       log.info("stopped", { signal });

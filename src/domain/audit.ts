@@ -30,7 +30,11 @@ export type AuditAction =
   | "webhook-remove"
   | "webhook-enable"
   | "webhook-disable"
-  | "webhook-retry";
+  | "webhook-retry"
+  | "release-halt"
+  | "release-resume"
+  | "release-withdraw"
+  | "release-restore";
 
 /** The audit trail: one line per state change and per refusal; a refusal's line is its `ref`. */
 export class Audit {

@@ -1,5 +1,6 @@
 import type { Variant } from "../config/variants";
 import type { ActivationRecord, LicenseRecord, Store } from "../store/types";
+import type { AdoptionRecorder } from "./adoption";
 import { type Audit, type RequestContext } from "./audit";
 import { isoTime, type Clock } from "./clock";
 import { installationOf, parseDevice, type Device } from "./device";
@@ -60,6 +61,8 @@ export interface LicensingDeps {
   readonly tokenTtlSeconds: number;
   /** The vendor's address when this site is a mirror: it holds no records to license from. */
   readonly mirrorOf?: string | null;
+  /** Records entitlements/current as a sighting of the installation (adoption.ts). */
+  readonly adoption?: AdoptionRecorder;
 }
 
 /** The license half of the spec: activate, refresh, deactivate, current, and the bearer check. */
@@ -160,6 +163,7 @@ export class Licensing {
     if (!found) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
     const { activation, license, seatsUsed } = found;
     this.requireLive(license, ids);
+    this.d.adoption?.seen(activation.id, null);
     return {
       entitlement: entitlementOf(license, activation.id, claims.iat, claims.exp, seatsUsed),
       activation: {

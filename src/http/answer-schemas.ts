@@ -86,7 +86,17 @@ export const ReleasesAnswer = Type.Object({
       sha256: Type.String({ pattern: "^[0-9a-f]{64}$" }),
       manifest: Type.String({ description: "The update path of this release's manifest" }),
     }),
-    { description: "Newest first by released, then by version" },
+    { description: "What this installation may install: in each lane the release it is served and every older one not withdrawn; newest first by released, then by version" },
+  ),
+  notYetAvailable: Type.Array(
+    Type.Object({
+      product: Type.Optional(Type.String()),
+      channel: Type.String(),
+      platform: Type.String(),
+      version: Type.String(),
+      share: Type.Number({ minimum: 0, maximum: 100, description: "Percent of installations the staged rollout admits now" }),
+    }),
+    { description: "Per lane, the newest release that exists but is not rolled out to this installation yet" },
   ),
 });
 

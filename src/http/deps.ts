@@ -5,7 +5,9 @@ import type { Audit } from "../domain/audit";
 import type { Clock } from "../domain/clock";
 import type { Licensing } from "../domain/licensing";
 import type { StaffSignIn } from "../domain/identity/staff-sign-in";
+import type { AdoptionRecorder } from "../domain/adoption";
 import type { ReleaseHolder } from "../domain/releases/holder";
+import type { ReleaseSelection } from "../domain/releases/release-selection";
 import type { Site } from "../domain/site";
 import type { Metrics } from "./metrics";
 import type { RateLimiter } from "./rate-limit";
@@ -20,6 +22,10 @@ export interface AppServices {
   readonly clock: Clock;
   /** The live release index of the release tree (re-scanned on change). */
   readonly releases: ReleaseHolder;
+  /** Which release each installation is served (staged rollouts, release controls). */
+  readonly selection: ReleaseSelection;
+  /** Last-seen times and lanes of installations, written in batches. */
+  readonly adoption: AdoptionRecorder;
   /**
    * The address of the peer that sent the request. Under Bun.serve it is the socket's address;
    * tests that drive `app.handle` pass their own.

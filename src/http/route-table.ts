@@ -13,8 +13,8 @@ import { updateEndpoints } from "./endpoints/updates";
 export function routeTable(s: AppServices, openapi: () => string): Endpoint[] {
   return [
     ...licensingEndpoints(s.licensing),
-    ...updateEndpoints(s.variant, s.releases),
-    ...releasesEndpoints(s.variant, s.releases),
+    ...updateEndpoints(s.variant, s.releases, s.selection, s.adoption),
+    ...releasesEndpoints(s.variant, s.releases, s.selection),
     ...identityEndpoints(s.staffSignIn),
     ...siteEndpoints(s.site, openapi),
     ...adminLicenseEndpoints(s.admin),

@@ -17,7 +17,7 @@ const TABLES = [
     name: "activations",
     key: "id",
     order: "created, id",
-    columns: ["id", "license_id", "kind", "installation", "device_hash", "product", "name", "platform", "version", "created", "last_seen", "deactivated"],
+    columns: ["id", "license_id", "kind", "installation", "device_hash", "product", "name", "platform", "version", "created", "last_seen", "deactivated", "lane"],
   },
   { name: "challenges", key: "nonce_hash", order: "created, nonce_hash", columns: ["nonce_hash", "installation", "created", "expires", "used"] },
   {
@@ -26,6 +26,8 @@ const TABLES = [
     order: "time, ref",
     columns: ["ref", "time", "address", "action", "activation_id", "license_id", "outcome", "error", "actor"],
   },
+  { name: "release_controls", key: "lane, version", order: "lane, version", columns: ["lane", "version", "halted", "halted_ms", "withdrawn", "updated"] },
+  { name: "known_releases", key: "lane, version", order: "lane, version", columns: ["lane", "version", "first_seen"] },
 ] as const;
 
 export type TableName = (typeof TABLES)[number]["name"];

@@ -314,6 +314,60 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    version: 4,
+    name: "release controls, known releases, the lane an installation reads",
+    // release_controls_generation moves with every control change, so a process learns of one by
+    // reading one row (and, on SQLite, only after the WAL index says something was committed).
+    sqlite: `
+      CREATE TABLE release_controls (
+        lane TEXT NOT NULL,
+        version TEXT NOT NULL,
+        halted INTEGER,
+        halted_ms INTEGER NOT NULL DEFAULT 0,
+        withdrawn INTEGER,
+        updated INTEGER NOT NULL,
+        PRIMARY KEY (lane, version)
+      ) STRICT;
+      CREATE TABLE release_controls_generation (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        generation INTEGER NOT NULL
+      ) STRICT;
+      INSERT INTO release_controls_generation (id, generation) VALUES (1, 0);
+      CREATE TABLE known_releases (
+        lane TEXT NOT NULL,
+        version TEXT NOT NULL,
+        first_seen INTEGER NOT NULL,
+        PRIMARY KEY (lane, version)
+      ) STRICT;
+      ALTER TABLE activations ADD COLUMN lane TEXT;
+      CREATE INDEX activations_by_last_seen ON activations(last_seen);
+    `,
+    postgres: `
+      CREATE TABLE release_controls (
+        lane TEXT NOT NULL,
+        version TEXT NOT NULL,
+        halted BIGINT,
+        halted_ms BIGINT NOT NULL DEFAULT 0,
+        withdrawn BIGINT,
+        updated BIGINT NOT NULL,
+        PRIMARY KEY (lane, version)
+      );
+      CREATE TABLE release_controls_generation (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        generation BIGINT NOT NULL
+      );
+      INSERT INTO release_controls_generation (id, generation) VALUES (1, 0);
+      CREATE TABLE known_releases (
+        lane TEXT NOT NULL,
+        version TEXT NOT NULL,
+        first_seen BIGINT NOT NULL,
+        PRIMARY KEY (lane, version)
+      );
+      ALTER TABLE activations ADD COLUMN lane TEXT;
+      CREATE INDEX activations_by_last_seen ON activations(last_seen);
+    `,
+  },
+  {
     version: 5,
     name: "a mirror's knowledge of its vendor: feed cursor, revocations, license expiry, release controls",
     sqlite: `

@@ -7,6 +7,7 @@ import {
   auditFromRow,
   challengeFromRow,
   containsPattern,
+  DAY_MS,
   deliveryFromRow,
   endpointFromRow,
   eventFromRow,
@@ -14,10 +15,12 @@ import {
   num,
   numOrNull,
   patchColumns,
+  releaseControlFromRow,
   subscribers,
   type EventHead,
   type Row,
 } from "./rows";
+import { applyControl, noControl } from "./release-controls";
 import type {
   ActivateInput,
   ActivateResult,
@@ -32,18 +35,25 @@ import type {
   ChallengeRecord,
   ClaimedDelivery,
   ConsumeResult,
+  DayCount,
   DeliveryFilter,
   DeliveryRecord,
   DeviceFields,
+  EntitlementKind,
   EventFilter,
   EventRecord,
   IdempotencyRecord,
   IdempotentCreate,
+  InstallationCount,
   Journal,
   LicensePatch,
   LicenseQuery,
   LicenseRecord,
   NewEvent,
+  ReleaseControlOp,
+  ReleaseControlRecord,
+  ReleaseKey,
+  Sighting,
   Store,
   UpdateLicenseResult,
   WebhookEndpointRecord,
@@ -69,10 +79,18 @@ async function journal<T>(tx: Tx, j: Journal<T>, after: T): Promise<void> {
 }
 
 /**
+ * How often at most a process reads the release controls' generation (one indexed row). It bounds
+ * how late a process serves a withdrawn release after another process withdrew it. Polling rather
+ * than LISTEN/NOTIFY: a notification lost with a dropped connection would leave a process serving a
+ * withdrawn release until its next restart, and a poll needs no connection of its own.
+ */
+export const CONTROLS_POLL_MS = 1000;
+
+/**
  * Connects to the PostgreSQL database of `url` (its `search_path` query parameter, if any, picks the
  * schema) and applies pending migrations before returning.
  */
-export async function openPostgresStore(url: string, opts: { max?: number } = {}): Promise<PostgresStore> {
+export async function openPostgresStore(url: string, opts: { max?: number; controlsPollMs?: number } = {}): Promise<PostgresStore> {
   const sql = new SQL(url, { max: opts.max ?? 10 });
   try {
     await migratePostgres(sql);
@@ -80,13 +98,18 @@ export async function openPostgresStore(url: string, opts: { max?: number } = {}
     await sql.close();
     throw e;
   }
-  return new PostgresStore(sql);
+  return new PostgresStore(sql, opts.controlsPollMs ?? CONTROLS_POLL_MS);
 }
 
 export class PostgresStore implements Store {
   readonly kind = "postgres" as const;
 
-  constructor(readonly sql: SQL) {}
+  private controls = { generation: 0, readAt: -Infinity, reading: null as Promise<number> | null };
+
+  constructor(
+    readonly sql: SQL,
+    private readonly controlsPollMs = CONTROLS_POLL_MS,
+  ) {}
 
   async createLicense(l: LicenseRecord, j: Journal<LicenseRecord> = {}): Promise<void> {
     if (!j.audit && !j.event) {
@@ -521,6 +544,93 @@ export class PostgresStore implements Store {
       if (changed) await journal(tx, { audit }, null);
       return changed;
     });
+  }
+
+  async applyReleaseControl(key: ReleaseKey, op: ReleaseControlOp, now: number): Promise<{ changed: boolean; control: ReleaseControlRecord }> {
+    const result = await this.sql.begin(async (tx) => {
+      // Serialises racing controls of one release (its row may not exist yet, so a row lock would not).
+      await tx`SELECT pg_advisory_xact_lock(hashtext('keyturn release control ' || ${key.lane} || ' ' || ${key.version}))`;
+      const [row] = await tx`SELECT * FROM release_controls WHERE lane = ${key.lane} AND version = ${key.version}`;
+      const before = row ? releaseControlFromRow(row) : noControl(key, now);
+      const after = applyControl(before, op, now);
+      if (!after) return { changed: false, control: before };
+      await tx`INSERT INTO release_controls (lane, version, halted, halted_ms, withdrawn, updated)
+        VALUES (${key.lane}, ${key.version}, ${after.halted}, ${after.haltedMs}, ${after.withdrawn}, ${after.updated})
+        ON CONFLICT (lane, version) DO UPDATE SET halted = excluded.halted, halted_ms = excluded.halted_ms,
+        withdrawn = excluded.withdrawn, updated = excluded.updated`;
+      await tx`UPDATE release_controls_generation SET generation = generation + 1 WHERE id = 1`;
+      return { changed: true, control: after };
+    });
+    // This process sees its own change at once.
+    if (result.changed) this.controls.readAt = -Infinity;
+    return result;
+  }
+
+  async listReleaseControls(): Promise<ReleaseControlRecord[]> {
+    return (await this.sql`SELECT * FROM release_controls ORDER BY lane, version`).map(releaseControlFromRow);
+  }
+
+  async releaseControlsGeneration(): Promise<number> {
+    const c = this.controls;
+    if (performance.now() - c.readAt < this.controlsPollMs) return c.generation;
+    c.reading ??= (async () => {
+      try {
+        const started = performance.now();
+        const [r] = await this.sql`SELECT generation FROM release_controls_generation WHERE id = 1`;
+        c.generation = num(r.generation);
+        c.readAt = started;
+        return c.generation;
+      } finally {
+        c.reading = null;
+      }
+    })();
+    return c.reading;
+  }
+
+  async recordKnownReleases(releases: readonly ReleaseKey[], now: number): Promise<ReleaseKey[]> {
+    if (releases.length === 0) return [];
+    const rows = await this.sql`INSERT INTO known_releases (lane, version, first_seen)
+      SELECT lane, version, ${now} FROM unnest(${this.sql.array(releases.map((r) => r.lane), "TEXT")}::text[], ${this.sql.array(releases.map((r) => r.version), "TEXT")}::text[]) AS k(lane, version)
+      ON CONFLICT DO NOTHING RETURNING lane, version`;
+    return rows.map((r: Row) => ({ lane: r.lane, version: r.version }));
+  }
+
+  async recordSightings(sightings: readonly Sighting[]): Promise<void> {
+    if (sightings.length === 0) return;
+    await this.sql`UPDATE activations a SET last_seen = greatest(a.last_seen, s.last_seen), lane = coalesce(s.lane, a.lane)
+      FROM unnest(${this.sql.array(sightings.map((s) => s.activationId), "TEXT")}::text[],
+        ${this.sql.array(sightings.map((s) => s.lastSeen), "INT8")}::bigint[],
+        ${this.sql.array(sightings.map((s) => s.lane), "TEXT")}::text[]) AS s(id, last_seen, lane)
+      WHERE a.id = s.id`;
+  }
+
+  async installationsSeen(since: number): Promise<InstallationCount[]> {
+    const rows = await this.sql`SELECT product, lane, version, count(*) AS n FROM activations
+      WHERE deactivated IS NULL AND last_seen >= ${since} GROUP BY product, lane, version ORDER BY lane IS NULL, lane, product, version`;
+    return rows.map((r: Row) => ({ product: r.product, lane: r.lane, version: r.version, installations: num(r.n) }));
+  }
+
+  async devicesOnLane(lane: string, since: number, limit: number): Promise<{ deviceHash: string; kind: EntitlementKind }[]> {
+    const rows = await this.sql`SELECT device_hash, kind FROM activations
+      WHERE lane = ${lane} AND deactivated IS NULL AND last_seen >= ${since} LIMIT ${limit}`;
+    return rows.map((r: Row) => ({ deviceHash: r.device_hash, kind: r.kind }));
+  }
+
+  async activationsPerDay(since: number): Promise<DayCount[]> {
+    const rows = await this.sql.unsafe(
+      `SELECT time / ${DAY_MS} AS day,
+        count(*) FILTER (WHERE outcome = 'ok') AS activations,
+        count(*) FILTER (WHERE error = 'seat_limit') AS refusals
+      FROM audit WHERE time >= $1 AND action IN ('activate', 'sign-in') GROUP BY day ORDER BY day`,
+      [since],
+    );
+    return rows.map((r: Row) => ({ day: num(r.day) * DAY_MS, activations: num(r.activations), seatLimitRefusals: num(r.refusals) }));
+  }
+
+  async licensesExpiring(from: number, to: number, limit: number): Promise<LicenseRecord[]> {
+    const rows = await this.sql`SELECT * FROM licenses WHERE kind = 'license' AND revoked IS NULL
+      AND expires >= ${from} AND expires < ${to} ORDER BY expires, id LIMIT ${limit}`;
+    return rows.map(licenseFromRow);
   }
 
   async ping(): Promise<void> {

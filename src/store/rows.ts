@@ -8,6 +8,7 @@ import type {
   EventRecord,
   LicensePatch,
   LicenseRecord,
+  ReleaseControlRecord,
   WebhookEndpointRecord,
 } from "./types";
 
@@ -142,3 +143,14 @@ export function patchColumns(patch: LicensePatch): { sets: string[]; params: Rec
   if (patch.metadata !== undefined) params.metadata = JSON.stringify(patch.metadata);
   return { sets: Object.keys(params), params };
 }
+export const releaseControlFromRow = (r: Row): ReleaseControlRecord => ({
+  lane: r.lane,
+  version: r.version,
+  halted: numOrNull(r.halted),
+  haltedMs: num(r.halted_ms),
+  withdrawn: numOrNull(r.withdrawn),
+  updated: num(r.updated),
+});
+
+/** The UTC day (start, ms) a count's `day` column (whole days since the epoch) names. */
+export const DAY_MS = 86_400_000;

@@ -259,6 +259,52 @@ export interface DeliveryFilter {
   readonly limit: number;
 }
 
+/**
+ * A release's controls, kept in the records (not in the tree), keyed by lane
+ * (`product/channel/platform`, gamma `channel/platform`) and version.
+ */
+export interface ReleaseControlRecord {
+  readonly lane: string;
+  readonly version: string;
+  /** When it was halted (the ramp stands still from then), null when running. */
+  readonly halted: number | null;
+  /** Time spent halted in halts since resumed: a resumed ramp goes on from where it stood. */
+  readonly haltedMs: number;
+  /** When it was withdrawn (never served), null when not. */
+  readonly withdrawn: number | null;
+  readonly updated: number;
+}
+
+export type ReleaseControlOp = "halt" | "resume" | "withdraw" | "restore";
+
+export interface ReleaseKey {
+  readonly lane: string;
+  readonly version: string;
+}
+
+/** An installation seen (manifest request, current): coalesced in memory, written in batches. */
+export interface Sighting {
+  readonly activationId: string;
+  readonly lastSeen: number;
+  /** The lane whose manifest it read; null when the sighting does not say (current). */
+  readonly lane: string | null;
+}
+
+export interface InstallationCount {
+  readonly product: string | null;
+  /** null for installations that have not read an update manifest since lanes were recorded. */
+  readonly lane: string | null;
+  readonly version: string;
+  readonly installations: number;
+}
+
+export interface DayCount {
+  /** Start of the UTC day, ms. */
+  readonly day: number;
+  readonly activations: number;
+  readonly seatLimitRefusals: number;
+}
+
 export interface Store {
   readonly kind: "sqlite" | "postgres";
 
@@ -356,6 +402,28 @@ export interface Store {
   listAttempts(deliveryId: string): Promise<AttemptRecord[]>;
   /** Makes a failed (or pending) delivery due now; false when unknown or already delivered. */
   retryDelivery(id: string, now: number, audit?: AuditRecord): Promise<boolean>;
+  /** Applies one control atomically (and moves the generation when it changed anything). */
+  applyReleaseControl(key: ReleaseKey, op: ReleaseControlOp, now: number): Promise<{ changed: boolean; control: ReleaseControlRecord }>;
+  listReleaseControls(): Promise<ReleaseControlRecord[]>;
+  /**
+   * A number that moves whenever any process changes a control. Cheap enough for every update
+   * request: SQLite reads the row only after its WAL index shows a commit (looked at once a
+   * millisecond at most: another process's change is seen within a millisecond); PostgreSQL reads
+   * it at most once every `controlsPollMs` (openPostgresStore), the bound on how late a process learns.
+   */
+  releaseControlsGeneration(): Promise<number>;
+  /** Records the releases as known; returns those no process had recorded before (newly published). */
+  recordKnownReleases(releases: readonly ReleaseKey[], now: number): Promise<ReleaseKey[]>;
+  /** Writes sightings in one transaction: last_seen moves forward only; lane set when given. */
+  recordSightings(sightings: readonly Sighting[]): Promise<void>;
+  /** Active installations seen at or after `since`, by product, lane and version. */
+  installationsSeen(since: number): Promise<InstallationCount[]>;
+  /** Device hashes and kinds of active installations on `lane` seen at or after `since` (at most `limit`). */
+  devicesOnLane(lane: string, since: number, limit: number): Promise<{ deviceHash: string; kind: EntitlementKind }[]>;
+  /** Granted activations (activate, sign-in) and seat_limit refusals per UTC day, from the audit trail. */
+  activationsPerDay(since: number): Promise<DayCount[]>;
+  /** Licenses (not staff, not revoked) whose expiry falls in [from, to), soonest first. */
+  licensesExpiring(from: number, to: number, limit: number): Promise<LicenseRecord[]>;
 
   /** Throws when the records cannot be reached. */
   ping(): Promise<void>;

@@ -28,8 +28,7 @@ beforeAll(async () => {
   writeFileSync(tampered.manifestPath, tampered.manifestBytes.toString().replace('"3.0.0"', '"3.0.1"'));
   // alpha-cli/preview: signed by another key under the compiled-in kid.
   resignWithOtherKey(t, t.add({ product: "alpha-cli", channel: "preview", version: "3.1.0-rc.1" }).manifestPath);
-  site.rescan();
-  await waitFor(async () => (await fetch(`${site.url}/api/v1/health`)).ok);
+  await site.rescan();
 }, 120_000);
 
 afterAll(async () => {
@@ -46,8 +45,8 @@ async function waitFor(cond: () => Promise<boolean>, ms = 10_000): Promise<void>
   }
 }
 
-function kit(product = "alpha", channel = "stable"): KeyturnClient {
-  return new KeyturnClient({ variant: "alpha", issuer: ISSUER, baseUrl: site.url, licenseKeys: site.licenseKeys, releaseKeys: site.releaseKeys, product, channel });
+function kit(product = "alpha", channel = "stable", baseUrl = site.url): KeyturnClient {
+  return new KeyturnClient({ variant: "alpha", issuer: ISSUER, baseUrl, licenseKeys: site.licenseKeys, releaseKeys: site.releaseKeys, product, channel });
 }
 
 async function newDevice(product = "alpha"): Promise<Device> {
@@ -131,7 +130,7 @@ describe("client kit against the compiled executable", () => {
 
     // The vendor rebuilds the release in place: same version, folder and installer name, other bytes.
     const rebuilt = site.tree.add({ product: "alpha", channel: "preview", version: "2.0.0-beta.1", installerBytes: randomBytes(INSTALLER_SIZE) });
-    site.rescan();
+    await site.rescan();
     let second: Release | null = null;
     await waitFor(async () => {
       second = (await client.checkForUpdate("1.0.0", { token })).release;
@@ -145,11 +144,21 @@ describe("client kit against the compiled executable", () => {
     expect(events[0]).toMatchObject({ resumedFrom: 0, restarted: true });
     expect(sha(readFileSync(file))).toBe(sha(rebuilt.installerBytes));
 
-    // The installer swapped on the site (same size, the manifest unchanged): the kit deletes what it received.
-    writeFileSync(rebuilt.installerPath, randomBytes(INSTALLER_SIZE));
+    // The installer swapped on the site (same size, the manifest unchanged): keyturn itself never
+    // serves bytes that do not hash to the manifest's sha256, so the kit is told to try again later.
+    const swappedBytes = randomBytes(INSTALLER_SIZE);
+    writeFileSync(rebuilt.installerPath, swappedBytes);
     const swappedFile = join(dir, "swapped.exe");
-    const swapped = await refusalOf(client.downloadInstaller(second!, swappedFile, { token }));
-    expect(swapped.code).toBe("sha256_mismatch");
+    expect((await refusalOf(client.downloadInstaller(second!, swappedFile, { token }))).code).toBe("unavailable");
+    // A hostile copy that is not keyturn serves them anyway: the kit checks the SHA-256 and deletes what it received.
+    const hostile = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(swappedBytes, { headers: { etag: '"hostile"' } }) });
+    try {
+      const viaHostile = kit("alpha", "preview", `http://127.0.0.1:${hostile.port}`);
+      const swapped = await refusalOf(viaHostile.downloadInstaller(second!, swappedFile, { token }));
+      expect(swapped.code).toBe("sha256_mismatch");
+    } finally {
+      hostile.stop(true);
+    }
     expect(existsSync(swappedFile) || existsSync(`${swappedFile}.part`) || existsSync(`${swappedFile}.part.etag`)).toBe(false);
   }, 60_000);
 

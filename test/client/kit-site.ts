@@ -41,8 +41,11 @@ export interface KitSite {
   readonly releaseKeys: Record<string, string>;
   readonly proc: Bun.Subprocess;
   createLicense(seats?: number): Promise<string>;
-  /** Asks the site to read the release tree again (as an operator's SIGHUP does). */
-  rescan(): void;
+  /**
+   * Asks the site to read the release tree again (as an operator's SIGHUP does) and resolves once
+   * that scan is done and every installer it found is hashed (until then their releases are not served).
+   */
+  rescan(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -73,8 +76,13 @@ export async function startKitSite(exe: string, variant: VariantName, dir = temp
     if (done) throw new Error(`serve exited: ${err}`);
     err += new TextDecoder().decode(value);
   }
+  let scans = err.split("\n").filter((l) => l.includes('"release index built"')).length;
   void (async () => {
-    while (!(await reader.read()).done);
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      scans += new TextDecoder().decode(value).split('"release index built"').length - 1;
+    }
   })();
   const url = JSON.parse(err.split("\n").find((l) => l.includes('"keyturn listening"'))!).url as string;
   return {
@@ -89,8 +97,18 @@ export async function startKitSite(exe: string, variant: VariantName, dir = temp
         "--plan-title", "Pro", "--seats", String(seats), "--channels", "stable,preview", "--json"]);
       return (JSON.parse(out) as { key: string }).key;
     },
-    rescan() {
+    async rescan() {
+      const before = scans;
       proc.kill("SIGHUP");
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        if (scans > before) {
+          const health = await fetch(`${url}/api/v1/health`);
+          if (health.ok && !("installersVerifying" in ((await health.json()) as object))) return;
+        }
+        if (Date.now() > deadline) throw new Error("the site did not finish re-reading its release tree");
+        await Bun.sleep(25);
+      }
     },
     async stop() {
       proc.kill("SIGTERM");

@@ -44,6 +44,22 @@ async function started(t: ReleaseTree, keysDir = t.keysDir) {
 const versions = (index: ReleaseHolder["current"]) => index?.all.map((r) => r.manifest.version) ?? null;
 
 describe("release index snapshot", () => {
+  test("keeps each release's rollout, and reads an older release's bytes when a rollout serves it", async () => {
+    const t = tree();
+    const old = t.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00" });
+    t.add({ version: "1.1.0", fields: { rollout: { days: 4 } } });
+    const first = await started(t);
+    expect(first.holder.current!.all.map((r) => r.manifest.rollout)).toEqual([{ days: 4 }, null]);
+    const second = await started(t);
+    expect(second.atOnce!.all.map((r) => r.manifest.rollout)).toEqual([{ days: 4 }, null]);
+    // The older release was kept without its bytes: read (and checked) from the tree when served.
+    const older = second.atOnce!.releasesOf(null, "stable", "win-x64")[1]!;
+    expect(isServed(older)).toBe(false);
+    expect(Buffer.from(second.atOnce!.withBytes(older)!.manifestBytes).equals(old.manifestBytes)).toBe(true);
+    const scanned = second.holder.current!.releasesOf(null, "stable", "win-x64")[1]!;
+    expect(Buffer.from(second.holder.current!.withBytes(scanned)!.manifestBytes).equals(old.manifestBytes)).toBe(true);
+  });
+
   test("a restart with nothing changed serves the last index at once, byte for byte, and then re-scans", async () => {
     const t = tree();
     t.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00" });

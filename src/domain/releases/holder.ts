@@ -28,6 +28,8 @@ export interface ReleaseHolderOptions extends Omit<ScanOptions, "hashInstallers"
   readonly watchTree?: WatchTree;
   readonly every?: Every;
   readonly rescanEveryMs?: number;
+  /** Called with the index of each whole scan once it is swapped in (release.published: publications.ts). */
+  readonly onScanned?: (index: ReleaseIndex) => void;
 }
 
 /**
@@ -80,14 +82,14 @@ export class ReleaseHolder {
     this.firstIndex = new Promise((resolve) => (this.resolveFirst = resolve));
   }
 
+  /** The folders the last scan skipped, with their reasons (GET /admin/releases). */
+  get skipped(): ReadonlyMap<string, string> {
+    return this.lastProblems;
+  }
+
   /** The index now, or null before the first scan has finished. */
   get current(): ReleaseIndex | null {
     return this.index;
-  }
-
-  /** The folders the last scan skipped, each with its reason. */
-  get skipped(): ReadonlyMap<string, string> {
-    return this.lastProblems;
   }
 
   /** When the index now served was swapped in (ms since the epoch), or null before the first. */
@@ -173,9 +175,12 @@ export class ReleaseHolder {
     return this.detection;
   }
 
-  /** Installers waiting to be hashed or being hashed. */
+  /**
+   * Installers waiting to be hashed or being hashed; once none are, the lanes whose hashed release
+   * still waits for the re-scan that serves it. Zero only when every release found is served.
+   */
   get installersVerifying(): number {
-    return this.installers.pending;
+    return this.installers.pending || this.verifyingLanes.size;
   }
 
   /**
@@ -258,7 +263,9 @@ export class ReleaseHolder {
     this.known = knownOf(result);
     this.save(result);
     collectSoon();
-    return this.swapIn(result.index);
+    this.swapIn(result.index);
+    this.opts.onScanned?.(result.index);
+    return result.index;
   }
 
   private swapIn(index: ReleaseIndex): ReleaseIndex {

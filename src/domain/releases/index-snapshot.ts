@@ -21,7 +21,7 @@ import { SignatureCache } from "./signature-cache";
  * scan that follows every start replaces the snapshot's index. Only each lane's newest release is
  * kept with its manifest and signature bytes, as in the index (release-index.ts).
  */
-const FORMAT = 2;
+const FORMAT = 3;
 
 interface SnapshotRelease {
   readonly folder: string;
@@ -132,7 +132,7 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
   const files = new Map<Release, ReleaseFiles>();
   const releases = snapshot.releases.map((r, i): Release => {
     const m = r.manifest;
-    const manifest: Manifest = Object.freeze({ ...places[i]!, version: m.version, released: m.released, installer: m.installer, size: m.size, sha256: m.sha256 });
+    const manifest: Manifest = Object.freeze({ ...places[i]!, version: m.version, released: m.released, installer: m.installer, size: m.size, sha256: m.sha256, rollout: m.rollout ?? null });
     const release: Release = Object.freeze({ manifest, folder: r.folder, installerPath: join(o.root, r.folder, m.installer) });
     const served =
       r.manifestBytes !== undefined && r.signatureBytes !== undefined
@@ -153,7 +153,9 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
     }
     const same = found.files.every((id, i) => sameIdentity(id, files.get(r)![i]!));
     const m = found.release.manifest;
-    const agrees = (["version", "released", "installer", "size", "sha256"] as const).every((k) => m[k] === r.manifest[k]);
+    const agrees =
+      (["version", "released", "installer", "size", "sha256"] as const).every((k) => m[k] === r.manifest[k]) &&
+      JSON.stringify(m.rollout) === JSON.stringify(r.manifest.rollout);
     return same && agrees ? servedOf(found) : null;
   };
   const index = ReleaseIndex.of(releases, { holds, reread });

@@ -1,5 +1,6 @@
 import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
 import { ReleaseProblem } from "./problem";
+import { parseRollout, type Rollout } from "./rollout";
 
 /** Where a release folder sits in the tree: `<product>/<channel>/<platform>/` (gamma: no product). */
 export interface ReleasePlace {
@@ -20,6 +21,8 @@ export interface Manifest extends ReleasePlace {
   readonly installer: string;
   readonly size: number;
   readonly sha256: string;
+  /** The staged rollout the vendor signed (rollout.ts); null: every installation. */
+  readonly rollout: Rollout | null;
 }
 
 const VERSION = /^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/;
@@ -68,6 +71,7 @@ export function parseManifest(bytes: Uint8Array, variant: Variant, place: Releas
   if (m.notes !== undefined) field("notes", isText(m.notes), "must be a string");
   if (m.minimumVersion !== undefined) field("minimumVersion", isText(m.minimumVersion) && VERSION.test(m.minimumVersion), "must be a version");
   if (m.critical !== undefined) field("critical", typeof m.critical === "boolean", "must be true or false");
+  const rollout = parseRollout(m.rollout);
 
   const installer = m.installer as string;
   if (installer === variant.manifestFile || installer === `${variant.manifestFile}.sig`)
@@ -87,5 +91,6 @@ export function parseManifest(bytes: Uint8Array, variant: Variant, place: Releas
     installer,
     size: m.size as number,
     sha256: m.sha256 as string,
+    rollout,
   });
 }

@@ -70,9 +70,14 @@ export class ReleaseIndex {
     private readonly lanes: ReadonlyMap<string, Lane>,
     private readonly everything: readonly Release[],
     private readonly checks: SnapshotChecks | null,
+    private readonly rereadBytes: ((r: Release) => ServedRelease | null) | null,
   ) {}
 
-  static of(releases: readonly Release[], checks: SnapshotChecks | null = null): ReleaseIndex {
+  /**
+   * `rereadBytes` (a scan's index): reads a release kept without its bytes when one other than its
+   * lane's newest comes to be served (a staged rollout or a withdrawn release falls back to it).
+   */
+  static of(releases: readonly Release[], checks: SnapshotChecks | null = null, rereadBytes: ((r: Release) => ServedRelease | null) | null = null): ReleaseIndex {
     const sorted = [...releases].sort(newestFirst);
     const grouped = new Map<string, Release[]>();
     for (const r of sorted) {
@@ -88,7 +93,7 @@ export class ReleaseIndex {
       for (const r of list) if (!installers.has(r.manifest.installer)) installers.set(r.manifest.installer, r);
       lanes.set(key, Object.freeze({ releases: Object.freeze(list), installers }));
     }
-    return new ReleaseIndex(lanes, Object.freeze(sorted), checks);
+    return new ReleaseIndex(lanes, Object.freeze(sorted), checks, rereadBytes);
   }
 
   static readonly empty = ReleaseIndex.of([]);
@@ -101,7 +106,7 @@ export class ReleaseIndex {
   };
 
   /** A snapshot release with its bytes, read again when the snapshot kept none; null (and skipped from then on) when that fails. */
-  private served(r: Release, checks: SnapshotChecks): ServedRelease | null {
+  private served(r: Release, checks: Pick<SnapshotChecks, "reread">): ServedRelease | null {
     if (isServed(r)) return r;
     let served = this.reread.get(r);
     if (served === undefined) this.reread.set(r, (served = checks.reread(r)));
@@ -129,6 +134,21 @@ export class ReleaseIndex {
       if (served) return served;
     }
     return undefined;
+  }
+
+  /** The live releases of a product (null in gamma), channel and platform, newest first. */
+  releasesOf(product: string | null, channel: string, platform: string): readonly Release[] {
+    const lane = this.lanes.get(laneKey(product, channel, platform));
+    if (!lane) return [];
+    return this.checks ? lane.releases.filter(this.holds) : lane.releases;
+  }
+
+  /** A live release with its manifest and signature bytes (read again if the index kept none); null when it no longer reads as live. */
+  withBytes(r: Release): ServedRelease | null {
+    if (isServed(r)) return r;
+    if (this.checks) return this.holds(r) ? this.served(r, this.checks) : null;
+    if (this.rereadBytes) return this.served(r, { reread: this.rereadBytes });
+    return null;
   }
 
   /** The live release of that product, channel and platform whose installer has exactly this name. */

@@ -211,13 +211,46 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
   const releases = live.flatMap((r, i) => (r ? [{ release: served.get(i) ?? withoutBytes(r.release), files: r.files }] : []));
   problems.sort((a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0));
   return {
-    index: ReleaseIndex.of(releases.map((r) => r.release)),
+    index: ReleaseIndex.of(
+      releases.map((r) => r.release),
+      null,
+      rereaderOf(root, opts.variant, opts.releaseKeys, signatures),
+    ),
     files: new Map(releases.map((r) => [r.release, r.files])),
     problems,
     directories,
     verifying,
     stats: { folders: counts.folders, reused: counts.reused, verified: counts.verified, cached: counts.cached, ms: performance.now() - started },
   };
+}
+
+/**
+ * Made outside the scan's scope, so the index holds only what a read needs: the scan's scope holds
+ * `opts.previous`, which would keep the previous index (and, through it, every earlier one) alive.
+ */
+function rereaderOf(root: string, variant: Variant, releaseKeys: ScanOptions["releaseKeys"], signatures: SignatureCache) {
+  const opts: ScanOptions = { variant, releaseKeys };
+  return (r: Release) => rereadRelease(root, r, opts, signatures);
+}
+
+/**
+ * A live release's manifest and signature read and checked again (a staged rollout or a withdrawn
+ * release makes a lane serve one kept without its bytes); null when it is no longer the release the
+ * scan found (its re-scan is on its way: the tree is watched).
+ */
+export function rereadRelease(root: string, r: Release, opts: ScanOptions, signatures: SignatureCache): ServedRelease | null {
+  let found: Inspected;
+  try {
+    found = inspectFolder(join(root, r.folder), r.folder, r.manifest, opts, signatures, { verified: 0, cached: 0 });
+  } catch (e) {
+    if (e instanceof ReleaseProblem) return null;
+    throw e;
+  }
+  const m = found.release.manifest;
+  const same =
+    (["version", "released", "installer", "size", "sha256"] as const).every((k) => m[k] === r.manifest[k]) &&
+    JSON.stringify(m.rollout) === JSON.stringify(r.manifest.rollout);
+  return same ? servedOf({ ...found, release: r }) : null;
 }
 
 function withoutBytes(r: Release): Release {

@@ -2,6 +2,7 @@ import type { Variant } from "../../config/variants";
 import { isoTime } from "../../domain/clock";
 import { KeyturnError } from "../../domain/errors";
 import type { ReleaseHolder } from "../../domain/releases/holder";
+import type { ReleaseSelection } from "../../domain/releases/release-selection";
 import type { Release, ReleaseIndex } from "../../domain/releases/release-index";
 import * as A from "../answer-schemas";
 import { API_PREFIX, endpoint, type Endpoint } from "../endpoint";
@@ -9,7 +10,21 @@ import { jsonText } from "../respond";
 import { BEARER_ERRORS } from "./shared";
 
 /** GET /releases: every live release on the entitlement's channels, newest first. */
-export function releasesEndpoints(v: Variant, releases: ReleaseHolder): Endpoint[] {
+/** Answers kept per index (up to a megabyte each): one per channel set and product, more while rollouts are under way. */
+const MAX_ANSWERS_PER_INDEX = 16;
+
+const laneOf = (r: Release) => ({
+  ...(r.manifest.product !== null ? { product: r.manifest.product } : {}),
+  channel: r.manifest.channel,
+  platform: r.manifest.platform,
+});
+
+/**
+ * GET /releases: the releases on the entitlement's channels this installation may install, newest
+ * first: in each lane the release it is served and every older one not withdrawn. `notYetAvailable`
+ * lists, per lane, the newest release that exists but is not rolled out to it yet.
+ */
+export function releasesEndpoints(v: Variant, releases: ReleaseHolder, selection: ReleaseSelection): Endpoint[] {
   const serialised = new WeakMap<ReleaseIndex, Map<string, string>>();
   const record = (r: Release) => {
     const m = r.manifest;
@@ -31,7 +46,7 @@ export function releasesEndpoints(v: Variant, releases: ReleaseHolder): Endpoint
     endpoint({
       method: "GET",
       path: "/releases",
-      summary: "Every live release the entitlement includes, newest first",
+      summary: "The releases this installation may install on its entitlement's channels, newest first, and those not yet rolled out to it",
       auth: "entitlement",
       budget: "api",
       audit: "releases",
@@ -46,17 +61,20 @@ export function releasesEndpoints(v: Variant, releases: ReleaseHolder): Endpoint
             v.products.length > 0 ? `product must be one of ${v.products.join(", ")}.` : `${v.name} has no products; send no product parameter.`,
           );
         const index = await releases.ready();
-        const channels = principal.claims.chn;
+        const listing = await selection.listing(index, { dev: principal.claims.dev, kind: principal.claims.kind }, principal.claims.chn, product);
         // An index never changes once built (a re-scan swaps in a new one), so each answer is built and
-        // serialised once per index: with 10,000 releases it is a megabyte of JSON.
+        // serialised once per index and listing key: installations in the same place of every rollout share it.
         let answers = serialised.get(index);
-        if (!answers) serialised.set(index, (answers = new Map()));
-        const key = `${channels.join(",")}|${product ?? ""}`;
-        let body = answers.get(key);
+        if (!answers || answers.size >= MAX_ANSWERS_PER_INDEX) serialised.set(index, (answers = new Map()));
+        let body = answers.get(listing.key);
         if (body === undefined) {
-          const list = index.all.filter((r) => channels.includes(r.manifest.channel) && (product === null || r.manifest.product === product));
-          body = JSON.stringify({ ok: true, releases: list.map(record) });
-          answers.set(key, body);
+          const { releases: list, notYetAvailable } = listing.build();
+          body = JSON.stringify({
+            ok: true,
+            releases: list.map(record),
+            notYetAvailable: notYetAvailable.map((n) => ({ ...laneOf(n.release), version: n.release.manifest.version, share: n.share })),
+          });
+          answers.set(listing.key, body);
         }
         return jsonText(body);
       },

@@ -1,6 +1,9 @@
 import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
 import { KeyturnError } from "../../domain/errors";
+import type { AdoptionRecorder } from "../../domain/adoption";
 import type { ReleaseHolder } from "../../domain/releases/holder";
+import { laneName } from "../../domain/releases/release-controls";
+import type { ReleaseSelection } from "../../domain/releases/release-selection";
 import { isInstallerName } from "../../domain/releases/manifest";
 import { installerEtag } from "../../domain/releases/release-index";
 import { endpoint, type Endpoint, type ExtraAnswer, type ParamDoc } from "../endpoint";
@@ -35,7 +38,7 @@ const UPDATE_ANSWERS: Record<string, ExtraAnswer> = {
  * Files are found in the release index by exact name, never by joining the URL onto a path, so no
  * request can reach a file outside the tree.
  */
-export function updateEndpoints(v: Variant, releases: ReleaseHolder): Endpoint[] {
+export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: ReleaseSelection, adoption: AdoptionRecorder): Endpoint[] {
   const withProduct = v.products.length > 0;
   const sigFile = `${v.manifestFile}.sig`;
   const params: ParamDoc[] = [
@@ -51,7 +54,7 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder): Endpoint[]
     endpoint({
       method: "GET",
       path: `/updates/${withProduct ? "{product}/" : ""}{channel}/{platform}/{file}`,
-      summary: "The newest live release's manifest, its signature, or an installer of a live release",
+      summary: "The manifest or signature of the release this installation is served (its newest admitted by any rollout, not withdrawn), or the installer of that release or an older one",
       auth: "entitlement",
       budget: "api",
       audit: "update",
@@ -73,16 +76,21 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder): Endpoint[]
           throw new KeyturnError("channel_not_allowed", `The entitlement does not include the ${channel} channel.`);
 
         const index = await releases.ready();
-        const latest = index.latest(product, channel, platform);
-        if (!latest) {
+        const who = { dev: principal.claims.dev, kind: principal.claims.kind };
+        const served = await selection.served(index, who, product, channel, platform);
+        if (!served) {
           if (releases.verifying(product, channel, platform)) throw new KeyturnError("unavailable", "The release is being verified; try again shortly.");
           throw new KeyturnError("no_release", `Nothing has been released on ${[product, channel, platform].filter(Boolean).join("/")}.`);
         }
-        if (file === v.manifestFile) return serveBytes(request, latest.manifestBytes, latest.manifestEtag, "application/json");
-        if (file === sigFile) return serveBytes(request, latest.signatureBytes, latest.signatureEtag, "application/jose");
+        if (file === v.manifestFile) {
+          adoption.seen(principal.claims.sub, laneName(product, channel, platform));
+          return serveBytes(request, served.manifestBytes, served.manifestEtag, "application/json");
+        }
+        if (file === sigFile) return serveBytes(request, served.signatureBytes, served.signatureEtag, "application/jose");
 
+        // The installer of the release served to this installation, or of an older one not withdrawn.
         const release = index.installer(product, channel, platform, file);
-        if (!release) throw new KeyturnError("not_found", "There is nothing at this address.");
+        if (!release || !(await selection.installerAllowed(index, who, release))) throw new KeyturnError("not_found", "There is nothing at this address.");
         // Only bytes hashed to the manifest's sha256 are sent, read through the descriptor that was checked.
         const verified = releases.openInstaller(release);
         if (verified === null) throw new KeyturnError("unavailable", "The installer is being replaced; try again shortly.");

@@ -1,0 +1,33 @@
+import type { ReleaseKey, Store } from "../../store/types";
+import type { Clock } from "../clock";
+import { laneName } from "./release-controls";
+import type { ReleaseIndex } from "./release-index";
+
+/**
+ * release.published: a release live for the first time. Every (lane, version) a scan finds live is
+ * recorded in the records (known_releases); those no process had recorded before are the newly
+ * published, reported once across restarts and across processes sharing the records (the insert
+ * decides, so two processes scanning the same tree report a release once between them).
+ */
+export class ReleasePublications {
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    private readonly onPublished: (releases: readonly ReleaseKey[]) => void | Promise<void>,
+  ) {}
+
+  /** Call with each index a scan swaps in; returns the releases it published. */
+  async scanned(index: ReleaseIndex): Promise<ReleaseKey[]> {
+    const seen = new Set<string>();
+    const keys: ReleaseKey[] = [];
+    for (const r of index.all) {
+      const m = r.manifest;
+      const key = { lane: laneName(m.product, m.channel, m.platform), version: m.version };
+      const text = `${key.lane}\n${key.version}`;
+      if (!seen.has(text)) (seen.add(text), keys.push(key));
+    }
+    const published = await this.store.recordKnownReleases(keys, this.clock());
+    if (published.length > 0) await this.onPublished(published);
+    return published;
+  }
+}
