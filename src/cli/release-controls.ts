@@ -1,5 +1,5 @@
 import type { ReleaseControlOp } from "../store/types";
-import { Audit } from "../domain/audit";
+import { adminAudit, CLI_CALLER } from "../domain/admin/deps";
 import { isoTime, systemClock } from "../domain/clock";
 import { ReleaseControls } from "../domain/releases/release-controls";
 import { openAdmin } from "./admin-context";
@@ -21,8 +21,8 @@ export async function releaseControlCommand(op: ReleaseControlOp, args: string[]
     if (typeof lane !== "string" || typeof version !== "string") throw new UsageError(USAGE, `release ${op} needs --lane and --version`);
     if (ctx.positionals.length > 0) throw new UsageError(USAGE, `unexpected argument "${printable(ctx.positionals[0]!)}"`);
     const controls = new ReleaseControls(ctx.store, systemClock, ctx.config.variant);
-    const change = await controls.apply(op, lane, version);
-    await new Audit(ctx.store, systemClock).ok(`release-${op}`, { address: null }, {});
+    const admin = { variant: ctx.config.variant, store: ctx.store, clock: systemClock, tokenTtlSeconds: ctx.config.tokenTtlSeconds };
+    const change = await controls.apply(op, lane, version, null, adminAudit(admin, CLI_CALLER, `release-${op}`));
     const c = change.control;
     if (ctx.flags.json === true) {
       printJson({

@@ -546,7 +546,12 @@ export class PostgresStore implements Store {
     });
   }
 
-  async applyReleaseControl(key: ReleaseKey, op: ReleaseControlOp, now: number): Promise<{ changed: boolean; control: ReleaseControlRecord }> {
+  async applyReleaseControl(
+    key: ReleaseKey,
+    op: ReleaseControlOp,
+    now: number,
+    j: Journal<ReleaseControlRecord> = {},
+  ): Promise<{ changed: boolean; control: ReleaseControlRecord }> {
     const result = await this.sql.begin(async (tx) => {
       // Serialises racing controls of one release (its row may not exist yet, so a row lock would not).
       await tx`SELECT pg_advisory_xact_lock(hashtext('keyturn release control ' || ${key.lane} || ' ' || ${key.version}))`;
@@ -559,6 +564,7 @@ export class PostgresStore implements Store {
         ON CONFLICT (lane, version) DO UPDATE SET halted = excluded.halted, halted_ms = excluded.halted_ms,
         withdrawn = excluded.withdrawn, updated = excluded.updated`;
       await tx`UPDATE release_controls_generation SET generation = generation + 1 WHERE id = 1`;
+      await journal(tx, j, after);
       return { changed: true, control: after };
     });
     // This process sees its own change at once.
@@ -587,12 +593,16 @@ export class PostgresStore implements Store {
     return c.reading;
   }
 
-  async recordKnownReleases(releases: readonly ReleaseKey[], now: number): Promise<ReleaseKey[]> {
+  async recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]> {
     if (releases.length === 0) return [];
-    const rows = await this.sql`INSERT INTO known_releases (lane, version, first_seen)
-      SELECT lane, version, ${now} FROM unnest(${this.sql.array(releases.map((r) => r.lane), "TEXT")}::text[], ${this.sql.array(releases.map((r) => r.version), "TEXT")}::text[]) AS k(lane, version)
-      ON CONFLICT DO NOTHING RETURNING lane, version`;
-    return rows.map((r: Row) => ({ lane: r.lane, version: r.version }));
+    return this.sql.begin(async (tx) => {
+      const rows = await tx`INSERT INTO known_releases (lane, version, first_seen)
+        SELECT lane, version, ${now} FROM unnest(${tx.array(releases.map((r) => r.lane), "TEXT")}::text[], ${tx.array(releases.map((r) => r.version), "TEXT")}::text[]) AS k(lane, version)
+        ON CONFLICT DO NOTHING RETURNING lane, version`;
+      const added: ReleaseKey[] = rows.map((r: Row) => ({ lane: r.lane, version: r.version }));
+      if (eventOf) for (const r of added) await insertEvent(tx, eventOf(r));
+      return added;
+    });
   }
 
   async recordSightings(sightings: readonly Sighting[]): Promise<void> {

@@ -637,7 +637,12 @@ export class SqliteStore implements Store {
     });
   }
 
-  async applyReleaseControl(key: ReleaseKey, op: ReleaseControlOp, now: number): Promise<{ changed: boolean; control: ReleaseControlRecord }> {
+  async applyReleaseControl(
+    key: ReleaseKey,
+    op: ReleaseControlOp,
+    now: number,
+    journal: Journal<ReleaseControlRecord> = {},
+  ): Promise<{ changed: boolean; control: ReleaseControlRecord }> {
     return this.groupCommit.write(() => {
       const row = this.q.controlByKey.get(key.lane, key.version) as Row | null;
       const before = row ? releaseControlFromRow(row) : noControl(key, now);
@@ -645,6 +650,7 @@ export class SqliteStore implements Store {
       if (!after) return { changed: false, control: before };
       this.q.upsertControl.run({ ...after });
       this.q.bumpControls.run();
+      this.journal(journal, after);
       this.controlsCheckedAt = -Infinity;
       return { changed: true, control: after };
     });
@@ -664,9 +670,13 @@ export class SqliteStore implements Store {
     return this.controlsGeneration;
   }
 
-  async recordKnownReleases(releases: readonly ReleaseKey[], now: number): Promise<ReleaseKey[]> {
+  async recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]> {
     if (releases.length === 0) return [];
-    return this.groupCommit.write(() => releases.filter((r) => this.q.insertKnown.run(r.lane, r.version, now).changes > 0));
+    return this.groupCommit.write(() => {
+      const added = releases.filter((r) => this.q.insertKnown.run(r.lane, r.version, now).changes > 0);
+      if (eventOf) for (const r of added) this.insertEvent(eventOf(r));
+      return added;
+    });
   }
 
   async recordSightings(sightings: readonly Sighting[]): Promise<void> {

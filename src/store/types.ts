@@ -403,7 +403,12 @@ export interface Store {
   /** Makes a failed (or pending) delivery due now; false when unknown or already delivered. */
   retryDelivery(id: string, now: number, audit?: AuditRecord): Promise<boolean>;
   /** Applies one control atomically (and moves the generation when it changed anything). */
-  applyReleaseControl(key: ReleaseKey, op: ReleaseControlOp, now: number): Promise<{ changed: boolean; control: ReleaseControlRecord }>;
+  applyReleaseControl(
+    key: ReleaseKey,
+    op: ReleaseControlOp,
+    now: number,
+    journal?: Journal<ReleaseControlRecord>,
+  ): Promise<{ changed: boolean; control: ReleaseControlRecord }>;
   listReleaseControls(): Promise<ReleaseControlRecord[]>;
   /**
    * A number that moves whenever any process changes a control. Cheap enough for every update
@@ -413,7 +418,7 @@ export interface Store {
    */
   releaseControlsGeneration(): Promise<number>;
   /** Records the releases as known; returns those no process had recorded before (newly published). */
-  recordKnownReleases(releases: readonly ReleaseKey[], now: number): Promise<ReleaseKey[]>;
+  recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]>;
   /** Writes sightings in one transaction: last_seen moves forward only; lane set when given. */
   recordSightings(sightings: readonly Sighting[]): Promise<void>;
   /** Active installations seen at or after `since`, by product, lane and version. */

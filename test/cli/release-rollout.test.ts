@@ -77,8 +77,13 @@ describe("keyturn release halt|resume|withdraw|restore", () => {
       expect(await store.listReleaseControls()).toEqual([
         expect.objectContaining({ lane: "beta-studio/preview/win-x64", version: "3.0.0", halted: null, withdrawn: null }) as never,
       ]);
-      const actions = (await store.listAudit({})).map((l) => l.action).sort();
-      expect(actions).toEqual(["release-halt", "release-halt", "release-restore", "release-resume", "release-withdraw"]);
+      // One audit line and one event per change, written with it; the repeated halt changed nothing.
+      const lines = await store.listAudit({});
+      expect(lines.map((l) => l.action).sort()).toEqual(["release-halt", "release-restore", "release-resume", "release-withdraw"]);
+      expect(new Set(lines.map((l) => l.actor))).toEqual(new Set(["cli"]));
+      const events = await store.listEvents({ after: 0, limit: 100, types: ["release.halted", "release.resumed", "release.withdrawn", "release.restored"] });
+      expect(events.map((e) => e.type)).toEqual(["release.halted", "release.withdrawn", "release.resumed", "release.restored"]);
+      expect(JSON.parse(events[1]!.data)).toEqual({ release: { lane: "beta-studio/preview/win-x64", version: "3.0.0" }, share: null });
     } finally {
       await store.close();
     }

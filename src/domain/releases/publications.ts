@@ -1,10 +1,11 @@
 import type { ReleaseKey, Store } from "../../store/types";
 import type { Clock } from "../clock";
+import { newEvent } from "../events";
 import { laneName } from "./release-controls";
 import type { ReleaseIndex } from "./release-index";
 
 /**
- * release.published: a release live for the first time. Every (lane, version) a scan finds live is
+ * release.published: a release live for the first time; its event is written with its record. Every (lane, version) a scan finds live is
  * recorded in the records (known_releases); those no process had recorded before are the newly
  * published, reported once across restarts and across processes sharing the records (the insert
  * decides, so two processes scanning the same tree report a release once between them).
@@ -26,7 +27,8 @@ export class ReleasePublications {
       const text = `${key.lane}\n${key.version}`;
       if (!seen.has(text)) (seen.add(text), keys.push(key));
     }
-    const published = await this.store.recordKnownReleases(keys, this.clock());
+    const now = this.clock();
+    const published = await this.store.recordKnownReleases(keys, now, (release) => newEvent("release.published", { release }, now));
     if (published.length > 0) await this.onPublished(published);
     return published;
   }

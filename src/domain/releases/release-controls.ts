@@ -1,7 +1,8 @@
 import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
-import type { ReleaseControlOp, ReleaseControlRecord, ReleaseKey, Store } from "../../store/types";
+import type { AuditRecord, ReleaseControlOp, ReleaseControlRecord, ReleaseKey, Store } from "../../store/types";
 import type { Clock } from "../clock";
 import { KeyturnError } from "../errors";
+import { newEvent } from "../events";
 import type { Manifest } from "./manifest";
 import type { ReleaseIndex } from "./release-index";
 import { FULL, percentOf, thresholdOf } from "./rollout";
@@ -64,6 +65,8 @@ export interface ControlChange {
  * once per poll interval), so every process sharing the records sees a change within a millisecond
  * (SQLite) or within the poll interval (PostgreSQL), without a query per request.
  */
+const CONTROL_EVENTS = { halt: "release.halted", resume: "release.resumed", withdraw: "release.withdrawn", restore: "release.restored" } as const;
+
 export class ReleaseControls {
   private view: ControlsView = viewOf(-1, []);
   private loading: Promise<ControlsView> | null = null;
@@ -95,7 +98,11 @@ export class ReleaseControls {
    * release need not be in the tree: a mirror may learn of a control before the release's files).
    * `index`, when given, supplies the share reported.
    */
-  async apply(op: ReleaseControlOp, lane: string, version: string, index: ReleaseIndex | null = null): Promise<ControlChange> {
+  /**
+   * Applies a control; when it changes anything, `audit` (the caller's line) and the event
+   * release.halted|resumed|withdrawn|restored are written in the same transaction.
+   */
+  async apply(op: ReleaseControlOp, lane: string, version: string, index: ReleaseIndex | null = null, audit?: AuditRecord): Promise<ControlChange> {
     const place = placeOfLane(this.variant, lane);
     if (!place)
       throw new KeyturnError(
@@ -106,8 +113,12 @@ export class ReleaseControls {
       throw new KeyturnError("invalid_request", "version must be a release version like 1.4.2.");
     const key: ReleaseKey = { lane, version };
     const now = this.clock();
-    const { changed, control } = await this.store.applyReleaseControl(key, op, now);
     const release = index?.releasesOf(place.product, place.channel, place.platform).find((r) => r.manifest.version === version);
-    return { changed, control, share: release ? percentOf(thresholdNow(release.manifest, control, now)) : null };
+    const shareOf = (control: ReleaseControlRecord) => (release ? percentOf(thresholdNow(release.manifest, control, now)) : null);
+    const { changed, control } = await this.store.applyReleaseControl(key, op, now, {
+      ...(audit ? { audit } : {}),
+      event: (after) => newEvent(CONTROL_EVENTS[op], { release: { lane, version }, share: shareOf(after) }, now),
+    });
+    return { changed, control, share: shareOf(control) };
   }
 }
