@@ -508,7 +508,7 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   await SEND("GET", LID, `${LID.replace("{id}", id)}`, A, "show", 200);
   await SEND("GET", LID, `${LID.replace("{id}", created.key)}`, A, "show by key", 200);
   await SEND("GET", LID, "/admin/licenses/lic_unknown", A, "unknown license", 403, "license_unknown");
-  await SEND("PATCH", LID, `/admin/licenses/${id}`, { ...A, body: { seats: 3, email: "ada@engines.example", metadata: { crm: "42" } } }, "update", 200);
+  await SEND("PATCH", LID, `/admin/licenses/${id}`, { ...A, body: { seats: 3, expires: "2099-01-01T00:00:00Z", email: "ada@engines.example", metadata: { crm: "42" } } }, "update", 200);
   await SEND("PATCH", LID, "/admin/licenses/lic_unknown", { ...A, body: { seats: 3 } }, "unknown license", 403, "license_unknown");
   for (let i = 0; i < 2; i++) {
     const r = await send(site, "POST", "/licenses/activate", { body: { key: created.key, device: device(x.variant) } });
@@ -537,7 +537,7 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   await SEND("POST", DEACT, "/admin/activations/act_unknown/deactivate", A, "unknown activation", 404, "not_found");
 
   // --- audit and feed
-  await SEND("GET", "/admin/audit", `/admin/audit?license=${id}&limit=2`, A, "audit", 200);
+  await SEND("GET", "/admin/audit", `/admin/audit?license=${id}&since=2026-01-01T00:00:00Z&limit=2`, A, "audit", 200);
   await SEND("GET", "/admin/audit", "/admin/audit?since=yesterday", A, "since not a time", 400, "invalid_request");
   await SEND("GET", "/admin/feed", "/admin/feed?after=0", A, "feed", 200);
   await SEND("GET", "/admin/feed", "/admin/feed?after=-1", A, "after not a cursor", 400, "invalid_request");
