@@ -144,8 +144,12 @@ describe("bad query strings on every admin query endpoint", () => {
   });
 
   test("unknown parameters, repeated parameters, limits out of range, over-long values: 400 naming the parameter", async () => {
-    const queries = adminEndpoints().filter((e) => e.querySchema);
+    // Every admin endpoint checks its query string; those that take none refuse any parameter.
+    expect(adminEndpoints().filter((e) => !e.querySchema).map(keyOf)).toEqual([]);
+    const queries = adminEndpoints().filter((e) => Object.keys(propertiesOf(e.querySchema).properties).length > 0);
     expect(queries.map(keyOf).sort()).toEqual(Object.keys(validQuery).sort());
+    for (const e of adminEndpoints().filter((e) => !queries.includes(e)))
+      await refused(e.method, `${e.path.replace("{id}", "x_unknown")}?limit=1`, "limit", `${keyOf(e)}: a parameter where none is taken`, e.body ? {} : undefined);
     for (const e of queries) {
       const base = validQuery[keyOf(e)]!;
       const q = (extra: string) => `${e.path}?${[base, extra].filter(Boolean).join("&")}`;

@@ -82,6 +82,9 @@ export const WebhookEndpointUpdateBody = closed({ enabled: Type.Boolean() });
 
 // ---- query strings ----
 
+/** The query of an admin endpoint that takes none: any parameter is refused, as on the others. */
+export const NoQuery = closed({});
+
 export const AdminLicenseQuery = closed({
   query: Type.Optional(Type.String({ maxLength: 200, description: "Part of licensee, organization, email or id; case-insensitive" })),
   status: Type.Optional(Type.Union([Type.Literal("active"), Type.Literal("revoked"), Type.Literal("expired")])),
