@@ -53,7 +53,7 @@ test("a CLI-made token creates a license over HTTP; seats stay above those in us
   const { key, license } = created.body as { key: string; license: { id: string; seats: number } };
   expect(license.seats).toBe(2);
 
-  const installs = [];
+  const installs: { dev: ReturnType<typeof device>; token: string }[] = [];
   for (let i = 0; i < 2; i++) {
     const dev = device("alpha");
     const activated = await api("POST", "/licenses/activate", { body: { key, device: dev } });
