@@ -191,3 +191,33 @@ describe("the admin scope matrix (derived from the route table)", () => {
     }
   });
 });
+
+describe("the admin rate budget (--rate-limit-admin)", () => {
+  test("admin requests count against their own budget: past it 429 with Retry-After, while the address's other requests still pass", async () => {
+    const tight = await testSite("alpha", { settings: { "rate-limit-admin": "2/60s" } });
+    try {
+      const { secret } = await createAdminToken(tight.composed.services.admin, CLI_CALLER, { name: "tight", scopes: ["admin"] });
+      const statuses: number[] = [];
+      let last: Response | null = null;
+      for (let i = 0; i < 3; i++) {
+        last = await tight.request("GET", "/admin/licenses", { token: secret });
+        statuses.push(last.status);
+      }
+      expect(statuses).toEqual([200, 200, 429]);
+      expect(((await last!.json()) as { error: string }).error).toBe("rate_limited");
+      expect(last!.headers.get("ratelimit-policy")).toBe('"admin";q=2;w=60');
+      expect(Number(last!.headers.get("retry-after"))).toBeGreaterThan(0);
+      // Refused before the token is read: a bad token is limited too, not answered 401.
+      expect((await tight.request("POST", "/admin/licenses", { body: {} })).status).toBe(429);
+      // The same address's non-admin requests are on the api budget.
+      const health = await tight.request("GET", "/meta");
+      expect(health.status).toBe(200);
+      expect(health.headers.get("ratelimit-policy")).toStartWith('"api";');
+      // The next window admits admin requests again.
+      tight.clock.advance(61_000);
+      expect((await tight.request("GET", "/admin/licenses", { token: secret })).status).toBe(200);
+    } finally {
+      await tight.close();
+    }
+  });
+});
