@@ -3,6 +3,7 @@ import { CLI_CALLER } from "../src/domain/admin/deps";
 import { createAdminToken } from "../src/domain/admin/tokens";
 import { pruneRecords } from "../src/domain/retention";
 import type { Endpoint } from "../src/http/endpoint";
+import { announceSkip, freshSchema, PG_URL } from "./databases";
 import { testSite, type TestSite } from "./helpers";
 
 // Bad input to the admin API: every body field wrongly typed and too long, unknown fields; every
@@ -205,45 +206,78 @@ describe("bad query strings on every admin query endpoint", () => {
   });
 });
 
-describe("Idempotency-Key over HTTP", () => {
-  const L = "/admin/licenses";
-  const count = async (licensee: string) => ((await send("GET", `${L}?query=${encodeURIComponent(licensee)}&limit=200`)).body.licenses as unknown[]).length;
+/** Idempotency-Key over HTTP, on the site `open` makes (SQLite, or PostgreSQL in a schema of its own). */
+function idempotency(label: string, open: () => Promise<{ site: TestSite; close: () => Promise<void> }>) {
+  describe(`Idempotency-Key over HTTP (${label})`, () => {
+    let s: TestSite;
+    let close: () => Promise<void>;
+    let tok: string;
+    beforeAll(async () => {
+      ({ site: s, close } = await open());
+      tok = (await createAdminToken(s.composed.services.admin, CLI_CALLER, { name: "idempotency", scopes: ["admin"] })).secret;
+    });
+    afterAll(() => close());
+    const send = async (method: string, path: string, o: { body?: unknown; headers?: Record<string, string> } = {}) => {
+      const res = await s.request(method, path, { token: tok, ...o });
+      return { status: res.status, body: (await res.json()) as Record<string, any> };
+    };
+    const L = "/admin/licenses";
+    const count = async (licensee: string) => ((await send("GET", `${L}?query=${encodeURIComponent(licensee)}&limit=200`)).body.licenses as unknown[]).length;
+    const prune = () => pruneRecords(s.composed.store, s.clock, s.composed.config.auditRetentionSeconds);
 
-  test("concurrent creates with one key make one license and all answer its key; another body is 409 idempotency_conflict", async () => {
-    const body = { ...licenseBody, licensee: "Concurrent Carol" };
-    const headers = { "idempotency-key": "order-7781" };
-    const answers = await Promise.all(Array.from({ length: 6 }, () => send("POST", L, { body, headers })));
-    expect(answers.map((a) => a.status)).toEqual(Array(6).fill(201));
-    const keys = new Set(answers.map((a) => a.body.key));
-    const ids = new Set(answers.map((a) => (a.body.license as { id: string }).id));
-    expect({ keys: keys.size, ids: ids.size }).toEqual({ keys: 1, ids: 1 });
-    expect(await count("Concurrent Carol")).toBe(1);
-    // The same body with its keys in another order is the same body.
-    const reordered = Object.fromEntries(Object.entries(body).reverse());
-    expect((await send("POST", L, { body: reordered, headers })).body.key).toBe(answers[0]!.body.key);
-    const conflict = await send("POST", L, { body: { ...body, seats: 9 }, headers });
-    expect({ status: conflict.status, error: conflict.body.error }).toEqual({ status: 409, error: "idempotency_conflict" });
-    expect(JSON.stringify(conflict.body)).not.toContain(answers[0]!.body.key as string);
-    // Another key is another create.
-    expect((await send("POST", L, { body, headers: { "idempotency-key": "order-7782" } })).status).toBe(201);
-    expect(await count("Concurrent Carol")).toBe(2);
-  });
+    test("concurrent creates with one key make one license and all answer its key; another body is 409 idempotency_conflict", async () => {
+      const body = { ...licenseBody, licensee: "Concurrent Carol" };
+      const headers = { "idempotency-key": "order-7781" };
+      const answers = await Promise.all(Array.from({ length: 6 }, () => send("POST", L, { body, headers })));
+      expect(answers.map((a) => a.status)).toEqual(Array(6).fill(201));
+      const keys = new Set(answers.map((a) => a.body.key));
+      const ids = new Set(answers.map((a) => a.body.license.id));
+      expect({ keys: keys.size, ids: ids.size }).toEqual({ keys: 1, ids: 1 });
+      expect(await count("Concurrent Carol")).toBe(1);
+      // The same body with its keys in another order is the same body.
+      const reordered = Object.fromEntries(Object.entries(body).reverse());
+      expect((await send("POST", L, { body: reordered, headers })).body.key).toBe(answers[0]!.body.key);
+      const conflict = await send("POST", L, { body: { ...body, seats: 9 }, headers });
+      expect({ status: conflict.status, error: conflict.body.error }).toEqual({ status: 409, error: "idempotency_conflict" });
+      expect(JSON.stringify(conflict.body)).not.toContain(answers[0]!.body.key as string);
+      // Another key is another create.
+      expect((await send("POST", L, { body, headers: { "idempotency-key": "order-7782" } })).status).toBe(201);
+      expect(await count("Concurrent Carol")).toBe(2);
+    });
 
-  test("after 24 h the answer is pruned by retention and the key starts over", async () => {
-    const body = { ...licenseBody, licensee: "Late Larry" };
-    const headers = { "idempotency-key": "order-9000" };
-    const first = await send("POST", L, { body, headers });
-    expect(first.status).toBe(201);
-    site.clock.advance(23 * 3600_000);
-    expect((await pruneRecords(site.composed.store, site.clock, site.composed.config.auditRetentionSeconds)).idempotency).toBe(0);
-    expect((await send("POST", L, { body: { ...body, seats: 9 }, headers })).status).toBe(409);
-    site.clock.advance(3600_000 + 1);
-    const pruned = await pruneRecords(site.composed.store, site.clock, site.composed.config.auditRetentionSeconds);
-    expect(pruned.idempotency).toBeGreaterThanOrEqual(1);
-    const again = await send("POST", L, { body: { ...body, seats: 9 }, headers });
-    expect(again.status).toBe(201);
-    expect(again.body.key).not.toBe(first.body.key);
-    expect((again.body.license as { seats: number }).seats).toBe(9);
-    expect(await count("Late Larry")).toBe(2);
+    test("after 24 h the answer is pruned by retention and the key starts over", async () => {
+      const body = { ...licenseBody, licensee: "Late Larry" };
+      const headers = { "idempotency-key": "order-9000" };
+      const first = await send("POST", L, { body, headers });
+      expect(first.status).toBe(201);
+      s.clock.advance(23 * 3600_000);
+      await prune();
+      expect((await send("POST", L, { body: { ...body, seats: 9 }, headers })).status).toBe(409);
+      s.clock.advance(3600_000 + 1);
+      expect((await prune()).idempotency).toBeGreaterThanOrEqual(1);
+      const again = await send("POST", L, { body: { ...body, seats: 9 }, headers });
+      expect(again.status).toBe(201);
+      expect(again.body.key).not.toBe(first.body.key);
+      expect(again.body.license.seats).toBe(9);
+      expect(await count("Late Larry")).toBe(2);
+    });
   });
+}
+
+idempotency("SQLite", async () => {
+  const s = await testSite("alpha");
+  return { site: s, close: () => s.close() };
 });
+if (PG_URL)
+  idempotency("PostgreSQL", async () => {
+    const schema = await freshSchema();
+    const s = await testSite("alpha", { settings: { database: schema.url } });
+    return {
+      site: s,
+      close: async () => {
+        await s.close();
+        await schema.drop();
+      },
+    };
+  });
+else announceSkip("test/admin-input.test.ts (PostgreSQL idempotency)", "KEYTURN_TEST_POSTGRES_URL");
