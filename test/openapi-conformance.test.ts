@@ -4,6 +4,10 @@ import addFormats from "ajv-formats";
 import { copyFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { VARIANT_NAMES, VARIANTS, type VariantName } from "../src/config/variants";
+import { CLI_CALLER, SCOPES, type Scope } from "../src/domain/admin/deps";
+import { createAdminToken, revokeAdminToken } from "../src/domain/admin/tokens";
+import { isoTime } from "../src/domain/clock";
+import { newId } from "../src/domain/ids";
 import { generateKeyFiles } from "../src/domain/keys";
 import type { SqliteStore } from "../src/store/sqlite";
 import { BASE, createLicense, device, tempDir, testClock, testSite, type TestSite } from "./helpers";
@@ -55,7 +59,7 @@ class Conformance {
   constructor(readonly doc: Doc) {}
 
   /** Checks one answer; gives the error code (for HEAD, `headCode`: the GET's). */
-  async check(method: string, template: string, res: Response, label: string, headCode?: string): Promise<{ code: string; body: any }> {
+  async check(method: string, template: string, res: Response, label: string, headCode?: string, concretePath?: string): Promise<{ code: string; body: any }> {
     const where = `${method} ${template} (${label}) → ${res.status}`;
     const item = this.doc.paths[template];
     expect(item, `${where}: path not documented`).toBeDefined();
@@ -65,7 +69,7 @@ class Conformance {
       expect(res.status, where).toBe(405);
       documented = this.doc.components.responses.MethodNotAllowed;
       const allow = (res.headers.get("allow") ?? "").split(",").map((m) => m.trim());
-      expect(allow.sort(), where).toEqual(Object.keys(item!).map((m) => m.toUpperCase()).sort());
+      expect(allow.sort(), where).toEqual(this.methodsAt(concretePath ?? template));
     } else documented = op.responses[String(res.status)];
     expect(documented, `${where}: status not documented`).toBeDefined();
     for (const name of Object.keys(documented!.headers ?? {})) expect(res.headers.has(name), `${where}: header ${name}`).toBe(true);
@@ -88,6 +92,20 @@ class Conformance {
     if (res.status >= 400) expect(code, `${where}: error code`).not.toBe("");
     this.seen.add(key(method, template, res.status, code));
     return { code, body };
+  }
+
+  /**
+   * The methods a concrete path is answered under: those of every documented template it matches
+   * (a literal segment also matches a template's `{param}`, e.g. PATCH /admin/webhooks/deliveries is
+   * PATCH /admin/webhooks/{id}).
+   */
+  methodsAt(path: string): string[] {
+    const out = new Set<string>();
+    for (const [template, item] of Object.entries(this.doc.paths)) {
+      const re = new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+")}$`);
+      if (re.test(path)) for (const m of Object.keys(item)) out.add(m.toUpperCase());
+    }
+    return [...out].sort();
   }
 
   /** Every (method, path, status[, code]) the document promises; 405 for every path. */
@@ -170,12 +188,12 @@ async function runVariant(variant: VariantName) {
       const h = await send(site, "HEAD", path, o);
       const gHeaders = comparable(g.headers);
       const hHeaders = comparable(h.headers);
-      const { code } = await c.check("GET", template, g, label);
+      const { code, body } = await c.check("GET", template, g, label);
       expect({ label, status: g.status, code }).toEqual({ label, status: expectStatus, code: expectCode ?? "" });
       expect(h.status, `HEAD ${label}`).toBe(g.status);
       expect(hHeaders, `HEAD ${label}: headers`).toEqual(gHeaders);
       await c.check("HEAD", template, h, label, code);
-      return { get: g, code };
+      return { get: g, code, body };
     };
     const POST = async (site_: TestSite, template: string, o: Send, label: string, expectStatus: number, expectCode?: string) => {
       const res = await send(site_, "POST", template, o);
@@ -336,20 +354,25 @@ async function runVariant(variant: VariantName) {
     // --- deactivate (after the others: it ends the live token)
     await POST(site, "/entitlements/deactivate", { token: live.token }, "deactivate", 200);
 
+    // --- the admin API
+    const { mint, expiredAdmin } = await adminTokens(site, clock);
+    const adminToken = await mint(["admin"]);
+    await adminOperations(site, c, GET, { variant, adminToken, mint, expiredAdmin, entitlement: (await activate()).token });
+
     // --- every path and query over 8 KiB, every method a path does not answer
     const long = `?q=${"x".repeat(8 * 1024)}`;
     const concrete: Record<string, string> = { [U]: manifestPath };
     for (const [template, item] of Object.entries(c.doc.paths)) {
       const path = concrete[template] ?? template;
       if (item.get) await GET(template, path + long, {}, "URL over 8 KiB", 400, "invalid_request");
-      else {
-        const res = await send(site, "POST", path + long, { body: {} });
-        const { code } = await c.check("POST", template, res, "URL over 8 KiB");
-        expect({ status: res.status, code }).toEqual({ status: 400, code: "invalid_request" });
+      for (const method of Object.keys(item).filter((m) => m !== "get" && m !== "head").map((m) => m.toUpperCase())) {
+        const res = await send(site, method, path + long, { body: {} });
+        const { code } = await c.check(method, template, res, "URL over 8 KiB");
+        expect({ method, status: res.status, code }).toEqual({ method, status: 400, code: "invalid_request" });
       }
-      for (const method of item.get ? ["POST", "PUT", "DELETE"] : ["GET", "HEAD", "PUT"]) {
+      for (const method of ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"].filter((m) => !c.methodsAt(path).includes(m))) {
         const res = await send(site, method, path);
-        const { code } = await c.check(method, template, res, "method not answered", method === "HEAD" ? "method_not_allowed" : undefined);
+        const { code } = await c.check(method, template, res, "method not answered", method === "HEAD" ? "method_not_allowed" : undefined, path);
         expect({ method, status: res.status, code }).toEqual({ method, status: 405, code: "method_not_allowed" });
         c.seen.add(key("*", template, 405, code));
       }
@@ -369,7 +392,7 @@ async function runVariant(variant: VariantName) {
     await POST(noKey, X, { body: { id_token: idToken, device: other } }, "no signing key", 503, "licensing_unavailable");
 
     // --- a site with a budget of one request a minute and no staff sign-in
-    const tight = await testSite(variant, { clock, settings: { "rate-limit-signin": "1/60s", "rate-limit-api": "1/60s" } });
+    const tight = await testSite(variant, { clock, settings: { "rate-limit-signin": "1/60s", "rate-limit-api": "1/60s", "rate-limit-admin": "1/60s" } });
     cleanups.push(() => tight.close());
     let peer = 1;
     for (const [template, item] of Object.entries(c.doc.paths)) {
@@ -383,11 +406,14 @@ async function runVariant(variant: VariantName) {
         expect((await c.check("GET", template, g, "over the budget")).code).toBe("rate_limited");
         await c.check("HEAD", template, h, "over the budget", "rate_limited");
         expect(h.status).toBe(429);
-      } else {
+      }
+      for (const method of Object.keys(item).filter((m) => m !== "get" && m !== "head").map((m) => m.toUpperCase())) {
+        const address = `198.51.100.${peer++}`;
         const body = { device: device(variant), key: "x", id_token: "x" };
-        const first = await c.check("POST", template, await send(tight, "POST", template, { body, peer: address }), "first of the budget");
+        const first = await c.check(method, template, await send(tight, method, template, { body, peer: address }), "first of the budget");
         if (template.startsWith("/auth/identity/")) expect(first.code).toBe("identity_disabled");
-        expect((await c.check("POST", template, await send(tight, "POST", template, { body, peer: address }), "over the budget")).code).toBe(
+        if (template.startsWith("/admin/")) expect(first.code).toBe("admin_token_invalid");
+        expect((await c.check(method, template, await send(tight, method, template, { body, peer: address }), "over the budget")).code).toBe(
           "rate_limited",
         );
       }
@@ -411,6 +437,142 @@ async function runVariant(variant: VariantName) {
   } finally {
     for (const f of cleanups.reverse()) await f();
   }
+}
+
+type Getter = (template: string, path: string, o: Send, label: string, status: number, code?: string) => Promise<{ code: string; body: any }>;
+
+/** Admin tokens of a site, made through the domain as the CLI does: any scopes, and one already expired. */
+async function adminTokens(site: TestSite, clock: ReturnType<typeof testClock>) {
+  const d = site.composed.services.admin;
+  const mint = async (scopes: Scope[], expires?: string) => (await createAdminToken(d, CLI_CALLER, { name: "conformance", scopes, expires })).secret;
+  const expiredAdmin = await mint(["admin"], isoTime(clock() + 1000));
+  clock.advance(2000);
+  return { mint, expiredAdmin };
+}
+
+interface AdminCtx {
+  variant: VariantName;
+  adminToken: string;
+  mint: (scopes: Scope[]) => Promise<string>;
+  expiredAdmin: string;
+  /** A live entitlement token: refused on admin paths like any bad token. */
+  entitlement: string;
+}
+
+/** Every admin operation's documented answers. */
+async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: AdminCtx) {
+  const A = { token: x.adminToken };
+  const SEND = async (method: string, template: string, path: string, o: Send, label: string, status: number, expectCode?: string) => {
+    if (method === "GET") return (await GET(template, path, o, label, status, expectCode)).body;
+    const res = await send(site, method, path, o);
+    const out = await c.check(method, template, res, label);
+    expect({ label, method, path, status: res.status, code: out.code }).toEqual({ label, method, path, status, code: expectCode ?? "" });
+    return out.body;
+  };
+  const admins = site.app.endpoints.filter((e) => typeof e.auth === "object");
+  expect(admins.length).toBeGreaterThan(0);
+
+  // The bearer check and the scope, on every admin operation (ids need not exist: they are read after).
+  const revokedAdmin = await createAdminToken(site.composed.services.admin, CLI_CALLER, { name: "gone", scopes: ["admin"] });
+  await revokeAdminToken(site.composed.services.admin, CLI_CALLER, revokedAdmin.token.id);
+  for (const e of admins) {
+    const scope = (e.auth as { scope: Scope }).scope;
+    const path = e.path.replace("{id}", "x_unknown");
+    const body = e.body ? { body: {} } : {};
+    for (const [label, token] of [["no token", undefined], ["not a token", "kta_nope"], ["revoked admin token", revokedAdmin.secret], ["expired admin token", x.expiredAdmin], ["entitlement token", x.entitlement]] as const)
+      await SEND(e.method, e.path, path, { ...body, token }, label, 401, "admin_token_invalid");
+    const others = await x.mint(SCOPES.filter((s) => s !== scope && s !== "admin"));
+    await SEND(e.method, e.path, path, { ...body, token: others }, "every scope but the one needed", 403, "insufficient_scope");
+    if (e.body) {
+      await SEND(e.method, e.path, path, { ...A, body: { unknownField: 1 } }, "unknown body field", 400, "invalid_request");
+      await SEND(e.method, e.path, path, { ...A, body: "x=1", type: "text/plain" }, "text/plain", 415, "unsupported_media_type");
+      await SEND(e.method, e.path, path, { ...A, body: { pad: "x".repeat(17 * 1024) } }, "over 16 KiB", 413, "payload_too_large");
+    }
+    if (e.querySchema) await SEND(e.method, e.path, `${path}?unknown=1`, A, "unknown query parameter", 400, "invalid_request");
+  }
+
+  // --- licences
+  const L = "/admin/licenses";
+  const LID = "/admin/licenses/{id}";
+  const licenseBody = { licensee: "Ada", organization: "Engines", plan: "pro", planTitle: "Pro", seats: 2, channels: ["stable"] };
+  const idem = { ...A, headers: { "idempotency-key": "conformance-1" } };
+  const created = await SEND("POST", L, L, { ...idem, body: licenseBody }, "create", 201);
+  const replay = await SEND("POST", L, L, { ...idem, body: licenseBody }, "same Idempotency-Key, same body", 201);
+  expect(replay.key).toBe(created.key);
+  await SEND("POST", L, L, { ...idem, body: { ...licenseBody, seats: 3 } }, "same Idempotency-Key, other body", 409, "idempotency_conflict");
+  await SEND("POST", L, L, { ...A, body: { ...licenseBody, seats: "2" } }, "seats a string", 400, "invalid_request");
+  const id: string = created.license.id;
+  await SEND("GET", L, L, A, "search", 200);
+  await SEND("GET", L, `${L}?query=Ada&status=active&limit=1`, A, "search a page", 200);
+  await SEND("GET", L, `${L}?cursor=forged`, A, "forged cursor", 400, "invalid_request");
+  await SEND("GET", LID, `${LID.replace("{id}", id)}`, A, "show", 200);
+  await SEND("GET", LID, `${LID.replace("{id}", created.key)}`, A, "show by key", 200);
+  await SEND("GET", LID, "/admin/licenses/lic_unknown", A, "unknown license", 403, "license_unknown");
+  await SEND("PATCH", LID, `/admin/licenses/${id}`, { ...A, body: { seats: 3, expires: "2099-01-01T00:00:00Z", email: "ada@engines.example", metadata: { crm: "42" } } }, "update", 200);
+  await SEND("PATCH", LID, "/admin/licenses/lic_unknown", { ...A, body: { seats: 3 } }, "unknown license", 403, "license_unknown");
+  for (let i = 0; i < 2; i++) {
+    const r = await send(site, "POST", "/licenses/activate", { body: { key: created.key, device: device(x.variant) } });
+    expect(r.status).toBe(200);
+  }
+  await SEND("PATCH", LID, `/admin/licenses/${id}`, { ...A, body: { seats: 1 } }, "seats below those in use", 409, "seats_in_use");
+  const REV = "/admin/licenses/{id}/revoke";
+  const REI = "/admin/licenses/{id}/reinstate";
+  await SEND("POST", REV, `/admin/licenses/${id}/revoke`, A, "revoke", 200);
+  await SEND("POST", REV, `/admin/licenses/${id}/revoke`, A, "revoke twice", 403, "license_revoked");
+  await SEND("POST", REV, "/admin/licenses/lic_unknown/revoke", A, "unknown license", 403, "license_unknown");
+  await SEND("POST", REI, `/admin/licenses/${id}/reinstate`, A, "reinstate", 200);
+  await SEND("POST", REI, `/admin/licenses/${id}/reinstate`, A, "reinstate a license not revoked", 400, "invalid_request");
+  await SEND("POST", REI, "/admin/licenses/lic_unknown/reinstate", A, "unknown license", 403, "license_unknown");
+
+  // --- activations
+  const ACTS = "/admin/activations";
+  const listed = await SEND("GET", ACTS, `${ACTS}?license=${id}`, A, "a license's activations", 200);
+  expect(listed.activations.length).toBe(2);
+  await SEND("GET", ACTS, `${ACTS}?license=lic_unknown`, A, "unknown license", 403, "license_unknown");
+  await SEND("GET", ACTS, ACTS, A, "no license given", 400, "invalid_request");
+  const DEACT = "/admin/activations/{id}/deactivate";
+  const act = listed.activations[0].id as string;
+  await SEND("POST", DEACT, `/admin/activations/${act}/deactivate`, A, "deactivate", 200);
+  await SEND("POST", DEACT, `/admin/activations/${act}/deactivate`, A, "deactivate twice", 401, "entitlement_revoked");
+  await SEND("POST", DEACT, "/admin/activations/act_unknown/deactivate", A, "unknown activation", 404, "not_found");
+
+  // --- audit and feed
+  await SEND("GET", "/admin/audit", `/admin/audit?license=${id}&since=2026-01-01T00:00:00Z&limit=2`, A, "audit", 200);
+  await SEND("GET", "/admin/audit", "/admin/audit?since=yesterday", A, "since not a time", 400, "invalid_request");
+  await SEND("GET", "/admin/feed", "/admin/feed?after=0", A, "feed", 200);
+  await SEND("GET", "/admin/feed", "/admin/feed?after=-1", A, "after not a cursor", 400, "invalid_request");
+
+  // --- webhooks and deliveries
+  const W = "/admin/webhooks";
+  const WID = "/admin/webhooks/{id}";
+  const hook = await SEND("POST", W, W, { ...A, body: { url: "https://hooks.example/keyturn", events: ["license.created"] } }, "add", 201);
+  await SEND("POST", W, W, { ...A, body: { url: "http://hooks.example/", events: ["license.created"] } }, "http to a remote host", 400, "invalid_request");
+  await SEND("GET", W, W, A, "list", 200);
+  await SEND("PATCH", WID, `${W}/${hook.endpoint.id}`, { ...A, body: { enabled: false } }, "disable", 200);
+  await SEND("PATCH", WID, `${W}/${hook.endpoint.id}`, { ...A, body: { enabled: true } }, "enable", 200);
+  await SEND("PATCH", WID, `${W}/whe_unknown`, { ...A, body: { enabled: true } }, "unknown endpoint", 404, "not_found");
+  const store = site.composed.store;
+  await SEND("POST", L, L, { ...A, body: licenseBody }, "create (an event to deliver)", 201);
+  const now = site.clock();
+  await store.fanOutEvents(now, 1000, () => newId("dlv", now));
+  const D = "/admin/webhooks/deliveries";
+  const DID = "/admin/webhooks/deliveries/{id}";
+  const RETRY = "/admin/webhooks/deliveries/{id}/retry";
+  const page = await SEND("GET", D, `${D}?status=pending&limit=10`, A, "deliveries", 200);
+  expect(page.deliveries.length).toBeGreaterThan(0);
+  const dlv = page.deliveries[0].id as string;
+  await SEND("GET", D, `${D}?status=sent`, A, "unknown status", 400, "invalid_request");
+  await SEND("GET", DID, `${D}/${dlv}`, A, "a delivery", 200);
+  await SEND("GET", DID, `${D}/dlv_unknown`, A, "unknown delivery", 404, "not_found");
+  await SEND("POST", RETRY, `${D}/${dlv}/retry`, A, "retry", 200);
+  await SEND("POST", RETRY, `${D}/dlv_unknown/retry`, A, "unknown delivery", 404, "not_found");
+  const [claimed] = await store.claimDeliveries(site.clock(), site.clock() + 60_000, "conformance", 1);
+  expect(claimed).toBeDefined();
+  const attempt = { deliveryId: claimed!.delivery.id, attempt: 1, time: site.clock(), durationMs: 5, statusCode: 200, error: null };
+  expect(await store.recordAttempt(attempt, "conformance", { status: "delivered" })).toBe(true);
+  await SEND("POST", RETRY, `${D}/${claimed!.delivery.id}/retry`, A, "retry a delivered one", 400, "invalid_request");
+  await SEND("DELETE", WID, `${W}/${hook.endpoint.id}`, A, "remove", 200);
+  await SEND("DELETE", WID, `${W}/${hook.endpoint.id}`, A, "remove twice", 404, "not_found");
 }
 
 describe("the OpenAPI document matches every answer", () => {

@@ -11,6 +11,16 @@ import { EVENT_TYPES } from "../domain/events";
  * name the field they refuse). Answers carry `ok: true` besides what the service returns.
  */
 const Timestamp = Type.String({ format: "date-time", description: "ISO 8601 with a numeric offset, no fraction" });
+/**
+ * A time in a request: a pattern, not `format: "date-time"`, since TypeBox refuses every value of a
+ * format it has no checker for. The same shape src/domain/admin/input.ts isoDate reads (a date, or a
+ * date and time with its zone); the domain checks the date exists.
+ */
+const TimeInput = Type.String({
+  maxLength: 40,
+  pattern: "^\\d{4}-\\d{2}-\\d{2}([T ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2}))?$",
+  description: "ISO 8601: a date, or a date and time with Z or a numeric offset",
+});
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const Ok = Type.Literal(true);
 const closed = <T extends Record<string, TSchema>>(props: T, description?: string) =>
@@ -35,7 +45,7 @@ export const AdminLicenseCreateBody = closed({
   planTitle: Type.String({ minLength: 1, maxLength: 200 }),
   seats: Type.Integer({ minimum: 1, maximum: SEATS_MAX }),
   channels: Channels,
-  expires: Type.Optional(Nullable(Timestamp)),
+  expires: Type.Optional(Nullable(TimeInput)),
   email: Type.Optional(Nullable(Email)),
   metadata: Type.Optional(Metadata),
 });
@@ -48,7 +58,7 @@ export const AdminLicenseUpdateBody = closed(
     planTitle: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     seats: Type.Optional(Type.Integer({ minimum: 1, maximum: SEATS_MAX })),
     channels: Type.Optional(Channels),
-    expires: Type.Optional(Nullable(Timestamp)),
+    expires: Type.Optional(Nullable(TimeInput)),
     email: Type.Optional(Nullable(Email)),
     metadata: Type.Optional(Metadata),
   },
@@ -60,7 +70,7 @@ export const IdempotencyKeyHeader = Type.String({ minLength: 1, maxLength: 255, 
 export const AdminTokenCreateBody = closed({
   name: Type.String({ minLength: 1, maxLength: 100 }),
   scopes: Type.Array(Type.Union(SCOPES.map((s) => Type.Literal(s))), { minItems: 1, maxItems: SCOPES.length }),
-  expires: Type.Optional(Nullable(Timestamp)),
+  expires: Type.Optional(Nullable(TimeInput)),
 });
 
 export const WebhookEndpointCreateBody = closed({
@@ -71,6 +81,9 @@ export const WebhookEndpointCreateBody = closed({
 export const WebhookEndpointUpdateBody = closed({ enabled: Type.Boolean() });
 
 // ---- query strings ----
+
+/** The query of an admin endpoint that takes none: any parameter is refused, as on the others. */
+export const NoQuery = closed({});
 
 export const AdminLicenseQuery = closed({
   query: Type.Optional(Type.String({ maxLength: 200, description: "Part of licensee, organization, email or id; case-insensitive" })),
@@ -85,7 +98,7 @@ export const AdminAuditQuery = closed({
   license: Type.Optional(Type.String({ maxLength: 100 })),
   activation: Type.Optional(Type.String({ maxLength: 100 })),
   error: Type.Optional(Type.String({ maxLength: 64 })),
-  since: Type.Optional(Timestamp),
+  since: Type.Optional(TimeInput),
   cursor: Type.Optional(Cursor),
   limit: Type.Optional(Limit(500, 100)),
 });
