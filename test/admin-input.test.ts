@@ -140,7 +140,7 @@ describe("bad query strings on every admin query endpoint", () => {
       "GET /admin/activations": `license=${(lic.body.license as { id: string }).id}`,
       "GET /admin/audit": "",
       "GET /admin/feed": "",
-      "GET /admin/webhooks/deliveries": "",
+      "GET /admin/webhook-deliveries": "",
     };
   });
 
@@ -193,7 +193,7 @@ describe("bad query strings on every admin query endpoint", () => {
     await refused("GET", `/admin/audit?limit=1&error=seat_limit&cursor=${auditNext}`, "cursor", "audit cursor with another filter");
     await refused("GET", `/admin/audit?cursor=${next}`, "cursor", "a licenses cursor on the audit");
     await refused("GET", `/admin/licenses?query=Grace&cursor=${auditNext}`, "cursor", "an audit cursor on the licenses");
-    await refused("GET", "/admin/webhooks/deliveries?cursor=forged", "cursor", "deliveries cursor forged");
+    await refused("GET", "/admin/webhook-deliveries?cursor=forged", "cursor", "deliveries cursor forged");
     await refused("GET", "/admin/feed?after=forged", "after", "feed cursor forged");
     await refused("GET", "/admin/feed?after=99999999999999999999", "after", "feed cursor beyond 64 bits");
     await refused("GET", "/admin/feed?after=9223372036854775808", "after", "feed cursor one past the largest seq");

@@ -52,6 +52,18 @@ const freshDelivery = async () => {
   return delivery!.id;
 };
 
+// Release controls are kept for any version of a lane of the variant (applied should it appear), so
+// each fixture takes a version of its own: a control that changes nothing writes no audit line.
+let versions = 0;
+const freshVersion = () => `9.${++versions}.0`;
+const LANE = encodeURIComponent("alpha/stable/win-x64");
+const controlPath = (version: string, op: string) => `/admin/releases/${LANE}/${version}/${op}`;
+const controlled = async (op: "halt" | "withdraw") => {
+  const version = freshVersion();
+  await site.composed.services.selection.controls.apply(op, "alpha/stable/win-x64", version);
+  return version;
+};
+
 /**
  * For each admin endpoint: a request its scope should have answered (fresh records, so a write can
  * run again). The matrix fails for an admin endpoint added without one here.
@@ -75,9 +87,15 @@ const FIXTURES: Record<string, () => Promise<{ path: string; body?: unknown }>> 
   "GET /admin/webhooks": async () => ({ path: "/admin/webhooks" }),
   "PATCH /admin/webhooks/{id}": async () => ({ path: `/admin/webhooks/${await freshHook()}`, body: { enabled: true } }),
   "DELETE /admin/webhooks/{id}": async () => ({ path: `/admin/webhooks/${await freshHook()}` }),
-  "GET /admin/webhooks/deliveries": async () => ({ path: "/admin/webhooks/deliveries?status=pending" }),
-  "GET /admin/webhooks/deliveries/{id}": async () => ({ path: `/admin/webhooks/deliveries/${await freshDelivery()}` }),
-  "POST /admin/webhooks/deliveries/{id}/retry": async () => ({ path: `/admin/webhooks/deliveries/${await freshDelivery()}/retry` }),
+  "GET /admin/webhook-deliveries": async () => ({ path: "/admin/webhook-deliveries?status=pending" }),
+  "GET /admin/webhook-deliveries/{id}": async () => ({ path: `/admin/webhook-deliveries/${await freshDelivery()}` }),
+  "POST /admin/webhook-deliveries/{id}/retry": async () => ({ path: `/admin/webhook-deliveries/${await freshDelivery()}/retry` }),
+  "GET /admin/releases": async () => ({ path: "/admin/releases" }),
+  "POST /admin/releases/{lane}/{version}/halt": async () => ({ path: controlPath(freshVersion(), "halt") }),
+  "POST /admin/releases/{lane}/{version}/resume": async () => ({ path: controlPath(await controlled("halt"), "resume") }),
+  "POST /admin/releases/{lane}/{version}/withdraw": async () => ({ path: controlPath(freshVersion(), "withdraw") }),
+  "POST /admin/releases/{lane}/{version}/restore": async () => ({ path: controlPath(await controlled("withdraw"), "restore") }),
+  "GET /admin/stats": async () => ({ path: "/admin/stats" }),
 };
 
 let expired: { secret: string };

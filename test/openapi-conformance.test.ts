@@ -96,7 +96,7 @@ class Conformance {
 
   /**
    * The methods a concrete path is answered under: those of every documented template it matches
-   * (a literal segment also matches a template's `{param}`, e.g. PATCH /admin/webhooks/deliveries is
+   * (a literal segment also matches a template's `{param}`, e.g. PATCH /admin/webhook-deliveries is
    * PATCH /admin/webhooks/{id}).
    */
   methodsAt(path: string): string[] {
@@ -542,6 +542,18 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   await SEND("GET", "/admin/feed", "/admin/feed?after=0", A, "feed", 200);
   await SEND("GET", "/admin/feed", "/admin/feed?after=-1", A, "after not a cursor", 400, "invalid_request");
 
+  // --- releases, rollout controls and stats (the lane of the release tree, its slashes percent-encoded)
+  const laneName = [VARIANTS[x.variant].products[0], "stable", "win-x64"].filter(Boolean).join("/");
+  const lane = encodeURIComponent(laneName);
+  await SEND("GET", "/admin/releases", "/admin/releases", A, "releases", 200);
+  for (const op of ["halt", "resume", "withdraw", "restore"]) {
+    const T = `/admin/releases/{lane}/{version}/${op}`;
+    const done = await SEND("POST", T, `/admin/releases/${lane}/1.0.0/${op}`, A, op, 200);
+    expect(done).toMatchObject({ changed: true, release: { lane: laneName, version: "1.0.0" } });
+    await SEND("POST", T, `/admin/releases/nowhere/1.0.0/${op}`, A, `${op} of a lane not of the variant`, 400, "invalid_request");
+  }
+  await SEND("GET", "/admin/stats", "/admin/stats", A, "stats", 200);
+
   // --- webhooks and deliveries
   const W = "/admin/webhooks";
   const WID = "/admin/webhooks/{id}";
@@ -555,9 +567,9 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   await SEND("POST", L, L, { ...A, body: licenseBody }, "create (an event to deliver)", 201);
   const now = site.clock();
   await store.fanOutEvents(now, 1000, () => newId("dlv", now));
-  const D = "/admin/webhooks/deliveries";
-  const DID = "/admin/webhooks/deliveries/{id}";
-  const RETRY = "/admin/webhooks/deliveries/{id}/retry";
+  const D = "/admin/webhook-deliveries";
+  const DID = "/admin/webhook-deliveries/{id}";
+  const RETRY = "/admin/webhook-deliveries/{id}/retry";
   const page = await SEND("GET", D, `${D}?status=pending&limit=10`, A, "deliveries", 200);
   expect(page.deliveries.length).toBeGreaterThan(0);
   const dlv = page.deliveries[0].id as string;

@@ -89,6 +89,7 @@ export async function compose(
   // A mirror accepts its vendor's tokens: their iss is the vendor's address, not the mirror's.
   const verifier = new TokenVerifier(config.variant, mirrorConfig?.of ?? config.baseUrl, keys, clock, config.tokenCacheSize);
   const knowledge = mirrorConfig ? new MirrorKnowledge(mirrorConfig.of, clock, mirrorConfig.maxStalenessSeconds) : null;
+  const controls = new ReleaseControls(store, clock, config.variant);
   const mirror = mirrorConfig
     ? new MirrorFollower({
         of: mirrorConfig.of,
@@ -100,6 +101,7 @@ export async function compose(
         random: opts.random ?? Math.random,
         log,
         onRevoked: (match) => verifier.evict(match),
+        onReleaseControl: (op, lane, version) => controls.apply(op, lane, version),
         requestTimeoutMs: opts.mirrorRequestTimeoutMs,
       })
     : null;
@@ -117,7 +119,6 @@ export async function compose(
     mirrorOf: mirrorConfig?.of ?? null,
     adoption,
   });
-  const controls = new ReleaseControls(store, clock, config.variant);
   const selection = new ReleaseSelection(config.variant, controls, clock);
   const publications = new ReleasePublications(store, clock, (published) => {
     for (const release of published) log.info("release published", { lane: release.lane, version: release.version });

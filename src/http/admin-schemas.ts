@@ -221,3 +221,64 @@ export const AttemptView = Type.Object({
 export const WebhookDeliveryPage = Type.Object({ ok: Ok, deliveries: Type.Array(DeliveryView), next: Next });
 export const WebhookDeliveryShown = Type.Object({ ok: Ok, delivery: DeliveryView, attempts: Type.Array(AttemptView) });
 export const WebhookDeliveryAnswer = Type.Object({ ok: Ok, delivery: DeliveryView });
+
+// ---- releases and stats ----
+
+const RolloutView = Nullable(Type.Union([Type.Object({ percent: Type.Number() }), Type.Object({ days: Type.Number() })]));
+const ControlState = { halted: Nullable(Timestamp), withdrawn: Nullable(Timestamp) };
+
+export const AdminReleaseOverview = Type.Object({
+  ok: Ok,
+  lanes: Type.Array(
+    Type.Object({
+      lane: Type.String({ description: "product/channel/platform (gamma: channel/platform)" }),
+      releases: Type.Array(
+        Type.Object({
+          version: Type.String(),
+          released: Timestamp,
+          folder: Type.String(),
+          installer: Type.String(),
+          size: Type.Integer(),
+          sha256: Type.String(),
+          rollout: RolloutView,
+          share: Type.Number({ description: "Percent of installations admitted now (0 when withdrawn)" }),
+          ...ControlState,
+        }),
+        { description: "Live releases, newest first, with their rollout state now" },
+      ),
+    }),
+  ),
+  otherControls: Type.Array(Type.Object({ lane: Type.String(), version: Type.String(), ...ControlState }), {
+    description: "Controls of releases not (or no longer) in the tree: kept, and applied should they come back",
+  }),
+  skipped: Type.Array(Type.Object({ folder: Type.String(), reason: Type.String() }), { description: "Release folders not live, with why" }),
+});
+
+export const AdminReleaseControlAnswer = Type.Object({
+  ok: Ok,
+  changed: Type.Boolean({ description: "false when the release was already in that state" }),
+  release: Type.Object({ lane: Type.String(), version: Type.String() }),
+  share: Nullable(Type.Number({ description: "Percent admitted now; null when the release is not in the tree" })),
+  ...ControlState,
+});
+
+export const AdminStats = Type.Object({
+  ok: Ok,
+  since: Timestamp,
+  installations: Type.Array(
+    Type.Object({ product: Nullable(Type.String()), lane: Nullable(Type.String()), channel: Nullable(Type.String()), version: Type.String(), installations: Type.Integer() }),
+    { description: "Active installations seen in the last 30 days by product, lane and version (lane null: no manifest read yet)" },
+  ),
+  rollouts: Type.Array(
+    Type.Object({
+      lane: Type.String(),
+      version: Type.String(),
+      share: Type.Number(),
+      ...ControlState,
+      seen: Type.Integer({ description: "Installations seen on the lane in the window" }),
+      admitted: Type.Integer({ description: "Of those, how many the release admits now (its reach)" }),
+    }),
+  ),
+  activationsPerDay: Type.Array(Type.Object({ day: Type.String(), activations: Type.Integer(), seatLimitRefusals: Type.Integer() })),
+  expiringLicenses: Type.Array(Type.Object({ id: Type.String(), licensee: Type.String(), organization: Type.String(), expires: Timestamp })),
+});

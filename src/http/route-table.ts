@@ -2,6 +2,7 @@ import type { AppServices } from "./deps";
 import type { Endpoint } from "./endpoint";
 import { adminLicenseEndpoints } from "./endpoints/admin-licenses";
 import { adminRecordEndpoints } from "./endpoints/admin-records";
+import { adminReleaseEndpoints } from "./endpoints/admin-releases";
 import { adminWebhookEndpoints } from "./endpoints/admin-webhooks";
 import { identityEndpoints } from "./endpoints/identity";
 import { licensingEndpoints } from "./endpoints/licensing";
@@ -20,5 +21,6 @@ export function routeTable(s: AppServices, openapi: () => string): Endpoint[] {
     ...adminLicenseEndpoints(s.admin),
     ...adminRecordEndpoints(s.admin),
     ...adminWebhookEndpoints(s.admin),
+    ...adminReleaseEndpoints(s.admin, s.releases, s.selection.controls, s.clock),
   ];
 }

@@ -1,3 +1,4 @@
+import type { ReleaseControlOp } from "../../store/types";
 import type { Logger } from "../../config/log";
 import type { MirrorStateStore } from "../../store/mirror-state";
 import type { Clock } from "../clock";
@@ -20,6 +21,8 @@ export interface MirrorFollowerDeps {
   readonly log: Logger;
   /** Called for every activation or license refused anew, so cached tokens are dropped at once. */
   readonly onRevoked: (match: { readonly activation?: string; readonly license?: string }) => void;
+  /** Applies a vendor's release control to this mirror's own records, so it serves as the vendor does. */
+  readonly onReleaseControl?: (op: ReleaseControlOp, lane: string, version: string) => Promise<unknown>;
   readonly requestTimeoutMs?: number;
 }
 
@@ -38,6 +41,9 @@ const MAX_BACKOFF_MS = 5 * 60_000;
  * interval, or backs off with jitter while the vendor fails. A failed or refused page changes
  * nothing: the mirror keeps serving what it knew, and its staleness grows.
  */
+/** The control a release event's verb stands for (release.published is no control). */
+const CONTROL_OF: Readonly<Record<string, ReleaseControlOp>> = { halted: "halt", resumed: "resume", withdrawn: "withdraw", restored: "restore" };
+
 export class MirrorFollower {
   private failures = 0;
   private timer: ReturnType<typeof setTimeout> | null = null;
@@ -80,6 +86,7 @@ export class MirrorFollower {
       for (const c of changes) {
         if (c.op === "revoke") this.d.onRevoked(c.kind === "activation" ? { activation: c.id } : { license: c.id });
         else if (c.op === "expiry") this.d.onRevoked({ license: c.licenseId });
+        else if (c.op === "release" && Object.hasOwn(CONTROL_OF, c.state)) await this.d.onReleaseControl?.(CONTROL_OF[c.state]!, c.lane, c.version);
       }
       if (this.failures > 0 || this.lastProblem !== null) log.info("mirror feed answers again", { of: this.d.of, failedAttempts: this.failures });
       this.failures = 0;

@@ -77,7 +77,7 @@ export function adminWebhookEndpoints(admin: AdminDeps): Endpoint[] {
     }),
     endpoint({
       method: "GET",
-      path: "/admin/webhooks/deliveries",
+      path: "/admin/webhook-deliveries",
       summary: "Deliveries, newest first, by endpoint and status",
       auth: { scope: "webhooks:read" },
       budget: "admin",
@@ -89,7 +89,7 @@ export function adminWebhookEndpoints(admin: AdminDeps): Endpoint[] {
     }),
     endpoint({
       method: "GET",
-      path: "/admin/webhooks/deliveries/{id}",
+      path: "/admin/webhook-deliveries/{id}",
       summary: "A delivery with every attempt (status, duration, answer code)",
       auth: { scope: "webhooks:read" },
       budget: "admin",
@@ -102,7 +102,7 @@ export function adminWebhookEndpoints(admin: AdminDeps): Endpoint[] {
     }),
     endpoint({
       method: "POST",
-      path: "/admin/webhooks/deliveries/{id}/retry",
+      path: "/admin/webhook-deliveries/{id}/retry",
       summary: "Attempt a failed delivery again now",
       auth: { scope: "webhooks:write" },
       budget: "admin",
