@@ -117,6 +117,7 @@ export function stripeBridge(o: StripeBridgeOptions): (request: Request) => Prom
     const template = plan === undefined ? undefined : o.plans[plan];
     if (!plan || !template) throw new Error(`session ${session.id}: no known plan in metadata.plan or its price`);
     const seats = meta.seats ? Number(meta.seats) : (item?.quantity ?? template.seats ?? 1);
+    if (!Number.isInteger(seats) || seats < 1) throw new Error(`session ${session.id}: seats ${JSON.stringify(meta.seats)} is not a whole number`);
     const customer = session.customer_details;
     const name = customer?.name ?? customer?.email ?? "Stripe customer";
     const ids: Record<string, string | null> = {
@@ -161,6 +162,7 @@ export function stripeBridge(o: StripeBridgeOptions): (request: Request) => Prom
     const license = await api.findLicense(invoice.customer_email, (m) => m.stripe_subscription === subscription);
     // The first invoice can arrive before checkout.session.completed made the licence: Stripe will retry.
     if (!license) throw new Error(`no licence yet for subscription ${subscription}`);
+    if (invoice.lines.data.length === 0) return `invoice ${invoice.id} has no lines`;
     const periodEnd = Math.max(...invoice.lines.data.map((l) => l.period.end)) * 1000;
     const expires = periodEnd + (o.renewalGraceDays ?? 3) * DAY_MS;
     if (license.expires !== null && Date.parse(license.expires) >= expires) return `licence ${license.id} already runs to ${license.expires}`;

@@ -11,7 +11,7 @@ afterAll(() => rmSync(data, { recursive: true, force: true }));
 
 /** Starts the demo, reads its banner up to the admin curl, and stops it after `use`. */
 async function withDemo(use: (banner: { token: string; url: string }) => Promise<void>): Promise<void> {
-  const proc = Bun.spawn([process.execPath, main, "serve", "--demo", "--port", "0", "--data", data, "--log-format", "json"], { cwd: root, stdout: "pipe", stderr: "ignore" });
+  const proc = Bun.spawn([process.execPath, main, "serve", "--demo", "--port", "0", "--data", data, "--log-format", "json"], { cwd: root, stdout: "pipe", stderr: "pipe" });
   try {
     let out = "";
     const reader = proc.stdout.getReader();
@@ -25,6 +25,14 @@ async function withDemo(use: (banner: { token: string; url: string }) => Promise
     expect(token).toBeDefined();
     expect(url?.[2]).toBe(token!);
     await use({ token: token!, url: url![1]! });
+    // SIGTERM is handled (a clean stop, exit 0) from the "keyturn listening" line on.
+    let log = "";
+    const logReader = proc.stderr.getReader();
+    while (!log.includes('"keyturn listening"')) {
+      const { value, done } = await logReader.read();
+      if (done) break;
+      log += new TextDecoder().decode(value);
+    }
     proc.kill("SIGTERM");
     expect(await proc.exited).toBe(0);
   } finally {
