@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, expect, test } from "bun:test";
-import { FormatRegistry, type TSchema } from "@sinclair/typebox";
+import type { TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { VARIANTS } from "../src/config/variants";
 import { queryAudit } from "../src/domain/admin/audit-query";
@@ -12,8 +12,6 @@ import { WebhookWorker } from "../src/domain/webhooks/worker";
 import { silentLogger } from "../src/config/log";
 import * as S from "../src/http/admin-schemas";
 import { device, testSite, type TestSite } from "./helpers";
-
-FormatRegistry.Set("date-time", (v) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d([+-]\d\d:\d\d|Z)$/.test(v) && !Number.isNaN(Date.parse(v)));
 
 let site: TestSite;
 let d: AdminDeps;

@@ -1,10 +1,7 @@
-import { FormatRegistry, type Static, type TSchema } from "@sinclair/typebox";
+import type { Static, TSchema } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { KeyturnError } from "../domain/errors";
-
-// TypeBox refuses formats it has no check for: "date-time" (expires, since) is RFC 3339, and the domain reads it.
-if (!FormatRegistry.Has("date-time"))
-  FormatRegistry.Set("date-time", (v) => /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/.test(v) && !Number.isNaN(Date.parse(v)));
+import "./formats";
 
 /** JSON bodies larger than this are refused with 413 before they are read in full. */
 export const MAX_JSON_BODY = 16 * 1024;
