@@ -1,5 +1,5 @@
-import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from "bun:test";
-import { FormatRegistry, type TSchema } from "@sinclair/typebox";
+import { afterEach, beforeEach, expect, test } from "bun:test";
+import type { TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { VARIANTS } from "../src/config/variants";
 import { queryAudit } from "../src/domain/admin/audit-query";
@@ -12,13 +12,6 @@ import { WebhookWorker } from "../src/domain/webhooks/worker";
 import { silentLogger } from "../src/config/log";
 import * as S from "../src/http/admin-schemas";
 import { device, testSite, type TestSite } from "./helpers";
-
-// Answers are checked with a date-time checker here only: the registry is global to the test run, and
-// the server registers none (request schemas must not rely on one; test/admin-input.test.ts).
-beforeAll(() =>
-  FormatRegistry.Set("date-time", (v) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d([+-]\d\d:\d\d|Z)$/.test(v) && !Number.isNaN(Date.parse(v))),
-);
-afterAll(() => FormatRegistry.Delete("date-time"));
 
 let site: TestSite;
 let d: AdminDeps;

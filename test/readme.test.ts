@@ -164,14 +164,19 @@ test.skipIf(tools.length > 0)("the README's five-minute tour runs as written aga
   const licenseFile = join(data, "demo-alpha", "demo-license.txt");
   for (let i = 0; i < 100 && !existsSync(licenseFile); i++) await Bun.sleep(50);
   const key = readFileSync(licenseFile, "utf8").trim();
+  const adminToken = readFileSync(join(data, "demo-alpha", "demo-admin-token.txt"), "utf8").trim();
 
   const release = join(root, "releases.example/alpha/alpha/stable/win-x64/1.1.0/alpha-update.json");
   const manifestBytes = readFileSync(release);
   const etag = `"${createHash("sha256").update(manifestBytes).digest("hex")}"`;
   const tour = shellOf("A five-minute tour");
-  // The tour's three placeholders: the address, the license the demo printed, the ETag it showed.
-  for (const placeholder of ["http://127.0.0.1:8080", "KEY=AL-…", '"<the ETag above>"']) expect(tour).toContain(placeholder);
-  const script = tour.replaceAll("http://127.0.0.1:8080", url).replace("KEY=AL-…", `KEY=${key}`).replace('"<the ETag above>"', etag);
+  // The tour's placeholders: the address, the license and admin token the demo printed, the ETag it showed.
+  for (const placeholder of ["http://127.0.0.1:8080", "KEY=AL-…", "ADMIN_TOKEN=kta_…", '"<the ETag above>"']) expect(tour).toContain(placeholder);
+  const script = tour
+    .replaceAll("http://127.0.0.1:8080", url)
+    .replace("KEY=AL-…", `KEY=${key}`)
+    .replace("ADMIN_TOKEN=kta_…", `ADMIN_TOKEN=${adminToken}`)
+    .replace('"<the ETag above>"', etag);
 
   const run = Bun.spawnSync(["bash", "-euc", script], { cwd: work, env: { PATH: process.env.PATH ?? "" } });
   const out = run.stdout.toString();
@@ -185,4 +190,7 @@ test.skipIf(tools.length > 0)("the README's five-minute tour runs as written aga
   expect(out).toContain(`${sha256}  -`);
   expect(out).toContain('"version":"1.2.0-beta.1"');
   expect(out).toContain('"error":"entitlement_revoked"');
+  // the admin API's answer: the demo license, its one seat given back in step 4
+  const admin = JSON.parse(out.slice(out.lastIndexOf('{"ok":true,"licenses"')).trim()) as { licenses: { licensee: string; seatsUsed: number }[] };
+  expect(admin.licenses).toMatchObject([{ licensee: "Demo User", seatsUsed: 0 }]);
 }, 30_000);

@@ -4,6 +4,9 @@ import type { Config } from "../config/config";
 import { VARIANTS, type VariantName } from "../config/variants";
 import { settingDefault } from "../config/settings";
 import type { Admin } from "../domain/admin";
+import { CLI_CALLER, type AdminDeps } from "../domain/admin/deps";
+import { authenticateAdmin, createAdminToken } from "../domain/admin/tokens";
+import { isKeyturnError } from "../domain/errors";
 import { sha256Hex } from "../domain/ids";
 import { generateKeyFiles, loadKeyRing } from "../domain/keys";
 import { hashLicenseKey } from "../domain/license-key";
@@ -67,7 +70,29 @@ export async function ensureDemoLicense(config: Config, store: Store, admin: Adm
   return key;
 }
 
-export function printDemoBanner(config: Config, key: string, listenUrl: string): void {
+/**
+ * The demo admin token (scope admin, named "demo"): created once, its secret kept beside the demo
+ * records (mode 0600, like the demo license) so every start shows the same token and a shell that
+ * holds it keeps working across restarts. Only the demo keeps a secret in the clear: it is for
+ * development, on development keys. A token revoked or expired meanwhile is replaced.
+ */
+export async function ensureDemoAdminToken(config: Config, admin: AdminDeps): Promise<string> {
+  const file = join(config.dataDir, "demo-admin-token.txt");
+  if (existsSync(file)) {
+    const secret = readFileSync(file, "utf8").trim();
+    try {
+      await authenticateAdmin(admin, secret);
+      return secret;
+    } catch (e) {
+      if (!isKeyturnError(e)) throw e;
+    }
+  }
+  const { secret } = await createAdminToken(admin, CLI_CALLER, { name: "demo", scopes: ["admin"] });
+  writeFileSync(file, secret + "\n", { mode: 0o600 });
+  return secret;
+}
+
+export function printDemoBanner(config: Config, key: string, adminToken: string, listenUrl: string): void {
   const v = VARIANTS[config.variant.name];
   const hash = Buffer.from(sha256Hex(`${v.deviceTextPrefix}demo-installation`), "hex").toString("base64url");
   const device: Record<string, string> = { hash, name: "Demo PC", platform: "win-x64", version: "1.0.0" };
@@ -82,8 +107,11 @@ export function printDemoBanner(config: Config, key: string, listenUrl: string):
   out(bar);
   out(`variant:      ${config.variant.name}`);
   out(`demo license: ${key}`);
+  out(`demo admin token: ${adminToken}`);
   out("");
   out("Activate an installation:");
   out(`  curl -s ${listenUrl}/api/v1/licenses/activate -H 'content-type: application/json' -d '${body}'`);
+  out("Ask the admin API (docs/admin-api.md):");
+  out(`  curl -s ${listenUrl}/api/v1/admin/licenses -H 'Authorization: Bearer ${adminToken}'`);
   out("");
 }

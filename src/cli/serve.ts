@@ -9,7 +9,7 @@ import { createApp } from "../http/app";
 import { VERSION } from "../version";
 import { startMetricsListener } from "./metrics-listener";
 import { compose } from "./compose";
-import { demoSettings, ensureDemoKeys, ensureDemoLicense, printDemoBanner } from "./demo";
+import { demoSettings, ensureDemoAdminToken, ensureDemoKeys, ensureDemoLicense, printDemoBanner } from "./demo";
 import { out } from "./io";
 import { startTransport, transportMode } from "./transport";
 
@@ -65,7 +65,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
 
   if (config.demo) {
     const admin = new Admin(config.variant, store, services.clock, services.audit);
-    printDemoBanner(config, await ensureDemoLicense(config, store, admin), listenUrl);
+    printDemoBanner(config, await ensureDemoLicense(config, store, admin), await ensureDemoAdminToken(config, services.admin), listenUrl);
   }
   process.on("SIGHUP", () => {
     log.info(transport.tls ? "SIGHUP: re-reading the release tree and the certificate" : "SIGHUP: re-reading the release tree");

@@ -1,3 +1,4 @@
+import "./formats";
 import { Type, type TSchema } from "@sinclair/typebox";
 import { SCOPES } from "../domain/admin/deps";
 import { METADATA_LIMITS } from "../domain/admin/input";

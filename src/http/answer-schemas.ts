@@ -1,3 +1,4 @@
+import "./formats";
 import { Type, type TSchema } from "@sinclair/typebox";
 import { ERROR_CODES } from "../domain/errors";
 

@@ -1,6 +1,7 @@
 import type { Static, TSchema } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { KeyturnError } from "../domain/errors";
+import "./formats";
 
 /** JSON bodies larger than this are refused with 413 before they are read in full. */
 export const MAX_JSON_BODY = 16 * 1024;
