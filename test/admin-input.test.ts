@@ -79,7 +79,7 @@ describe("bad bodies on every admin body endpoint", () => {
     const lic = await send("POST", "/admin/licenses", { body: VALID_BODIES["POST /admin/licenses"] });
     expect(lic.status).toBe(201);
     expect(lic.body.license).toMatchObject({ expires: "2099-01-01T00:00:00+00:00", email: "ada@engines.example", metadata: { crm: "42" } });
-    const dated = await send("PATCH", `/admin/licenses/${(lic.body.license as { id: string }).id}`, { body: { expires: "2098-06-30" } });
+    const dated = await send("PATCH", `/admin/licenses/${(lic.body.license as { id: string }).id}`, { body: { expires: "2098-06-30T00:00:00Z" } });
     expect({ status: dated.status, changed: dated.body.changed }).toEqual({ status: 200, changed: ["expires"] });
     const hook = await send("POST", "/admin/webhooks", { body: VALID_BODIES["POST /admin/webhooks"] });
     expect(hook.status).toBe(201);

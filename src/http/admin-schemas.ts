@@ -12,16 +12,8 @@ import { EVENT_TYPES } from "../domain/events";
  * name the field they refuse). Answers carry `ok: true` besides what the service returns.
  */
 const Timestamp = Type.String({ format: "date-time", description: "ISO 8601 with a numeric offset, no fraction" });
-/**
- * A time in a request: a pattern, not `format: "date-time"`, since TypeBox refuses every value of a
- * format it has no checker for. The same shape src/domain/admin/input.ts isoDate reads (a date, or a
- * date and time with its zone); the domain checks the date exists.
- */
-const TimeInput = Type.String({
-  maxLength: 40,
-  pattern: "^\\d{4}-\\d{2}-\\d{2}([T ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2}))?$",
-  description: "ISO 8601: a date, or a date and time with Z or a numeric offset",
-});
+/** A time in a request: RFC 3339 with Z or a numeric offset (src/http/formats.ts). */
+const TimeInput = Type.String({ maxLength: 40, format: "date-time", description: "RFC 3339: date, time and Z or a numeric offset" });
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const Ok = Type.Literal(true);
 const closed = <T extends Record<string, TSchema>>(props: T, description?: string) =>
