@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { silentLogger } from "../src/config/log";
 import { toConfig } from "../src/config/config";
 import { VARIANTS } from "../src/config/variants";
-import { compose } from "../src/cli/compose";
+import { compose } from "../src/compose";
 import { Admin } from "../src/domain/admin";
 import { generateKeyFiles } from "../src/domain/keys";
 import { createApp } from "../src/http/app";

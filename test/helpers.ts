@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { toConfig } from "../src/config/config";
 import { silentLogger, type Logger } from "../src/config/log";
 import { VARIANTS, type VariantName } from "../src/config/variants";
-import { compose } from "../src/cli/compose";
+import { compose } from "../src/compose";
 import { Admin } from "../src/domain/admin";
 import { generateKeyFiles } from "../src/domain/keys";
 import { createApp } from "../src/http/app";

@@ -24,7 +24,7 @@ test("the newest license key (by year and month) signs; every key present verifi
   expect(ring.signing!.kid).toBe("alpha-license-2027-04");
   expect([...ring.verify.keys()].sort()).toEqual(["alpha-license-2026-10", "alpha-license-2027-04"]);
 
-  const { compose } = await import("../src/cli/compose");
+  const { compose } = await import("../src/compose");
   const { createApp } = await import("../src/http/app");
   const restarted = await compose(old.composed.config, { clock: old.clock, store: old.composed.store, log: (await import("../src/config/log")).silentLogger });
   const app = createApp(restarted.services);

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { compose } from "../src/cli/compose";
+import { compose } from "../src/compose";
 import { toConfig } from "../src/config/config";
 import { createLogger, silentLogger } from "../src/config/log";
 import { createApp } from "../src/http/app";

@@ -6,7 +6,7 @@ import type { AdminDeps } from "../domain/admin/deps";
 import { Audit } from "../domain/audit";
 import { systemClock } from "../domain/clock";
 import type { Store } from "../store/types";
-import { openStore } from "./compose";
+import { openStore } from "../compose";
 import { UsageError } from "./io";
 
 export interface AdminContext {

@@ -8,7 +8,7 @@ import { WebhookWorker } from "../domain/webhooks/worker";
 import { createApp } from "../http/app";
 import { VERSION } from "../version";
 import { startMetricsListener } from "./metrics-listener";
-import { compose } from "./compose";
+import { compose } from "../compose";
 import { demoSettings, ensureDemoAdminToken, ensureDemoKeys, ensureDemoLicense, printDemoBanner } from "./demo";
 import { out } from "./io";
 import { startTransport, transportMode } from "./transport";

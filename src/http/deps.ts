@@ -12,7 +12,7 @@ import type { Site } from "../domain/site";
 import type { Metrics } from "./metrics";
 import type { RateLimiter } from "./rate-limit";
 
-/** What createApp is built from; cli/compose.ts assembles it, tests too. */
+/** What createApp is built from; src/compose.ts (the composition root) assembles it, for the server, the commands and the tests. */
 export interface AppServices {
   readonly variant: Variant;
   readonly licensing: Licensing;

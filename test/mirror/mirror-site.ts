@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { rmSync } from "node:fs";
 import { toConfig } from "../../src/config/config";
 import { createLogger, type Logger } from "../../src/config/log";
-import { compose } from "../../src/cli/compose";
+import { compose } from "../../src/compose";
 import { createApp } from "../../src/http/app";
 import { tempDir, testClock } from "../helpers";
 import { MIRROR_TOKEN, type Vendor } from "./vendor";
