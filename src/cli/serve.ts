@@ -31,8 +31,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   const read = readSettings(args, env);
   const settings = { ...read.settings };
   if (settings.demo === "true") {
-    const explicit = new Set(SETTINGS.filter((s) => args.some((a) => a === `--${s.flag}` || a.startsWith(`--${s.flag}=`)) || env[envName(s.flag)] !== undefined).map((s) => s.flag));
-    demoSettings(settings, explicit);
+    demoSettings(settings, read.explicit);
   }
   const config = toConfig(settings, "serve");
   if (config.mirror) {

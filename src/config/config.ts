@@ -1,7 +1,7 @@
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { VARIANTS, type Variant, type VariantName } from "./variants";
-import { CONFIG_FILE_ENV, MAX_IDENTITY_MAX_AGE, MAX_SHUTDOWN_TIMEOUT, MAX_TOKEN_TTL, resolveSetting, settingDefault, SETTINGS, type Environment } from "./settings";
+import { CONFIG_FILE_ENV, envName, MAX_IDENTITY_MAX_AGE, MAX_SHUTDOWN_TIMEOUT, MAX_TOKEN_TTL, resolveSetting, settingDefault, SETTINGS, type Environment } from "./settings";
 import {
   ConfigError,
   parseBoolean,
@@ -76,6 +76,8 @@ export interface ReadSettings {
   /** Values of command-specific flags (not settings). */
   readonly flags: Readonly<Record<string, string | boolean | undefined>>;
   readonly positionals: readonly string[];
+  /** The settings given by a flag or the environment (not by the file or a default). */
+  readonly explicit: ReadonlySet<string>;
 }
 
 /**
@@ -100,13 +102,16 @@ export function readSettings(
   const file = configFile ? readToml(configFile) : {};
 
   const settings: Record<string, string | undefined> = {};
+  const explicit = new Set<string>();
   for (const s of SETTINGS) {
     const fromFlag = values[s.flag];
-    settings[s.flag] = resolveSetting(s.flag, { given: fromFlag === undefined ? undefined : String(fromFlag), env, file });
+    const given = fromFlag === undefined ? undefined : String(fromFlag);
+    settings[s.flag] = resolveSetting(s.flag, { given, env, file });
+    if (given !== undefined || env[envName(s.flag)] !== undefined) explicit.add(s.flag);
   }
   const flags: Record<string, string | boolean | undefined> = {};
   for (const name of Object.keys(extra)) flags[name] = values[name];
-  return { settings, flags, positionals: parsed.positionals };
+  return { settings, flags, positionals: parsed.positionals, explicit };
 }
 
 function readToml(path: string): Record<string, string> {
