@@ -61,6 +61,8 @@ test("lists every line, newest first, with the spec's fields", async () => {
     license: one.id,
     activation: activationId,
     address: "203.0.113.7",
+    // An installation's own request: no admin token or operator acted.
+    actor: null,
   });
   expect(lines.slice(1).every((l) => l.time === isoTime(t0))).toBe(true);
 });

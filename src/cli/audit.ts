@@ -1,6 +1,5 @@
-import { isoTime } from "../domain/clock";
+import { auditLineView, type AuditLineView } from "../domain/admin/audit-query";
 import { ERROR_CODES } from "../domain/errors";
-import type { AuditRecord } from "../store/types";
 import { openAdmin } from "./admin-context";
 import { out, parseIsoFlag, printJson, UsageError } from "./io";
 
@@ -19,20 +18,7 @@ const FLAGS = {
 
 const DEFAULT_LIMIT = 100;
 
-export function auditView(a: AuditRecord) {
-  return {
-    ref: a.ref,
-    time: isoTime(a.time),
-    action: a.action,
-    outcome: a.outcome,
-    error: a.error,
-    license: a.licenseId,
-    activation: a.activationId,
-    address: a.address,
-  };
-}
-
-function printLine(v: ReturnType<typeof auditView>): void {
+function printLine(v: AuditLineView): void {
   const what = v.outcome === "ok" ? "ok" : `refused ${v.error}`;
   const who = [v.license && `license ${v.license}`, v.activation && `activation ${v.activation}`, v.address && `from ${v.address}`];
   out(`${v.time}  ${v.ref}  ${v.action}  ${what}${who.filter(Boolean).map((w) => `  ${w}`).join("")}`);
@@ -60,7 +46,7 @@ export async function auditCommand(args: string[], env: Record<string, string | 
       until: until ?? undefined,
       limit: Number(limitText),
     });
-    const views = lines.map(auditView);
+    const views = lines.map(auditLineView);
     if (f.json === true) printJson({ audit: views });
     else if (views.length === 0) out("no audit lines");
     else views.forEach(printLine);
