@@ -15,6 +15,7 @@ import {
 } from "../src/domain/admin/licenses";
 import { authenticateAdmin, createAdminToken, listAdminTokens, revokeAdminToken } from "../src/domain/admin/tokens";
 import { isKeyturnError } from "../src/domain/errors";
+import { EVENT_TYPES } from "../src/domain/events";
 import { sha256Hex } from "../src/domain/ids";
 import { pruneRecords } from "../src/domain/retention";
 import {
@@ -57,6 +58,11 @@ beforeEach(async () => {
   site = await testSite("alpha");
   d = { variant: VARIANTS.alpha, store: site.composed.store, clock: site.clock, tokenTtlSeconds: TTL };
 });
+
+/** Events outside the feed are written only while an endpoint subscribes to them: subscribe to all. */
+async function subscribeAll(): Promise<void> {
+  await addWebhookEndpoint(d, CLI_CALLER, { url: "https://hooks.example/all", events: [...EVENT_TYPES] });
+}
 afterEach(() => site.close());
 
 describe("admin tokens", () => {
@@ -119,6 +125,7 @@ describe("admin tokens", () => {
 
 describe("license lifecycle", () => {
   test("create answers the key once, writes license.created and an audit line naming the token (never its secret)", async () => {
+    await subscribeAll();
     const created = await createLicense(d, as(["licenses:write"], "tok_abc", "billing"), body({ email: "ada@example.com", metadata: { crm: "C-1" } }));
     expect(created.license).toMatchObject({ licensee: "Ada Lovelace", seats: 2, seatsUsed: 0, email: "ada@example.com", metadata: { crm: "C-1" }, expires: null, revoked: null });
     expect((await d.store.getLicense(created.license.id))!.keyHash).not.toContain(created.key);
@@ -129,6 +136,7 @@ describe("license lifecycle", () => {
   });
 
   test("Idempotency-Key: same body answers the first answer (key included); another body is idempotency_conflict; racing creates make one license; after 24 h the answer is gone", async () => {
+    await subscribeAll();
     const c = as(["licenses:write"], "tok_i");
     const first = await createLicense(d, c, body(), "order-1");
     expect(await createLicense(d, c, { ...body(), seats: 2 }, "order-1")).toEqual(first);
@@ -173,6 +181,7 @@ describe("license lifecycle", () => {
   });
 
   test("update: changed fields only, license.updated with them; seats below those in use is seats_in_use and changes nothing; revoke and reinstate write their events", async () => {
+    await subscribeAll();
     const { key, license } = await createLicense(d, CLI_CALLER, body({ seats: 3 }));
     expect((await activate(key)).status).toBe(200);
     expect((await activate(key)).status).toBe(200);
@@ -196,6 +205,7 @@ describe("license lifecycle", () => {
   });
 
   test("the licensing flows write their events: activation.created, activation.refused with the holders, activation.deactivated (by the program and by an admin)", async () => {
+    await subscribeAll();
     const { key, license } = await createLicense(d, CLI_CALLER, body({ seats: 1 }));
     const granted = (await (await activate(key)).json()) as { token: string; entitlement: { id: string } };
     expect((await activate(key)).status).toBe(409);

@@ -33,7 +33,7 @@ beforeAll(async () => {
 });
 afterAll(() => site.close());
 
-type Line = { ref: string; time: string; action: string; outcome: string; error: string | null; license: string | null; activation: string | null; address: string | null };
+type Line = { ref: string; time: string; action: string; outcome: string; error: string | null; license: string | null; activation: string | null; address: string | null; actor: string | null };
 
 async function audit(...extra: string[]): Promise<Line[]> {
   const r = await runCli(["audit", ...args, ...extra, "--json"]);

@@ -26,7 +26,7 @@ run("feed cursor on PostgreSQL with transactions committing out of order", () =>
     await schema.drop();
   });
 
-  const event = (id: string) => ({ id, type: "activation.deactivated", time: Date.now(), data: JSON.stringify({ id }) });
+  const event = (id: string) => ({ id, type: "activation.deactivated", time: Date.now(), data: JSON.stringify({ id }), feed: true });
 
   test("the later writer waits for the earlier one, so a reader never skips an event", async () => {
     let releaseA!: () => void;

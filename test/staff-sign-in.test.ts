@@ -1,6 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { decodeJwt, decodeProtectedHeader } from "jose";
+import { CLI_CALLER } from "../src/domain/admin/deps";
 import { sha256Hex } from "../src/domain/ids";
+import { addWebhookEndpoint } from "../src/domain/webhooks/endpoints";
 import type { SqliteStore } from "../src/store/sqlite";
 import { BASE_URL, device, testClock, testSite, type TestSite } from "./helpers";
 import { CLIENT_ID, STAFF_GROUP, startIssuer, type LocalIssuer } from "./identity-issuer";
@@ -206,6 +208,8 @@ describe("a successful exchange", () => {
 
   test("every sign-in that takes or reuses a seat writes staff.signed_in in its transaction; a full one activation.refused", async () => {
     const site = await staffSite("gamma", { "staff-seats": "1" });
+    // These events are written while a webhook endpoint subscribes to them (none would read them otherwise).
+    await addWebhookEndpoint(site.composed.services.admin, CLI_CALLER, { url: "https://hooks.example/k", events: ["staff.signed_in", "activation.refused"] });
     const pc = device("gamma");
     const first = await signIn(site, pc);
     await signIn(site, pc);

@@ -4,7 +4,8 @@ import { license, seat, type StoreBackend } from "./store.suite";
 
 const T0 = Date.parse("2026-11-21T12:00:00Z");
 let n = 0;
-const ev = (type: string, data: unknown = {}): NewEvent => ({ id: `evt_${++n}_${Math.random().toString(36).slice(2)}`, type, time: T0, data: JSON.stringify(data) });
+/** An event the store always writes (a feed type's, as far as the store knows). */
+const ev = (type: string, data: unknown = {}, feed = true): NewEvent => ({ id: `evt_${++n}_${Math.random().toString(36).slice(2)}`, type, time: T0, data: JSON.stringify(data), feed });
 
 /** The store contract of admin-core (migration 3): outbox events, idempotency, license admin, admin tokens, webhooks. */
 export function adminStoreSuite(label: string, backend: StoreBackend): void {
@@ -51,6 +52,22 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       expect((await store.listEvents({ after: all[2]!.seq, limit: 2 })).map((e) => e.type)).toEqual(["activation.refused", "activation.deactivated"]);
       expect((await store.listEvents({ after: 0n, limit: 10, types: ["license.revoked", "license.created"] })).map((e) => e.type)).toEqual(["license.created", "license.revoked"]);
       expect(await store.listEvents({ after: all[5]!.seq, limit: 10 })).toEqual([]);
+    });
+
+    test("an event outside the feed is written only while a webhook endpoint (enabled or not) subscribes to its type", async () => {
+      const a = license({ seats: 10 });
+      await store.createLicense(a);
+      const created = (r: ActivateResult) => ev("activation.created", { outcome: r.outcome }, false);
+      await store.activate({ ...seat(a.id), event: created });
+      expect(await store.listEvents({ after: 0, limit: 10 })).toEqual([]);
+      const hook = await store.createWebhookEndpoint({ id: "whe_sub", url: "https://hooks.example/k", types: ["activation.created"], secret: "whsec_x", enabled: true, disabledReason: null, created: T0 });
+      await store.activate({ ...seat(a.id), event: created });
+      expect((await store.listEvents({ after: 0, limit: 10 })).map((e) => e.type)).toEqual(["activation.created"]);
+      await store.setWebhookEndpointEnabled(hook.id, false, "test");
+      await store.activate({ ...seat(a.id), event: created });
+      expect((await store.listEvents({ after: 0, limit: 10 })).length).toBe(2);
+      await store.activate({ ...seat(a.id), event: () => ev("activation.refused", {}, false) });
+      expect((await store.listEvents({ after: 0, limit: 10 })).length).toBe(2);
     });
 
     test("idempotent create: racing creates with one key make one license, the others are answered its record; an expired record does not count", async () => {

@@ -99,9 +99,27 @@ export function activationView(a: ActivationRecord): ActivationView {
   };
 }
 
+/**
+ * An event to write with its change. Its id and JSON are made only when the store writes it: an
+ * event outside the feed that no webhook endpoint subscribes to is never written (store/types.ts).
+ */
 export function newEvent(type: EventType, data: unknown, now: number): NewEvent {
-  return { id: newId("evt", now), type, time: now, data: JSON.stringify(data) };
+  let id: string | undefined;
+  let text: string | undefined;
+  return {
+    type,
+    time: now,
+    feed: FEED_SET.has(type),
+    get id() {
+      return (id ??= newId("evt", now));
+    },
+    get data() {
+      return (text ??= JSON.stringify(data));
+    },
+  };
 }
+
+const FEED_SET = new Set<string>(FEED_TYPES);
 
 /** The envelope of a webhook body and of a feed item: `{ type, timestamp, data }`. */
 export function envelope(e: Pick<EventRecord, "type" | "time" | "data">): string {

@@ -67,6 +67,10 @@ type Tx = SQL;
  * never later finds a newly committed event below N.
  */
 export async function insertEvent(tx: Tx, e: NewEvent): Promise<void> {
+  if (!e.feed) {
+    const [subscriber] = await tx`SELECT 1 FROM webhook_endpoints WHERE jsonb_exists(types::jsonb, ${e.type}) LIMIT 1`;
+    if (!subscriber) return;
+  }
   await tx`SELECT pg_advisory_xact_lock(hashtext('keyturn events ' || current_schema()))`;
   await tx`INSERT INTO events (id, type, time, data) VALUES (${e.id}, ${e.type}, ${e.time}, ${e.data})`;
 }

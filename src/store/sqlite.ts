@@ -188,6 +188,8 @@ export class SqliteStore implements Store {
       insertAudit: s(`INSERT INTO audit (ref, time, address, action, activation_id, license_id, outcome, error, actor)
         VALUES ($ref, $time, $address, $action, $activationId, $licenseId, $outcome, $error, $actor)`),
       insertEvent: s("INSERT INTO events (id, type, time, data) VALUES ($id, $type, $time, $data)"),
+      // Read in the writing transaction, so an endpoint added at the same moment is seen or starts after.
+      subscribed: s("SELECT 1 FROM webhook_endpoints e, json_each(e.types) t WHERE t.value = ? LIMIT 1"),
       reinstateLicense: s("UPDATE licenses SET revoked = NULL WHERE id = ? AND revoked IS NOT NULL RETURNING *"),
       deactivateReturning: s("UPDATE activations SET deactivated = ? WHERE id = ? AND deactivated IS NULL RETURNING *"),
       pruneAudit: s("DELETE FROM audit WHERE time < ?"),
@@ -318,6 +320,7 @@ export class SqliteStore implements Store {
   }
 
   private insertEvent(e: NewEvent): void {
+    if (!e.feed && this.q.subscribed.get(e.type) === null) return;
     this.q.insertEvent.run({ id: e.id, type: e.type, time: e.time, data: e.data });
   }
 

@@ -125,9 +125,15 @@ export interface NewEvent {
   readonly time: number;
   /** The event's data, already as JSON text. */
   readonly data: string;
+  /**
+   * Whether the vendor feed carries it (mirrors read every such event). Another event is written
+   * only while an enabled webhook endpoint subscribes to its type: no one else would ever read it
+   * (an endpoint added later starts after the newest event).
+   */
+  readonly feed?: boolean;
 }
 
-export interface EventRecord extends NewEvent {
+export interface EventRecord extends Omit<NewEvent, "feed"> {
   readonly seq: number;
 }
 
