@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { VARIANTS, type VariantName } from "../../src/config/variants";
-import { BASE } from "../helpers";
+import { BASE, createLicense, device } from "../helpers";
 import { releaseSite, type WrittenRelease } from "../release-tree";
 
 // A URL with a percent-encoded letter in a parameter is the same request to the update endpoint:
@@ -146,5 +146,28 @@ describe("the dispatcher derives routing, HEAD and 405 from the route table", ()
       "/api/v1/health/",
     ])
       expect({ path, status: (await send(path)).status }).toEqual({ path, status: 404 });
+  });
+});
+
+describe("answers that carry a token are never stored by a cache on the way (issue 13)", () => {
+  test("activate and refresh answer Cache-Control: no-store; a manifest stays private, no-cache", async () => {
+    const s = await releaseSite("alpha");
+    try {
+      const r = s.tree.add({ version: "1.0.0" });
+      await s.holder.rescan();
+      const { key } = await createLicense(s.site, { seats: 5 });
+      const dev = device("alpha");
+      const activated = await s.site.request("POST", "/licenses/activate", { body: { key, device: dev } });
+      expect(activated.status).toBe(200);
+      expect(activated.headers.get("cache-control")).toBe("no-store");
+      const { token } = (await activated.json()) as { token: string };
+      const refreshed = await s.site.request("POST", "/entitlements/refresh", { token, body: { device: dev } });
+      expect(refreshed.status).toBe(200);
+      expect(refreshed.headers.get("cache-control")).toBe("no-store");
+      const manifest = await s.site.request("GET", `/updates/${r.lane}/${VARIANTS.alpha.manifestFile}`, { token });
+      expect(manifest.headers.get("cache-control")).toBe("private, no-cache");
+    } finally {
+      await s.close();
+    }
   });
 });
