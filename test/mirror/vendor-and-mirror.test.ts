@@ -101,7 +101,7 @@ afterAll(async () => {
   tree?.remove();
 });
 
-test("the vendor's tokens read updates at the mirror; a deactivation and a revocation at the vendor reach it within a poll", async () => {
+test("the vendor's tokens read updates at the mirror; a deactivation, a revocation and a withdrawn release at the vendor reach it within a poll", async () => {
   const created = JSON.parse(cli("license", "create", "--licensee", "Ada", "--organization", "Engines", "--plan", "pro", "--plan-title", "Pro", "--seats", "3", "--channels", "stable", "--json")) as { key: string; id: string };
   const kept = await activate(created.key);
   const leaving = await activate(created.key);
@@ -124,6 +124,12 @@ test("the vendor's tokens read updates at the mirror; a deactivation and a revoc
   await mirrorSays(manifest, a, "license_revoked");
   await mirrorSays(manifest, b, "license_revoked");
   expect((await mirrorGet(manifest, kept)).status).toBe(200);
+
+  // A release withdrawn at the vendor is withdrawn at the mirror (the lane has nothing else), and restored.
+  cli("release", "withdraw", "--lane", release.lane, "--version", "2.0.0");
+  await mirrorSays(manifest, kept, "no_release");
+  cli("release", "restore", "--lane", release.lane, "--version", "2.0.0");
+  await mirrorSays(manifest, kept, null);
 
   const health = (await (await fetch(`${mirror.url}/api/v1/health`)).json()) as { mirror: { of: string; lastSync: string | null } };
   expect(health.mirror.of).toBe(vendorUrl);
