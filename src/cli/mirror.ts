@@ -5,7 +5,7 @@ import { VARIANTS, type Variant, type VariantName } from "../config/variants";
 import { loadKeyRing, parseKid, privateKeyFiles } from "../domain/keys";
 import { FeedProblem } from "../domain/mirror/feed-answer";
 import { fetchFeedPage } from "../domain/mirror/feed-client";
-import { printable } from "../domain/mirror/printable";
+import { escapeControl } from "../config/text";
 import { ReleaseTreeUnreadable, scanReleaseTree } from "../domain/releases/scan";
 import { releaseKeysOf } from "../domain/releases/signature";
 import { out, UsageError } from "./io";
@@ -43,7 +43,7 @@ async function check(args: string[], env: Record<string, string | undefined>): P
   let problems = 0;
   const say = (verdict: Verdict, what: string, text: string) => {
     if (verdict === "PROBLEM") problems++;
-    out(`${verdict.padEnd(7)}  ${what}: ${printable(text, 2000)}`);
+    out(`${verdict.padEnd(7)}  ${what}: ${escapeControl(text, 2000)}`);
   };
 
   const releaseKeys = await checkKeys(variant, keysDir, mirror.of, say);

@@ -4,7 +4,6 @@ import { isoTime, systemClock } from "../domain/clock";
 import { ReleaseControls } from "../domain/releases/release-controls";
 import { openAdmin } from "./admin-context";
 import { out, printJson, UsageError } from "./io";
-import { printable } from "./text";
 
 const USAGE = "keyturn release halt|resume|withdraw|restore --lane PRODUCT/CHANNEL/PLATFORM (gamma: CHANNEL/PLATFORM) --version V [--json]";
 
@@ -19,7 +18,7 @@ export async function releaseControlCommand(op: ReleaseControlOp, args: string[]
   try {
     const { lane, version } = ctx.flags;
     if (typeof lane !== "string" || typeof version !== "string") throw new UsageError(USAGE, `release ${op} needs --lane and --version`);
-    if (ctx.positionals.length > 0) throw new UsageError(USAGE, `unexpected argument "${printable(ctx.positionals[0]!)}"`);
+    if (ctx.positionals.length > 0) throw new UsageError(USAGE, `unexpected argument "${ctx.positionals[0]!}"`);
     const controls = new ReleaseControls(ctx.store, systemClock, ctx.config.variant);
     const admin = { variant: ctx.config.variant, store: ctx.store, clock: systemClock, tokenTtlSeconds: ctx.config.tokenTtlSeconds };
     const change = await controls.apply(op, lane, version, null, adminAudit(admin, CLI_CALLER, `release-${op}`));

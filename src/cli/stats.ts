@@ -7,7 +7,6 @@ import { releaseKeysOf } from "../domain/releases/signature";
 import { collectStats, STATS_DAYS } from "../domain/stats";
 import { openAdmin } from "./admin-context";
 import { out, printJson, UsageError } from "./io";
-import { printable } from "./text";
 
 const USAGE = "keyturn stats [--json]   (adoption by version per lane, rollouts' reach, activations per day, licenses expiring)";
 
@@ -15,7 +14,7 @@ const USAGE = "keyturn stats [--json]   (adoption by version per lane, rollouts'
 export async function statsCommand(args: string[], env: Record<string, string | undefined>): Promise<number> {
   const ctx = await openAdmin(USAGE, args, env, { json: { type: "boolean" } });
   try {
-    if (ctx.positionals.length > 0) throw new UsageError(USAGE, `unexpected argument "${printable(ctx.positionals[0]!)}"`);
+    if (ctx.positionals.length > 0) throw new UsageError(USAGE, `unexpected argument "${ctx.positionals[0]!}"`);
     const { config, store } = ctx;
     let index: ReleaseIndex | null = null;
     try {
@@ -29,22 +28,21 @@ export async function statsCommand(args: string[], env: Record<string, string | 
       printJson(stats);
       return 0;
     }
-    const p = printable;
     out(`installations seen in the last ${STATS_DAYS} days (since ${stats.since}), by lane and version:`);
     if (stats.installations.length === 0) out("  none");
-    for (const i of stats.installations) out(`  ${p(i.lane ?? `${i.product ?? ""}${i.product ? " " : ""}(no update check yet)`)}  ${p(i.version)}  ${i.installations}`);
+    for (const i of stats.installations) out(`  ${i.lane ?? `${i.product ?? ""}${i.product ? " " : ""}(no update check yet)`}  ${i.version}  ${i.installations}`);
     out("rollouts (releases with a rollout or a control):");
-    if (index === null) out(`  release tree ${p(config.releasesDir)} not readable: not shown`);
+    if (index === null) out(`  release tree ${config.releasesDir} not readable: not shown`);
     else if (stats.rollouts.length === 0) out("  none");
     for (const r of stats.rollouts) {
       const state = [r.halted ? `halted ${r.halted}` : null, r.withdrawn ? `withdrawn ${r.withdrawn}` : null].filter(Boolean).join(", ");
-      out(`  ${p(r.lane)} ${p(r.version)}: share ${r.share} %, admits ${r.admitted} of ${r.seen} installations seen on the lane${state ? ` (${state})` : ""}`);
+      out(`  ${r.lane} ${r.version}: share ${r.share} %, admits ${r.admitted} of ${r.seen} installations seen on the lane${state ? ` (${state})` : ""}`);
     }
     out("activations / seat_limit refusals per day:");
     for (const d of stats.activationsPerDay) if (d.activations > 0 || d.seatLimitRefusals > 0) out(`  ${d.day}  ${d.activations} / ${d.seatLimitRefusals}`);
     out(`licenses expiring in the next ${STATS_DAYS} days:`);
     if (stats.expiringLicenses.length === 0) out("  none");
-    for (const l of stats.expiringLicenses) out(`  ${p(l.id)}  ${l.expires}  ${p(l.licensee)} (${p(l.organization)})`);
+    for (const l of stats.expiringLicenses) out(`  ${l.id}  ${l.expires}  ${l.licensee} (${l.organization})`);
     return 0;
   } finally {
     await ctx.store.close();

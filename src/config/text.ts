@@ -13,9 +13,13 @@ const NOT_ESCAPED_BY_JSON = /[\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u20
 
 const hex = (c: string, width: number) => c.charCodeAt(0).toString(16).padStart(width, "0");
 
-/** C0 and DEL as `\x1b`, the others as `\u009b`: visible, and never acted on by a terminal. */
-export function escapeControl(text: string): string {
-  return text.replace(CONTROL, (c) => (c <= "\x7f" ? `\\x${hex(c, 2)}` : `\\u${hex(c, 4)}`));
+/**
+ * C0 and DEL as `\x1b`, the others as `\u009b`: visible, and never acted on by a terminal. With
+ * `max`, text from another site (a vendor's answer) is also cut to that length.
+ */
+export function escapeControl(text: string, max = Infinity): string {
+  const escaped = text.replace(CONTROL, (c) => (c <= "\x7f" ? `\\x${hex(c, 2)}` : `\\u${hex(c, 4)}`));
+  return escaped.length > max ? `${escaped.slice(0, max)}…` : escaped;
 }
 
 /**

@@ -146,7 +146,7 @@ describe("keyturn stats", () => {
     const human = await run(["stats", ...common]);
     expect(human.code).toBe(0);
     expect(human.stdout).toContain(`stable/win-x64 2.0.0: share 30 %, admits ${admitted} of 40 installations seen on the lane`);
-    expect(human.stdout).toContain("Evil\\u001b[31mCorp");
+    expect(human.stdout).toContain("Evil\\x1b[31mCorp");
     expect(human.stdout).not.toContain("\u001b");
   });
 });

@@ -1,5 +1,5 @@
 import { FeedProblem, parseFeedAnswer, type FeedPage } from "./feed-answer";
-import { printable } from "./printable";
+import { escapeControl } from "../../config/text";
 
 /** Feed answers beyond this are refused unread (1,000 events of a few hundred bytes each fit easily). */
 const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
@@ -40,7 +40,7 @@ export async function fetchFeedPage(r: FeedRequest): Promise<FeedPage> {
     throw new FeedProblem(
       name === "TimeoutError" || name === "AbortError"
         ? `the vendor did not answer within ${r.timeoutMs} ms`
-        : `the vendor cannot be reached: ${printable((e as Error).message)}`,
+        : `the vendor cannot be reached: ${escapeControl((e as Error).message, 300)}`,
     );
   }
   let text: string;
@@ -48,7 +48,7 @@ export async function fetchFeedPage(r: FeedRequest): Promise<FeedPage> {
     text = await readLimited(res, MAX_ANSWER_BYTES);
   } catch (e) {
     if (e instanceof FeedProblem) throw e;
-    throw new FeedProblem(`the vendor's answer broke off: ${printable((e as Error).message)}`);
+    throw new FeedProblem(`the vendor's answer broke off: ${escapeControl((e as Error).message, 300)}`);
   }
   if (res.status !== 200) throw new FeedProblem(refusalOf(res.status, text));
   let body: unknown;
@@ -64,7 +64,7 @@ function refusalOf(status: number, text: string): string {
   let code = "";
   try {
     const error = (JSON.parse(text) as { error?: unknown }).error;
-    if (typeof error === "string") code = ` (${printable(error, 60)})`;
+    if (typeof error === "string") code = ` (${escapeControl(error, 60)})`;
   } catch {
     // not JSON: the status says enough
   }

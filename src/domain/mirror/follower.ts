@@ -6,7 +6,7 @@ import { changesOf } from "./changes";
 import { FeedProblem } from "./feed-answer";
 import { fetchFeedPage } from "./feed-client";
 import type { MirroredReleaseControl, MirrorKnowledge } from "./knowledge";
-import { printable } from "./printable";
+import { escapeControl } from "../../config/text";
 
 export interface MirrorFollowerDeps {
   /** The vendor's address and admin token (feed:read). */
@@ -98,7 +98,7 @@ export class MirrorFollower {
       if (this.stopping.signal.aborted) return { ok: false, problem: "stopped" };
       this.failures++;
       this.lastProblem = e.message;
-      log.warn("mirror feed refused: keeping what is known", { of: this.d.of, problem: printable(e.message), failures: this.failures, cursor: after });
+      log.warn("mirror feed refused: keeping what is known", { of: this.d.of, problem: escapeControl(e.message, 300), failures: this.failures, cursor: after });
       return { ok: false, problem: e.message };
     }
   }
@@ -136,7 +136,7 @@ export class MirrorFollower {
         (e: unknown) => {
           // Not a feed problem: the mirror's own records failed. Keep serving; try again later.
           this.failures++;
-          this.d.log.error("mirror follower failed", { error: printable(String((e as Error)?.message ?? e)) });
+          this.d.log.error("mirror follower failed", { error: escapeControl(String((e as Error)?.message ?? e), 300) });
           this.schedule(this.nextDelayMs({ ok: false, problem: "internal" }));
         },
       );
