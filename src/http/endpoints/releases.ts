@@ -2,6 +2,7 @@ import type { Variant } from "../../config/variants";
 import { isoTime } from "../../domain/clock";
 import { KeyturnError } from "../../domain/errors";
 import type { ReleaseHolder } from "../../domain/releases/holder";
+import { laneName } from "../../domain/releases/release-controls";
 import type { ReleaseSelection } from "../../domain/releases/release-selection";
 import type { Release, ReleaseIndex } from "../../domain/releases/release-index";
 import * as A from "../answer-schemas";
@@ -28,7 +29,6 @@ export function releasesEndpoints(v: Variant, releases: ReleaseHolder, selection
   const serialised = new WeakMap<ReleaseIndex, Map<string, string>>();
   const record = (r: Release) => {
     const m = r.manifest;
-    const lane = [m.product, m.channel, m.platform].filter((s) => s !== null).join("/");
     return {
       ...(m.product !== null ? { product: m.product } : {}),
       channel: m.channel,
@@ -38,7 +38,7 @@ export function releasesEndpoints(v: Variant, releases: ReleaseHolder, selection
       installer: m.installer,
       size: m.size,
       sha256: m.sha256,
-      manifest: `${API_PREFIX}/updates/${lane}/${v.manifestFile}`,
+      manifest: `${API_PREFIX}/updates/${laneName(m.product, m.channel, m.platform)}/${v.manifestFile}`,
     };
   };
 

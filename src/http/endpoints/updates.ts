@@ -80,7 +80,7 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
         const served = await selection.served(index, who, product, channel, platform);
         if (!served) {
           if (releases.verifying(product, channel, platform)) throw new KeyturnError("unavailable", "The release is being verified; try again shortly.");
-          throw new KeyturnError("no_release", `Nothing has been released on ${[product, channel, platform].filter(Boolean).join("/")}.`);
+          throw new KeyturnError("no_release", `Nothing has been released on ${laneName(product, channel, platform)}.`);
         }
         if (file === v.manifestFile) {
           adoption.seen(principal.claims.sub, laneName(product, channel, platform));
