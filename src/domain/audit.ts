@@ -34,7 +34,11 @@ export type AuditAction =
   | "release-halt"
   | "release-resume"
   | "release-withdraw"
-  | "release-restore";
+  | "release-restore"
+  | "console-sign-in"
+  | "console-sign-out"
+  | "portal-sign-in"
+  | "portal-sign-out";
 
 /** The audit trail: one line per state change and per refusal; a refusal's line is its `ref`. */
 export class Audit {

@@ -40,7 +40,7 @@ export function createApp(services: AppServices) {
     endpoints,
     /** Method and full path of every route answered (GETs also answer HEAD). */
     routes: endpoints.flatMap((e) => {
-      const path = API_PREFIX + e.path;
+      const path = (e.prefix ?? API_PREFIX) + e.path;
       return e.method === "GET" ? [{ method: "GET", path }, { method: "HEAD", path }] : [{ method: e.method, path }];
     }),
     /** Serves plain HTTP for tests; production listens through cli/transport.ts. */

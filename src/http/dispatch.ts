@@ -50,7 +50,7 @@ export function dispatcher(deps: DispatchDeps) {
       body: endpoint.body ? jsonBody(endpoint.body) : null,
       query: endpoint.querySchema ? queryReader(endpoint.querySchema) : null,
     };
-    const path = deps.prefix + endpoint.path.replace(/\{([^}]+)\}/g, ":$1");
+    const path = (endpoint.prefix ?? deps.prefix) + endpoint.path.replace(/\{([^}]+)\}/g, ":$1");
     router.add(endpoint.method, path, route);
     if (endpoint.method === "GET") router.add("HEAD", path, route);
   }

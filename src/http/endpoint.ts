@@ -56,8 +56,10 @@ export interface Call<B = unknown> {
  */
 export interface Endpoint<S extends TSchema | undefined = TSchema | undefined> {
   readonly method: "GET" | "POST" | "PATCH" | "DELETE";
-  /** Below the API prefix, with `{param}` segments. */
+  /** Below the prefix, with `{param}` segments. */
   readonly path: string;
+  /** What the path is below: API_PREFIX unless said; "" for the console's and portal's pages (not in the API's OpenAPI document). */
+  readonly prefix?: string;
   readonly summary: string;
   readonly auth: Auth;
   readonly budget: Budget;

@@ -2,7 +2,7 @@ import type { TSchema } from "@sinclair/typebox";
 import type { Variant } from "../config/variants";
 import type { ErrorCode } from "../domain/errors";
 import { ErrorBody } from "./answer-schemas";
-import type { Endpoint } from "./endpoint";
+import { API_PREFIX, type Endpoint } from "./endpoint";
 import { MAX_JSON_BODY } from "./body";
 import { MAX_URL_BYTES } from "./front-door";
 import { STATUS_OF } from "./status";
@@ -122,6 +122,7 @@ function queryParameters(route: Endpoint) {
 export function openApiDocument(variant: Variant, endpoints: readonly Endpoint[], version: string) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const e of endpoints) {
+    if (e.prefix !== undefined && e.prefix !== API_PREFIX) continue;
     const item = (paths[e.path] ??= {});
     item[e.method.toLowerCase()] = operation(e, e.method.toLowerCase());
     if (e.method === "GET") item.head = operation(e, "head");

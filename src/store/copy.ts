@@ -4,7 +4,7 @@ import type { Database } from "bun:sqlite";
 /**
  * The tables `keyturn copy` moves, parents first, each in an order that replays its history. Not
  * moved: admin tokens and webhook endpoints (made again on the new records: their secrets are shown
- * once), and the outbox with its deliveries (deliver or drain them before moving).
+ * once), console and portal sessions (signed in again), and the outbox with its deliveries (deliver or drain them before moving).
  */
 const TABLES = [
   {

@@ -433,4 +433,42 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 10,
+    name: "console and portal sessions: hashed ids, server-side expiry and revocation",
+    sqlite: `
+      CREATE TABLE console_sessions (
+        id_hash TEXT PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('console', 'portal', 'pending')),
+        token_id TEXT,
+        subject TEXT,
+        license_id TEXT,
+        name TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        detail TEXT,
+        created INTEGER NOT NULL,
+        expires INTEGER NOT NULL,
+        revoked INTEGER
+      ) STRICT;
+      CREATE INDEX console_sessions_by_token ON console_sessions(token_id);
+      CREATE INDEX console_sessions_by_expiry ON console_sessions(expires);
+    `,
+    postgres: `
+      CREATE TABLE console_sessions (
+        id_hash TEXT PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('console', 'portal', 'pending')),
+        token_id TEXT,
+        subject TEXT,
+        license_id TEXT,
+        name TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        detail TEXT,
+        created BIGINT NOT NULL,
+        expires BIGINT NOT NULL,
+        revoked BIGINT
+      );
+      CREATE INDEX console_sessions_by_token ON console_sessions(token_id);
+      CREATE INDEX console_sessions_by_expiry ON console_sessions(expires);
+    `,
+  },
 ];

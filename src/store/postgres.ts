@@ -3,6 +3,7 @@ import { MIGRATIONS } from "./migrations";
 import {
   activationFromRow,
   adminTokenFromRow,
+  consoleSessionFromRow,
   attemptFromRow,
   auditFromRow,
   challengeFromRow,
@@ -28,6 +29,7 @@ import type {
   ActivationStatus,
   ActivationWithLicense,
   AdminTokenRecord,
+  ConsoleSessionRecord,
   AttemptOutcome,
   AttemptRecord,
   AuditFilter,
@@ -419,6 +421,7 @@ export class PostgresStore implements Store {
   async revokeAdminToken(id: string, now: number, audit?: AuditRecord): Promise<boolean> {
     return this.sql.begin(async (tx) => {
       if ((await tx`UPDATE admin_tokens SET revoked = ${now} WHERE id = ${id} AND revoked IS NULL`).count === 0) return false;
+      await tx`UPDATE console_sessions SET revoked = ${now} WHERE token_id = ${id} AND revoked IS NULL`;
       await journal(tx, { audit }, null);
       return true;
     });
@@ -426,6 +429,27 @@ export class PostgresStore implements Store {
 
   async touchAdminToken(id: string, now: number, staleBefore: number): Promise<void> {
     await this.sql`UPDATE admin_tokens SET last_used = ${now} WHERE id = ${id} AND (last_used IS NULL OR last_used < ${staleBefore})`;
+  }
+
+  async createConsoleSession(c: ConsoleSessionRecord, audit?: AuditRecord): Promise<void> {
+    await this.sql.begin(async (tx) => {
+      await tx`INSERT INTO console_sessions (id_hash, kind, token_id, subject, license_id, name, scopes, detail, created, expires, revoked)
+        VALUES (${c.idHash}, ${c.kind}, ${c.tokenId}, ${c.subject}, ${c.licenseId}, ${c.name}, ${JSON.stringify(c.scopes)}, ${c.detail}, ${c.created}, ${c.expires}, ${c.revoked})`;
+      await journal(tx, { audit }, null);
+    });
+  }
+
+  async findConsoleSession(idHash: string): Promise<ConsoleSessionRecord | null> {
+    const [r] = await this.sql`SELECT * FROM console_sessions WHERE id_hash = ${idHash}`;
+    return r ? consoleSessionFromRow(r) : null;
+  }
+
+  async revokeConsoleSession(idHash: string, now: number, audit?: AuditRecord): Promise<boolean> {
+    return this.sql.begin(async (tx) => {
+      if ((await tx`UPDATE console_sessions SET revoked = ${now} WHERE id_hash = ${idHash} AND revoked IS NULL`).count === 0) return false;
+      await journal(tx, { audit }, null);
+      return true;
+    });
   }
 
   async createWebhookEndpoint(e: Omit<WebhookEndpointRecord, "afterSeq">, audit?: AuditRecord): Promise<WebhookEndpointRecord> {

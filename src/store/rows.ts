@@ -1,6 +1,7 @@
 import type {
   ActivationRecord,
   AdminTokenRecord,
+  ConsoleSessionRecord,
   AttemptRecord,
   AuditRecord,
   ChallengeRecord,
@@ -82,6 +83,20 @@ export const adminTokenFromRow = (r: Row): AdminTokenRecord => ({
   expires: numOrNull(r.expires),
   revoked: numOrNull(r.revoked),
   lastUsed: numOrNull(r.last_used),
+});
+
+export const consoleSessionFromRow = (r: Row): ConsoleSessionRecord => ({
+  idHash: r.id_hash,
+  kind: r.kind,
+  tokenId: r.token_id ?? null,
+  subject: r.subject ?? null,
+  licenseId: r.license_id ?? null,
+  name: r.name,
+  scopes: JSON.parse(r.scopes),
+  detail: r.detail ?? null,
+  created: num(r.created),
+  expires: num(r.expires),
+  revoked: numOrNull(r.revoked),
 });
 
 export const endpointFromRow = (r: Row): WebhookEndpointRecord => ({

@@ -5,6 +5,7 @@ import { MIGRATIONS } from "./migrations";
 import {
   activationFromRow,
   adminTokenFromRow,
+  consoleSessionFromRow,
   attemptFromRow,
   auditFromRow,
   challengeFromRow,
@@ -30,6 +31,7 @@ import type {
   ActivationStatus,
   ActivationWithLicense,
   AdminTokenRecord,
+  ConsoleSessionRecord,
   AttemptOutcome,
   AttemptRecord,
   AuditFilter,
@@ -510,6 +512,7 @@ export class SqliteStore implements Store {
   async revokeAdminToken(id: string, now: number, audit?: AuditRecord): Promise<boolean> {
     return this.groupCommit.write(() => {
       if (this.db.query("UPDATE admin_tokens SET revoked = ? WHERE id = ? AND revoked IS NULL").run(now, id).changes === 0) return false;
+      this.db.query("UPDATE console_sessions SET revoked = ? WHERE token_id = ? AND revoked IS NULL").run(now, id);
       this.journal({ audit }, null);
       return true;
     });
@@ -517,6 +520,29 @@ export class SqliteStore implements Store {
 
   async touchAdminToken(id: string, now: number, staleBefore: number): Promise<void> {
     this.db.query("UPDATE admin_tokens SET last_used = ? WHERE id = ? AND (last_used IS NULL OR last_used < ?)").run(now, id, staleBefore);
+  }
+
+  async createConsoleSession(c: ConsoleSessionRecord, audit?: AuditRecord): Promise<void> {
+    await this.groupCommit.write(() => {
+      this.db
+        .query(`INSERT INTO console_sessions (id_hash, kind, token_id, subject, license_id, name, scopes, detail, created, expires, revoked)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+        .run(c.idHash, c.kind, c.tokenId, c.subject, c.licenseId, c.name, JSON.stringify(c.scopes), c.detail, c.created, c.expires, c.revoked);
+      this.journal({ audit }, null);
+    });
+  }
+
+  async findConsoleSession(idHash: string): Promise<ConsoleSessionRecord | null> {
+    const r = this.db.query("SELECT * FROM console_sessions WHERE id_hash = ?").get(idHash) as Row | null;
+    return r ? consoleSessionFromRow(r) : null;
+  }
+
+  async revokeConsoleSession(idHash: string, now: number, audit?: AuditRecord): Promise<boolean> {
+    return this.groupCommit.write(() => {
+      if (this.db.query("UPDATE console_sessions SET revoked = ? WHERE id_hash = ? AND revoked IS NULL").run(now, idHash).changes === 0) return false;
+      this.journal({ audit }, null);
+      return true;
+    });
   }
 
   async createWebhookEndpoint(e: Omit<WebhookEndpointRecord, "afterSeq">, audit?: AuditRecord): Promise<WebhookEndpointRecord> {

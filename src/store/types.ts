@@ -205,6 +205,28 @@ export interface AdminTokenRecord {
   readonly lastUsed: number | null;
 }
 
+/**
+ * A console or portal session, or an OpenID sign-in under way ("pending"). Only the hash of the
+ * cookie's secret (or of the sign-in's state) is stored.
+ */
+export interface ConsoleSessionRecord {
+  readonly idHash: string;
+  readonly kind: "console" | "portal" | "pending";
+  /** The admin token a console session was opened with (revoking it ends the session). */
+  readonly tokenId: string | null;
+  /** The OpenID subject of a staff session. */
+  readonly subject: string | null;
+  /** The license of a portal session. */
+  readonly licenseId: string | null;
+  readonly name: string;
+  readonly scopes: readonly string[];
+  /** A pending sign-in's PKCE verifier, nonce and return state (JSON). */
+  readonly detail: string | null;
+  readonly created: number;
+  readonly expires: number;
+  readonly revoked: number | null;
+}
+
 export interface WebhookEndpointRecord {
   /** `whe_…` */
   readonly id: string;
@@ -384,6 +406,11 @@ export interface Store {
   revokeAdminToken(id: string, now: number, audit?: AuditRecord): Promise<boolean>;
   /** Records a use, writing only when the last recorded one is older than `staleBefore`. */
   touchAdminToken(id: string, now: number, staleBefore: number): Promise<void>;
+
+  createConsoleSession(session: ConsoleSessionRecord, audit?: AuditRecord): Promise<void>;
+  findConsoleSession(idHash: string): Promise<ConsoleSessionRecord | null>;
+  /** Revokes an unrevoked session; false when there was none (so of racing callers one wins). */
+  revokeConsoleSession(idHash: string, now: number, audit?: AuditRecord): Promise<boolean>;
 
   createWebhookEndpoint(endpoint: Omit<WebhookEndpointRecord, "afterSeq">, audit?: AuditRecord): Promise<WebhookEndpointRecord>;
   listWebhookEndpoints(): Promise<WebhookEndpointRecord[]>;

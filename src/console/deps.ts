@@ -1,0 +1,33 @@
+import type { Variant } from "../config/variants";
+import type { AdminCaller, AdminDeps } from "../domain/admin/deps";
+import type { Clock } from "../domain/clock";
+import type { ConsoleSessions, Session } from "../domain/console-sessions";
+import type { Licensing } from "../domain/licensing";
+import type { ReleaseHolder } from "../domain/releases/holder";
+import type { ReleaseControls } from "../domain/releases/release-controls";
+import type { ReleaseSelection } from "../domain/releases/release-selection";
+import type { Html } from "./html";
+
+/** What the console and portal pages are made from: the same services the admin API and the update path use. */
+export interface ConsoleDeps {
+  readonly variant: Variant;
+  readonly admin: AdminDeps;
+  readonly sessions: ConsoleSessions;
+  readonly licensing: Licensing;
+  readonly releases: ReleaseHolder;
+  readonly controls: ReleaseControls;
+  readonly selection: ReleaseSelection;
+  readonly clock: Clock;
+}
+
+/** What a page or an action answers: a page (with its status) or a redirect (after a change: POST, redirect, GET). */
+export type Outcome = { readonly page: Html; readonly status?: number } | { readonly redirect: string };
+
+/**
+ * The admin caller a console session acts as: its admin token, or `staff:<subject>` for a staff
+ * member, so audit lines name who did it as the admin API's would.
+ */
+export function callerOf(s: Session, address: string | null): AdminCaller {
+  const tokenId = s.tokenId ?? (s.subject !== null ? `staff:${s.subject}` : null);
+  return { principal: { tokenId, name: s.name, scopes: s.scopes }, address };
+}

@@ -1,0 +1,71 @@
+import { requireScope } from "../../domain/admin/deps";
+import { sessionHas, type Session } from "../../domain/console-sessions";
+import { releaseOverview } from "../../domain/releases/overview";
+import { collectStats, type Stats } from "../../domain/stats";
+import { callerOf, type ConsoleDeps, type Outcome } from "../deps";
+import { html, jsonData, type Html } from "../html";
+import { consolePage, when } from "../layout";
+
+const MAX_LANE_CHARTS = 8;
+
+/** One bar chart per lane: installations seen in the window by version. */
+function installationCharts(stats: Stats): Html[] {
+  const lanes = new Map<string, { version: string; installations: number }[]>();
+  for (const row of stats.installations) {
+    const lane = row.lane ?? "not seen on a lane yet";
+    let list = lanes.get(lane);
+    if (!list) lanes.set(lane, (list = []));
+    list.push({ version: row.version, installations: row.installations });
+  }
+  return [...lanes].slice(0, MAX_LANE_CHARTS).map(([lane, rows], i) => {
+    rows.sort((a, b) => a.version.localeCompare(b.version, "en", { numeric: true }));
+    const id = `chart-lane-${i}`;
+    return html`<section aria-labelledby="${id}-h"><h3 id="${id}-h">${lane}</h3>
+${jsonData(id, { kind: "bars", title: "", labels: rows.map((r) => r.version), x: rows.map((_, j) => j), series: [{ label: "installations", values: rows.map((r) => r.installations) }] })}
+<div class="chart" data-chart="${id}" role="img" aria-label="Installations by version on ${lane}"></div>
+<details><summary>Figures</summary><div class="table-wrap"><table class="installations" data-lane="${lane}"><thead><tr><th scope="col">Version</th><th scope="col">Installations</th></tr></thead>
+<tbody>${rows.map((r) => html`<tr><td>${r.version}</td><td>${r.installations}</td></tr>`)}</tbody></table></div></details></section>`;
+  });
+}
+
+function activationChart(stats: Stats): Html {
+  const days = stats.activationsPerDay;
+  return html`${jsonData("chart-activations", {
+    kind: "lines",
+    title: "",
+    x: days.map((d) => Date.parse(d.day) / 1000),
+    series: [
+      { label: "activations", values: days.map((d) => d.activations) },
+      { label: "seat_limit refusals", values: days.map((d) => d.seatLimitRefusals) },
+    ],
+  })}<div class="chart" data-chart="chart-activations" role="img" aria-label="Activations and seat_limit refusals per day"></div>
+<details><summary>Figures</summary><div class="table-wrap"><table id="activations-per-day"><thead><tr><th scope="col">Day</th><th scope="col">Activations</th><th scope="col">seat_limit refusals</th></tr></thead>
+<tbody>${days.filter((d) => d.activations > 0 || d.seatLimitRefusals > 0).map((d) => html`<tr><td>${d.day}</td><td>${d.activations}</td><td>${d.seatLimitRefusals}</td></tr>`)}</tbody></table></div></details>`;
+}
+
+/** The dashboard (scope stats:read): adoption by version per lane, activations, licences expiring, the release tree's health. */
+export async function dashboardPage(d: ConsoleDeps, s: Session, address: string | null): Promise<Outcome> {
+  requireScope(callerOf(s, address).principal, "stats:read");
+  const stats = await collectStats({ store: d.admin.store, clock: d.clock, controls: d.controls, index: d.releases.current });
+  const index = d.releases.current;
+  const overview = index ? await releaseOverview({ index, skipped: d.releases.skipped, controls: d.controls, clock: d.clock }) : null;
+  const licenseLink = sessionHas(s, "licenses:read");
+  const body = html`<p class="muted">Since ${when(stats.since)} (the last 30 days).</p>
+<div class="grid"><section><h2>Installations by version, per lane</h2>${stats.installations.length ? installationCharts(stats) : html`<p>No installation seen in the window.</p>`}</section>
+<section><h2>Activations and seat_limit refusals per day</h2>${activationChart(stats)}</section></div>
+<div class="grid"><section><h2>Licences expiring within 30 days</h2>${
+    stats.expiringLicenses.length
+      ? html`<div class="table-wrap"><table><thead><tr><th scope="col">Licensee</th><th scope="col">Organisation</th><th scope="col">Expires</th></tr></thead><tbody>${stats.expiringLicenses.map(
+          (l) => html`<tr><td>${licenseLink ? html`<a href="/console/licenses/${encodeURIComponent(l.id)}">${l.licensee}</a>` : l.licensee}</td><td>${l.organization}</td><td>${when(l.expires)}</td></tr>`,
+        )}</tbody></table></div>`
+      : html`<p>None.</p>`
+  }</section>
+<section><h2>Release tree</h2>${
+    overview
+      ? html`<p id="tree-health" class="${overview.skipped.length ? "status-bad" : "status-ok"}">${overview.lanes.length} lane(s), ${overview.lanes.reduce((n, l) => n + l.releases.length, 0)} live release(s), ${overview.skipped.length} folder(s) skipped.</p>`
+      : html`<p id="tree-health" class="status-bad">The release tree has not been read yet.</p>`
+  }${stats.rollouts.length ? html`<div class="table-wrap"><table><thead><tr><th scope="col">Lane</th><th scope="col">Version</th><th scope="col">Share</th><th scope="col">Admitted / seen</th></tr></thead><tbody>${stats.rollouts.map(
+    (r) => html`<tr><td>${r.lane}</td><td>${r.version}</td><td>${r.withdrawn ? "withdrawn" : `${r.share}%${r.halted ? " (halted)" : ""}`}</td><td>${r.admitted} / ${r.seen}</td></tr>`,
+  )}</tbody></table></div>` : ""}</section></div>`;
+  return { page: consolePage({ title: "Dashboard", session: s, current: "/console/", body, charts: true }) };
+}

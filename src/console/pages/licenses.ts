@@ -1,0 +1,127 @@
+import { CHANNELS } from "../../config/variants";
+import { createLicense, deactivateActivation, reinstateLicense, revokeLicense, searchLicenses, showLicense, updateLicense } from "../../domain/admin/licenses";
+import { sessionHas, type Session } from "../../domain/console-sessions";
+import type { ActivationView, LicenseView } from "../../domain/events";
+import { callerOf, type ConsoleDeps, type Outcome } from "../deps";
+import { field, numberField, type Form } from "../form";
+import { html, type Html } from "../html";
+import { actionForm, consolePage, csrfField, notice, when } from "../layout";
+
+const licensePath = (id: string) => `/console/licenses/${encodeURIComponent(id)}`;
+
+const statusOf = (l: LicenseView, now: number) =>
+  l.revoked ? "revoked" : l.expires !== null && Date.parse(l.expires) <= now ? "expired" : "active";
+
+function channelBoxes(checked: readonly string[]): Html {
+  return html`<fieldset><legend>Channels</legend>${CHANNELS.map(
+    (c) => html`<label><input type="checkbox" name="channels" value="${c}"${checked.includes(c) ? html` checked` : ""}> ${c}</label>`,
+  )}</fieldset>`;
+}
+
+function createForm(s: Session): Html {
+  return html`<h2>Create a licence</h2><form class="stack" method="post" action="/console/licenses">${csrfField(s)}
+<label>Licensee <input name="licensee" required maxlength="200" autocomplete="off"></label>
+<label>Organisation <input name="organization" required maxlength="200" autocomplete="off"></label>
+<label>Email <input name="email" type="email" maxlength="254" autocomplete="off"></label>
+<label>Plan <input name="plan" required maxlength="64" value="standard"></label>
+<label>Plan title <input name="planTitle" required maxlength="200" value="Standard"></label>
+<label>Seats <input name="seats" type="number" min="1" required value="1"></label>
+<label>Expires (empty: never) <input name="expires" type="date"></label>
+${channelBoxes(["stable"])}<button type="submit">Create licence</button></form>`;
+}
+
+/** Licences (scope licenses:read): search by key, licensee, organisation or email; the create form with licenses:write. */
+export async function licensesPage(d: ConsoleDeps, s: Session, address: string | null, query: URLSearchParams): Promise<Outcome> {
+  const q = query.get("query")?.trim() ?? "";
+  const page = await searchLicenses(d.admin, callerOf(s, address), { ...(q ? { query: q } : {}), ...(query.get("cursor") ? { cursor: query.get("cursor") } : {}) });
+  const now = d.clock();
+  const body = html`<form class="row" method="get" action="/console/licenses" role="search">
+<label>Search (key, licensee, organisation, email) <input name="query" type="search" value="${q}" maxlength="200"></label><button type="submit">Search</button></form>
+<div class="table-wrap"><table id="licenses"><thead><tr><th scope="col">Licensee</th><th scope="col">Organisation</th><th scope="col">Seats</th><th scope="col">Channels</th><th scope="col">Expires</th><th scope="col">Status</th></tr></thead>
+<tbody>${page.licenses.map(
+    (l) => html`<tr><td><a href="${licensePath(l.id)}">${l.licensee}</a></td><td>${l.organization}</td><td>${l.seatsUsed ?? 0} / ${l.seats}</td><td>${l.channels.join(", ")}</td><td>${when(l.expires)}</td><td>${statusOf(l, now)}</td></tr>`,
+  )}</tbody></table></div>
+${page.licenses.length === 0 ? html`<p>No licence matches.</p>` : ""}
+${page.next ? html`<p><a href="/console/licenses?${new URLSearchParams({ ...(q ? { query: q } : {}), cursor: page.next }).toString()}">Next page</a></p>` : ""}
+${sessionHas(s, "licenses:write") ? createForm(s) : ""}`;
+  return { page: consolePage({ title: "Licences", session: s, current: "/console/licenses", body }) };
+}
+
+/** Creates a licence and shows its key once, with a copy button (the key is not kept anywhere readable). */
+export async function createLicenseAction(d: ConsoleDeps, s: Session, address: string | null, f: Form): Promise<Outcome> {
+  const expires = field(f, "expires");
+  const email = field(f, "email");
+  const created = await createLicense(d.admin, callerOf(s, address), {
+    licensee: f.get("licensee") ?? "",
+    organization: f.get("organization") ?? "",
+    plan: f.get("plan") ?? "",
+    planTitle: f.get("planTitle") ?? "",
+    seats: numberField(f, "seats") ?? 0,
+    channels: f.getAll("channels"),
+    ...(expires ? { expires } : {}),
+    ...(email ? { email } : {}),
+  });
+  const body = html`${notice("The licence was created. Its key is shown this once: copy it now and give it to the customer.")}
+<p><span class="key" id="license-key">${created.key}</span> <button type="button" class="plain" data-copy="license-key" hidden>Copy key</button></p>
+<p><a href="${licensePath(created.license.id)}">Open the licence of ${created.license.licensee}</a></p>`;
+  return { page: consolePage({ title: "Licence created", session: s, current: "/console/licenses", body }), status: 201 };
+}
+
+function installationRows(s: Session, activations: readonly ActivationView[]): Html {
+  const canDeactivate = sessionHas(s, "activations:write");
+  return html`<div class="table-wrap"><table id="installations"><thead><tr><th scope="col">Name</th><th scope="col">Platform</th><th scope="col">Version</th><th scope="col">Last seen</th><th scope="col">State</th>${canDeactivate ? html`<th scope="col"><span class="muted">Action</span></th>` : ""}</tr></thead>
+<tbody>${activations.map(
+    (a) => html`<tr data-activation="${a.id}"><td>${a.name}</td><td>${a.platform}</td><td>${a.version}</td><td>${when(a.lastSeen)}</td><td>${a.deactivated ? `deactivated ${when(a.deactivated)}` : "active"}</td>${
+      canDeactivate ? html`<td>${a.deactivated ? "" : actionForm(s, `/console/activations/${encodeURIComponent(a.id)}/deactivate`, `Deactivate ${a.name}`, true)}</td>` : ""
+    }</tr>`,
+  )}</tbody></table></div>${activations.length === 0 ? html`<p>No installation yet.</p>` : ""}`;
+}
+
+function editForm(s: Session, l: LicenseView): Html {
+  return html`<h2>Edit</h2><form class="stack" method="post" action="${licensePath(l.id)}">${csrfField(s)}
+<label>Seats <input name="seats" type="number" min="1" required value="${l.seats}"></label>
+<label>Expires (empty: never) <input name="expires" type="date" value="${l.expires ? l.expires.slice(0, 10) : ""}"></label>
+${channelBoxes(l.channels)}<button type="submit">Save changes</button></form>`;
+}
+
+/** A licence with its installations (scope licenses:read); edit, revoke, reinstate with licenses:write; deactivate with activations:write. */
+export async function licensePage(d: ConsoleDeps, s: Session, address: string | null, id: string, message?: string): Promise<Outcome> {
+  const { license: l, activations } = await showLicense(d.admin, callerOf(s, address), id);
+  const write = sessionHas(s, "licenses:write");
+  const body = html`${message ? notice(message) : ""}<dl class="grid">
+<div><dt>Licensee</dt><dd id="licensee">${l.licensee}</dd></div><div><dt>Organisation</dt><dd id="organization">${l.organization}</dd></div>
+<div><dt>Email</dt><dd>${l.email ?? "—"}</dd></div><div><dt>Plan</dt><dd>${l.planTitle} (${l.plan})</dd></div>
+<div><dt>Seats used</dt><dd id="seats">${l.seatsUsed ?? 0} / ${l.seats}</dd></div><div><dt>Channels</dt><dd>${l.channels.join(", ")}</dd></div>
+<div><dt>Issued</dt><dd>${when(l.issued)}</dd></div><div><dt>Expires</dt><dd>${when(l.expires)}</dd></div>
+<div><dt>Status</dt><dd id="status">${statusOf(l, d.clock())}</dd></div><div><dt>Id</dt><dd><code>${l.id}</code></dd></div></dl>
+${write ? (l.revoked ? actionForm(s, `${licensePath(l.id)}/reinstate`, "Reinstate licence") : actionForm(s, `${licensePath(l.id)}/revoke`, "Revoke licence", true)) : ""}
+<h2>Installations</h2>${installationRows(s, activations)}
+${write ? editForm(s, l) : ""}
+<p><a href="/console/audit?license=${encodeURIComponent(l.id)}">Audit trail of this licence</a></p>`;
+  return { page: consolePage({ title: `Licence of ${l.licensee}`, session: s, current: "/console/licenses", body }) };
+}
+
+export async function updateLicenseAction(d: ConsoleDeps, s: Session, address: string | null, id: string, f: Form): Promise<Outcome> {
+  const expires = field(f, "expires");
+  await updateLicense(d.admin, callerOf(s, address), id, {
+    seats: numberField(f, "seats"),
+    channels: f.getAll("channels"),
+    expires: expires ?? null,
+  });
+  return { redirect: licensePath(id) };
+}
+
+export async function revokeLicenseAction(d: ConsoleDeps, s: Session, address: string | null, id: string): Promise<Outcome> {
+  await revokeLicense(d.admin, callerOf(s, address), id);
+  return { redirect: licensePath(id) };
+}
+
+export async function reinstateLicenseAction(d: ConsoleDeps, s: Session, address: string | null, id: string): Promise<Outcome> {
+  await reinstateLicense(d.admin, callerOf(s, address), id);
+  return { redirect: licensePath(id) };
+}
+
+export async function deactivateAction(d: ConsoleDeps, s: Session, address: string | null, activationId: string): Promise<Outcome> {
+  const a = await deactivateActivation(d.admin, callerOf(s, address), activationId);
+  return { redirect: licensePath(a.license) };
+}

@@ -1,0 +1,79 @@
+import { PLATFORMS } from "../../config/variants";
+import type { Session } from "../../domain/console-sessions";
+import { KeyturnError } from "../../domain/errors";
+import { offlineAnswer, portalDeactivate, portalLicense } from "../../domain/portal";
+import type { Release } from "../../domain/releases/release-index";
+import type { ConsoleDeps, Outcome } from "../deps";
+import { html, type Html } from "../html";
+import { actionForm, csrfField, notice, portalPage, when } from "../layout";
+
+/** Where the portal's download of a lane's newest installer is. */
+const downloadPath = (product: string | null, channel: string, platform: string) =>
+  `/portal/download/${encodeURIComponent(product ?? "-")}/${encodeURIComponent(channel)}/${encodeURIComponent(platform)}`;
+
+/** The installation a portal download is chosen for: the license itself, so a staged rollout treats it as one steady installation. */
+const portalInstallation = (licenseId: string) => ({ dev: `portal:${licenseId}`, kind: "license" as const });
+
+export function portalSignInPage(message?: string): Outcome {
+  const body = html`${message ? notice(message, true) : ""}<p>Sign in with your licence key to see your installations, free a seat, download the newest installer or activate a computer offline.</p>
+<form class="stack" method="post" action="/portal/sign-in"><label>Licence key <input name="key" required maxlength="200" autocomplete="off" spellcheck="false"></label><button type="submit">Sign in</button></form>
+<p class="muted">Your key is sent once; the site keeps your sign-in for 30 minutes, the browser only a session cookie.</p>`;
+  return { page: portalPage({ title: "Your licence", session: null, body }), status: message ? 403 : 200 };
+}
+
+/** The newest installer of each lane of the license's channels (the one the update path would serve it). */
+async function downloads(d: ConsoleDeps, licenseId: string, channels: readonly string[]): Promise<{ product: string | null; channel: string; platform: string; release: Release }[]> {
+  const index = d.releases.current;
+  if (!index) return [];
+  const products = d.variant.products.length ? d.variant.products : [null];
+  const out = [];
+  for (const product of products)
+    for (const channel of channels)
+      for (const platform of PLATFORMS) {
+        const release = await d.selection.served(index, portalInstallation(licenseId), product, channel, platform);
+        if (release) out.push({ product, channel, platform, release });
+      }
+  return out;
+}
+
+export async function portalHome(d: ConsoleDeps, s: Session, message?: string, answer?: Html): Promise<Outcome> {
+  const { license: l, activations } = await portalLicense(d.admin, s.licenseId!);
+  const files = await downloads(d, l.id, l.channels);
+  const live = activations.filter((a) => !a.deactivated);
+  const body = html`${message ? notice(message) : ""}
+<p>Licence of <strong id="licensee">${l.licensee}</strong> (${l.organization}). Seats used: <span id="seats">${l.seatsUsed ?? 0} / ${l.seats}</span>. Expires: ${when(l.expires)}.${l.revoked ? html` <strong class="status-bad">Revoked.</strong>` : ""}</p>
+<h2>Your installations</h2><div class="table-wrap"><table id="installations"><thead><tr><th scope="col">Name</th><th scope="col">Platform</th><th scope="col">Version</th><th scope="col">Last seen</th><th scope="col"><span class="muted">Action</span></th></tr></thead>
+<tbody>${live.map((a) => html`<tr data-activation="${a.id}"><td>${a.name}</td><td>${a.platform}</td><td>${a.version}</td><td>${when(a.lastSeen)}</td><td>${actionForm(s, `/portal/installations/${encodeURIComponent(a.id)}/deactivate`, `Deactivate ${a.name}`, true)}</td></tr>`)}</tbody></table></div>
+${live.length === 0 ? html`<p>No computer holds a seat.</p>` : ""}
+<h2>Downloads</h2>${files.length
+    ? html`<ul id="downloads">${files.map((f) => html`<li><a href="${downloadPath(f.product, f.channel, f.platform)}" download>${f.release.manifest.installer}</a> <span class="muted">${[f.product, f.channel, f.platform].filter(Boolean).join(" · ")}, version ${f.release.manifest.version}</span></li>`)}</ul>`
+    : html`<p>No installer is released on your channels yet.</p>`}
+<h2>Activate a computer offline</h2>${answer ?? ""}
+<form class="stack" method="post" action="/portal/offline">${csrfField(s)}<label>Request code shown by the program <textarea name="code" required maxlength="16384" spellcheck="false"></textarea></label><button type="submit">Make the answer code</button></form>`;
+  return { page: portalPage({ title: "Your licence", session: s, body }) };
+}
+
+export async function portalDeactivateAction(d: ConsoleDeps, s: Session, address: string | null, id: string): Promise<Outcome> {
+  await portalDeactivate(d.admin, s.licenseId!, address, id);
+  return { redirect: "/portal/" };
+}
+
+export async function portalOfflineAction(d: ConsoleDeps, s: Session, address: string | null, code: string | null): Promise<Outcome> {
+  const answer = await offlineAnswer({ variant: d.variant, licensing: d.licensing, store: d.admin.store }, s.licenseId!, code, { address });
+  const shown = html`${notice("Paste this answer code into the program. It holds this computer's seat.")}
+<p><textarea id="answer-code" readonly aria-label="Answer code">${answer.token}</textarea> <button type="button" class="plain" data-copy="answer-code" hidden>Copy answer code</button></p>`;
+  return portalHome(d, s, undefined, shown);
+}
+
+/** The installer a portal download link names, if the license's channels hold it. */
+export async function portalInstaller(d: ConsoleDeps, s: Session, product: string, channel: string, platform: string): Promise<Release> {
+  const { license } = await portalLicense(d.admin, s.licenseId!);
+  if (license.revoked !== null) throw new KeyturnError("license_revoked", "The licence is revoked.");
+  if (license.expires !== null && Date.parse(license.expires) <= d.clock()) throw new KeyturnError("license_expired", "The licence is expired.");
+  const p = product === "-" ? null : product;
+  const known = (p === null ? d.variant.products.length === 0 : d.variant.products.includes(p)) && license.channels.includes(channel) && (PLATFORMS as readonly string[]).includes(platform);
+  const index = known ? await d.releases.ready() : null;
+  const release = index ? await d.selection.served(index, portalInstallation(license.id), p, channel, platform) : null;
+  if (!release) throw new KeyturnError("not_found", "There is no installer here for your licence.");
+  return release;
+}

@@ -1,0 +1,49 @@
+import { adminAudit, requireScope } from "../../domain/admin/deps";
+import { sessionHas, type Session } from "../../domain/console-sessions";
+import { releaseOverview } from "../../domain/releases/overview";
+import type { Rollout } from "../../domain/releases/rollout";
+import type { ReleaseControlOp } from "../../store/types";
+import { callerOf, type ConsoleDeps, type Outcome } from "../deps";
+import { html } from "../html";
+import { actionForm, consolePage, notice, when } from "../layout";
+
+const OPS: readonly ReleaseControlOp[] = ["halt", "resume", "withdraw", "restore"];
+
+const rolloutText = (r: Rollout | null) => (r === null ? "all at once" : "percent" in r ? `${r.percent}%` : `over ${r.days} day(s)`);
+
+const controlPath = (lane: string, version: string, op: ReleaseControlOp) =>
+  `/console/releases/${encodeURIComponent(lane)}/${encodeURIComponent(version)}/${op}`;
+
+/** Lanes with their live releases and rollout state, the controls, and the skipped folders with why (scope releases:read). */
+export async function releasesPage(d: ConsoleDeps, s: Session, address: string | null): Promise<Outcome> {
+  requireScope(callerOf(s, address).principal, "releases:read");
+  const index = await d.releases.ready();
+  const o = await releaseOverview({ index, skipped: d.releases.skipped, controls: d.controls, clock: d.clock });
+  const write = sessionHas(s, "releases:write");
+  const lanes = o.lanes.map(
+    (l) => html`<section><h2>${l.lane}</h2><div class="table-wrap"><table><thead><tr><th scope="col">Version</th><th scope="col">Released</th><th scope="col">Rollout</th><th scope="col">State</th>${write ? html`<th scope="col"><span class="muted">Controls</span></th>` : ""}</tr></thead>
+<tbody>${l.releases.map((r) => {
+      const state = r.withdrawn ? `withdrawn ${when(r.withdrawn)}` : r.halted ? `halted at ${r.share}%` : `${r.share}% admitted`;
+      const ops = OPS.filter((op) => (op === "halt" ? !r.halted && !r.withdrawn : op === "resume" ? !!r.halted : op === "withdraw" ? !r.withdrawn : !!r.withdrawn));
+      return html`<tr><td>${r.version}</td><td>${when(r.released)}</td><td>${rolloutText(r.rollout)}</td><td>${state}</td>${
+        write ? html`<td>${ops.map((op) => actionForm(s, controlPath(l.lane, r.version, op), `${op} ${r.version}`, op === "withdraw"))}</td>` : ""
+      }</tr>`;
+    })}</tbody></table></div></section>`,
+  );
+  const body = html`${o.lanes.length === 0 ? notice("No release is live.") : ""}${lanes}
+<h2>Skipped folders</h2>${o.skipped.length
+    ? html`<div class="table-wrap"><table id="skipped"><thead><tr><th scope="col">Folder</th><th scope="col">Why</th></tr></thead><tbody>${o.skipped.map((x) => html`<tr><td><code>${x.folder}</code></td><td>${x.reason}</td></tr>`)}</tbody></table></div>`
+    : html`<p>None: every folder was taken.</p>`}
+${o.otherControls.length ? html`<h2>Controls of releases not in the tree</h2><ul>${o.otherControls.map((c) => html`<li>${c.lane} ${c.version}: ${c.withdrawn ? "withdrawn" : "halted"}</li>`)}</ul>` : ""}`;
+  return { page: consolePage({ title: "Releases", session: s, current: "/console/releases", body }) };
+}
+
+/** Halt, resume, withdraw or restore a release (scope releases:write), audited as the admin API does. */
+export async function releaseControlAction(d: ConsoleDeps, s: Session, address: string | null, lane: string, version: string, op: string): Promise<Outcome> {
+  const caller = callerOf(s, address);
+  requireScope(caller.principal, "releases:write");
+  const known = OPS.find((x) => x === op);
+  if (!known) return { redirect: "/console/releases" };
+  await d.controls.apply(known, lane, version, d.releases.current, adminAudit(d.admin, caller, `release-${known}`));
+  return { redirect: "/console/releases" };
+}

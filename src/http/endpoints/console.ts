@@ -1,0 +1,191 @@
+import { ASSETS } from "../../console/assets";
+import type { ConsoleDeps, Outcome } from "../../console/deps";
+import { dashboardPage } from "../../console/pages/dashboard";
+import { auditPage } from "../../console/pages/audit";
+import {
+  createLicenseAction,
+  deactivateAction,
+  licensePage,
+  licensesPage,
+  reinstateLicenseAction,
+  revokeLicenseAction,
+  updateLicenseAction,
+} from "../../console/pages/licenses";
+import { releaseControlAction, releasesPage } from "../../console/pages/releases";
+import { consoleSignInPage } from "../../console/pages/sign-in";
+import { retryDeliveryAction, webhooksPage } from "../../console/pages/webhooks";
+import type { Audit, AuditAction } from "../../domain/audit";
+import { sessionHas, type Session } from "../../domain/console-sessions";
+import { KeyturnError } from "../../domain/errors";
+import { endpoint, type Call, type Endpoint } from "../endpoint";
+import { serveBytes } from "../file-serving";
+import { queryParams, readForm, refusalPage, sessionCookie, setSessionCookie, webAnswer, WEB_HEADERS } from "../web";
+
+/** What a console page or action is given: the call, the signed-in session, the form of a POST. */
+interface Page {
+  readonly call: Call;
+  readonly session: Session;
+  readonly address: string | null;
+  readonly form: URLSearchParams;
+  /** A path parameter; a malformed one (bad percent-encoding) is not_found. */
+  readonly param: (name: string) => string;
+}
+
+const SIGN_IN = "/console/sign-in";
+
+/** The sections in the order the dashboard falls back to when the session may not read the stats. */
+const FIRST_SECTION = [
+  ["stats:read", "/console/"],
+  ["licenses:read", "/console/licenses"],
+  ["audit:read", "/console/audit"],
+  ["releases:read", "/console/releases"],
+  ["webhooks:read", "/console/webhooks"],
+] as const;
+
+/**
+ * The console's pages and actions at /console/ (prefix ""): each is the admin API's operation
+ * behind a session cookie instead of a bearer token, with the scope checks of the domain services.
+ */
+export function consoleEndpoints(d: ConsoleDeps, audit: Audit): Endpoint[] {
+  const openId = null;
+  const signInPage = (message?: string, status?: number) => consoleSignInPage({ openId: openId !== null, message, status });
+
+  const web = (method: "GET" | "POST", path: string, summary: string, action: AuditAction, run: (p: Page) => Promise<Outcome> | Outcome): Endpoint =>
+    endpoint({
+      method,
+      path,
+      prefix: "",
+      summary,
+      auth: "none",
+      budget: "admin",
+      audit: action,
+      errors: [],
+      handler: async (call) => {
+        const address = call.context.address;
+        const session = await d.sessions.find(sessionCookie(call.request, "console"), "console");
+        if (!session) return method === "GET" ? webAnswer({ redirect: SIGN_IN }) : webAnswer(signInPage("Your session has ended: sign in again.", 401));
+        try {
+          const form = method === "POST" ? await readForm(call.request, session) : new URLSearchParams();
+          const param = (name: string) => {
+            const v = call.params[name];
+            if (v === null || v === undefined) throw new KeyturnError("not_found", "There is nothing at this address.");
+            return v;
+          };
+          return webAnswer(await run({ call, session, address, form, param }));
+        } catch (e) {
+          return refusalPage(audit, action, address, e, "/console/");
+        }
+      },
+    });
+
+  const signIn: Endpoint = endpoint({
+      method: "POST",
+      path: SIGN_IN,
+      prefix: "",
+      summary: "Sign in to the console with an admin token",
+      auth: "none",
+      budget: "signin",
+      audit: "console-sign-in",
+      errors: [],
+      handler: async ({ request, context }) => {
+        try {
+          const form = await readForm(request, null);
+          const { secret, session } = await d.sessions.signInWithToken(form.get("token") ?? "");
+          await audit.ok("console-sign-in", context, {});
+          return webAnswer({ redirect: "/console/" }, { "set-cookie": setSessionCookie(request, "console", secret, (session.expires - d.clock()) / 1000) });
+        } catch (e) {
+          if (!(e instanceof KeyturnError) || e.code !== "admin_token_invalid") return refusalPage(audit, "console-sign-in", context.address, e, SIGN_IN);
+          await audit.refused("console-sign-in", context, e);
+          return webAnswer(signInPage("The token is unknown, expired or revoked.", 401));
+        }
+      },
+    });
+
+  return [
+    endpoint({
+      method: "GET",
+      path: "/console",
+      prefix: "",
+      summary: "The console (redirects to /console/)",
+      auth: "none",
+      budget: "admin",
+      audit: "request",
+      errors: [],
+      handler: () => webAnswer({ redirect: "/console/" }),
+    }),
+    endpoint({
+      method: "GET",
+      path: SIGN_IN,
+      prefix: "",
+      summary: "The console's sign-in page",
+      auth: "none",
+      budget: "admin",
+      audit: "request",
+      errors: [],
+      handler: async ({ request }) =>
+        (await d.sessions.find(sessionCookie(request, "console"), "console")) ? webAnswer({ redirect: "/console/" }) : webAnswer(signInPage()),
+    }),
+    signIn,
+    endpoint({
+      method: "POST",
+      path: "/console/sign-out",
+      prefix: "",
+      summary: "Sign out: the session is revoked server-side and its cookie cleared",
+      auth: "none",
+      budget: "admin",
+      audit: "console-sign-out",
+      errors: [],
+      handler: async ({ request, context }) => {
+        const secret = sessionCookie(request, "console");
+        const session = await d.sessions.find(secret, "console");
+        try {
+          if (session) {
+            await readForm(request, session);
+            await d.sessions.revoke(secret);
+            await audit.ok("console-sign-out", context, {});
+          }
+          return webAnswer({ redirect: SIGN_IN }, { "set-cookie": setSessionCookie(request, "console", null) });
+        } catch (e) {
+          return refusalPage(audit, "console-sign-out", context.address, e, "/console/");
+        }
+      },
+    }),
+    endpoint({
+      method: "GET",
+      path: "/console/assets/{file}",
+      prefix: "",
+      summary: "The console's and portal's embedded files (stylesheet, script, uPlot)",
+      auth: "none",
+      budget: "api",
+      audit: "request",
+      errors: ["not_found"],
+      handler: ({ request, params }) => {
+        const asset = params.file ? ASSETS[params.file] : undefined;
+        if (!asset || !Object.hasOwn(ASSETS, params.file!)) throw new KeyturnError("not_found", "There is nothing at this address.");
+        const response = serveBytes(request, asset.bytes, asset.etag, asset.type);
+        response.headers.set("x-content-type-options", WEB_HEADERS["x-content-type-options"]!);
+        return response;
+      },
+    }),
+    web("GET", "/console/", "The dashboard: installations by version per lane, activations, licences expiring, the release tree", "admin-read", (p) => {
+      if (sessionHas(p.session, "stats:read")) return dashboardPage(d, p.session, p.address);
+      const first = FIRST_SECTION.find(([scope]) => sessionHas(p.session, scope));
+      if (!first) throw new KeyturnError("insufficient_scope", "This session holds no scope the console shows.");
+      return { redirect: first[1] };
+    }),
+    web("GET", "/console/licenses", "Licences: search and the create form", "admin-read", (p) => licensesPage(d, p.session, p.address, queryParams(p.call.query))),
+    web("POST", "/console/licenses", "Create a licence; its key is shown once", "license-create", (p) => createLicenseAction(d, p.session, p.address, p.form)),
+    web("GET", "/console/licenses/{id}", "A licence with its installations", "admin-read", (p) => licensePage(d, p.session, p.address, p.param("id"))),
+    web("POST", "/console/licenses/{id}", "Edit a licence's seats, expiry and channels", "license-update", (p) => updateLicenseAction(d, p.session, p.address, p.param("id"), p.form)),
+    web("POST", "/console/licenses/{id}/revoke", "Revoke a licence", "license-revoke", (p) => revokeLicenseAction(d, p.session, p.address, p.param("id"))),
+    web("POST", "/console/licenses/{id}/reinstate", "Reinstate a revoked licence", "license-reinstate", (p) => reinstateLicenseAction(d, p.session, p.address, p.param("id"))),
+    web("POST", "/console/activations/{id}/deactivate", "Deactivate an installation (frees its seat)", "activation-deactivate", (p) => deactivateAction(d, p.session, p.address, p.param("id"))),
+    web("GET", "/console/audit", "The audit trail with filters", "admin-read", (p) => auditPage(d, p.session, p.address, queryParams(p.call.query))),
+    web("GET", "/console/releases", "Lanes, live releases, rollout state and controls, skipped folders", "admin-read", (p) => releasesPage(d, p.session, p.address)),
+    web("POST", "/console/releases/{lane}/{version}/{op}", "Halt, resume, withdraw or restore a release", "release-halt", (p) =>
+      releaseControlAction(d, p.session, p.address, p.param("lane"), p.param("version"), p.param("op")),
+    ),
+    web("GET", "/console/webhooks", "Webhook endpoints and deliveries", "admin-read", (p) => webhooksPage(d, p.session, p.address, queryParams(p.call.query))),
+    web("POST", "/console/webhook-deliveries/{id}/retry", "Retry a failed webhook delivery", "webhook-retry", (p) => retryDeliveryAction(d, p.session, p.address, p.param("id"))),
+  ];
+}

@@ -1,0 +1,95 @@
+import { timingSafeEqual } from "node:crypto";
+import type { Audit, AuditAction } from "../domain/audit";
+import type { Session } from "../domain/console-sessions";
+import { KeyturnError } from "../domain/errors";
+import type { Outcome } from "../console/deps";
+import { html } from "../console/html";
+import { plainPage } from "../console/layout";
+import { STATUS_OF } from "./status";
+
+/**
+ * What every console and portal answer carries: a CSP that allows only the site's own files (no
+ * inline script or style), no framing (clickjacking), no sniffing, no referrer, no caching.
+ */
+export const WEB_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  "content-security-policy":
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'",
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "cache-control": "no-store",
+});
+
+const MAX_FORM_BYTES = 32 * 1024;
+
+export type SessionKind = "console" | "portal";
+
+/** Under HTTPS the cookie is `__Host-` prefixed and Secure (bound to this origin, never sent in clear). */
+const secure = (request: Request) => request.url.startsWith("https:");
+
+export function cookieName(request: Request, kind: SessionKind): string {
+  return secure(request) ? `__Host-keyturn-${kind}` : `keyturn-${kind}`;
+}
+
+/** The session cookie's value, or null. */
+export function sessionCookie(request: Request, kind: SessionKind): string | null {
+  const name = cookieName(request, kind);
+  for (const part of (request.headers.get("cookie") ?? "").split(";")) {
+    const eq = part.indexOf("=");
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return null;
+}
+
+/** Sets (or, with null, clears) the session cookie: HttpOnly, SameSite=Strict, Path=/, Secure under HTTPS. */
+export function setSessionCookie(request: Request, kind: SessionKind, secret: string | null, maxAgeSeconds = 0): string {
+  const attrs = [`${cookieName(request, kind)}=${secret ?? ""}`, "Path=/", "HttpOnly", "SameSite=Strict", `Max-Age=${secret === null ? 0 : Math.max(0, Math.floor(maxAgeSeconds))}`];
+  if (secure(request)) attrs.push("Secure");
+  return attrs.join("; ");
+}
+
+/** The answer of a page or an action: HTML with the web headers, or 303 See Other after a change. */
+export function webAnswer(outcome: Outcome, extra: Record<string, string> = {}): Response {
+  if ("redirect" in outcome) return new Response(null, { status: 303, headers: { ...WEB_HEADERS, location: outcome.redirect, ...extra } });
+  return new Response(outcome.page.text, { status: outcome.status ?? 200, headers: { ...WEB_HEADERS, "content-type": "text/html;charset=utf-8", ...extra } });
+}
+
+/**
+ * A POSTed form, accepted only from this site: the Origin (or, without one, Sec-Fetch-Site) must be
+ * this origin, and with a session the form's csrf field must be the session's token. A cross-site
+ * form is refused before anything is done.
+ */
+export async function readForm(request: Request, session: Session | null): Promise<URLSearchParams> {
+  const origin = request.headers.get("origin");
+  const site = request.headers.get("sec-fetch-site");
+  const sameOrigin = origin !== null ? origin === new URL(request.url).origin : site === "same-origin";
+  if (!sameOrigin) throw new KeyturnError("invalid_request", "This form was not sent from this site's pages.");
+  const type = request.headers.get("content-type") ?? "";
+  if (!type.startsWith("application/x-www-form-urlencoded")) throw new KeyturnError("unsupported_media_type", "Send the form as application/x-www-form-urlencoded.");
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > MAX_FORM_BYTES) throw new KeyturnError("payload_too_large", `A form is at most ${MAX_FORM_BYTES / 1024} KiB.`);
+  const text = await request.text();
+  if (text.length > MAX_FORM_BYTES) throw new KeyturnError("payload_too_large", `A form is at most ${MAX_FORM_BYTES / 1024} KiB.`);
+  const form = new URLSearchParams(text);
+  if (session !== null) {
+    const given = Buffer.from(form.get("csrf") ?? "");
+    const expected = Buffer.from(session.csrf);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected))
+      throw new KeyturnError("invalid_request", "This form is stale or was not made by this site: open the page again.");
+  }
+  return form;
+}
+
+/** The query string's parameters, bounded (the front door already caps the URL's length). */
+export const queryParams = (query: string) => new URLSearchParams(query);
+
+/**
+ * A refusal as a page: audited under the action like an API refusal, shown with its status (from
+ * the code) and its reference, the message escaped.
+ */
+export async function refusalPage(audit: Audit, action: AuditAction, address: string | null, error: unknown, back: string): Promise<Response> {
+  if (!(error instanceof KeyturnError)) throw error;
+  if (error.ref === undefined) error.ref = await audit.refused(action, { address }, error);
+  const body = html`<p class="notice error" role="alert">${error.message}</p><p class="muted">Reference: <code>${error.ref}</code> (${error.code})</p><p><a href="${back}">Back</a></p>`;
+  return webAnswer({ page: plainPage(error.code === "insufficient_scope" ? "Not allowed" : "Refused", body), status: STATUS_OF[error.code] });
+}
