@@ -13,7 +13,7 @@ const SECTIONS: readonly { path: string; label: string; scope: Scope }[] = [
 
 const head = (title: string, charts: boolean) => html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · keyturn</title>
+<title>${title} · keyturn</title><link rel="icon" href="data:,">
 <link rel="stylesheet" href="/console/assets/console.css">${charts ? html`<link rel="stylesheet" href="/console/assets/uplot.css">` : ""}
 ${charts ? html`<script src="/console/assets/uplot.js" defer></script>` : ""}<script src="/console/assets/console.js" defer></script>
 </head>`;

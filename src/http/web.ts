@@ -9,14 +9,15 @@ import { STATUS_OF } from "./status";
 
 /**
  * What every console and portal answer carries: a CSP that allows only the site's own files (no
- * inline script or style), no framing (clickjacking), no sniffing, no referrer, no caching.
+ * inline script or style), no framing (clickjacking), no sniffing, no referrer to other sites, no caching.
  */
 export const WEB_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   "content-security-policy":
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'",
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
+  // same-origin, not no-referrer: with no-referrer Chromium sends `Origin: null` on the site's own form POSTs.
+  "referrer-policy": "same-origin",
   "cache-control": "no-store",
 });
 

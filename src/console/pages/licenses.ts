@@ -1,5 +1,6 @@
 import { CHANNELS } from "../../config/variants";
 import { createLicense, deactivateActivation, reinstateLicense, revokeLicense, searchLicenses, showLicense, updateLicense } from "../../domain/admin/licenses";
+import { normalizeLicenseKey } from "../../domain/license-key";
 import { sessionHas, type Session } from "../../domain/console-sessions";
 import type { ActivationView, LicenseView } from "../../domain/events";
 import { callerOf, type ConsoleDeps, type Outcome } from "../deps";
@@ -33,7 +34,12 @@ ${channelBoxes(["stable"])}<button type="submit">Create licence</button></form>`
 /** Licences (scope licenses:read): search by key, licensee, organisation or email; the create form with licenses:write. */
 export async function licensesPage(d: ConsoleDeps, s: Session, address: string | null, query: URLSearchParams): Promise<Outcome> {
   const q = query.get("query")?.trim() ?? "";
-  const page = await searchLicenses(d.admin, callerOf(s, address), { ...(q ? { query: q } : {}), ...(query.get("cursor") ? { cursor: query.get("cursor") } : {}) });
+  const caller = callerOf(s, address);
+  // A licence key typed whole finds its licence (the store keeps only the key's hash).
+  const byKey = q && normalizeLicenseKey(d.variant, q) ? await showLicense(d.admin, caller, q).catch(() => null) : null;
+  const page = byKey
+    ? { licenses: [byKey.license], next: null }
+    : await searchLicenses(d.admin, caller, { ...(q ? { query: q } : {}), ...(query.get("cursor") ? { cursor: query.get("cursor") } : {}) });
   const now = d.clock();
   const body = html`<form class="row" method="get" action="/console/licenses" role="search">
 <label>Search (key, licensee, organisation, email) <input name="query" type="search" value="${q}" maxlength="200"></label><button type="submit">Search</button></form>

@@ -1,0 +1,283 @@
+/**
+ * The console in a real Chromium against the compiled executable: sign in with a token, create a
+ * licence and copy its key, see an installation activated through the API, deactivate it, scopes,
+ * sign out, and the hostile cases (XSS, CSRF, SameSite, clickjacking). Screenshots at 375 and 1280 px.
+ */
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import type { Browser, Page } from "playwright-core";
+import { device } from "../helpers";
+import { ATTACKER_HOST, launchBrowser, openContext, screenshot, startSite, type Site } from "./harness";
+
+const XSS_NAME = `<script>window.__xss = 1</script>Ada <img src=x onerror="window.__xss = 2">`;
+const XSS_ORG = `<b id="bold-org">Evil</b> & Co`;
+const XSS_DEVICE = `<img src=x onerror="window.__xss = 3">Lab PC`;
+
+setDefaultTimeout(20_000);
+
+let site: Site;
+let browser: Browser;
+let attacker: ReturnType<typeof Bun.serve>;
+let adminToken: string;
+let page: Page;
+let problems: string[];
+let licenseUrl = "";
+let licenseKey = "";
+
+const api = (path: string, init: RequestInit & { token?: string } = {}) =>
+  fetch(`${site.url}/api/v1${path}`, {
+    ...init,
+    headers: { "content-type": "application/json", ...(init.token ? { authorization: `Bearer ${init.token}` } : {}), ...init.headers },
+  });
+
+async function signIn(p: Page, token: string): Promise<void> {
+  await p.goto(`${site.url}/console/`);
+  await p.getByLabel("Admin token").fill(token);
+  await p.getByRole("button", { name: "Sign in with the token" }).click();
+  await p.waitForURL((u) => !u.pathname.endsWith("/sign-in"));
+}
+
+/** The session's CSRF token as the page's forms carry it. */
+const csrfOf = (p: Page) => p.locator('input[name="csrf"]').first().inputValue();
+
+beforeAll(async () => {
+  site = await startSite("alpha", { prepare: (tree) => tree.add({ version: "1.2.0" }) });
+  adminToken = site.adminToken("ops", ["admin"]);
+  browser = await launchBrowser();
+  ({ page, problems } = await openContext(browser, "desktop", site.url));
+  // Another site: evil.test (mapped to 127.0.0.1 in the browser) is not the site the console is opened on.
+  const consoleUrl = site.url;
+  attacker = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(request) {
+      const { pathname: path, searchParams } = new URL(request.url);
+      const target = new URL(consoleUrl);
+      const body =
+        path === "/frame"
+          ? `<iframe id="victim" src="${target.origin}/console/licenses" width="800" height="600"></iframe>`
+          : `<form id="f" method="post" action="${target.origin}${searchParams.get("to") ?? "/"}"><input name="csrf" value="guess"></form><script>document.getElementById("f").submit()</script>`;
+      return new Response(`<!doctype html><html><body>${body}</body></html>`, { headers: { "content-type": "text/html" } });
+    },
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  attacker?.stop(true);
+  await site?.stop();
+});
+
+const attackerUrl = (path: string) => `http://${ATTACKER_HOST}:${attacker.port}${path}`;
+
+describe("console", () => {
+  test("signs in with an admin token into an HttpOnly, SameSite=Strict session cookie", async () => {
+    await page.goto(`${site.url}/console/`);
+    expect(new URL(page.url()).pathname).toBe("/console/sign-in");
+    await screenshot(page, "sign-in-1280");
+    await signIn(page, adminToken);
+    await expect(page.locator("h1").textContent()).resolves.toBe("Dashboard");
+    const cookies = await page.context().cookies();
+    expect(cookies).toHaveLength(1);
+    expect(cookies[0]).toMatchObject({ name: "keyturn-console", httpOnly: true, sameSite: "Strict", path: "/" });
+    expect(cookies[0]!.value).not.toContain(adminToken);
+  });
+
+  test("a wrong token is refused with the sign-in page again", async () => {
+    const { context, page: p } = await openContext(browser, "desktop", site.url);
+    await p.goto(`${site.url}/console/sign-in`);
+    await p.getByLabel("Admin token").fill("kt_admin_wrong");
+    const [response] = await Promise.all([p.waitForResponse((r) => r.request().method() === "POST"), p.getByRole("button", { name: "Sign in with the token" }).click()]);
+    expect(response.status()).toBe(401);
+    await expect(p.getByRole("alert").textContent()).resolves.toContain("unknown, expired or revoked");
+    expect(await context.cookies()).toHaveLength(0);
+    await context.close();
+  });
+
+  test("creates a licence, shows its key once and copies it; hostile names render as text", async () => {
+    await page.getByRole("link", { name: "Licences" }).click();
+    await page.getByLabel("Licensee", { exact: true }).fill(XSS_NAME);
+    await page.getByLabel("Organisation", { exact: true }).fill(XSS_ORG);
+    await page.getByLabel("Seats", { exact: true }).fill("3");
+    await page.getByRole("button", { name: "Create licence" }).click();
+    await page.waitForSelector("#license-key");
+    licenseKey = (await page.locator("#license-key").textContent())!.trim();
+    expect(licenseKey).toMatch(/^[0-9A-Z-]{20,}$/);
+    await page.getByRole("button", { name: "Copy key" }).click();
+    await expect(page.getByRole("button", { name: "Copied" }).isVisible()).resolves.toBe(true);
+    expect(await page.evaluate("navigator.clipboard.readText()")).toBe(licenseKey);
+    await screenshot(page, "license-created-1280");
+    await page.getByRole("link", { name: /Open the licence of/ }).click();
+    licenseUrl = page.url();
+    await expect(page.locator("#licensee").textContent()).resolves.toBe(XSS_NAME);
+    await expect(page.locator("#organization").textContent()).resolves.toBe(XSS_ORG);
+    expect(await page.locator("#bold-org").count()).toBe(0);
+    expect(await page.evaluate("window.__xss")).toBeUndefined();
+  });
+
+  test("an installation activated through the API is on the licence page and in the dashboard chart", async () => {
+    const activated = await api("/licenses/activate", { method: "POST", body: JSON.stringify({ key: licenseKey, device: device("alpha", { name: XSS_DEVICE, version: "2.4.1" }) }) });
+    expect(activated.status).toBe(200);
+    await page.goto(licenseUrl);
+    const row = page.locator("#installations tbody tr");
+    await expect(row.count()).resolves.toBe(1);
+    await expect(row.locator("td").first().textContent()).resolves.toBe(XSS_DEVICE);
+    await expect(row.locator("td").nth(2).textContent()).resolves.toBe("2.4.1");
+    await expect(page.locator("#seats").textContent()).resolves.toBe("1 / 3");
+    expect(await page.evaluate("window.__xss")).toBeUndefined();
+    await screenshot(page, "license-1280");
+
+    await page.getByRole("link", { name: "Dashboard" }).click();
+    await page.waitForSelector('.chart[data-ready="true"] canvas');
+    const figures = page.locator("table.installations tbody tr", { hasText: "2.4.1" });
+    await expect(figures.locator("td").nth(1).textContent({ timeout: 1000 })).resolves.toBe("1");
+    // The chart was drawn from the same figures: its data block holds the version and the count.
+    const spec = JSON.parse((await page.locator('script[type="application/json"][id^="chart-lane-"]').first().textContent())!);
+    expect(spec.labels).toContain("2.4.1");
+    expect(spec.series[0].values[spec.labels.indexOf("2.4.1")]).toBe(1);
+    await expect(page.locator("#activations-per-day tbody tr td").nth(1).textContent()).resolves.toBe("1");
+    await screenshot(page, "dashboard-1280");
+  });
+
+  test("deactivates the installation from the console, audited with the token as actor", async () => {
+    await page.goto(licenseUrl);
+    await page.getByRole("button", { name: `Deactivate ${XSS_DEVICE}` }).click();
+    await page.waitForURL(licenseUrl);
+    await expect(page.locator("#installations tbody tr td").nth(4).textContent()).resolves.toMatch(/^deactivated /);
+    await expect(page.locator("#seats").textContent()).resolves.toBe("0 / 3");
+    await page.getByRole("link", { name: "Audit trail of this licence" }).click();
+    const line = page.locator("#audit tbody tr", { hasText: "activation-deactivate" });
+    await expect(line.count()).resolves.toBe(1);
+    await expect(line.locator("td").nth(3).textContent()).resolves.toMatch(/^tok_[0-9a-z]+ \(ops\)$/);
+  });
+
+  test("edits seats and revokes, then reinstates the licence", async () => {
+    await page.goto(licenseUrl);
+    await page.getByLabel("Seats", { exact: true }).fill("7");
+    await page.getByRole("button", { name: "Save changes" }).click();
+    await page.waitForURL(licenseUrl);
+    await expect(page.locator("#seats").textContent()).resolves.toBe("0 / 7");
+    await page.getByRole("button", { name: "Revoke licence" }).click();
+    await expect(page.locator("#status").textContent()).resolves.toBe("revoked");
+    await page.getByRole("button", { name: "Reinstate licence" }).click();
+    await expect(page.locator("#status").textContent()).resolves.toBe("active");
+  });
+
+  test("search finds the licence by its key", async () => {
+    await page.goto(`${site.url}/console/licenses`);
+    await page.getByLabel(/^Search/).fill(licenseKey);
+    await page.getByRole("button", { name: "Search" }).click();
+    await expect(page.locator("#licenses tbody tr").count()).resolves.toBe(1);
+    await page.getByLabel(/^Search/).fill("nobody-matches-this");
+    await page.getByRole("button", { name: "Search" }).click();
+    await expect(page.locator("#licenses tbody tr").count()).resolves.toBe(0);
+  });
+
+  test("releases, audit and webhooks pages render for an admin", async () => {
+    for (const [link, heading] of [["Releases", "Releases"], ["Audit trail", "Audit trail"], ["Webhooks", "Webhooks"]] as const) {
+      await page.getByRole("link", { name: link, exact: true }).click();
+      await expect(page.locator("h1").textContent()).resolves.toBe(heading);
+    }
+    await page.getByRole("link", { name: "Releases", exact: true }).click();
+    await page.getByRole("button", { name: "halt 1.2.0" }).click();
+    await expect(page.locator("td", { hasText: "halted at" }).count()).resolves.toBe(1);
+    await page.getByRole("button", { name: "resume 1.2.0" }).click();
+    await expect(page.locator("td", { hasText: "halted at" }).count()).resolves.toBe(0);
+    await screenshot(page, "releases-1280");
+  });
+
+  test("at 375 px the pages fit the screen", async () => {
+    const { context, page: phone, problems: phoneProblems } = await openContext(browser, "phone", site.url);
+    await signIn(phone, adminToken);
+    for (const [path, shot] of [["/console/", "dashboard-375"], [new URL(licenseUrl).pathname, "license-375"]] as const) {
+      await phone.goto(`${site.url}${path}`);
+      if (path === "/console/") await phone.waitForSelector('.chart[data-ready="true"] canvas');
+      const overflow = await phone.evaluate("document.documentElement.scrollWidth - window.innerWidth");
+      expect(overflow).toBeLessThanOrEqual(0);
+      await screenshot(phone, shot);
+    }
+    expect(phoneProblems).toEqual([]);
+    await context.close();
+  });
+
+  test("a token without a scope sees no button for it and gets 403 when it tries", async () => {
+    const support = site.adminToken("support", ["licenses:read", "stats:read"]);
+    const { context, page: p } = await openContext(browser, "desktop", site.url);
+    await signIn(p, support);
+    await p.goto(licenseUrl);
+    expect(await p.getByRole("button", { name: /Revoke|Deactivate|Save changes/ }).count()).toBe(0);
+    await p.goto(`${site.url}/console/licenses`);
+    expect(await p.getByRole("button", { name: "Create licence" }).count()).toBe(0);
+    expect(await p.getByRole("link", { name: "Audit trail" }).count()).toBe(0);
+    const csrf = await csrfOf(p);
+    const status = await p.evaluate(async ([url, token]) => {
+      const r = await fetch(`${url}/revoke`, { method: "POST", body: new URLSearchParams({ csrf: token! }) });
+      return r.status;
+    }, [licenseUrl, csrf] as const);
+    expect(status).toBe(403);
+    const audit = await p.goto(`${site.url}/console/audit`);
+    expect(audit!.status()).toBe(403);
+    await context.close();
+    await page.goto(licenseUrl);
+    await expect(page.locator("#status").textContent()).resolves.toBe("active");
+  });
+
+  test("a cross-site form POST is not signed in (SameSite=Strict) and a forged Origin or missing CSRF token is refused", async () => {
+    await page.goto(attackerUrl(`/post?to=${encodeURIComponent(new URL(licenseUrl).pathname + "/revoke")}`));
+    await page.waitForURL((u) => u.origin === site.url);
+    await expect(page.locator("h1").textContent()).resolves.toBe("Sign in");
+    const cookie = (await page.context().cookies())[0]!;
+    const post = (headers: Record<string, string>, body: string) =>
+      fetch(`${licenseUrl}/revoke`, { method: "POST", redirect: "manual", headers: { cookie: `${cookie.name}=${cookie.value}`, "content-type": "application/x-www-form-urlencoded", ...headers }, body });
+    await page.goto(licenseUrl);
+    const csrf = await csrfOf(page);
+    expect((await post({ origin: "http://evil.example" }, `csrf=${csrf}`)).status).toBe(400);
+    expect((await post({ origin: site.url }, "csrf=guess")).status).toBe(400);
+    expect((await post({}, `csrf=${csrf}`)).status).toBe(400);
+    await page.reload();
+    await expect(page.locator("#status").textContent()).resolves.toBe("active");
+    // The same request from this site's page with its token does revoke: the refusals above were the checks.
+    expect((await post({ origin: site.url }, `csrf=${csrf}`)).status).toBe(303);
+    await page.reload();
+    await expect(page.locator("#status").textContent()).resolves.toBe("revoked");
+  });
+
+  test("the console cannot be framed by another site (frame-ancestors 'none', X-Frame-Options DENY)", async () => {
+    const response = await fetch(`${site.url}/console/sign-in`);
+    expect(response.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+    expect(response.headers.get("x-frame-options")).toBe("DENY");
+    const { context, page: p, problems: framing } = await openContext(browser, "desktop", site.url);
+    await p.context().addCookies(await page.context().cookies());
+    await p.goto(attackerUrl("/frame"));
+    await p.waitForTimeout(300);
+    const frame = p.frames().find((f) => f !== p.mainFrame());
+    const framed = frame ? await frame.evaluate("document.body ? document.body.innerText : ''").catch(() => "") : "";
+    expect(framed).not.toContain("Licences");
+    expect(framing.join("\n")).toContain("frame-ancestors 'none'");
+    await context.close();
+  });
+
+  test("signing out revokes the session server-side: its cookie no longer opens a page", async () => {
+    await page.goto(`${site.url}/console/`);
+    const cookie = (await page.context().cookies())[0]!;
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL((u) => u.pathname === "/console/sign-in");
+    const replay = await fetch(`${site.url}/console/licenses`, { redirect: "manual", headers: { cookie: `${cookie.name}=${cookie.value}` } });
+    expect(replay.status).toBe(303);
+    expect(replay.headers.get("location")).toBe("/console/sign-in");
+  });
+
+  test("revoking the admin token ends its console sessions", async () => {
+    const temp = site.adminToken("temp", ["licenses:read"]);
+    const { context, page: p } = await openContext(browser, "desktop", site.url);
+    await signIn(p, temp);
+    const id = JSON.parse(site.cli(["admin-token", "list", "--json"])).tokens.find((t: { name: string }) => t.name === "temp").id;
+    site.cli(["admin-token", "revoke", id]);
+    await p.goto(`${site.url}/console/licenses`);
+    expect(new URL(p.url()).pathname).toBe("/console/sign-in");
+    await context.close();
+  });
+
+  test("no page of the console broke its CSP or threw", () => {
+    expect(problems).toEqual([]);
+  });
+});

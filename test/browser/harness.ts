@@ -1,0 +1,101 @@
+import { execFileSync } from "node:child_process";
+import { mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { buildExecutable } from "../../build";
+import { VARIANTS, type VariantName } from "../../src/config/variants";
+import { generateKeyFiles } from "../../src/domain/keys";
+import { ReleaseTree } from "../release-tree";
+
+/** Debian's Chromium, as .ci/run installs it. */
+export const CHROMIUM = "/usr/bin/chromium";
+const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic", "--no-first-run", "--disable-component-update", "--disable-sync"];
+
+/** Where the tests write their screenshots (committed: docs/console.md shows them). */
+export const SHOTS = join(import.meta.dir, "..", "..", "docs", "console");
+export const WIDTHS = { phone: { width: 375, height: 812 }, desktop: { width: 1280, height: 900 } } as const;
+
+let built: Promise<string> | null = null;
+/** dist/keyturn, built once per test process by build.ts. */
+export function executable(): Promise<string> {
+  return (built ??= buildExecutable());
+}
+
+export interface Site {
+  readonly url: string;
+  readonly exe: string;
+  readonly dir: string;
+  readonly tree: ReleaseTree;
+  /** Runs a keyturn command on this site's records (e.g. admin-token create). */
+  cli(args: string[]): string;
+  adminToken(name: string, scopes: string[]): string;
+  stop(): Promise<void>;
+}
+
+/** The compiled executable serving a release tree on a free loopback port. */
+export async function startSite(variant: VariantName, o: { args?: string[]; prepare?: (tree: ReleaseTree) => void } = {}): Promise<Site> {
+  const exe = await executable();
+  const tree = new ReleaseTree(variant);
+  o.prepare?.(tree);
+  generateKeyFiles(tree.keysDir, VARIANTS[variant].defaultLicenseKid);
+  const dir = join(tree.dir, "site");
+  mkdirSync(dir, { recursive: true });
+  const common = ["--variant", variant, "--base-url", "https://licenses.example.com", "--data", join(dir, "data")];
+  const proc = Bun.spawn([exe, "serve", ...common, "--keys", tree.keysDir, "--releases", tree.root, "--port", "0", ...(o.args ?? [])], {
+    stdin: "ignore",
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  const reader = proc.stderr.getReader();
+  let err = "";
+  while (!err.includes('"keyturn listening"')) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`keyturn did not start:\n${err}`);
+    err += new TextDecoder().decode(value);
+  }
+  void (async () => {
+    while (!(await reader.read()).done);
+  })();
+  const url = String(JSON.parse(err.split("\n").find((l) => l.includes('"keyturn listening"'))!).url);
+  const cli = (args: string[]) => execFileSync(exe, [...args.slice(0, 2), ...common, ...args.slice(2)], { encoding: "utf8" });
+  return {
+    url,
+    exe,
+    dir,
+    tree,
+    cli,
+    adminToken: (name, scopes) => JSON.parse(cli(["admin-token", "create", "--name", name, "--scopes", scopes.join(","), "--json"])).secret,
+    async stop() {
+      proc.kill("SIGTERM");
+      await proc.exited;
+      tree.remove();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A host name of another site for the hostile tests: the browser resolves it to the loopback address. */
+export const ATTACKER_HOST = "evil.test";
+
+/** One Chromium per test file (a fresh profile each launch); pages are reused within it. */
+export function launchBrowser(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_ARGS, `--host-resolver-rules=MAP ${ATTACKER_HOST} 127.0.0.1`] });
+}
+
+/** A context at the given width that records CSP violations and script errors of its pages. */
+export async function openContext(browser: Browser, width: keyof typeof WIDTHS, origin: string): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
+  const context = await browser.newContext({ viewport: WIDTHS[width] });
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("console", (m) => {
+    if (m.type() === "error" && /Content Security Policy|Refused to/.test(m.text())) problems.push(`console error: ${m.text()}`);
+  });
+  return { context, page, problems };
+}
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
