@@ -18,6 +18,9 @@ function copyButtons() {
   }
 }
 
+/** Whole-number steps for counts (no 0.2 of an installation). */
+const COUNTS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 1000000];
+
 const PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2"];
 
 function chartWidth(el) {
@@ -32,10 +35,13 @@ function chart(el) {
     width: chartWidth(el),
     height: 220,
     title: spec.title,
-    scales: { x: { time: !bars }, y: { range: (u, min, max) => [0, Math.max(1, max)] } },
+    scales: {
+      x: bars ? { time: false, range: () => [-0.5, spec.labels.length - 0.5] } : { time: true },
+      y: { range: (u, min, max) => [0, Math.max(1, max)] },
+    },
     axes: [
       bars ? { values: (u, ticks) => ticks.map((t) => spec.labels[t] ?? ""), splits: () => spec.labels.map((_, i) => i) } : {},
-      { size: 50 },
+      { size: 50, incrs: COUNTS },
     ],
     series: [{}].concat(
       spec.series.map((s, i) => ({
