@@ -167,6 +167,27 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       expect((await store.findAdminTokenBySecretHash(t.secretHash))!.revoked).toBe(T0 + 1);
     });
 
+    test("console sessions (migration 10): kept by hash, revoked once, and revoked with their admin token in its transaction", async () => {
+      await store.createAdminToken({ id: "tok_2", name: "ops", secretHash: "ef".repeat(32), scopes: ["admin"], created: T0, expires: null, revoked: null, lastUsed: null });
+      const session = (idHash: string, tokenId: string | null, kind: "console" | "portal" | "pending" = "console") => ({
+        idHash, kind, tokenId, subject: null, licenseId: kind === "portal" ? "lic_1" : null, name: "ops", scopes: ["admin"], detail: kind === "pending" ? '{"verifier":"v"}' : null,
+        created: T0, expires: T0 + 3_600_000, revoked: null,
+      });
+      await store.createConsoleSession(session("h1", "tok_2"));
+      await store.createConsoleSession(session("h2", "tok_2"));
+      await store.createConsoleSession(session("h3", null, "portal"));
+      await store.createConsoleSession(session("h4", null, "pending"));
+      expect(await store.findConsoleSession("h1")).toEqual(session("h1", "tok_2"));
+      expect(await store.findConsoleSession("h4")).toEqual(session("h4", null, "pending"));
+      expect(await store.findConsoleSession("nope")).toBeNull();
+      expect(await store.revokeConsoleSession("h1", T0 + 5)).toBe(true);
+      expect(await store.revokeConsoleSession("h1", T0 + 6)).toBe(false);
+      expect((await store.findConsoleSession("h1"))!.revoked).toBe(T0 + 5);
+      expect(await store.revokeAdminToken("tok_2", T0 + 9)).toBe(true);
+      expect((await store.findConsoleSession("h2"))!.revoked).toBe(T0 + 9);
+      expect((await store.findConsoleSession("h3"))!.revoked).toBeNull();
+    });
+
     test("webhooks: fan-out to enabled subscribers added before the event, leased once, attempts recorded under the lease only; 410 disables; retry", async () => {
       await store.appendEvent(ev("license.created")); // before any endpoint: goes nowhere
       const endpoint = (id: string, types: string[]) => ({ id, url: "https://x.example/h", types, secret: "whsec_AAAA", enabled: true, disabledReason: null, created: T0 });
