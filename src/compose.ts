@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import type { Config } from "./config/config";
+import { ConfigError } from "./config/parse";
 import { createLogger, type Logger } from "./config/log";
 import { Audit } from "./domain/audit";
 import { systemClock, type Clock } from "./domain/clock";
@@ -7,6 +8,8 @@ import { loadKeyRing, type KeyRing } from "./domain/keys";
 import { KeyturnError } from "./domain/errors";
 import { Licensing } from "./domain/licensing";
 import { StaffSignIn } from "./domain/identity/staff-sign-in";
+import { ConsoleOpenId, consoleScopes } from "./domain/identity/console-sign-in";
+import { ConsoleSessions } from "./domain/console-sessions";
 import { AdoptionRecorder } from "./domain/adoption";
 import { ReleaseHolder } from "./domain/releases/holder";
 import { InstallerVerifier } from "./domain/releases/installer-verification";
@@ -133,6 +136,18 @@ export async function compose(
     log,
     licensing,
   });
+  const consoleSessions = new ConsoleSessions({ store, clock });
+  const consoleGroups = config.identity?.consoleGroups ?? new Map<string, readonly string[]>();
+  let consoleScopeMap;
+  try {
+    consoleScopeMap = consoleScopes(consoleGroups);
+  } catch (e) {
+    throw new ConfigError("console-groups", (e as Error).message);
+  }
+  const consoleOpenId =
+    config.identity && consoleGroups.size > 0 && !mirrorConfig
+      ? new ConsoleOpenId({ identity: config.identity, scopes: consoleScopeMap, sessions: consoleSessions, clock, log })
+      : null;
   const releases = new ReleaseHolder({
     root: config.releasesDir,
     variant: config.variant,
@@ -185,6 +200,8 @@ export async function compose(
       trustProxy: config.trustProxy,
       site,
       staffSignIn,
+      consoleSessions,
+      consoleOpenId,
       releases,
       metrics,
       admin: { variant: config.variant, store, clock, tokenTtlSeconds: config.tokenTtlSeconds },

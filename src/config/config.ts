@@ -22,6 +22,8 @@ export interface IdentityConfig {
   readonly maxAgeSeconds: number;
   readonly mfaValues: readonly string[];
   readonly scopes: readonly string[];
+  /** Console sign-in with the issuer: each group and the admin scopes it gives (empty: the console takes tokens only). */
+  readonly consoleGroups: ReadonlyMap<string, readonly string[]>;
 }
 
 /** A mirror's vendor and how it follows the vendor's feed (design.md "Mirror mode"). */
@@ -251,7 +253,22 @@ function identityConfig(get: (flag: string) => string | undefined, value: (flag:
     maxAgeSeconds,
     mfaValues: parseList(value("identity-mfa-values")),
     scopes: parseList(value("identity-scopes")),
+    consoleGroups: consoleGroups(value("console-groups")),
   };
+}
+
+/** `group=scope,scope;group=scope`: which admin scopes a staff member's groups give in the console. */
+function consoleGroups(text: string): ReadonlyMap<string, readonly string[]> {
+  const map = new Map<string, readonly string[]>();
+  for (const entry of text.split(";").map((e) => e.trim()).filter(Boolean)) {
+    const eq = entry.indexOf("=");
+    const group = entry.slice(0, eq).trim();
+    const scopes = parseList(entry.slice(eq + 1));
+    if (eq <= 0 || group.length === 0 || scopes.length === 0)
+      throw new ConfigError("console-groups", `each entry is group=scope,scope (got "${entry.slice(0, 80)}")`);
+    map.set(group, scopes);
+  }
+  return map;
 }
 
 const MIRROR_TOKEN = /^kta_[A-Za-z0-9_-]{32,200}$/;

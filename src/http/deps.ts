@@ -5,6 +5,8 @@ import type { Audit } from "../domain/audit";
 import type { Clock } from "../domain/clock";
 import type { Licensing } from "../domain/licensing";
 import type { StaffSignIn } from "../domain/identity/staff-sign-in";
+import type { ConsoleOpenId } from "../domain/identity/console-sign-in";
+import type { ConsoleSessions } from "../domain/console-sessions";
 import type { AdoptionRecorder } from "../domain/adoption";
 import type { ReleaseHolder } from "../domain/releases/holder";
 import type { ReleaseSelection } from "../domain/releases/release-selection";
@@ -17,6 +19,10 @@ export interface AppServices {
   readonly variant: Variant;
   readonly licensing: Licensing;
   readonly staffSignIn: StaffSignIn;
+  /** Console and portal sessions (server-side; the browser holds a cookie). */
+  readonly consoleSessions: ConsoleSessions;
+  /** Console sign-in with the vendor's OpenID issuer; null when --console-groups is not set. */
+  readonly consoleOpenId: ConsoleOpenId | null;
   readonly audit: Audit;
   readonly log: Logger;
   readonly clock: Clock;

@@ -1,5 +1,4 @@
 import type { ConsoleDeps } from "../console/deps";
-import { ConsoleSessions } from "../domain/console-sessions";
 import type { AppServices } from "./deps";
 import type { Endpoint } from "./endpoint";
 import { adminLicenseEndpoints } from "./endpoints/admin-licenses";
@@ -19,7 +18,7 @@ export function routeTable(s: AppServices, openapi: () => string): Endpoint[] {
   const web: ConsoleDeps = {
     variant: s.variant,
     admin: s.admin,
-    sessions: new ConsoleSessions({ store: s.admin.store, clock: s.clock }),
+    sessions: s.consoleSessions,
     licensing: s.licensing,
     releases: s.releases,
     controls: s.selection.controls,
@@ -36,7 +35,7 @@ export function routeTable(s: AppServices, openapi: () => string): Endpoint[] {
     ...adminRecordEndpoints(s.admin),
     ...adminWebhookEndpoints(s.admin),
     ...adminReleaseEndpoints(s.admin, s.releases, s.selection.controls, s.clock),
-    ...consoleEndpoints(web, s.audit),
+    ...consoleEndpoints(web, s.audit, s.consoleOpenId),
     ...portalEndpoints(web, s.audit),
   ];
 }

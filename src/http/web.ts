@@ -34,7 +34,10 @@ export function cookieName(request: Request, kind: SessionKind): string {
 
 /** The session cookie's value, or null. */
 export function sessionCookie(request: Request, kind: SessionKind): string | null {
-  const name = cookieName(request, kind);
+  return cookieValue(request, cookieName(request, kind));
+}
+
+function cookieValue(request: Request, name: string): string | null {
   for (const part of (request.headers.get("cookie") ?? "").split(";")) {
     const eq = part.indexOf("=");
     if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
@@ -47,6 +50,19 @@ export function setSessionCookie(request: Request, kind: SessionKind, secret: st
   const attrs = [`${cookieName(request, kind)}=${secret ?? ""}`, "Path=/", "HttpOnly", "SameSite=Strict", `Max-Age=${secret === null ? 0 : Math.max(0, Math.floor(maxAgeSeconds))}`];
   if (secure(request)) attrs.push("Secure");
   return attrs.join("; ");
+}
+
+const pendingName = (request: Request) => (secure(request) ? "__Host-keyturn-oidc" : "keyturn-oidc");
+
+/** The state of an OpenID sign-in under way, in a SameSite=Lax cookie: it must come back through the issuer's cross-site redirect. */
+export function setPendingCookie(request: Request, state: string | null, maxAgeSeconds = 0): string {
+  const attrs = [`${pendingName(request)}=${state ?? ""}`, "Path=/", "HttpOnly", "SameSite=Lax", `Max-Age=${state === null ? 0 : Math.floor(maxAgeSeconds)}`];
+  if (secure(request)) attrs.push("Secure");
+  return attrs.join("; ");
+}
+
+export function pendingCookie(request: Request): string | null {
+  return cookieValue(request, pendingName(request));
 }
 
 /** The answer of a page or an action: HTML with the web headers, or 303 See Other after a change. */

@@ -29,6 +29,7 @@ export class IssuerKeys {
   private inFlight: Promise<void> | null = null;
   private lastMiss = -Infinity;
   private lastReadFailed = false;
+  private discovered: { readonly authorization: string; readonly token: string } | null = null;
 
   constructor(
     private readonly issuer: string,
@@ -39,6 +40,16 @@ export class IssuerKeys {
   /** A key resolver for jose's jwtVerify: the issuer's key the token's header names. */
   readonly resolve = async (header: JWTHeaderParameters, token: FlattenedJWSInput) =>
     (await this.keySetFor(header.kid)).resolve(header, token);
+
+  /**
+   * The issuer's authorization and token endpoints (for the console's authorization-code sign-in),
+   * from the discovery document the keys come from; issuer_unavailable when it names none.
+   */
+  async endpoints(): Promise<{ readonly authorization: string; readonly token: string }> {
+    if (!this.discovered) await this.keySetFor(undefined);
+    if (!this.discovered) throw new KeyturnError("issuer_unavailable", "The issuer's discovery document names no authorization and token endpoints.");
+    return this.discovered;
+  }
 
   private async keySetFor(kid: string | undefined): Promise<KeySet> {
     const now = this.clock();
@@ -68,6 +79,11 @@ export class IssuerKeys {
     try {
       const discovery = await getJson(`${this.issuer.replace(/\/+$/, "")}/.well-known/openid-configuration`);
       if (discovery.issuer !== this.issuer) throw new Error(`the discovery document names another issuer`);
+      if (discovery.authorization_endpoint !== undefined && discovery.token_endpoint !== undefined)
+        this.discovered = {
+          authorization: allowedUrl(discovery.authorization_endpoint, "authorization_endpoint"),
+          token: allowedUrl(discovery.token_endpoint, "token_endpoint"),
+        };
       const jwks = await getJson(allowedUrl(discovery.jwks_uri, "jwks_uri"));
       if (!Array.isArray(jwks.keys)) throw new Error("the key set has no keys array");
       const keys = (jwks.keys as unknown[]).filter(isRs256SigningKey);

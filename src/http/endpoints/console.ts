@@ -16,10 +16,14 @@ import { consoleSignInPage } from "../../console/pages/sign-in";
 import { retryDeliveryAction, webhooksPage } from "../../console/pages/webhooks";
 import type { Audit, AuditAction } from "../../domain/audit";
 import { sessionHas, type Session } from "../../domain/console-sessions";
+import type { ConsoleOpenId } from "../../domain/identity/console-sign-in";
 import { KeyturnError } from "../../domain/errors";
 import { endpoint, type Call, type Endpoint } from "../endpoint";
 import { serveBytes } from "../file-serving";
-import { queryParams, readForm, refusalPage, sessionCookie, setSessionCookie, webAnswer, WEB_HEADERS } from "../web";
+import { html } from "../../console/html";
+import { plainPage } from "../../console/layout";
+import { PENDING_SIGN_IN_MS } from "../../domain/console-sessions";
+import { pendingCookie, queryParams, readForm, refusalPage, sessionCookie, setPendingCookie, setSessionCookie, webAnswer, WEB_HEADERS } from "../web";
 
 /** What a console page or action is given: the call, the signed-in session, the form of a POST. */
 interface Page {
@@ -46,8 +50,7 @@ const FIRST_SECTION = [
  * The console's pages and actions at /console/ (prefix ""): each is the admin API's operation
  * behind a session cookie instead of a bearer token, with the scope checks of the domain services.
  */
-export function consoleEndpoints(d: ConsoleDeps, audit: Audit): Endpoint[] {
-  const openId = null;
+export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOpenId | null): Endpoint[] {
   const signInPage = (message?: string, status?: number) => consoleSignInPage({ openId: openId !== null, message, status });
 
   const web = (method: "GET" | "POST", path: string, summary: string, action: AuditAction, run: (p: Page) => Promise<Outcome> | Outcome): Endpoint =>
@@ -167,6 +170,7 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit): Endpoint[] {
         return response;
       },
     }),
+    ...(openId ? openIdEndpoints(d, audit, openId) : []),
     web("GET", "/console/", "The dashboard: installations by version per lane, activations, licences expiring, the release tree", "admin-read", (p) => {
       if (sessionHas(p.session, "stats:read")) return dashboardPage(d, p.session, p.address);
       const first = FIRST_SECTION.find(([scope]) => sessionHas(p.session, scope));
@@ -187,5 +191,67 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit): Endpoint[] {
     ),
     web("GET", "/console/webhooks", "Webhook endpoints and deliveries", "admin-read", (p) => webhooksPage(d, p.session, p.address, queryParams(p.call.query))),
     web("POST", "/console/webhook-deliveries/{id}/retry", "Retry a failed webhook delivery", "webhook-retry", (p) => retryDeliveryAction(d, p.session, p.address, p.param("id"))),
+  ];
+}
+
+/** The issuer sends the browser back here; register `<site>/console/oidc/callback` as the client's redirect URI. */
+const CALLBACK = "/console/oidc/callback";
+const callbackUri = (request: Request) => new URL(CALLBACK, request.url).href;
+
+/**
+ * Staff sign-in with the issuer: start sends the browser to the issuer (the sign-in's state also in
+ * a SameSite=Lax cookie, so only the browser that started it can finish it: no login CSRF); the
+ * callback exchanges the code and opens the session. It answers a page that moves on to the
+ * console by itself: a redirect at the end of the issuer's cross-site chain would not carry the
+ * SameSite=Strict session cookie.
+ */
+function openIdEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOpenId): Endpoint[] {
+  return [
+    endpoint({
+      method: "GET",
+      path: "/console/oidc/start",
+      prefix: "",
+      summary: "Console sign-in with the vendor's OpenID issuer: redirects to its authorization endpoint (code with PKCE)",
+      auth: "none",
+      budget: "signin",
+      audit: "console-sign-in",
+      errors: [],
+      handler: async ({ request, context }) => {
+        try {
+          const { url, state } = await openId.start(callbackUri(request));
+          return new Response(null, { status: 303, headers: { ...WEB_HEADERS, location: url, "set-cookie": setPendingCookie(request, state, PENDING_SIGN_IN_MS / 1000) } });
+        } catch (e) {
+          return refusalPage(audit, "console-sign-in", context.address, e, SIGN_IN);
+        }
+      },
+    }),
+    endpoint({
+      method: "GET",
+      path: CALLBACK,
+      prefix: "",
+      summary: "Where the OpenID issuer returns the browser: the code is exchanged and a console session opened",
+      auth: "none",
+      budget: "signin",
+      audit: "console-sign-in",
+      errors: [],
+      handler: async ({ request, query, context }) => {
+        try {
+          const q = queryParams(query);
+          const state = q.get("state");
+          if (state === null || state !== pendingCookie(request))
+            throw new KeyturnError("challenge_unknown", "This sign-in was not started in this browser: start it again.");
+          if (q.get("error")) throw new KeyturnError("token_invalid", `The issuer refused the sign-in (${q.get("error")!.slice(0, 100)}).`);
+          const { secret, session } = await openId.finish(state, q.get("code"), callbackUri(request));
+          await audit.ok("console-sign-in", context, {});
+          const page = plainPage("Signed in", html`<meta http-equiv="refresh" content="0;url=/console/"><p>Signed in as ${session.name}. <a href="/console/">Open the console</a></p>`);
+          const headers = new Headers({ ...WEB_HEADERS, "content-type": "text/html;charset=utf-8" });
+          headers.append("set-cookie", setSessionCookie(request, "console", secret, (session.expires - d.clock()) / 1000));
+          headers.append("set-cookie", setPendingCookie(request, null));
+          return new Response(page.text, { status: 200, headers });
+        } catch (e) {
+          return refusalPage(audit, "console-sign-in", context.address, e, SIGN_IN);
+        }
+      },
+    }),
   ];
 }
