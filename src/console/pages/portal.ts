@@ -14,11 +14,11 @@ const downloadPath = (product: string | null, channel: string, platform: string)
 /** The installation a portal download is chosen for: the license itself, so a staged rollout treats it as one steady installation. */
 const portalInstallation = (licenseId: string) => ({ dev: `portal:${licenseId}`, kind: "license" as const });
 
-export function portalSignInPage(message?: string): Outcome {
-  const body = html`${message ? notice(message, true) : ""}<p>Sign in with your licence key to see your installations, free a seat, download the newest installer or activate a computer offline.</p>
+export function portalSignInPage(message?: string, ref?: string): Outcome {
+  const body = html`${message ? notice(message, true) : ""}${ref ? html`<p class="muted">Reference: <code>${ref}</code> (license_unknown)</p>` : ""}<p>Sign in with your licence key to see your installations, free a seat, download the newest installer or activate a computer offline.</p>
 <form class="stack" method="post" action="/portal/sign-in"><label>Licence key <input name="key" required maxlength="200" autocomplete="off" spellcheck="false"></label><button type="submit">Sign in</button></form>
 <p class="muted">Your key is sent once; the site keeps your sign-in for 30 minutes, the browser only a session cookie.</p>`;
-  return { page: portalPage({ title: "Your licence", session: null, body }), status: message ? 403 : 200 };
+  return { page: portalPage({ title: "Your licence", session: null, body }), status: ref ? 403 : message ? 401 : 200 };
 }
 
 /** The newest installer of each lane of the license's channels (the one the update path would serve it). */

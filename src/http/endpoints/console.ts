@@ -51,7 +51,7 @@ const FIRST_SECTION = [
  * behind a session cookie instead of a bearer token, with the scope checks of the domain services.
  */
 export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOpenId | null): Endpoint[] {
-  const signInPage = (message?: string, status?: number) => consoleSignInPage({ openId: openId !== null, message, status });
+  const signInPage = (message?: string, status?: number, ref?: string) => consoleSignInPage({ openId: openId !== null, message, status, ref });
 
   const web = (method: "GET" | "POST", path: string, summary: string, action: AuditAction, run: (p: Page) => Promise<Outcome> | Outcome): Endpoint =>
     endpoint({
@@ -98,8 +98,8 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOp
           return webAnswer({ redirect: "/console/" }, { "set-cookie": setSessionCookie(request, "console", secret, (session.expires - d.clock()) / 1000) });
         } catch (e) {
           if (!(e instanceof KeyturnError) || e.code !== "admin_token_invalid") return refusalPage(audit, "console-sign-in", context.address, e, SIGN_IN);
-          await audit.refused("console-sign-in", context, e);
-          return webAnswer(signInPage("The token is unknown, expired or revoked.", 401));
+          const ref = await audit.refused("console-sign-in", context, e);
+          return webAnswer(signInPage("The token is unknown, expired or revoked.", 401, ref));
         }
       },
     });

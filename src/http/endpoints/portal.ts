@@ -103,8 +103,8 @@ export function portalEndpoints(d: ConsoleDeps, audit: Audit): Endpoint[] {
           return webAnswer({ redirect: HOME }, { "set-cookie": setSessionCookie(request, "portal", secret, (session.expires - d.clock()) / 1000) });
         } catch (e) {
           if (!(e instanceof KeyturnError) || e.code !== "license_unknown") return refusalPage(audit, "portal-sign-in", context.address, e, HOME);
-          await audit.refused("portal-sign-in", context, e);
-          return webAnswer(portalSignInPage("That key is not known. Check it and try again."));
+          const ref = await audit.refused("portal-sign-in", context, e);
+          return webAnswer(portalSignInPage("That key is not known. Check it and try again.", ref));
         }
       },
     }),
