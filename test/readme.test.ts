@@ -191,6 +191,9 @@ test.skipIf(tools.length > 0)("the README's five-minute tour runs as written aga
   expect(out).toContain('"version":"1.2.0-beta.1"');
   expect(out).toContain('"error":"entitlement_revoked"');
   // the admin API's answer: the demo license, its one seat given back in step 4
-  const admin = JSON.parse(out.slice(out.lastIndexOf('{"ok":true,"licenses"')).trim()) as { licenses: { licensee: string; seatsUsed: number }[] };
+  const adminAt = out.lastIndexOf('{"ok":true,"licenses"');
+  const admin = JSON.parse(out.slice(adminAt, out.indexOf("\n", adminAt))) as { licenses: { licensee: string; seatsUsed: number }[] };
   expect(admin.licenses).toMatchObject([{ licensee: "Demo User", seatsUsed: 0 }]);
+  // step 6: the console's sign-in with the admin token, answered with the dashboard's address
+  expect(out).toContain(`\n303 ${url}/console/\n`);
 }, 30_000);
