@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import { device } from "../helpers";
-import { ATTACKER_HOST, launchBrowser, openContext, screenshot, startSite, type Site } from "./harness";
+import { ATTACKER_HOST, launchBrowser, openContext, press, screenshot, startSite, type Site } from "./harness";
 
 const XSS_NAME = `<script>window.__xss = 1</script>Ada <img src=x onerror="window.__xss = 2">`;
 const XSS_ORG = `<b id="bold-org">Evil</b> & Co`;
@@ -32,7 +32,7 @@ const api = (path: string, init: RequestInit & { token?: string } = {}) =>
 async function signIn(p: Page, token: string): Promise<void> {
   await p.goto(`${site.url}/console/`);
   await p.getByLabel("Admin token").fill(token);
-  await p.getByRole("button", { name: "Sign in with the token" }).click();
+  await press(p, "Sign in with the token");
   await p.waitForURL((u) => !u.pathname.endsWith("/sign-in"));
 }
 
@@ -82,11 +82,14 @@ describe("console", () => {
     expect(cookies[0]!.value).not.toContain(adminToken);
   });
 
-  test("a wrong token is refused with the sign-in page again", async () => {
+  test("a wrong token (typed with the keyboard only) is refused with the sign-in page again", async () => {
     const { context, page: p } = await openContext(browser, "desktop", site.url);
     await p.goto(`${site.url}/console/sign-in`);
-    await p.getByLabel("Admin token").fill("kt_admin_wrong");
-    const [response] = await Promise.all([p.waitForResponse((r) => r.request().method() === "POST"), p.getByRole("button", { name: "Sign in with the token" }).click()]);
+    // By keyboard alone: Tab reaches the labelled token field, Enter sends the form.
+    await p.keyboard.press("Tab");
+    expect(await p.evaluate("document.activeElement.name")).toBe("token");
+    await p.keyboard.type("kt_admin_wrong");
+    const [response] = await Promise.all([p.waitForResponse((r) => r.request().method() === "POST"), p.keyboard.press("Enter")]);
     expect(response.status()).toBe(401);
     await expect(p.getByRole("alert").textContent()).resolves.toContain("unknown, expired or revoked");
     expect(await context.cookies()).toHaveLength(0);
@@ -98,12 +101,12 @@ describe("console", () => {
     await page.getByLabel("Licensee", { exact: true }).fill(XSS_NAME);
     await page.getByLabel("Organisation", { exact: true }).fill(XSS_ORG);
     await page.getByLabel("Seats", { exact: true }).fill("3");
-    await page.getByRole("button", { name: "Create licence" }).click();
+    await press(page, "Create licence");
     await page.waitForSelector("#license-key");
     licenseKey = (await page.locator("#license-key").textContent())!.trim();
     expect(licenseKey).toMatch(/^[0-9A-Z-]{20,}$/);
     await page.getByRole("button", { name: "Copy key" }).click();
-    await expect(page.getByRole("button", { name: "Copied" }).isVisible()).resolves.toBe(true);
+    await page.getByRole("button", { name: "Copied" }).waitFor({ timeout: 5000 });
     expect(await page.evaluate("navigator.clipboard.readText()")).toBe(licenseKey);
     await screenshot(page, "license-created-1280");
     await page.getByRole("link", { name: /Open the licence of/ }).click();
@@ -140,7 +143,7 @@ describe("console", () => {
 
   test("deactivates the installation from the console, audited with the token as actor", async () => {
     await page.goto(licenseUrl);
-    await page.getByRole("button", { name: `Deactivate ${XSS_DEVICE}` }).click();
+    await press(page, `Deactivate ${XSS_DEVICE}`);
     await page.waitForURL(licenseUrl);
     await expect(page.locator("#installations tbody tr td").nth(4).textContent()).resolves.toMatch(/^deactivated /);
     await expect(page.locator("#seats").textContent()).resolves.toBe("0 / 3");
@@ -153,22 +156,22 @@ describe("console", () => {
   test("edits seats and revokes, then reinstates the licence", async () => {
     await page.goto(licenseUrl);
     await page.getByLabel("Seats", { exact: true }).fill("7");
-    await page.getByRole("button", { name: "Save changes" }).click();
+    await press(page, "Save changes");
     await page.waitForURL(licenseUrl);
     await expect(page.locator("#seats").textContent()).resolves.toBe("0 / 7");
-    await page.getByRole("button", { name: "Revoke licence" }).click();
+    await press(page, "Revoke licence");
     await expect(page.locator("#status").textContent()).resolves.toBe("revoked");
-    await page.getByRole("button", { name: "Reinstate licence" }).click();
+    await press(page, "Reinstate licence");
     await expect(page.locator("#status").textContent()).resolves.toBe("active");
   });
 
   test("search finds the licence by its key", async () => {
     await page.goto(`${site.url}/console/licenses`);
     await page.getByLabel(/^Search/).fill(licenseKey);
-    await page.getByRole("button", { name: "Search" }).click();
+    await press(page, "Search");
     await expect(page.locator("#licenses tbody tr").count()).resolves.toBe(1);
     await page.getByLabel(/^Search/).fill("nobody-matches-this");
-    await page.getByRole("button", { name: "Search" }).click();
+    await press(page, "Search");
     await expect(page.locator("#licenses tbody tr").count()).resolves.toBe(0);
   });
 
@@ -178,9 +181,9 @@ describe("console", () => {
       await expect(page.locator("h1").textContent()).resolves.toBe(heading);
     }
     await page.getByRole("link", { name: "Releases", exact: true }).click();
-    await page.getByRole("button", { name: "halt 1.2.0" }).click();
+    await press(page, "halt 1.2.0");
     await expect(page.locator("td", { hasText: "halted at" }).count()).resolves.toBe(1);
-    await page.getByRole("button", { name: "resume 1.2.0" }).click();
+    await press(page, "resume 1.2.0");
     await expect(page.locator("td", { hasText: "halted at" }).count()).resolves.toBe(0);
     await screenshot(page, "releases-1280");
   });
@@ -259,7 +262,7 @@ describe("console", () => {
   test("signing out revokes the session server-side: its cookie no longer opens a page", async () => {
     await page.goto(`${site.url}/console/`);
     const cookie = (await page.context().cookies())[0]!;
-    await page.getByRole("button", { name: "Sign out" }).click();
+    await press(page, "Sign out");
     await page.waitForURL((u) => u.pathname === "/console/sign-in");
     const replay = await fetch(`${site.url}/console/licenses`, { redirect: "manual", headers: { cookie: `${cookie.name}=${cookie.value}` } });
     expect(replay.status).toBe(303);

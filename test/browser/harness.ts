@@ -99,3 +99,8 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(SHOTS, { recursive: true });
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 }
+
+/** Presses a form's button and waits for the page it leads to. */
+export async function press(p: Page, name: string | RegExp): Promise<void> {
+  await Promise.all([p.waitForEvent("load"), p.getByRole("button", { name }).click()]);
+}

@@ -8,7 +8,7 @@ import type { Browser, Page } from "playwright-core";
 import { offlineRequestCode } from "../../src/client/offline";
 import { device } from "../helpers";
 import type { WrittenRelease } from "../release-tree";
-import { launchBrowser, openContext, screenshot, startSite, type Site } from "./harness";
+import { launchBrowser, openContext, press, screenshot, startSite, type Site } from "./harness";
 
 setDefaultTimeout(20_000);
 
@@ -46,7 +46,7 @@ afterAll(async () => {
 async function signIn(p: Page, licenseKey: string): Promise<void> {
   await p.goto(`${site.url}/portal/`);
   await p.getByLabel("Licence key").fill(licenseKey);
-  await p.getByRole("button", { name: "Sign in" }).click();
+  await press(p, "Sign in");
 }
 
 describe("portal", () => {
@@ -74,7 +74,7 @@ describe("portal", () => {
   });
 
   test("deactivates one installation to free a seat", async () => {
-    await page.getByRole("button", { name: `Deactivate ${XSS_DEVICE}` }).click();
+    await press(page, `Deactivate ${XSS_DEVICE}`);
     await page.waitForURL(`${site.url}/portal/`);
     await expect(page.locator("#seats").textContent()).resolves.toBe("1 / 3");
     expect(await page.locator("#installations tbody tr td:first-child").allTextContents()).toEqual(["Desk PC"]);
@@ -91,7 +91,7 @@ describe("portal", () => {
   test("offline activation: the kit's request code in, an answer code that is a valid entitlement out", async () => {
     const code = offlineRequestCode({ key, device: device("alpha", { name: "Air-gapped PC" }) });
     await page.getByLabel("Request code shown by the program").fill(code);
-    await page.getByRole("button", { name: "Make the answer code" }).click();
+    await press(page, "Make the answer code");
     const answer = (await page.locator("#answer-code").inputValue()).trim();
     const current = await fetch(`${site.url}/api/v1/entitlements/current`, { headers: { authorization: `Bearer ${answer}` } });
     expect(current.status).toBe(200);
@@ -100,6 +100,7 @@ describe("portal", () => {
     expect(entitlement.seats.used).toBe(2);
     await expect(page.locator("#seats").textContent()).resolves.toBe("2 / 3");
     await page.getByRole("button", { name: "Copy answer code" }).click();
+    await page.getByRole("button", { name: "Copied" }).waitFor({ timeout: 5000 });
     expect(await page.evaluate("navigator.clipboard.readText()")).toBe(answer);
     await screenshot(page, "portal-offline-1280");
   });
@@ -115,8 +116,8 @@ describe("portal", () => {
   test("signing out ends the portal session", async () => {
     await page.goto(`${site.url}/portal/`);
     const cookie = (await page.context().cookies())[0]!;
-    await page.getByRole("button", { name: "Sign out" }).click();
-    await expect(page.getByLabel("Licence key").isVisible()).resolves.toBe(true);
+    await press(page, "Sign out");
+    await page.getByLabel("Licence key").waitFor({ timeout: 5000 });
     const replay = await fetch(`${site.url}/portal/`, { headers: { cookie: `${cookie.name}=${cookie.value}` } });
     expect(await replay.text()).toContain('name="key"');
   });

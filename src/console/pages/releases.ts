@@ -7,7 +7,7 @@ import { callerOf, type ConsoleDeps, type Outcome } from "../deps";
 import { html } from "../html";
 import { actionForm, consolePage, notice, when } from "../layout";
 
-const OPS: readonly ReleaseControlOp[] = ["halt", "resume", "withdraw", "restore"];
+export const RELEASE_OPS: readonly ReleaseControlOp[] = ["halt", "resume", "withdraw", "restore"];
 
 const rolloutText = (r: Rollout | null) => (r === null ? "all at once" : "percent" in r ? `${r.percent}%` : `over ${r.days} day(s)`);
 
@@ -24,7 +24,7 @@ export async function releasesPage(d: ConsoleDeps, s: Session, address: string |
     (l) => html`<section><h2>${l.lane}</h2><div class="table-wrap"><table><thead><tr><th scope="col">Version</th><th scope="col">Released</th><th scope="col">Rollout</th><th scope="col">State</th>${write ? html`<th scope="col"><span class="muted">Controls</span></th>` : ""}</tr></thead>
 <tbody>${l.releases.map((r) => {
       const state = r.withdrawn ? `withdrawn ${when(r.withdrawn)}` : r.halted ? `halted at ${r.share}%` : `${r.share}% admitted`;
-      const ops = OPS.filter((op) => (op === "halt" ? !r.halted && !r.withdrawn : op === "resume" ? !!r.halted : op === "withdraw" ? !r.withdrawn : !!r.withdrawn));
+      const ops = RELEASE_OPS.filter((op) => (op === "halt" ? !r.halted && !r.withdrawn : op === "resume" ? !!r.halted : op === "withdraw" ? !r.withdrawn : !!r.withdrawn));
       return html`<tr><td>${r.version}</td><td>${when(r.released)}</td><td>${rolloutText(r.rollout)}</td><td>${state}</td>${
         write ? html`<td>${ops.map((op) => actionForm(s, controlPath(l.lane, r.version, op), `${op} ${r.version}`, op === "withdraw"))}</td>` : ""
       }</tr>`;
@@ -39,11 +39,9 @@ ${o.otherControls.length ? html`<h2>Controls of releases not in the tree</h2><ul
 }
 
 /** Halt, resume, withdraw or restore a release (scope releases:write), audited as the admin API does. */
-export async function releaseControlAction(d: ConsoleDeps, s: Session, address: string | null, lane: string, version: string, op: string): Promise<Outcome> {
+export async function releaseControlAction(d: ConsoleDeps, s: Session, address: string | null, lane: string, version: string, op: ReleaseControlOp): Promise<Outcome> {
   const caller = callerOf(s, address);
   requireScope(caller.principal, "releases:write");
-  const known = OPS.find((x) => x === op);
-  if (!known) return { redirect: "/console/releases" };
-  await d.controls.apply(known, lane, version, d.releases.current, adminAudit(d.admin, caller, `release-${known}`));
+  await d.controls.apply(op, lane, version, d.releases.current, adminAudit(d.admin, caller, `release-${op}`));
   return { redirect: "/console/releases" };
 }

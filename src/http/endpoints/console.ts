@@ -11,7 +11,7 @@ import {
   revokeLicenseAction,
   updateLicenseAction,
 } from "../../console/pages/licenses";
-import { releaseControlAction, releasesPage } from "../../console/pages/releases";
+import { RELEASE_OPS, releaseControlAction, releasesPage } from "../../console/pages/releases";
 import { consoleSignInPage } from "../../console/pages/sign-in";
 import { retryDeliveryAction, webhooksPage } from "../../console/pages/webhooks";
 import type { Audit, AuditAction } from "../../domain/audit";
@@ -186,8 +186,10 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOp
     web("POST", "/console/activations/{id}/deactivate", "Deactivate an installation (frees its seat)", "activation-deactivate", (p) => deactivateAction(d, p.session, p.address, p.param("id"))),
     web("GET", "/console/audit", "The audit trail with filters", "admin-read", (p) => auditPage(d, p.session, p.address, queryParams(p.call.query))),
     web("GET", "/console/releases", "Lanes, live releases, rollout state and controls, skipped folders", "admin-read", (p) => releasesPage(d, p.session, p.address)),
-    web("POST", "/console/releases/{lane}/{version}/{op}", "Halt, resume, withdraw or restore a release", "release-halt", (p) =>
-      releaseControlAction(d, p.session, p.address, p.param("lane"), p.param("version"), p.param("op")),
+    ...RELEASE_OPS.map((op) =>
+      web("POST", `/console/releases/{lane}/{version}/${op}`, `${op[0]!.toUpperCase()}${op.slice(1)} a release`, `release-${op}`, (p) =>
+        releaseControlAction(d, p.session, p.address, p.param("lane"), p.param("version"), op),
+      ),
     ),
     web("GET", "/console/webhooks", "Webhook endpoints and deliveries", "admin-read", (p) => webhooksPage(d, p.session, p.address, queryParams(p.call.query))),
     web("POST", "/console/webhook-deliveries/{id}/retry", "Retry a failed webhook delivery", "webhook-retry", (p) => retryDeliveryAction(d, p.session, p.address, p.param("id"))),
