@@ -88,7 +88,7 @@ test("a failing prune is logged and retried on the next tick, never thrown", asy
   expect(await schedule.run()).toBeNull();
   expect(warnings.length).toBeGreaterThan(0);
   fail = false;
-  expect(await schedule.run()).toEqual({ audit: 1, challenges: 0, idempotency: 0, events: 0, deliveries: 0 });
+  expect(await schedule.run()).toEqual({ audit: 1, challenges: 0, idempotency: 0, events: 0, deliveries: 0, sessions: 0 });
   expect(await refs(s)).toEqual([]);
   schedule.stop();
   await s.close();

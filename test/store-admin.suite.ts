@@ -167,7 +167,7 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       expect((await store.findAdminTokenBySecretHash(t.secretHash))!.revoked).toBe(T0 + 1);
     });
 
-    test("console sessions (migration 10): kept by hash, revoked once, and revoked with their admin token in its transaction", async () => {
+    test("console sessions (migration 10): kept by hash, revoked once, revoked with their admin token in its transaction, pruned once expired", async () => {
       await store.createAdminToken({ id: "tok_2", name: "ops", secretHash: "ef".repeat(32), scopes: ["admin"], created: T0, expires: null, revoked: null, lastUsed: null });
       const session = (idHash: string, tokenId: string | null, kind: "console" | "portal" | "pending" = "console") => ({
         idHash, kind, tokenId, subject: null, licenseId: kind === "portal" ? "lic_1" : null, name: "ops", scopes: ["admin"], detail: kind === "pending" ? '{"verifier":"v"}' : null,
@@ -186,6 +186,10 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       expect(await store.revokeAdminToken("tok_2", T0 + 9)).toBe(true);
       expect((await store.findConsoleSession("h2"))!.revoked).toBe(T0 + 9);
       expect((await store.findConsoleSession("h3"))!.revoked).toBeNull();
+      await store.createConsoleSession({ ...session("h5", null), expires: T0 + 10 });
+      expect(await store.pruneConsoleSessions(T0 + 11)).toBe(1);
+      expect(await store.findConsoleSession("h5")).toBeNull();
+      expect(await store.findConsoleSession("h1")).not.toBeNull();
     });
 
     test("webhooks: fan-out to enabled subscribers added before the event, leased once, attempts recorded under the lease only; 410 disables; retry", async () => {

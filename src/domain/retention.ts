@@ -12,11 +12,14 @@ export interface Pruned {
   /** Outbox events (and finished webhook deliveries) older than the audit retention. */
   readonly events: number;
   readonly deliveries: number;
+  /** Console and portal sessions and pending sign-ins, once expired (revoked ones expire too). */
+  readonly sessions: number;
 }
 
 /**
  * Deletes audit lines, outbox events and finished webhook deliveries older than the retention,
- * staff challenges a day past their expiry, and idempotency answers past their 24 h.
+ * staff challenges a day past their expiry, idempotency answers past their 24 h, and expired
+ * console and portal sessions.
  */
 export async function pruneRecords(store: Store, clock: Clock, auditRetentionSeconds: number): Promise<Pruned> {
   const now = clock();
@@ -24,7 +27,8 @@ export async function pruneRecords(store: Store, clock: Clock, auditRetentionSec
   const challenges = await store.pruneChallenges(challengesPrunableBefore(now));
   const idempotency = await store.pruneIdempotency(now - IDEMPOTENCY_WINDOW_MS);
   const { events, deliveries } = await store.pruneEvents(now - auditRetentionSeconds * 1000);
-  return { audit, challenges, idempotency, events, deliveries };
+  const sessions = await store.pruneConsoleSessions(now);
+  return { audit, challenges, idempotency, events, deliveries, sessions };
 }
 
 /** The part of the timer API the schedule uses; tests pass their own to run ticks by hand. */

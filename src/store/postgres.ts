@@ -452,6 +452,10 @@ export class PostgresStore implements Store {
     });
   }
 
+  async pruneConsoleSessions(before: number): Promise<number> {
+    return (await this.sql`DELETE FROM console_sessions WHERE expires < ${before}`).count;
+  }
+
   async createWebhookEndpoint(e: Omit<WebhookEndpointRecord, "afterSeq">, audit?: AuditRecord): Promise<WebhookEndpointRecord> {
     return this.sql.begin(async (tx) => {
       // Under the events lock: every event committed after this endpoint has a greater seq.

@@ -545,6 +545,10 @@ export class SqliteStore implements Store {
     });
   }
 
+  async pruneConsoleSessions(before: number): Promise<number> {
+    return this.db.query("DELETE FROM console_sessions WHERE expires < ?").run(before).changes;
+  }
+
   async createWebhookEndpoint(e: Omit<WebhookEndpointRecord, "afterSeq">, audit?: AuditRecord): Promise<WebhookEndpointRecord> {
     return this.groupCommit.write(() => {
       const r = this.db

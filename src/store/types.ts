@@ -411,6 +411,8 @@ export interface Store {
   findConsoleSession(idHash: string): Promise<ConsoleSessionRecord | null>;
   /** Revokes an unrevoked session; false when there was none (so of racing callers one wins). */
   revokeConsoleSession(idHash: string, now: number, audit?: AuditRecord): Promise<boolean>;
+  /** Deletes sessions and pending sign-ins that expired before `before`; returns how many. */
+  pruneConsoleSessions(before: number): Promise<number>;
 
   createWebhookEndpoint(endpoint: Omit<WebhookEndpointRecord, "afterSeq">, audit?: AuditRecord): Promise<WebhookEndpointRecord>;
   listWebhookEndpoints(): Promise<WebhookEndpointRecord[]>;
