@@ -2,7 +2,7 @@ import type { TSchema } from "@sinclair/typebox";
 import type { Variant } from "../config/variants";
 import type { ErrorCode } from "../domain/errors";
 import { ErrorBody } from "./answer-schemas";
-import type { Endpoint } from "./endpoint";
+import { API_PREFIX, type Endpoint } from "./endpoint";
 import { MAX_JSON_BODY } from "./body";
 import { MAX_URL_BYTES } from "./front-door";
 import { STATUS_OF } from "./status";
@@ -121,7 +121,9 @@ function queryParameters(route: Endpoint) {
 /** The OpenAPI 3.1 document of one variant's API, made from the route table (every GET also answers HEAD). */
 export function openApiDocument(variant: Variant, endpoints: readonly Endpoint[], version: string) {
   const paths: Record<string, Record<string, unknown>> = {};
+  // The console's and portal's pages (another prefix) are not part of the API.
   for (const e of endpoints) {
+    if ((e.prefix ?? API_PREFIX) !== API_PREFIX) continue;
     const item = (paths[e.path] ??= {});
     item[e.method.toLowerCase()] = operation(e, e.method.toLowerCase());
     if (e.method === "GET") item.head = operation(e, "head");
