@@ -160,7 +160,7 @@ export async function compose(
     keys,
     releasesDir: config.releasesDir,
     releasesReady: () => releases.current !== null,
-    releaseTree: () => ({ changes: releases.changeDetection, installersVerifying: releases.installersVerifying }),
+    releaseTree: () => ({ changes: releases.changeDetection, installersVerifying: releases.installersVerifying, startVerified: releases.startVerified }),
     staffSignIn: config.identity !== null && !mirrorConfig,
     rateLimits,
     ...(knowledge ? { mirror: () => knowledge.status() } : {}),
