@@ -22,10 +22,11 @@ const METHODS = ["GET", "POST", "PATCH", "DELETE"] as const;
  * keyturn's API: one Elysia instance with every declaration of the route table registered on it.
  * `handle` (also `fetch`) is what the production server, `listen` and the tests all call; it is
  * the instance's own `fetch`, told the socket's peer address (Elysia cannot know it outside listen).
+ * `more`: declarations beyond the route table, registered the same way (tests of the contract).
  */
-export function createApp(services: AppServices) {
+export function createApp(services: AppServices, more: readonly Endpoint[] = []) {
   let openapi = "";
-  const endpoints = routeTable(services, () => openapi);
+  const endpoints = [...routeTable(services, () => openapi), ...more];
   openapi = JSON.stringify(openApiDocument(services.variant, endpoints, VERSION));
   const life = lifecycle({
     front: frontDoor(services),
