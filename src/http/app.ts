@@ -50,7 +50,9 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
     // An unknown field is refused, never silently dropped.
     normalize: false,
   })
-    .onRequest((c) => {
+    // A hook container saying the hook is sync: Elysia guesses from the source (a `return f(…)`
+    // reads as async) and would await it on every request.
+    .onRequest({ isAsync: false, fn: (c: { request: Request }) => {
       const request = c.request;
       const url = request.url;
       const target = targetOf(url);
@@ -67,7 +69,7 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
       const misrouted = target.path !== (c as unknown as { path: string }).path;
       if (misrouted || request.method === "HEAD") return redo(request, target, misrouted, peer, badHost);
       (c as unknown as { kt: Flight }).kt = life.begin(request, method, target, peer, !badHost);
-    })
+    } } as never)
     .onError((c) => {
       const f = (c as unknown as { kt?: Flight }).kt;
       if (!f) return;

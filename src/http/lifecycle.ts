@@ -87,8 +87,7 @@ export function lifecycle(deps: LifecycleDeps) {
   const { front, refuse } = deps;
 
   /** The front door and the checks every endpoint's declaration asks for, before any body is read. */
-  const admitTo = (e: Endpoint, query: QueryReader | null) => async (c: Ctx) => {
-    const f = c.kt;
+  const admitTo = (e: Endpoint, query: QueryReader | null) => async (f: Flight) => {
     f.endpoint = e;
     const admitted = await front.admit(f.s, e.budget, f.target);
     if (admitted.limited) throw new Answered(admitted.limited);
@@ -129,9 +128,9 @@ export function lifecycle(deps: LifecycleDeps) {
      */
     route(e: Endpoint) {
       const admit = admitTo(e, e.querySchema ? queryReader(e.querySchema) : null);
-      const mapResponse = e.method === "GET"
-        ? async (c: { kt: Flight; responseValue: unknown }) => finish(c.kt, c.responseValue as Response)
-        : (c: { kt: Flight; responseValue: unknown }) => finish(c.kt, c.responseValue as Response);
+      // Elysia guesses from a hook's source whether to await it; this one is sync (a HEAD's answer,
+      // a Promise, Elysia maps as one), so it is said in a hook container rather than guessed.
+      const mapResponse = { fn: (c: { kt: Flight; responseValue: unknown }) => finish(c.kt, c.responseValue as Response), isAsync: false };
       if (e.body) {
         const body = e.body;
         return {
@@ -139,8 +138,9 @@ export function lifecycle(deps: LifecycleDeps) {
             body,
             // Elysia's body validation runs after `parse`: the budget and bearer are checked here first.
             parse: async (c: Ctx) => {
-              await admit(c);
-              const value = await readJsonBody(c.kt.request);
+              const f = c.kt;
+              await admit(f);
+              const value = await readJsonBody(f.request);
               // Elysia copies the parsed body into an object before validating: anything else is refused here.
               if (typeof value !== "object" || value === null || Array.isArray(value)) throw new KeyturnError("invalid_request", "The body must be a JSON object.");
               return value;
@@ -154,7 +154,7 @@ export function lifecycle(deps: LifecycleDeps) {
         };
       }
       return {
-        hooks: { beforeHandle: admit, mapResponse },
+        hooks: { beforeHandle: (c: Ctx) => admit(c.kt), mapResponse },
         handler: (c: Ctx) => {
           const f = c.kt;
           return e.handler(new RouteCall(f.request, c.params, f.target.query, f.queryValues, undefined, f.principal, f.admin, { address: f.s.address }));
