@@ -3,13 +3,14 @@
  * shape alternated in short rounds, so a shared machine's load falls on both alike.
  * `bun bench/ab-handle.ts /path/base /path/branch manifest|current|health|activate [rounds] [ms]`
  */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 const roots = process.argv.slice(2, 4);
 const what = process.argv[4] ?? "manifest";
 const rounds = Number(process.argv[5] ?? 30);
 const ms = Number(process.argv[6] ?? 300);
+const dirs: string[] = [];
 async function setup(root: string) {
   const { silentLogger } = await import(`${root}/src/config/log`);
   const { toConfig } = await import(`${root}/src/config/config`);
@@ -20,6 +21,7 @@ async function setup(root: string) {
   const { createApp } = await import(`${root}/src/http/app`);
   const { makeSmallTree } = await import(`${root}/bench/lib/small-tree`);
   const dir = mkdtempSync(join(tmpdir(), "keyturn-ab-"));
+  dirs.push(dir);
   generateKeyFiles(join(dir, "keys"), VARIANTS.alpha.defaultLicenseKid);
   makeSmallTree(join(dir, "releases"));
   const config = toConfig({ variant: "alpha", "base-url": "https://licenses.example.com", data: dir, keys: join(dir, "keys"), releases: join(dir, "releases"),
@@ -66,4 +68,5 @@ const q = (a: number[], p: number) => { const s = [...a].sort((x, y) => x - y); 
 for (let j = 0; j < roots.length; j++) console.log(`${what} ${roots[j]}: median ${q(results[j]!, 0.5).toFixed(2)} µs, p25 ${q(results[j]!, 0.25).toFixed(2)}, p75 ${q(results[j]!, 0.75).toFixed(2)}, min ${q(results[j]!, 0).toFixed(2)}`);
 const diffs = results[0]!.map((b, i) => results[1]![i]! - b);
 console.log(`${what} paired difference (branch − base): median ${q(diffs, 0.5).toFixed(2)} µs, p25 ${q(diffs, 0.25).toFixed(2)}, p75 ${q(diffs, 0.75).toFixed(2)}`);
+for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 process.exit(0);
