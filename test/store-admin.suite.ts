@@ -272,7 +272,7 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       let deactivatedExp: number | null | undefined;
       await store.deactivate(two.newId, T0 + 10, { event: (a) => ((deactivatedExp = a.tokenExp), null) });
       expect(deactivatedExp).toBe(T0 + 3_000);
-      let tokensExpire: number | null = null;
+      let tokensExpire = null as number | null;
       await store.revokeLicense(lic.id, T0 + 20, { event: (l) => ((tokensExpire = l.tokensExpire), null) });
       expect(tokensExpire).toBe(T0 + 12_000);
 
