@@ -108,7 +108,7 @@ export class MirrorFollower {
       this.snapshot = null;
       this.failures++;
       this.lastProblem = e.message;
-      knowledge.noteProblem(e.message);
+      knowledge.noteProblem(escapeControl(e.message, 300));
       log.warn("mirror feed refused: keeping what is known", { of: this.d.of, problem: escapeControl(e.message, 300), failures: this.failures, cursor: after });
       return { ok: false, problem: e.message };
     }
