@@ -43,7 +43,7 @@ describe("keyturn mirror check", () => {
     expect(r.out).toContain("ok       keys: release public keys alpha-release-2026-11");
     expect(r.out).toContain(": 1 live release, 0 with problems");
     expect(r.out).toContain("ok       feed: ");
-    expect(r.out).toContain("(1 event on a first page of 1)");
+    expect(r.out).toContain("(records e0, 1 item on a first page of 1)");
     expect(r.out).not.toContain(MIRROR_TOKEN);
     expect(r.out.trim().split("\n").at(-1)).toBe("the mirror is set up right");
   });
