@@ -77,6 +77,8 @@ export async function compose(
     /** A mirror's backoff jitter and feed request timeout (tests pass their own). */
     random?: () => number;
     mirrorRequestTimeoutMs?: number;
+    /** A mirror's bound on entries kept (tests pass a small one). */
+    mirrorMaxEntries?: number;
   } = {},
 ): Promise<Composed> {
   const clock = opts.clock ?? systemClock;
@@ -104,8 +106,8 @@ export async function compose(
         random: opts.random ?? Math.random,
         log,
         onRevoked: (match) => verifier.evict(match),
-        onReleaseControl: (op, lane, version) => controls.apply(op, lane, version),
         requestTimeoutMs: opts.mirrorRequestTimeoutMs,
+        maxEntries: opts.mirrorMaxEntries,
       })
     : null;
   const adoption = new AdoptionRecorder(store, clock, log);
@@ -175,7 +177,7 @@ export async function compose(
     keys,
     releasesDir: config.releasesDir,
     releasesReady: () => releases.current !== null,
-    releaseTree: () => ({ changes: releases.changeDetection, installersVerifying: releases.installersVerifying }),
+    releaseTree: () => ({ changes: releases.changeDetection, installersVerifying: releases.installersVerifying, startVerified: releases.startVerified }),
     staffSignIn: config.identity !== null && !mirrorConfig,
     rateLimits,
     ...(knowledge ? { mirror: () => knowledge.status() } : {}),

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { VARIANTS } from "../src/config/variants";
 import { queryAudit } from "../src/domain/admin/audit-query";
 import { CLI_CALLER, SCOPES, type AdminCaller, type AdminDeps, type Scope } from "../src/domain/admin/deps";
-import { readFeed } from "../src/domain/admin/feed";
+import { readFeed, type EventsAnswer } from "../src/domain/admin/feed";
 import {
   createLicense,
   deactivateActivation,
@@ -231,13 +231,14 @@ describe("license lifecycle", () => {
     const { license } = await createLicense(d, CLI_CALLER, body());
     await revokeLicense(d, CLI_CALLER, license.id);
     await reinstateLicense(d, CLI_CALLER, license.id);
-    const first = await readFeed(d, CLI_CALLER, { limit: "1" });
+    const { epoch } = await readFeed(d, CLI_CALLER, {});
+    const first = (await readFeed(d, CLI_CALLER, { after: `${epoch}.0`, limit: "1" })) as EventsAnswer;
     expect(first.events.map((e) => e.type)).toEqual(["license.revoked"]);
     expect(first.events[0]).toMatchObject({ id: expect.stringMatching(/^evt_/), seq: expect.stringMatching(/^\d+$/), timestamp: expect.stringMatching(/\+00:00$/) });
-    const rest = await readFeed(d, CLI_CALLER, { after: first.cursor });
+    const rest = (await readFeed(d, CLI_CALLER, { after: first.cursor })) as EventsAnswer;
     expect(rest.events.map((e) => e.type)).toEqual(["license.reinstated"]);
     expect((await readFeed(d, CLI_CALLER, { after: rest.cursor })).cursor).toBe(rest.cursor);
-    for (const after of ["-1", "1.5", "abc", "01", "99999999999999999999", 3]) expect(await code(readFeed(d, CLI_CALLER, { after }))).toBe("invalid_request");
+    for (const after of ["-1", "x.1.5", "abc", "01", `${epoch}.99999999999999999999`, 3]) expect(await code(readFeed(d, CLI_CALLER, { after }))).toBe("invalid_request");
   });
 
   test("audit query: filters, newest first, cursor pages bound to the query", async () => {

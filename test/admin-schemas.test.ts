@@ -42,8 +42,11 @@ test("every admin service's answer fits its schema in src/http/admin-schemas.ts,
   fits(S.AdminActivationAnswer, { activation: await deactivateActivation(d, CLI_CALLER, act) });
   fits(S.AdminLicenseAnswer, { license: await revokeLicense(d, CLI_CALLER, created.license.id) });
   fits(S.AdminAuditPage, await queryAudit(d, CLI_CALLER, {}));
-  const feed = await readFeed(d, CLI_CALLER, {});
-  expect(feed.events.length).toBeGreaterThan(0);
+  const snapshot = await readFeed(d, CLI_CALLER, {});
+  expect(snapshot.mode === "snapshot" && snapshot.revocations.length).toBeGreaterThan(0);
+  fits(S.AdminFeedPage, snapshot);
+  const feed = await readFeed(d, CLI_CALLER, { after: `${snapshot.epoch}.0` });
+  expect(feed.mode === "events" && feed.events.length).toBeGreaterThan(0);
   fits(S.AdminFeedPage, feed);
   expect(Value.Check(S.AdminFeedQuery, { after: feed.cursor, limit: "10" })).toBe(true);
   const tokenBody = { name: "ci", scopes: ["licenses:read"] };

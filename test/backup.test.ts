@@ -59,6 +59,12 @@ test("backup copies the records while serve is activating; the copy is whole and
     expect(activations).toBeGreaterThanOrEqual(before);
     expect(copy.query("PRAGMA foreign_key_check").all()).toEqual([]);
     expect(r.stdout).toContain(`backed up to ${file}: 3 licenses, ${activations} activations`);
+    // The copy is other records for a mirror: restored, it answers under a feed epoch of its own.
+    const live = new Database(join(dirs.data, "keyturn.sqlite"), { readonly: true });
+    const epochOf = (db: Database) => (db.query("SELECT epoch FROM feed_epoch").get() as { epoch: string }).epoch;
+    expect(epochOf(copy)).toMatch(/^[0-9a-f]{24}$/);
+    expect(epochOf(copy)).not.toBe(epochOf(live));
+    live.close();
     copy.close();
   } finally {
     running = false;

@@ -72,6 +72,11 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
     const target = await openPostgresStore(schema.url);
     try {
       expect(await everything(target)).toEqual(source);
+      // Events are not carried and the numbering starts again: the target is other records to a mirror.
+      const [from, to] = [await site.composed.store.feedPosition(), await target.feedPosition()];
+      expect(to.epoch).toMatch(/^[0-9a-f]{24}$/);
+      expect(to.epoch).not.toBe(from.epoch);
+      expect(to.newest).toBe(0n);
       expect((await target.consumeChallenge(nonce, site.clock())).outcome).toBe("consumed");
       expect(await target.recordKnownReleases([{ lane: "alpha/stable/win-x64", version: "1.0.0" }], site.clock())).toEqual([]);
     } finally {

@@ -260,6 +260,59 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       expect((await store.listEvents({ after: 0, limit: 10 })).map((e) => e.seq)).toEqual([afterCursor!.seq, afterCursor!.seq + 1]);
     });
 
+    test("feed position: an epoch made with the records, the newest seq, and retention's watermark moved by pruneEvents", async () => {
+      const start = await store.feedPosition();
+      expect(start.epoch).toMatch(/^[0-9a-f]{24}$/);
+      expect(start).toMatchObject({ newest: 0n, prunedThrough: 0n });
+      await store.appendEvent({ ...ev("license.revoked"), time: T0 - 10_000 });
+      await store.appendEvent({ ...ev("license.revoked"), time: T0 - 10_000 });
+      await store.appendEvent(ev("license.revoked"));
+      const [first, second, third] = await store.listEvents({ after: 0, limit: 10 });
+      await store.fanOutEvents(T0, 100, () => "dlv_x");
+      expect(await store.pruneEvents(T0)).toEqual({ events: 2, deliveries: 0 });
+      const after = await store.feedPosition();
+      expect(after).toEqual({ epoch: start.epoch, newest: BigInt(third!.seq), prunedThrough: BigInt(second!.seq) });
+      expect(BigInt(first!.seq)).toBeLessThan(after.prunedThrough);
+      // Other records (another file, another schema) have another epoch.
+      const other = await backend.fresh();
+      const o = await other.open();
+      expect((await o.feedPosition()).epoch).not.toBe(start.epoch);
+      await o.close();
+      await other.drop();
+    });
+
+    test("token exp: recorded at activation, only growing on refresh; revocation reports the license's latest; snapshot sections list what is still refused", async () => {
+      const lic = license({ seats: 3 });
+      await store.createLicense(lic);
+      const one = seat(lic.id, { tokenExp: T0 + 5_000 });
+      const created = await store.activate(one);
+      expect(created.outcome === "created" && created.activation.tokenExp).toBe(T0 + 5_000);
+      await store.touchActivation(one.newId, one, T0 + 1, T0 + 9_000);
+      await store.touchActivation(one.newId, one, T0 + 2, T0 + 7_000); // a lowered TTL does not shorten what was issued
+      expect((await store.getActivation(one.newId))!.tokenExp).toBe(T0 + 9_000);
+      const reused = await store.activate({ ...one, newId: "act_unused", tokenExp: T0 + 12_000 });
+      expect(reused.outcome === "reused" && reused.activation.tokenExp).toBe(T0 + 12_000);
+      const two = seat(lic.id, { tokenExp: T0 + 3_000 });
+      await store.activate(two);
+      let deactivatedExp: number | null | undefined;
+      await store.deactivate(two.newId, T0 + 10, { event: (a) => ((deactivatedExp = a.tokenExp), null) });
+      expect(deactivatedExp).toBe(T0 + 3_000);
+      let tokensExpire = null as number | null;
+      await store.revokeLicense(lic.id, T0 + 20, { event: (l) => ((tokensExpire = l.tokensExpire), null) });
+      expect(tokensExpire).toBe(T0 + 12_000);
+
+      const shortened = license({ expires: T0 + 1_000 });
+      await store.createLicense(shortened);
+      await store.activate(seat(shortened.id, { tokenExp: T0 + 8_000 }));
+      const q = { now: T0 + 100, after: null, limit: 10, fallbackTtlMs: 60_000 };
+      expect(await store.listFeedState({ ...q, section: "activations" })).toEqual([{ id: two.newId, until: T0 + 3_000 }]);
+      expect(await store.listFeedState({ ...q, section: "licenses" })).toEqual([{ id: lic.id, until: T0 + 12_000 }]);
+      expect(await store.listFeedState({ ...q, section: "expiries" })).toEqual([{ id: shortened.id, until: T0 + 1_000 }]);
+      // Once every token has expired there is nothing left to refuse.
+      expect(await store.listFeedState({ ...q, now: T0 + 12_000, section: "licenses" })).toEqual([]);
+      expect(await store.listFeedState({ ...q, section: "activations", after: two.newId })).toEqual([]);
+    });
+
     test("concurrent claims from two connections never lease one delivery twice", async () => {
       const second = await another();
       await store.createWebhookEndpoint({ id: "whe_c", url: "https://x.example/h", types: ["license.created"], secret: "whsec_AAAA", enabled: true, disabledReason: null, created: T0 });

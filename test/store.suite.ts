@@ -124,7 +124,7 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       expect(r1.seatsUsed).toBe(1);
       expect(r1.activation).toEqual({
         id: one.newId, licenseId: lic.id, kind: "license", installation: one.installation, deviceHash: one.deviceHash,
-        product: null, name: "Office PC", platform: "win-x64", version: "1.0.0", created: T0 + 1, lastSeen: T0 + 1, deactivated: null,
+        product: null, name: "Office PC", platform: "win-x64", version: "1.0.0", created: T0 + 1, lastSeen: T0 + 1, deactivated: null, tokenExp: null,
       });
 
       const r2 = await store.activate({ ...one, newId: "act_unused", name: "Renamed", version: "2.0.0", now: T0 + 50 });

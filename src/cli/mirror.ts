@@ -49,8 +49,8 @@ async function check(args: string[], env: Record<string, string | undefined>): P
   const releaseKeys = await checkKeys(variant, keysDir, mirror.of, say);
   await checkTree(variant, root, releaseKeys, say);
   try {
-    const page = await fetchFeedPage({ of: mirror.of, token: mirror.token, after: null, limit: 1, timeoutMs: TIMEOUT_MS });
-    say("ok", "feed", `${mirror.of} answers, accepts the token, and its answer is well-formed (${page.received} event${page.received === 1 ? "" : "s"} on a first page of 1)`);
+    const page = await fetchFeedPage({ of: mirror.of, token: mirror.token, after: null, limit: 1, timeoutMs: TIMEOUT_MS, now: Date.now() });
+    say("ok", "feed", `${mirror.of} answers, accepts the token, and its answer is well-formed (records ${page.epoch}, ${page.received} item${page.received === 1 ? "" : "s"} on a first page of 1)`);
   } catch (e) {
     if (!(e instanceof FeedProblem)) throw e;
     say("PROBLEM", "feed", e.message);

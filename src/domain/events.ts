@@ -126,16 +126,13 @@ export function envelope(e: Pick<EventRecord, "type" | "time" | "data">): string
   return `{"type":${JSON.stringify(e.type)},"timestamp":${JSON.stringify(isoTime(e.time))},"data":${e.data}}`;
 }
 
-/** A feed item: the envelope with the event's id and its seq as a decimal string. */
-export function feedItem(e: EventRecord): { id: string; seq: string; type: string; timestamp: string; data: unknown } {
-  return { id: e.id, seq: String(e.seq), type: e.type, timestamp: isoTime(e.time), data: JSON.parse(e.data) };
-}
-
 /**
- * The latest expiry any token of an entitlement can have once it is revoked now: tokens live
- * at most the token TTL, and none outlives its license.
+ * The latest expiry any token of an entitlement can have once it is revoked now: the latest `exp`
+ * issued to it, as recorded (`issuedExp`); for activations older than that record, the token TTL
+ * (none outlives its license).
  */
-export function tokensValidUntil(now: number, ttlSeconds: number, licenseExpires: number | null = null): string {
+export function tokensValidUntil(now: number, ttlSeconds: number, licenseExpires: number | null, issuedExp: number | null | undefined): string {
+  if (issuedExp !== null && issuedExp !== undefined) return isoTime(issuedExp);
   const end = now + ttlSeconds * 1000;
   return isoTime(licenseExpires === null ? end : Math.min(end, Math.max(licenseExpires, now)));
 }

@@ -117,6 +117,7 @@ export class Licensing {
       version: device.version,
       newId: newId("act", now),
       now,
+      tokenExp: this.tokenExpiry(license, now),
       audit: this.d.audit.okLine(action, ctx, license.id),
       event: activationEvent(action, license.id, device, now),
     });
@@ -138,7 +139,7 @@ export class Licensing {
       throw new KeyturnError("device_mismatch", "The device is not the one this entitlement was issued to.", ids);
     this.requireLive(license, ids);
     const now = this.d.clock();
-    await this.d.store.touchActivation(activation.id, { deviceHash: device.hash, ...device }, now);
+    await this.d.store.touchActivation(activation.id, { deviceHash: device.hash, ...device }, now, this.tokenExpiry(license, now));
     const answer = this.issue(signer, license, activation, seatsUsed, now);
     await this.d.audit.ok("refresh", ctx, ids);
     return answer;
@@ -149,7 +150,7 @@ export class Licensing {
     const { sub, lic } = principal.claims;
     const now = this.d.clock();
     const event = (a: ActivationRecord) =>
-      newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, this.d.tokenTtlSeconds) }, now);
+      newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, this.d.tokenTtlSeconds, null, a.tokenExp) }, now);
     if (!(await this.d.store.deactivate(sub, now, { event })))
       throw new KeyturnError("entitlement_revoked", "The installation was deactivated.", { licenseId: lic, activationId: sub });
     await this.d.audit.ok("deactivate", ctx, { licenseId: lic, activationId: sub });
@@ -194,9 +195,14 @@ export class Licensing {
       throw new KeyturnError("license_expired", "The license is expired.", ids);
   }
 
-  private issue(signer: TokenSigner, license: LicenseRecord, activation: ActivationRecord, seatsUsed: number, now: number): ActivationAnswer {
+  /** The `exp` of a token issued now: recorded with the activation (the feed's tokensValidUntil) before it is signed. */
+  private tokenExpiry(license: LicenseRecord, now: number): number {
     const ttlEnd = now + this.d.tokenTtlSeconds * 1000;
-    const exp = license.expires !== null ? Math.min(ttlEnd, license.expires) : ttlEnd;
+    return license.expires !== null ? Math.min(ttlEnd, license.expires) : ttlEnd;
+  }
+
+  private issue(signer: TokenSigner, license: LicenseRecord, activation: ActivationRecord, seatsUsed: number, now: number): ActivationAnswer {
+    const exp = this.tokenExpiry(license, now);
     const { token, claims } = signer.sign(
       {
         sub: activation.id,

@@ -38,7 +38,7 @@ export interface SiteDeps {
   readonly releasesReady: () => boolean;
   readonly staffSignIn: boolean;
   /** How changes to the release tree are noticed, and how many installers are still being hashed. */
-  readonly releaseTree?: () => { readonly changes: ChangeDetection; readonly installersVerifying: number };
+  readonly releaseTree?: () => { readonly changes: ChangeDetection; readonly installersVerifying: number; readonly startVerified?: boolean };
   /** Where rate-limit counters are kept right now (Redis may be away: then per process). */
   readonly rateLimits: () => RateLimitMode;
   /** A mirror's state of its vendor's feed; absent on the vendor's own site. */
@@ -72,6 +72,8 @@ export class Site {
     if (!(await this.releasesReadable()))
       throw new KeyturnError("unavailable", "The release tree cannot be read.");
     const tree = this.d.releaseTree?.();
+    if (tree?.startVerified === false)
+      throw new KeyturnError("unavailable", `Installers found at start are being hashed (${tree.installersVerifying} left); try again shortly.`);
     const changes = tree?.changes;
     return {
       rateLimits: this.d.rateLimits(),

@@ -97,7 +97,10 @@ export const AdminAuditQuery = closed({
 });
 
 export const AdminFeedQuery = closed({
-  after: Type.Optional(Type.String({ pattern: "^(0|[1-9][0-9]{0,18})$", description: "The cursor a previous answer gave" })),
+  after: Type.Optional(
+    Type.String({ maxLength: 100, pattern: "^([0-9a-z]{1,64}[.])?(0|[1-9][0-9]{0,18})$", description: "The cursor (epoch.seq) a previous answer gave; absent: a snapshot" }),
+  ),
+  snapshot: Type.Optional(Type.String({ maxLength: 2000, pattern: "^[A-Za-z0-9_-]+$", description: "The next of a snapshot page" })),
   limit: Type.Optional(Limit(1000, 500)),
 });
 
@@ -161,14 +164,46 @@ export const AuditLineView = Type.Object({
 });
 export const AdminAuditPage = Type.Object({ ok: Ok, lines: Type.Array(AuditLineView), next: Next });
 
+const Id = Type.String({ maxLength: 300 });
+const FeedCursor = Type.String({ pattern: "^[0-9a-z]{1,64}[.][0-9]+$", description: "epoch.seq: pass as after" });
+const Epoch = Type.String({ pattern: "^[0-9a-z]{1,64}$", description: "The records' identity: another one after a copy or a restore" });
+const FeedLicense = Type.Object({ id: Id, expires: Type.Optional(Nullable(Timestamp)) }, { additionalProperties: false });
+/** Feed items carry ids, times and controls only (src/domain/admin/feed.ts). */
+const FeedData = Type.Union([
+  Type.Object({ activation: Type.Object({ id: Id, license: Id }, { additionalProperties: false }), tokensValidUntil: Timestamp }, { additionalProperties: false }),
+  Type.Object({ license: FeedLicense, tokensValidUntil: Type.Optional(Timestamp), changed: Type.Optional(Type.Array(Type.String())) }, { additionalProperties: false }),
+  Type.Object({ release: Type.Object({ lane: Type.String(), version: Type.String() }, { additionalProperties: false }), share: Nullable(Type.Number()) }, { additionalProperties: false }),
+]);
 export const FeedItem = Type.Object({
   id: Type.String({ pattern: "^evt_" }),
   seq: Type.String({ pattern: "^[0-9]+$" }),
   type: Type.String(),
   timestamp: Timestamp,
-  data: Type.Unknown(),
+  data: FeedData,
 });
-export const AdminFeedPage = Type.Object({ ok: Ok, events: Type.Array(FeedItem), cursor: Type.String() });
+const FeedEvents = Type.Object(
+  { ok: Ok, mode: Type.Literal("events"), epoch: Epoch, events: Type.Array(FeedItem), cursor: FeedCursor },
+  { description: "The events after the cursor given" },
+);
+const FeedSnapshot = Type.Object(
+  {
+    ok: Ok,
+    mode: Type.Literal("snapshot"),
+    epoch: Epoch,
+    reason: Type.Union(["start", "epoch", "ahead", "gap"].map((r) => Type.Literal(r)), {
+      description: "start: no cursor; epoch: a cursor of other records; ahead: beyond the newest event (a backup restored); gap: events after it were pruned",
+    }),
+    revocations: Type.Array(Type.Object({ kind: Type.Union([Type.Literal("activation"), Type.Literal("license")]), id: Id, tokensValidUntil: Timestamp })),
+    expiries: Type.Array(Type.Object({ license: Id, expires: Timestamp })),
+    releases: Type.Array(
+      Type.Object({ lane: Type.String(), version: Type.String(), halted: Nullable(Timestamp), haltedMs: Type.Integer({ minimum: 0 }), withdrawn: Nullable(Timestamp) }),
+    ),
+    next: Nullable(Type.String({ description: "Pass as snapshot for the next page; null on the last" })),
+    cursor: FeedCursor,
+  },
+  { description: "What a mirror must know now, replacing what it knew; after the last page, follow the events from cursor" },
+);
+export const AdminFeedPage = Type.Union([FeedEvents, FeedSnapshot]);
 
 export const AdminTokenView = Type.Object({
   id: Type.String({ pattern: "^tok_" }),

@@ -58,7 +58,8 @@ const MirrorStatus = Type.Object(
     of: Type.String({ description: "The vendor site this mirror serves" }),
     lastSync: Type.Union([Timestamp, Type.Null()], { description: "When the vendor's feed was last read successfully" }),
     staleSeconds: Type.Union([Type.Number(), Type.Null()]),
-    cursor: Type.Union([Type.String(), Type.Null()], { description: "The feed cursor the mirror has applied up to" }),
+    cursor: Type.Union([Type.String(), Type.Null()], { description: "The feed cursor (epoch.seq) the mirror has applied up to" }),
+    problem: Type.Union([Type.String(), Type.Null()], { description: "Why the last read of the vendor's feed was refused; null when it answered well" }),
   },
   { description: "Only on a mirror (--mirror-of)" },
 );

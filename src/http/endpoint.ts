@@ -4,7 +4,7 @@ import type { AuditAction, RequestContext } from "../domain/audit";
 import type { ErrorCode } from "../domain/errors";
 import type { Principal } from "../domain/licensing";
 
-/** Every endpoint is below this prefix. */
+/** API endpoints are below this prefix; others (console, portal) declare their own `prefix`. */
 export const API_PREFIX = "/api/v1";
 
 /** Which rate budget a request counts against (see docs/architecture.md, "Budget"). */
@@ -48,6 +48,8 @@ export interface Call<B = unknown> {
   readonly queryValues: Readonly<Record<string, string>>;
   /** Who asked, for audit lines. */
   readonly context: RequestContext;
+  /** The request's cookies by name, parsed by Elysia's cookie parser on first call (see cookies.ts for Set-Cookie). */
+  cookies(): Promise<Readonly<Record<string, string>>>;
 }
 
 /**
@@ -56,9 +58,12 @@ export interface Call<B = unknown> {
  */
 export interface Endpoint<S extends TSchema | undefined = TSchema | undefined> {
   readonly method: "GET" | "POST" | "PATCH" | "DELETE";
-  /** Below the prefix, with `{param}` segments. */
+  /** Below `prefix`, with `{param}` segments. */
   readonly path: string;
-  /** What the path is below: API_PREFIX unless said; "" for the console's and portal's pages (not in the API's OpenAPI document). */
+  /**
+   * The path's prefix: API_PREFIX unless said (the console's and portal's pages say ""). Only
+   * endpoints below API_PREFIX are in the OpenAPI document.
+   */
   readonly prefix?: string;
   readonly summary: string;
   readonly auth: Auth;
@@ -86,4 +91,9 @@ export interface Endpoint<S extends TSchema | undefined = TSchema | undefined> {
 /** Declares an endpoint with its body type inferred from its schema. */
 export function endpoint<S extends TSchema | undefined = undefined>(e: Endpoint<S>): Endpoint {
   return e as unknown as Endpoint;
+}
+
+/** The full path of an endpoint as routed (its prefix and its path). */
+export function fullPath(e: Endpoint): string {
+  return (e.prefix ?? API_PREFIX) + e.path;
 }

@@ -83,11 +83,11 @@ export function frontDoor(deps: FrontDoorDeps) {
     },
 
     /** The request's one log line. */
-    logLine(request: Request, target: Target, s: RequestState, status: number) {
+    logLine(method: string, target: Target, s: RequestState, status: number) {
       const path = target.path;
       deps.log.info("request", {
         address: s.address,
-        method: request.method,
+        method,
         path: path.length > MAX_LOGGED_PATH ? path.slice(0, MAX_LOGGED_PATH) + "…" : path,
         status,
         ms: Math.round((performance.now() - s.start) * 10) / 10,

@@ -121,8 +121,9 @@ function queryParameters(route: Endpoint) {
 /** The OpenAPI 3.1 document of one variant's API, made from the route table (every GET also answers HEAD). */
 export function openApiDocument(variant: Variant, endpoints: readonly Endpoint[], version: string) {
   const paths: Record<string, Record<string, unknown>> = {};
+  // The console's and portal's pages (another prefix) are not part of the API.
   for (const e of endpoints) {
-    if (e.prefix !== undefined && e.prefix !== API_PREFIX) continue;
+    if ((e.prefix ?? API_PREFIX) !== API_PREFIX) continue;
     const item = (paths[e.path] ??= {});
     item[e.method.toLowerCase()] = operation(e, e.method.toLowerCase());
     if (e.method === "GET") item.head = operation(e, "head");

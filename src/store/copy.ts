@@ -4,7 +4,9 @@ import type { Database } from "bun:sqlite";
 /**
  * The tables `keyturn copy` moves, parents first, each in an order that replays its history. Not
  * moved: admin tokens and webhook endpoints (made again on the new records: their secrets are shown
- * once), console and portal sessions (signed in again), and the outbox with its deliveries (deliver or drain them before moving).
+ * once), console and portal sessions (signed in again), the outbox with its deliveries (deliver or
+ * drain them before moving), and the feed's epoch: the target keeps the one its migration made, so
+ * a mirror of the old records reads a snapshot.
  */
 const TABLES = [
   {
@@ -17,7 +19,7 @@ const TABLES = [
     name: "activations",
     key: "id",
     order: "created, id",
-    columns: ["id", "license_id", "kind", "installation", "device_hash", "product", "name", "platform", "version", "created", "last_seen", "deactivated", "lane"],
+    columns: ["id", "license_id", "kind", "installation", "device_hash", "product", "name", "platform", "version", "created", "last_seen", "deactivated", "lane", "token_exp"],
   },
   { name: "challenges", key: "nonce_hash", order: "created, nonce_hash", columns: ["nonce_hash", "installation", "created", "expires", "used"] },
   {

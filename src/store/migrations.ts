@@ -434,6 +434,31 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    version: 6,
+    name: "the feed's epoch (a new one for records copied or restored) and each activation's latest token expiry",
+    // The epoch names these records in every feed cursor: a mirror holding a cursor of another epoch
+    // (records copied elsewhere, a backup restored) reads a snapshot instead of trusting the seq.
+    // pruned_through: the newest seq retention has deleted, so a cursor before it is known to miss events.
+    sqlite: `
+      CREATE TABLE feed_epoch (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        epoch TEXT NOT NULL,
+        pruned_through INTEGER NOT NULL
+      ) STRICT;
+      INSERT INTO feed_epoch (id, epoch, pruned_through) VALUES (1, lower(hex(randomblob(12))), 0);
+      ALTER TABLE activations ADD COLUMN token_exp INTEGER;
+    `,
+    postgres: `
+      CREATE TABLE feed_epoch (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        epoch TEXT NOT NULL,
+        pruned_through BIGINT NOT NULL
+      );
+      INSERT INTO feed_epoch (id, epoch, pruned_through) VALUES (1, substr(md5(random()::text || clock_timestamp()::text), 1, 24), 0);
+      ALTER TABLE activations ADD COLUMN token_exp BIGINT;
+      `,
+  },
+  {
     version: 10,
     name: "console and portal sessions: hashed ids, server-side expiry and revocation",
     sqlite: `

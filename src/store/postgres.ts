@@ -44,6 +44,9 @@ import type {
   EntitlementKind,
   EventFilter,
   EventRecord,
+  FeedPosition,
+  FeedStateQuery,
+  FeedStateRow,
   IdempotencyRecord,
   IdempotentCreate,
   InstallationCount,
@@ -55,6 +58,7 @@ import type {
   ReleaseControlOp,
   ReleaseControlRecord,
   ReleaseKey,
+  RevokedLicenseRecord,
   Sighting,
   Store,
   UpdateLicenseResult,
@@ -218,11 +222,14 @@ export class PostgresStore implements Store {
     return (await this.sql`SELECT * FROM licenses ORDER BY issued, id`).map(licenseFromRow);
   }
 
-  async revokeLicense(id: string, now: number, j: Journal<LicenseRecord> = {}): Promise<boolean> {
+  // The license row's lock (the UPDATE) orders this before any activation or refresh of the license
+  // that follows: every token exp recorded before it is seen by the max below.
+  async revokeLicense(id: string, now: number, j: Journal<RevokedLicenseRecord> = {}): Promise<boolean> {
     return this.sql.begin(async (tx) => {
       const [r] = await tx`UPDATE licenses SET revoked = ${now} WHERE id = ${id} AND revoked IS NULL RETURNING *`;
       if (!r) return false;
-      await journal(tx, j, licenseFromRow(r));
+      const [t] = await tx`SELECT max(token_exp) AS exp FROM activations WHERE license_id = ${id}`;
+      await journal(tx, j, { ...licenseFromRow(r), tokensExpire: numOrNull(t.exp) });
       return true;
     });
   }
@@ -242,7 +249,8 @@ export class PostgresStore implements Store {
       // update, the update finds no active row and the installation takes a new seat below.
       const [reused] = existing
         ? await tx`UPDATE activations SET product = ${input.product}, name = ${input.name},
-            platform = ${input.platform}, version = ${input.version}, last_seen = ${input.now}
+            platform = ${input.platform}, version = ${input.version}, last_seen = ${input.now},
+            token_exp = GREATEST(token_exp, ${input.tokenExp ?? null}::bigint)
             WHERE id = ${existing.id} AND deactivated IS NULL RETURNING *`
         : [];
       const audit = async (activationId: string) => {
@@ -275,6 +283,7 @@ export class PostgresStore implements Store {
         version: input.version,
         created: input.now,
         last_seen: input.now,
+        token_exp: input.tokenExp ?? null,
       })} RETURNING *`;
       await audit(row.id);
       return withEvent({ outcome: "created", activation: activationFromRow(row), seatsUsed: used + 1 });
@@ -299,9 +308,10 @@ export class PostgresStore implements Store {
       : null;
   }
 
-  async touchActivation(id: string, d: DeviceFields, now: number): Promise<void> {
+  // GREATEST ignores a NULL: token_exp only grows, and is set by the first token recorded.
+  async touchActivation(id: string, d: DeviceFields, now: number, tokenExp?: number): Promise<void> {
     await this.sql`UPDATE activations SET product = ${d.product}, name = ${d.name}, platform = ${d.platform},
-      version = ${d.version}, last_seen = ${now} WHERE id = ${id}`;
+      version = ${d.version}, last_seen = ${now}, token_exp = GREATEST(token_exp, ${tokenExp ?? null}::bigint) WHERE id = ${id}`;
   }
 
   async listActivations(licenseId: string): Promise<ActivationRecord[]> {
@@ -387,9 +397,11 @@ export class PostgresStore implements Store {
   async pruneEvents(before: number): Promise<{ events: number; deliveries: number }> {
     return this.sql.begin(async (tx) => {
       const deliveries = (await tx`DELETE FROM webhook_deliveries WHERE created < ${before} AND status <> 'pending'`).count;
-      const events = (await tx`DELETE FROM events WHERE time < ${before} AND seq <= (SELECT seq FROM webhook_fanout WHERE name = 'events')
-        AND seq < (SELECT max(seq) FROM events) AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = events.seq)`).count;
-      return { events, deliveries };
+      const [deleted] = await tx`WITH d AS (DELETE FROM events WHERE time < ${before} AND seq <= (SELECT seq FROM webhook_fanout WHERE name = 'events')
+        AND seq < (SELECT max(seq) FROM events) AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = events.seq) RETURNING seq)
+        SELECT count(*) AS n, max(seq) AS newest FROM d`;
+      if (deleted.newest !== null) await tx`UPDATE feed_epoch SET pruned_through = GREATEST(pruned_through, ${deleted.newest}::bigint) WHERE id = 1`;
+      return { events: num(deleted.n), deliveries };
     });
   }
 
@@ -399,6 +411,16 @@ export class PostgresStore implements Store {
       ? await this.sql`SELECT * FROM events WHERE seq > ${after}::bigint AND type = ANY(${this.sql.array([...f.types], "TEXT")}) ORDER BY seq LIMIT ${f.limit}`
       : await this.sql`SELECT * FROM events WHERE seq > ${after}::bigint ORDER BY seq LIMIT ${f.limit}`;
     return rows.map(eventFromRow);
+  }
+
+  async feedPosition(): Promise<FeedPosition> {
+    const [r] = await this.sql`SELECT epoch, pruned_through::text AS pruned_through, (SELECT coalesce(max(seq), 0) FROM events)::text AS newest FROM feed_epoch WHERE id = 1`;
+    return { epoch: r.epoch, newest: BigInt(r.newest), prunedThrough: BigInt(r.pruned_through) };
+  }
+
+  async listFeedState(q: FeedStateQuery): Promise<FeedStateRow[]> {
+    const rows = await this.sql.unsafe(FEED_STATE_SQL[q.section], [q.now, q.after ?? "", q.limit, q.fallbackTtlMs]);
+    return rows.map((r: Row) => ({ id: r.id, until: num(r.until) }));
   }
 
   async createAdminToken(t: AdminTokenRecord, audit?: AuditRecord): Promise<void> {
@@ -737,6 +759,17 @@ export async function migratePostgres(sql: SQL): Promise<void> {
 }
 
 /** An activation with its license in one query: the license's columns prefixed `l_`. */
+/** A feed snapshot's sections (FeedStateQuery), by id ($1 now, $2 after, $3 limit, $4 fallback ttl). */
+const FEED_STATE_SQL = {
+  activations: `SELECT id, coalesce(token_exp, deactivated + $4) AS until FROM activations
+    WHERE deactivated IS NOT NULL AND id > $2 AND coalesce(token_exp, deactivated + $4) > $1 ORDER BY id LIMIT $3`,
+  licenses: `SELECT * FROM (SELECT l.id, (SELECT max(coalesce(a.token_exp, l.revoked + $4)) FROM activations a WHERE a.license_id = l.id) AS until
+    FROM licenses l WHERE l.revoked IS NOT NULL AND l.id > $2) s WHERE until > $1 ORDER BY id LIMIT $3`,
+  expiries: `SELECT id, until FROM (SELECT l.id, l.expires AS until,
+      (SELECT max(coalesce(a.token_exp, a.last_seen + $4)) FROM activations a WHERE a.license_id = l.id) AS tokens
+    FROM licenses l WHERE l.expires IS NOT NULL AND l.revoked IS NULL AND l.id > $2) s WHERE tokens > until AND tokens > $1 ORDER BY id LIMIT $3`,
+} as const;
+
 const ACTIVATION_WITH_LICENSE_COLUMNS = `a.*, l.kind AS l_kind, l.key_hash AS l_key_hash, l.licensee AS l_licensee,
   l.organization AS l_organization, l.plan AS l_plan, l.plan_title AS l_plan_title, l.channels AS l_channels,
   l.seats AS l_seats, l.issued AS l_issued, l.expires AS l_expires, l.revoked AS l_revoked, l.active_seats AS l_active_seats`;

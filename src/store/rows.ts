@@ -50,6 +50,7 @@ export const activationFromRow = (r: Row): ActivationRecord => ({
   created: num(r.created),
   lastSeen: num(r.last_seen),
   deactivated: numOrNull(r.deactivated),
+  tokenExp: numOrNull(r.token_exp),
 });
 
 export const challengeFromRow = (r: Row): ChallengeRecord => ({

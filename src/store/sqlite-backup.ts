@@ -40,11 +40,27 @@ export function backupSqlite(dataDir: string, file: string): BackupSummary {
     } finally {
       db.close();
     }
+    giveNewEpoch(file);
     return checkCopy(file);
   } catch (e) {
     unlinkSync(file);
     if (e instanceof BackupError) throw e;
     throw new BackupError(`backup failed: ${(e as Error).message}`);
+  }
+}
+
+/**
+ * A restored backup is other records than the ones mirrors followed since it was taken: under an
+ * epoch of its own, a mirror's cursor into the live records is not taken for one into the copy
+ * (design.md "Mirror mode"). Records older than the epoch (migration 6) get one when migrated.
+ */
+function giveNewEpoch(file: string): void {
+  const copy = new Database(file, { strict: true });
+  try {
+    const hasEpoch = copy.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'feed_epoch'").get();
+    if (hasEpoch) copy.query("UPDATE feed_epoch SET epoch = lower(hex(randomblob(12))) WHERE id = 1").run();
+  } finally {
+    copy.close();
   }
 }
 

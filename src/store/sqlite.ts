@@ -46,6 +46,9 @@ import type {
   EntitlementKind,
   EventFilter,
   EventRecord,
+  FeedPosition,
+  FeedStateQuery,
+  FeedStateRow,
   IdempotencyRecord,
   IdempotentCreate,
   InstallationCount,
@@ -57,6 +60,7 @@ import type {
   ReleaseControlOp,
   ReleaseControlRecord,
   ReleaseKey,
+  RevokedLicenseRecord,
   Sighting,
   Store,
   UpdateLicenseResult,
@@ -170,10 +174,12 @@ export class SqliteStore implements Store {
       countActive: s("SELECT active_seats AS n FROM licenses WHERE id = ?"),
       seatsOf: s("SELECT seats, active_seats FROM licenses WHERE id = ?"),
       insertActivation: s(`INSERT INTO activations (id, license_id, kind, installation, device_hash, product, name,
-        platform, version, created, last_seen) VALUES ($id, $licenseId, $kind, $installation, $deviceHash,
-        $product, $name, $platform, $version, $now, $now)`),
+        platform, version, created, last_seen, token_exp) VALUES ($id, $licenseId, $kind, $installation, $deviceHash,
+        $product, $name, $platform, $version, $now, $now, $tokenExp)`),
+      // token_exp only grows: a token issued earlier under a longer TTL still lives until its own exp.
       touch: s(`UPDATE activations SET product = $product, name = $name, platform = $platform,
-        version = $version, last_seen = $now WHERE id = $id`),
+        version = $version, last_seen = $now, token_exp = coalesce(max(token_exp, $tokenExp), $tokenExp, token_exp) WHERE id = $id`),
+      tokensExpire: s("SELECT max(token_exp) AS exp FROM activations WHERE license_id = ?"),
       activationById: s("SELECT * FROM activations WHERE id = ?"),
       // Subqueries rather than a join: bun:sqlite reads a join's columns several times slower
       // (bench/README.md, "Notes behind the code").
@@ -305,11 +311,12 @@ export class SqliteStore implements Store {
     return (this.q.listLicenses.all() as Row[]).map(licenseFromRow);
   }
 
-  async revokeLicense(id: string, now: number, journal: Journal<LicenseRecord> = {}): Promise<boolean> {
+  async revokeLicense(id: string, now: number, journal: Journal<RevokedLicenseRecord> = {}): Promise<boolean> {
     if (!journal.audit && !journal.event) return this.q.revokeLicense.run(now, id).changes > 0;
     return this.groupCommit.write(() => {
       if (this.q.revokeLicense.run(now, id).changes === 0) return false;
-      this.journal(journal, licenseFromRow(this.q.licenseById.get(id) as Row));
+      const tokensExpire = (this.q.tokensExpire.get(id) as Row).exp as number | null;
+      this.journal(journal, { ...licenseFromRow(this.q.licenseById.get(id) as Row), tokensExpire });
       return true;
     });
   }
@@ -332,7 +339,7 @@ export class SqliteStore implements Store {
     const q = this.q;
     const existing = q.activeSeat.get(input.licenseId, input.installation) as Row | null;
     if (existing) {
-      q.touch.run({ ...deviceFields(input), id: existing.id, now: input.now });
+      q.touch.run({ ...deviceFields(input), id: existing.id, now: input.now, tokenExp: input.tokenExp ?? null });
       const used = (q.countActive.get(input.licenseId) as Row).n;
       this.auditSeat(input, existing.id);
       return this.withEvent(input, { outcome: "reused", activation: activationFromRow(q.activationById.get(existing.id) as Row), seatsUsed: used });
@@ -348,6 +355,7 @@ export class SqliteStore implements Store {
       kind: input.kind,
       installation: input.installation,
       now: input.now,
+      tokenExp: input.tokenExp ?? null,
     });
     this.auditSeat(input, input.newId);
     const activation: ActivationRecord = {
@@ -359,6 +367,7 @@ export class SqliteStore implements Store {
       created: input.now,
       lastSeen: input.now,
       deactivated: null,
+      tokenExp: input.tokenExp ?? null,
     };
     return this.withEvent(input, { outcome: "created", activation, seatsUsed: used + 1 });
   }
@@ -404,8 +413,8 @@ export class SqliteStore implements Store {
     return status;
   }
 
-  async touchActivation(id: string, device: DeviceFields, now: number): Promise<void> {
-    this.q.touch.run({ ...deviceFields(device), id, now });
+  async touchActivation(id: string, device: DeviceFields, now: number, tokenExp?: number): Promise<void> {
+    this.q.touch.run({ ...deviceFields(device), id, now, tokenExp: tokenExp ?? null });
   }
 
   async listActivations(licenseId: string): Promise<ActivationRecord[]> {
@@ -478,9 +487,12 @@ export class SqliteStore implements Store {
   async pruneEvents(before: number): Promise<{ events: number; deliveries: number }> {
     return this.db.transaction(() => {
       const deliveries = this.db.query("DELETE FROM webhook_deliveries WHERE created < ? AND status <> 'pending'").run(before).changes;
-      const events = this.db.query(`DELETE FROM events WHERE time < ? AND seq <= (SELECT seq FROM webhook_fanout WHERE name = 'events')
-        AND seq < (SELECT max(seq) FROM events) AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = events.seq)`).run(before).changes;
-      return { events, deliveries };
+      const deleted = this.db.query(`DELETE FROM events WHERE time < ? AND seq <= (SELECT seq FROM webhook_fanout WHERE name = 'events')
+        AND seq < (SELECT max(seq) FROM events) AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = events.seq)
+        RETURNING seq`).values(before) as number[][];
+      const newest = deleted.reduce((m, [seq]) => Math.max(m, seq!), 0);
+      if (newest > 0) this.db.query("UPDATE feed_epoch SET pruned_through = max(pruned_through, ?) WHERE id = 1").run(newest);
+      return { events: deleted.length, deliveries };
     }).immediate();
   }
 
@@ -488,6 +500,15 @@ export class SqliteStore implements Store {
     const types = f.types ?? null;
     const sql = `SELECT * FROM events WHERE seq > ? ${types ? `AND type IN (${types.map(() => "?").join(", ")})` : ""} ORDER BY seq LIMIT ?`;
     return (this.db.query(sql).all(Number(f.after), ...(types ?? []), f.limit) as Row[]).map(eventFromRow);
+  }
+
+  async feedPosition(): Promise<FeedPosition> {
+    const r = this.db.query("SELECT epoch, pruned_through, (SELECT coalesce(max(seq), 0) FROM events) AS newest FROM feed_epoch WHERE id = 1").get() as Row;
+    return { epoch: r.epoch, newest: BigInt(r.newest), prunedThrough: BigInt(r.pruned_through) };
+  }
+
+  async listFeedState(q: FeedStateQuery): Promise<FeedStateRow[]> {
+    return this.db.query(FEED_STATE_SQL[q.section]).all({ now: q.now, after: q.after ?? "", limit: q.limit, ttl: q.fallbackTtlMs }) as FeedStateRow[];
   }
 
   async createAdminToken(t: AdminTokenRecord, audit?: AuditRecord): Promise<void> {
@@ -783,6 +804,17 @@ const idempotencyFromRow = (r: Row): IdempotencyRecord => ({
   answer: r.answer,
   created: Number(r.created),
 });
+
+/** A feed snapshot's sections (FeedStateQuery), by id: what a mirror must still refuse at $now. */
+const FEED_STATE_SQL = {
+  activations: `SELECT id, coalesce(token_exp, deactivated + $ttl) AS until FROM activations
+    WHERE deactivated IS NOT NULL AND id > $after AND coalesce(token_exp, deactivated + $ttl) > $now ORDER BY id LIMIT $limit`,
+  licenses: `SELECT * FROM (SELECT l.id, (SELECT max(coalesce(a.token_exp, l.revoked + $ttl)) FROM activations a WHERE a.license_id = l.id) AS until
+    FROM licenses l WHERE l.revoked IS NOT NULL AND l.id > $after) WHERE until > $now ORDER BY id LIMIT $limit`,
+  expiries: `SELECT id, until FROM (SELECT l.id, l.expires AS until,
+      (SELECT max(coalesce(a.token_exp, a.last_seen + $ttl)) FROM activations a WHERE a.license_id = l.id) AS tokens
+    FROM licenses l WHERE l.expires IS NOT NULL AND l.revoked IS NULL AND l.id > $after) WHERE tokens > until AND tokens > $now ORDER BY id LIMIT $limit`,
+} as const;
 
 function deviceFields(d: DeviceFields): DeviceFields {
   return { deviceHash: d.deviceHash, product: d.product, name: d.name, platform: d.platform, version: d.version };

@@ -39,6 +39,8 @@ export interface ActivationRecord {
   readonly created: number;
   readonly lastSeen: number;
   readonly deactivated: number | null;
+  /** The latest `exp` (milliseconds) of a token issued to it; null for activations older than migration 6. */
+  readonly tokenExp?: number | null;
 }
 
 export interface DeviceFields {
@@ -56,6 +58,8 @@ export interface ActivateInput extends DeviceFields {
   /** The id to use if a new activation is created. */
   readonly newId: string;
   readonly now: number;
+  /** The `exp` of the token about to be issued: kept as the activation's latest (ActivationRecord.tokenExp). */
+  readonly tokenExp?: number;
   /** The audit line of a granted seat, written in the same transaction with the seat's activation id. */
   readonly audit?: Omit<AuditRecord, "activationId">;
   /** The outbox event of the outcome, if any, written in the same transaction. */
@@ -135,6 +139,38 @@ export interface NewEvent {
 
 export interface EventRecord extends Omit<NewEvent, "feed"> {
   readonly seq: number;
+}
+
+/** A license as its revocation leaves it, with the latest `exp` of any token issued to its activations. */
+export interface RevokedLicenseRecord extends LicenseRecord {
+  /** Null when none of its activations recorded one (all older than migration 6). */
+  readonly tokensExpire: number | null;
+}
+
+/** Where the feed stands: its records' identity and what retention removed (design.md "Mirror mode"). */
+export interface FeedPosition {
+  /** Random, made with the records; another one in a copy (keyturn copy) and in a backup. */
+  readonly epoch: string;
+  /** The newest seq in the records (0 when none): a cursor beyond it is from records since replaced. */
+  readonly newest: bigint;
+  /** The newest seq deleted by retention (0 when none): a cursor before it misses events. */
+  readonly prunedThrough: bigint;
+}
+
+/** What a mirror must refuse, as a snapshot's rows: one section at a time, by id after `after`. */
+export interface FeedStateQuery {
+  readonly section: "activations" | "licenses" | "expiries";
+  readonly now: number;
+  readonly after: string | null;
+  readonly limit: number;
+  /** For activations older than migration 6 (no token_exp): the token lifetime to assume from their revocation. */
+  readonly fallbackTtlMs: number;
+}
+
+/** A snapshot row: activations and licenses refused until `until`; expiries: the license's `expires` in `until`. */
+export interface FeedStateRow {
+  readonly id: string;
+  readonly until: number;
 }
 
 export interface EventFilter {
@@ -360,7 +396,7 @@ export interface Store {
   findLicenseByKeyHash(keyHash: string): Promise<LicenseRecord | null>;
   listLicenses(): Promise<LicenseRecord[]>;
   /** Marks the license revoked; false when there is no such license. */
-  revokeLicense(id: string, now: number, journal?: Journal<LicenseRecord>): Promise<boolean>;
+  revokeLicense(id: string, now: number, journal?: Journal<RevokedLicenseRecord>): Promise<boolean>;
 
   /**
    * Takes a seat atomically: reuses the installation's active activation (updating its device
@@ -372,7 +408,7 @@ export interface Store {
   getActivationWithLicense(id: string): Promise<ActivationWithLicense | null>;
   activationStatus(id: string): Promise<ActivationStatus | null>;
   /** Records the device fields and last-seen time of a refresh. */
-  touchActivation(id: string, device: DeviceFields, now: number): Promise<void>;
+  touchActivation(id: string, device: DeviceFields, now: number, tokenExp?: number): Promise<void>;
   listActivations(licenseId: string): Promise<ActivationRecord[]>;
   countActiveSeats(licenseId: string): Promise<number>;
   /** Gives the seat back; false when the activation is unknown or already deactivated. */
@@ -399,6 +435,10 @@ export interface Store {
   pruneEvents(before: number): Promise<{ events: number; deliveries: number }>;
   /** Events after the seq `after`, in seq order (commit order: a reader never misses one). */
   listEvents(filter: EventFilter): Promise<EventRecord[]>;
+  /** The feed's epoch, newest seq and retention's watermark, read together. */
+  feedPosition(): Promise<FeedPosition>;
+  /** One page of a feed snapshot's section, by id (FeedStateQuery). */
+  listFeedState(q: FeedStateQuery): Promise<FeedStateRow[]>;
 
   createAdminToken(token: AdminTokenRecord, audit?: AuditRecord): Promise<void>;
   findAdminTokenBySecretHash(secretHash: string): Promise<AdminTokenRecord | null>;

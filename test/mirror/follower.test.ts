@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { FeedServer, foreignSigner, Vendor } from "./vendor";
 import { mirrorSite } from "./mirror-site";
 import { testClock } from "../helpers";
+import { PAGE_GAP_MS } from "../../src/domain/mirror/follower";
 import { device, deviceHash } from "../helpers";
 
 const DAY = 86_400_000;
@@ -127,7 +128,7 @@ describe("a mirror's bearer check from its vendor's feed", () => {
       expect((await m.follower.pollOnce()).ok).toBe(true);
       const health = async () => ((await (await m.get("/health")).json()) as { mirror: { lastSync: string; staleSeconds: number; cursor: string } }).mirror;
       const synced = await health();
-      expect(synced.cursor).toBe("1");
+      expect(synced.cursor).toBe("e0.1");
       expect(synced.staleSeconds).toBe(0);
 
       f.deactivate("act_later", now + 7 * DAY);
@@ -147,7 +148,7 @@ describe("a mirror's bearer check from its vendor's feed", () => {
         expect((await m.get(manifestPath, later)).status).toBe(200);
         expect(await code(await m.get(manifestPath, gone))).toBe("entitlement_revoked");
         const h = await health();
-        expect(h.cursor).toBe("1");
+        expect(h.cursor).toBe("e0.1");
         expect(h.lastSync).toBe(synced.lastSync);
       }
       expect(problems[0]).toContain("cannot be reached");
@@ -165,7 +166,7 @@ describe("a mirror's bearer check from its vendor's feed", () => {
       expect(await m.follower.pollOnce()).toEqual({ ok: true, applied: 1, more: false });
       expect(await code(await m.get(manifestPath, later))).toBe("entitlement_revoked");
       const h = await health();
-      expect(h.cursor).toBe("2");
+      expect(h.cursor).toBe("e0.2");
       expect(h.staleSeconds).toBe(0);
     } finally {
       await m.close();
@@ -199,18 +200,19 @@ describe("a mirror's bearer check from its vendor's feed", () => {
     }
   });
 
-  test("a backlog is read page after page at once, then at the poll interval", async () => {
+  test("a backlog is read page after page, PAGE_GAP_MS apart, then at the poll interval", async () => {
     const f = new FeedServer().start();
     const m = await mirrorSite(vendor, f.url);
     try {
+      expect(await m.follower.pollOnce()).toEqual({ ok: true, applied: 0, more: false });
       for (let i = 0; i < 600; i++) f.deactivate(`act_${i}`, m.clock() + DAY);
       const first = await m.follower.pollOnce();
       expect(first).toEqual({ ok: true, applied: 500, more: true });
-      expect(m.follower.nextDelayMs(first)).toBe(0);
+      expect(m.follower.nextDelayMs(first)).toBe(PAGE_GAP_MS);
       const second = await m.follower.pollOnce();
       expect(second).toEqual({ ok: true, applied: 100, more: false });
       expect(m.follower.nextDelayMs(second)).toBe(1000);
-      expect(f.requests.map((r) => r.after)).toEqual([null, "500"]);
+      expect(f.requests.map((r) => r.after)).toEqual([null, "e0.0", "e0.500"]);
       const token = vendor.token({ activation: "act_599", license: "lic_p", nowMs: m.clock(), iss: f.url });
       expect(await code(await m.get(manifestPath, token))).toBe("entitlement_revoked");
     } finally {

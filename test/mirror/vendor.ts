@@ -20,8 +20,12 @@ export class FeedServer {
   private server: ReturnType<typeof Bun.serve> | null = null;
   private readonly events: { id: string; seq: string; type: string; timestamp: string; data: unknown }[] = [];
   mode: Mode = "ok";
-  /** Every request's `after` (null when absent) and whether it carried the right token. */
-  readonly requests: { after: string | null; authorized: boolean }[] = [];
+  /** The records' identity (docs/admin-api.md): set another to play records copied or restored. */
+  epoch = "e0";
+  /** Events up to this seq were pruned by retention: a cursor before it is answered a snapshot. */
+  prunedThrough = 0;
+  /** Every request's `after` and `snapshot` (null when absent) and whether it carried the right token. */
+  readonly requests: { after: string | null; snapshot: string | null; authorized: boolean }[] = [];
   port = 0;
   /** What the vendor's GET /api/v1/meta answers (its public keys), when set. */
   meta: unknown = null;
@@ -65,23 +69,63 @@ export class FeedServer {
     if (url.pathname !== "/api/v1/admin/feed") return Response.json({ ok: false, error: "not_found", message: "refused" }, { status: 404 });
     const authorized = request.headers.get("authorization") === `Bearer ${MIRROR_TOKEN}`;
     const afterText = url.searchParams.get("after");
-    this.requests.push({ after: afterText, authorized });
+    const snapshotText = url.searchParams.get("snapshot");
+    this.requests.push({ after: afterText, snapshot: snapshotText, authorized });
     if (this.mode === "unauthorized" || !authorized)
       return Response.json({ ok: false, error: "admin_token_invalid", message: "refused" }, { status: 401 });
     if (this.mode === "slow") await Bun.sleep(1500);
     if (this.mode === "garbage") return new Response("<html>\u001b[31mproxy error</html>", { headers: { "content-type": "text/html" } });
-    if (afterText !== null && !/^\d+$/.test(afterText))
-      return Response.json({ ok: false, error: "invalid_request", message: "refused" }, { status: 400 });
-    const after = afterText === null ? 0 : Number(afterText);
+    const m = afterText === null ? null : /^(?:([0-9a-z]+)\.)?(\d+)$/.exec(afterText);
+    if (afterText !== null && !m) return Response.json({ ok: false, error: "invalid_request", message: "refused" }, { status: 400 });
     const limit = Math.min(Number(url.searchParams.get("limit") ?? "500"), 1000);
+    const epoch = this.epoch;
+    if (snapshotText !== null || !m || m[1] !== epoch || Number(m[2]) > this.events.length || Number(m[2]) < this.prunedThrough)
+      return Response.json(this.snapshot(snapshotText === null ? 0 : Number(snapshotText), limit));
+    const after = Number(m[2]);
     if (this.mode === "backwards") {
-      // A vendor restored from an old backup: its history restarts below what the mirror saw.
-      return Response.json({ ok: true, events: this.events.slice(0, 1), cursor: "1" });
+      // A feed whose history restarts below what the mirror saw, under the same epoch.
+      return Response.json({ ok: true, mode: "events", epoch, events: [], cursor: `${epoch}.${Math.max(0, after - 1)}` });
     }
     const page = this.events.filter((e) => Number(e.seq) > after).slice(0, limit);
     if (this.mode === "malformed-event" && page.length > 0)
-      return Response.json({ ok: true, events: [{ ...page[0], data: { activation: { id: 42 } } }], cursor: page[0]!.seq });
-    return Response.json({ ok: true, events: page, cursor: page.at(-1)?.seq ?? String(after) });
+      return Response.json({ ok: true, mode: "events", epoch, events: [{ ...page[0], data: { activation: { id: 42 } } }], cursor: `${epoch}.${page[0]!.seq}` });
+    return Response.json({ ok: true, mode: "events", epoch, events: page, cursor: `${epoch}.${page.at(-1)?.seq ?? after}` });
+  }
+
+  /** The state the events leave, as the feed's snapshot (docs/admin-api.md), `limit` items a page from `offset`. */
+  private snapshot(offset: number, limit: number) {
+    const revocations = new Map<string, { kind: "activation" | "license"; id: string; tokensValidUntil: string }>();
+    const expiries = new Map<string, { license: string; expires: string }>();
+    const releases = new Map<string, { lane: string; version: string; halted: string | null; haltedMs: number; withdrawn: string | null }>();
+    for (const e of this.events) {
+      const d = e.data as any;
+      if (e.type === "activation.deactivated") revocations.set(`a${d.activation.id}`, { kind: "activation", id: d.activation.id, tokensValidUntil: d.tokensValidUntil });
+      else if (e.type === "license.revoked") revocations.set(`l${d.license.id}`, { kind: "license", id: d.license.id, tokensValidUntil: d.tokensValidUntil });
+      else if (e.type === "license.reinstated") revocations.delete(`l${d.license.id}`);
+      else if (e.type === "license.updated" && d.license.expires) expiries.set(d.license.id, { license: d.license.id, expires: d.license.expires });
+      else if (e.type.startsWith("release.")) {
+        const key = `${d.release.lane}\n${d.release.version}`;
+        const r = releases.get(key) ?? { lane: d.release.lane, version: d.release.version, halted: null, haltedMs: 0, withdrawn: null };
+        if (e.type === "release.halted") r.halted = e.timestamp;
+        if (e.type === "release.resumed" && r.halted) (r.haltedMs += Date.parse(e.timestamp) - Date.parse(r.halted)), (r.halted = null);
+        if (e.type === "release.withdrawn") r.withdrawn = e.timestamp;
+        if (e.type === "release.restored") r.withdrawn = null;
+        releases.set(key, r);
+      }
+    }
+    const items = [...[...revocations.values()].map((v) => ["r", v] as const), ...[...expiries.values()].map((v) => ["e", v] as const), ...[...releases.values()].map((v) => ["c", v] as const)];
+    const page = items.slice(offset, offset + limit);
+    return {
+      ok: true,
+      mode: "snapshot",
+      epoch: this.epoch,
+      reason: offset === 0 ? "start" : "continued",
+      revocations: page.filter(([k]) => k === "r").map(([, v]) => v),
+      expiries: page.filter(([k]) => k === "e").map(([, v]) => v),
+      releases: page.filter(([k]) => k === "c").map(([, v]) => v),
+      next: offset + limit < items.length ? String(offset + limit) : null,
+      cursor: `${this.epoch}.${this.events.length}`,
+    };
   }
 
   stop(): void {

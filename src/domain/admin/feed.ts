@@ -1,19 +1,77 @@
 import { KeyturnError } from "../errors";
-import { FEED_TYPES, feedItem } from "../events";
+import { FEED_TYPES } from "../events";
 import { requireScope, type AdminCaller, type AdminDeps } from "./deps";
+import { feedItem, type FeedItem } from "./feed-items";
+import { readSnapshotPlace, snapshotPage } from "./feed-snapshot";
 import { pageLimit, readObject } from "./input";
 
+export type { FeedItem } from "./feed-items";
+
 /**
- * The vendor feed (scope feed:read): events after `after` (a seq as a decimal string; absent = from
- * the beginning), seq ascending, of FEED_TYPES only; `cursor` is the last seq answered, or `after`.
+ * The vendor feed (scope feed:read), what mirrors follow (design.md "Mirror mode", docs/admin-api.md).
+ *
+ * Every answer names the records' epoch (FeedPosition); a cursor is `<epoch>.<seq>`. Asked after a
+ * cursor of these records, the feed answers the events after it (mode `events`). Asked with no
+ * cursor, or one it cannot continue (another epoch: the records were copied or restored; a seq
+ * beyond the newest: an older backup; a seq retention has since pruned past), it answers a
+ * snapshot (mode `snapshot`): the state a mirror needs, paged with `snapshot=<next>`, whose last
+ * page gives the cursor the events go on from. Items hold ids, times and controls only.
  */
-export async function readFeed(d: AdminDeps, caller: AdminCaller, input: unknown): Promise<{ events: ReturnType<typeof feedItem>[]; cursor: string }> {
+export type FeedAnswer = EventsAnswer | SnapshotAnswer;
+
+export interface EventsAnswer {
+  readonly mode: "events";
+  readonly epoch: string;
+  readonly events: FeedItem[];
+  readonly cursor: string;
+}
+
+export type SnapshotReason = "start" | "epoch" | "ahead" | "gap";
+
+export interface SnapshotAnswer {
+  readonly mode: "snapshot";
+  readonly epoch: string;
+  readonly reason: SnapshotReason;
+  /** Activations deactivated and licenses revoked whose tokens have not all expired. */
+  readonly revocations: { kind: "activation" | "license"; id: string; tokensValidUntil: string }[];
+  /** Licenses whose expiry comes before the exp of tokens issued to them. */
+  readonly expiries: { license: string; expires: string }[];
+  /** Releases halted or withdrawn, or once halted (their ramp runs late by haltedMs). */
+  readonly releases: { lane: string; version: string; halted: string | null; haltedMs: number; withdrawn: string | null }[];
+  /** Pass as `snapshot` for the next page; null on the last. */
+  readonly next: string | null;
+  /** Where the events go on once the last page is applied. */
+  readonly cursor: string;
+}
+
+/** `<epoch>.<seq>`, or a bare seq (a cursor from before epochs: answered with a snapshot). */
+const CURSOR = /^(?:([0-9a-z]{1,64})\.)?(0|[1-9]\d{0,18})$/;
+
+export async function readFeed(d: AdminDeps, caller: AdminCaller, input: unknown): Promise<FeedAnswer> {
   requireScope(caller.principal, "feed:read");
-  const o = readObject(input ?? {}, ["after", "limit"], "query");
-  if (o.after !== undefined && (typeof o.after !== "string" || !/^(0|[1-9]\d{0,18})$/.test(o.after) || BigInt(o.after) > 2n ** 63n - 1n))
-    throw new KeyturnError("invalid_request", "after must be a cursor this feed answered (a decimal number)");
-  const after = o.after === undefined ? "0" : (o.after as string);
+  const o = readObject(input ?? {}, ["after", "snapshot", "limit"], "query");
   const limit = pageLimit(o.limit, 500, 1000);
-  const events = await d.store.listEvents({ after: BigInt(after), limit, types: FEED_TYPES });
-  return { events: events.map(feedItem), cursor: events.length ? String(events.at(-1)!.seq) : after };
+  if (o.after !== undefined && o.snapshot !== undefined) throw new KeyturnError("invalid_request", "give after or snapshot, not both");
+  const position = await d.store.feedPosition();
+  const fromStart = { section: "activations", key: null, seq: position.newest } as const;
+  if (o.snapshot !== undefined) {
+    const place = readSnapshotPlace(o.snapshot);
+    // A snapshot begun on other records starts again on these.
+    if (place.epoch !== position.epoch) return snapshotPage(d, position, "epoch", fromStart, limit);
+    return snapshotPage(d, position, place.reason, place, limit);
+  }
+  if (o.after === undefined) return snapshotPage(d, position, "start", fromStart, limit);
+  const m = typeof o.after === "string" ? CURSOR.exec(o.after) : null;
+  if (!m || BigInt(m[2]!) > 2n ** 63n - 1n) throw new KeyturnError("invalid_request", "after must be a cursor this feed answered (epoch.seq)");
+  const seq = BigInt(m[2]!);
+  const reason: SnapshotReason | null =
+    m[1] !== position.epoch ? "epoch" : seq > position.newest ? "ahead" : seq < position.prunedThrough ? "gap" : null;
+  if (reason) return snapshotPage(d, position, reason, fromStart, limit);
+  const events = await d.store.listEvents({ after: seq, limit, types: FEED_TYPES });
+  const last = events.length ? BigInt(events.at(-1)!.seq) : seq;
+  // A page short of the limit holds every feed event up to the newest seq read before it (seq order
+  // is commit order): the cursor moves there, past events the feed does not carry, so a mirror that
+  // keeps up never falls behind retention's watermark.
+  const through = events.length < limit && position.newest > last ? position.newest : last;
+  return { mode: "events", epoch: position.epoch, events: events.map(feedItem), cursor: `${position.epoch}.${through}` };
 }

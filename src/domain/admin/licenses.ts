@@ -164,7 +164,7 @@ export async function revokeLicense(d: AdminDeps, caller: AdminCaller, keyOrId: 
   const now = d.clock();
   const revoked = await d.store.revokeLicense(license.id, now, {
     audit: adminAudit(d, caller, "license-revoke", { licenseId: license.id }),
-    event: (l) => newEvent("license.revoked", { license: licenseView(l), tokensValidUntil: tokensValidUntil(now, d.tokenTtlSeconds, l.expires) }, now),
+    event: (l) => newEvent("license.revoked", { license: licenseView(l), tokensValidUntil: tokensValidUntil(now, d.tokenTtlSeconds, l.expires, l.tokensExpire) }, now),
   });
   if (!revoked) throw new KeyturnError("license_revoked", `license ${license.id} was already revoked`);
   return licenseView((await d.store.getLicense(license.id))!, await d.store.countActiveSeats(license.id));
@@ -205,7 +205,7 @@ export async function deactivateActivation(d: AdminDeps, caller: AdminCaller, ac
     audit: adminAudit(d, caller, "activation-deactivate", { licenseId: activation.licenseId, activationId: activation.id }),
     event: (a) => {
       after = a;
-      return newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, d.tokenTtlSeconds) }, now);
+      return newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, d.tokenTtlSeconds, null, a.tokenExp) }, now);
     },
   });
   if (!done || !after) throw new KeyturnError("entitlement_revoked", `activation ${activation.id} was already deactivated`);

@@ -1,7 +1,7 @@
 import { FeedProblem, parseFeedAnswer, type FeedPage } from "./feed-answer";
 import { escapeControl } from "../../config/text";
 
-/** Feed answers beyond this are refused unread (1,000 events of a few hundred bytes each fit easily). */
+/** Feed answers beyond this are refused unread, the body read no further (1,000 items of a few hundred bytes each fit easily). */
 const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
 
 export interface FeedRequest {
@@ -9,16 +9,22 @@ export interface FeedRequest {
   readonly of: string;
   /** The vendor's admin token (feed:read). Sent only to `of`, never logged. */
   readonly token: string;
+  /** The cursor to read after (null: none, the vendor answers a snapshot). */
   readonly after: string | null;
+  /** The next page of a snapshot being read (then `after` is not sent). */
+  readonly snapshot?: string | null;
   readonly limit: number;
+  /** The mirror's time: vendor times are checked against it. */
+  readonly now: number;
   readonly timeoutMs: number;
   /** Aborts the request (the follower stopping). */
   readonly signal?: AbortSignal;
 }
 
 /** The feed URL of a vendor (what `keyturn mirror check` prints, so without the token). */
-export function feedUrl(of: string, after: string | null, limit: number): string {
-  return `${of}/api/v1/admin/feed?${after === null ? "" : `after=${after}&`}limit=${limit}`;
+export function feedUrl(of: string, after: string | null, limit: number, snapshot: string | null = null): string {
+  const at = snapshot !== null ? `snapshot=${encodeURIComponent(snapshot)}&` : after !== null ? `after=${encodeURIComponent(after)}&` : "";
+  return `${of}/api/v1/admin/feed?${at}limit=${limit}`;
 }
 
 /**
@@ -29,7 +35,7 @@ export function feedUrl(of: string, after: string | null, limit: number): string
 export async function fetchFeedPage(r: FeedRequest): Promise<FeedPage> {
   let res: Response;
   try {
-    res = await fetch(feedUrl(r.of, r.after, r.limit), {
+    res = await fetch(feedUrl(r.of, r.after, r.limit, r.snapshot ?? null), {
       headers: { authorization: `Bearer ${r.token}`, accept: "application/json" },
       // A redirect would carry the token elsewhere, or mean the address is wrong: either way, stop.
       redirect: "manual",
@@ -57,7 +63,7 @@ export async function fetchFeedPage(r: FeedRequest): Promise<FeedPage> {
   } catch {
     throw new FeedProblem("the vendor's answer is not JSON");
   }
-  return parseFeedAnswer(body, r.after);
+  return parseFeedAnswer(body, r.after, r.now);
 }
 
 function refusalOf(status: number, text: string): string {

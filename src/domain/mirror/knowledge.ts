@@ -12,8 +12,10 @@ export interface MirrorStatus {
   readonly lastSync: string | null;
   /** Seconds since then (since this mirror first started, before the first sync). */
   readonly staleSeconds: number;
-  /** The seq of the last event applied; null before the first. */
+  /** The feed cursor (`epoch.seq`) applied up to; null before the first answer. */
   readonly cursor: string | null;
+  /** Why the last read of the feed was refused (the vendor unreachable, a page implausible); null when it answered well. */
+  readonly problem: string | null;
 }
 
 /** A release control as the vendor's feed last told it. */
@@ -38,6 +40,7 @@ export class MirrorKnowledge implements EntitlementStatusSource {
   private readonly releases = new Map<string, MirrorReleaseControl>();
   private cursor: string | null = null;
   private lastSync: number | null = null;
+  private problem: string | null = null;
   private started: number;
 
   constructor(
@@ -76,6 +79,27 @@ export class MirrorKnowledge implements EntitlementStatusSource {
     this.lastSync = syncedAt;
   }
 
+  /** How many entries are kept (revocations, expiries, release controls): what the mirror's bounds count. */
+  get entries(): number {
+    return this.revokedActivations.size + this.revokedLicenses.size + this.expiries.size + this.releases.size;
+  }
+
+  /** How many entries there would be once `changes` are applied (an upper bound: lifts are not subtracted). */
+  entriesWith(changes: readonly MirrorChange[]): number {
+    const added = new Set<string>();
+    for (const c of changes) {
+      if (c.op === "revoke" && !(c.kind === "activation" ? this.revokedActivations : this.revokedLicenses).has(c.id)) added.add(`${c.kind}\n${c.id}`);
+      else if (c.op === "expiry" && !this.expiries.has(c.licenseId)) added.add(`expiry\n${c.licenseId}`);
+      else if (c.op === "release" && !this.releases.has(`${c.lane}\n${c.version}`)) added.add(`release\n${c.lane}\n${c.version}`);
+    }
+    return this.entries + added.size;
+  }
+
+  /** What /health says went wrong with the feed; null once it answers well again. */
+  noteProblem(problem: string | null): void {
+    this.problem = problem;
+  }
+
   /** Forgets revocations whose tokens have all expired. */
   prune(now: number): void {
     for (const map of [this.revokedActivations, this.revokedLicenses]) for (const [id, until] of map) if (until <= now) map.delete(id);
@@ -105,6 +129,7 @@ export class MirrorKnowledge implements EntitlementStatusSource {
       lastSync: this.lastSync === null ? null : isoTime(this.lastSync),
       staleSeconds: Math.max(0, Math.floor(this.staleMs(now) / 1000)),
       cursor: this.cursor,
+      problem: this.problem,
     };
   }
 

@@ -69,6 +69,7 @@ export class ReleaseHolder {
   private readonly signatures: SignatureCache;
   private swappedAt: number | null = null;
   private scanned = false;
+  private startVerifiedNow = false;
   private snapshot: LoadedSnapshot | null = null;
   /** The live releases of the index now, with their files: a scan takes those still the same files unread. */
   private known: ReadonlyMap<string, KnownRelease> | null = null;
@@ -113,6 +114,8 @@ export class ReleaseHolder {
       const started = performance.now();
       this.snapshot = loadSnapshot({ ...this.opts, file, signatures: this.signatures, installers: this.installers });
       if (this.snapshot) {
+        // What the snapshot holds was verified before: a restart is ready with it at once.
+        this.startVerifiedNow = true;
         this.swapIn(this.snapshot.index);
         this.opts.log.info("release index loaded from the snapshot", { releases: this.snapshot.index.size, ms: Math.round(performance.now() - started) });
       }
@@ -181,6 +184,16 @@ export class ReleaseHolder {
    */
   get installersVerifying(): number {
     return this.installers.pending || this.verifyingLanes.size;
+  }
+
+  /**
+   * Whether every installer the first whole scan found has been hashed and taken in (or the start
+   * came from a snapshot, whose releases were verified): until then the site is not ready (/health
+   * answers 503), so a client that waits for health gets its download.
+   * Installers added later do not make a ready site unready; their lanes answer `unavailable`.
+   */
+  get startVerified(): boolean {
+    return this.startVerifiedNow;
   }
 
   /**
@@ -260,6 +273,7 @@ export class ReleaseHolder {
     this.verifyingLanes = result.verifying;
     this.report(result);
     this.scanned = true;
+    if (this.installersVerifying === 0) this.startVerifiedNow = true;
     this.known = knownOf(result);
     this.save(result);
     collectSoon();
