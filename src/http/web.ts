@@ -5,6 +5,8 @@ import { KeyturnError } from "../domain/errors";
 import type { Outcome } from "../console/deps";
 import { html } from "../console/html";
 import { plainPage } from "../console/layout";
+import { setCookie } from "./cookies";
+import type { Call } from "./endpoint";
 import { STATUS_OF } from "./status";
 
 /**
@@ -32,37 +34,25 @@ export function cookieName(request: Request, kind: SessionKind): string {
   return secure(request) ? `__Host-keyturn-${kind}` : `keyturn-${kind}`;
 }
 
-/** The session cookie's value, or null. */
-export function sessionCookie(request: Request, kind: SessionKind): string | null {
-  return cookieValue(request, cookieName(request, kind));
-}
-
-function cookieValue(request: Request, name: string): string | null {
-  for (const part of (request.headers.get("cookie") ?? "").split(";")) {
-    const eq = part.indexOf("=");
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
-  }
-  return null;
+/** The session cookie's value (read through the Call: Elysia's cookie parser), or null. */
+export async function sessionCookie(call: Call, kind: SessionKind): Promise<string | null> {
+  return (await call.cookies())[cookieName(call.request, kind)] ?? null;
 }
 
 /** Sets (or, with null, clears) the session cookie: HttpOnly, SameSite=Strict, Path=/, Secure under HTTPS. */
 export function setSessionCookie(request: Request, kind: SessionKind, secret: string | null, maxAgeSeconds = 0): string {
-  const attrs = [`${cookieName(request, kind)}=${secret ?? ""}`, "Path=/", "HttpOnly", "SameSite=Strict", `Max-Age=${secret === null ? 0 : Math.max(0, Math.floor(maxAgeSeconds))}`];
-  if (secure(request)) attrs.push("Secure");
-  return attrs.join("; ");
+  return setCookie(cookieName(request, kind), secret ?? "", { path: "/", httpOnly: true, sameSite: "strict", secure: secure(request), maxAge: secret === null ? 0 : Math.max(0, Math.floor(maxAgeSeconds)) });
 }
 
 const pendingName = (request: Request) => (secure(request) ? "__Host-keyturn-oidc" : "keyturn-oidc");
 
 /** The state of an OpenID sign-in under way, in a SameSite=Lax cookie: it must come back through the issuer's cross-site redirect. */
 export function setPendingCookie(request: Request, state: string | null, maxAgeSeconds = 0): string {
-  const attrs = [`${pendingName(request)}=${state ?? ""}`, "Path=/", "HttpOnly", "SameSite=Lax", `Max-Age=${state === null ? 0 : Math.floor(maxAgeSeconds)}`];
-  if (secure(request)) attrs.push("Secure");
-  return attrs.join("; ");
+  return setCookie(pendingName(request), state ?? "", { path: "/", httpOnly: true, sameSite: "lax", secure: secure(request), maxAge: state === null ? 0 : Math.floor(maxAgeSeconds) });
 }
 
-export function pendingCookie(request: Request): string | null {
-  return cookieValue(request, pendingName(request));
+export async function pendingCookie(call: Call): Promise<string | null> {
+  return (await call.cookies())[pendingName(call.request)] ?? null;
 }
 
 /** The answer of a page or an action: HTML with the web headers, or 303 See Other after a change. */

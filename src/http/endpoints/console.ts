@@ -65,7 +65,7 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOp
       errors: [],
       handler: async (call) => {
         const address = call.context.address;
-        const session = await d.sessions.find(sessionCookie(call.request, "console"), "console");
+        const session = await d.sessions.find(await sessionCookie(call, "console"), "console");
         if (!session) return method === "GET" ? webAnswer({ redirect: SIGN_IN }) : webAnswer(signInPage("Your session has ended: sign in again.", 401));
         try {
           const form = method === "POST" ? await readForm(call.request, session) : new URLSearchParams();
@@ -125,8 +125,8 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOp
       budget: "admin",
       audit: "request",
       errors: [],
-      handler: async ({ request }) =>
-        (await d.sessions.find(sessionCookie(request, "console"), "console")) ? webAnswer({ redirect: "/console/" }) : webAnswer(signInPage()),
+      handler: async (call) =>
+        (await d.sessions.find(await sessionCookie(call, "console"), "console")) ? webAnswer({ redirect: "/console/" }) : webAnswer(signInPage()),
     }),
     signIn,
     endpoint({
@@ -138,8 +138,9 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOp
       budget: "admin",
       audit: "console-sign-out",
       errors: [],
-      handler: async ({ request, context }) => {
-        const secret = sessionCookie(request, "console");
+      handler: async (call) => {
+        const { request, context } = call;
+        const secret = await sessionCookie(call, "console");
         const session = await d.sessions.find(secret, "console");
         try {
           if (session) {
@@ -236,11 +237,12 @@ function openIdEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOpenId): E
       budget: "signin",
       audit: "console-sign-in",
       errors: [],
-      handler: async ({ request, query, context }) => {
+      handler: async (call) => {
+        const { request, query, context } = call;
         try {
           const q = queryParams(query);
           const state = q.get("state");
-          if (state === null || state !== pendingCookie(request))
+          if (state === null || state !== (await pendingCookie(call)))
             throw new KeyturnError("challenge_unknown", "This sign-in was not started in this browser: start it again.");
           if (q.get("error")) throw new KeyturnError("token_invalid", `The issuer refused the sign-in (${q.get("error")!.slice(0, 100)}).`);
           const { secret, session } = await openId.finish(state, q.get("code"), callbackUri(request));

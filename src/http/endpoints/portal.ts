@@ -42,7 +42,7 @@ export function portalEndpoints(d: ConsoleDeps, audit: Audit): Endpoint[] {
       audit: action,
       errors: [],
       handler: async (call) => {
-        const session = await d.sessions.find(sessionCookie(call.request, "portal"), "portal");
+        const session = await d.sessions.find(await sessionCookie(call, "portal"), "portal");
         if (!session) return method === "GET" ? webAnswer({ redirect: HOME }) : webAnswer(portalSignInPage("Your sign-in has ended: sign in again."));
         try {
           const form = method === "POST" ? await readForm(call.request, session) : new URLSearchParams();
@@ -75,8 +75,9 @@ export function portalEndpoints(d: ConsoleDeps, audit: Audit): Endpoint[] {
       budget: "api",
       audit: "request",
       errors: [],
-      handler: async ({ request, context }) => {
-        const session = await d.sessions.find(sessionCookie(request, "portal"), "portal");
+      handler: async (call) => {
+        const { context } = call;
+        const session = await d.sessions.find(await sessionCookie(call, "portal"), "portal");
         if (!session) return webAnswer(portalSignInPage());
         try {
           return webAnswer(await portalHome(d, session));
@@ -117,8 +118,9 @@ export function portalEndpoints(d: ConsoleDeps, audit: Audit): Endpoint[] {
       budget: "api",
       audit: "portal-sign-out",
       errors: [],
-      handler: async ({ request, context }) => {
-        const secret = sessionCookie(request, "portal");
+      handler: async (call) => {
+        const { request, context } = call;
+        const secret = await sessionCookie(call, "portal");
         const session = await d.sessions.find(secret, "portal");
         try {
           if (session) {
