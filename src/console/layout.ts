@@ -22,7 +22,7 @@ ${charts ? html`<script src="/console/assets/uplot.js" defer></script>` : ""}<sc
 export const csrfField = (s: Session) => html`<input type="hidden" name="csrf" value="${s.csrf}">`;
 
 /** A form that POSTs one action: a button, with the session's CSRF token. */
-export function actionForm(s: Session, action: string, label: string, danger = false, extra?: Html): Html {
+export function actionForm(s: Session, action: string, label: string | Html, danger = false, extra?: Html): Html {
   return html`<form class="inline" method="post" action="${action}">${csrfField(s)}${extra}<button type="submit"${danger ? html` class="danger"` : ""}>${label}</button></form>`;
 }
 
@@ -48,6 +48,9 @@ export function portalPage(o: { title: string; session: Session | null; body: Ht
 export function plainPage(title: string, body: Html): Html {
   return html`${head(title, false)}<body><header><span class="brand">keyturn console</span></header><main id="main"><h1>${title}</h1>${body}</main></body></html>`;
 }
+
+/** A button's label with words only screen readers read (the row it acts on), keeping narrow tables narrow. */
+export const labelFor = (visible: string, context: string) => html`${visible}<span class="vh"> ${context}</span>`;
 
 export const notice = (text: string | Html, error = false) => html`<p class="notice${error ? " error" : ""}" role="${error ? "alert" : "status"}">${text}</p>`;
 

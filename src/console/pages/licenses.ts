@@ -6,7 +6,7 @@ import type { ActivationView, LicenseView } from "../../domain/events";
 import { callerOf, type ConsoleDeps, type Outcome } from "../deps";
 import { field, numberField, type Form } from "../form";
 import { html, type Html } from "../html";
-import { actionForm, consolePage, csrfField, notice, when } from "../layout";
+import { actionForm, labelFor, consolePage, csrfField, notice, when } from "../layout";
 
 const licensePath = (id: string) => `/console/licenses/${encodeURIComponent(id)}`;
 
@@ -75,10 +75,10 @@ export async function createLicenseAction(d: ConsoleDeps, s: Session, address: s
 
 function installationRows(s: Session, activations: readonly ActivationView[]): Html {
   const canDeactivate = sessionHas(s, "activations:write");
-  return html`<div class="table-wrap"><table id="installations"><thead><tr><th scope="col">Name</th><th scope="col">Platform</th><th scope="col">Version</th><th scope="col">Last seen</th><th scope="col">State</th>${canDeactivate ? html`<th scope="col"><span class="muted">Action</span></th>` : ""}</tr></thead>
+  return html`<div class="table-wrap"><table id="installations" class="cards"><thead><tr><th scope="col">Name</th><th scope="col">Platform</th><th scope="col">Version</th><th scope="col">Last seen</th><th scope="col">State</th>${canDeactivate ? html`<th scope="col"><span class="muted">Action</span></th>` : ""}</tr></thead>
 <tbody>${activations.map(
-    (a) => html`<tr data-activation="${a.id}"><td>${a.name}</td><td>${a.platform}</td><td>${a.version}</td><td>${when(a.lastSeen)}</td><td>${a.deactivated ? `deactivated ${when(a.deactivated)}` : "active"}</td>${
-      canDeactivate ? html`<td>${a.deactivated ? "" : actionForm(s, `/console/activations/${encodeURIComponent(a.id)}/deactivate`, `Deactivate ${a.name}`, true)}</td>` : ""
+    (a) => html`<tr data-activation="${a.id}"><td data-label="Name">${a.name}</td><td data-label="Platform">${a.platform}</td><td data-label="Version">${a.version}</td><td data-label="Last seen">${when(a.lastSeen)}</td><td data-label="State">${a.deactivated ? `deactivated ${when(a.deactivated)}` : "active"}</td>${
+      canDeactivate ? html`<td data-label="">${a.deactivated ? "" : actionForm(s, `/console/activations/${encodeURIComponent(a.id)}/deactivate`, labelFor("Deactivate", a.name), true)}</td>` : ""
     }</tr>`,
   )}</tbody></table></div>${activations.length === 0 ? html`<p>No installation yet.</p>` : ""}`;
 }

@@ -5,7 +5,7 @@ import { offlineAnswer, portalDeactivate, portalLicense } from "../../domain/por
 import type { Release } from "../../domain/releases/release-index";
 import type { ConsoleDeps, Outcome } from "../deps";
 import { html, type Html } from "../html";
-import { actionForm, csrfField, notice, portalPage, when } from "../layout";
+import { actionForm, labelFor, csrfField, notice, portalPage, when } from "../layout";
 
 /** Where the portal's download of a lane's newest installer is. */
 const downloadPath = (product: string | null, channel: string, platform: string) =>
@@ -42,8 +42,8 @@ export async function portalHome(d: ConsoleDeps, s: Session, message?: string, a
   const live = activations.filter((a) => !a.deactivated);
   const body = html`${message ? notice(message) : ""}
 <p>Licence of <strong id="licensee">${l.licensee}</strong> (${l.organization}). Seats used: <span id="seats">${l.seatsUsed ?? 0} / ${l.seats}</span>. Expires: ${when(l.expires)}.${l.revoked ? html` <strong class="status-bad">Revoked.</strong>` : ""}</p>
-<h2>Your installations</h2><div class="table-wrap"><table id="installations"><thead><tr><th scope="col">Name</th><th scope="col">Platform</th><th scope="col">Version</th><th scope="col">Last seen</th><th scope="col"><span class="muted">Action</span></th></tr></thead>
-<tbody>${live.map((a) => html`<tr data-activation="${a.id}"><td>${a.name}</td><td>${a.platform}</td><td>${a.version}</td><td>${when(a.lastSeen)}</td><td>${actionForm(s, `/portal/installations/${encodeURIComponent(a.id)}/deactivate`, `Deactivate ${a.name}`, true)}</td></tr>`)}</tbody></table></div>
+<h2>Your installations</h2><div class="table-wrap"><table id="installations" class="cards"><thead><tr><th scope="col">Name</th><th scope="col">Platform</th><th scope="col">Version</th><th scope="col">Last seen</th><th scope="col"><span class="muted">Action</span></th></tr></thead>
+<tbody>${live.map((a) => html`<tr data-activation="${a.id}"><td data-label="Name">${a.name}</td><td data-label="Platform">${a.platform}</td><td data-label="Version">${a.version}</td><td data-label="Last seen">${when(a.lastSeen)}</td><td data-label="">${actionForm(s, `/portal/installations/${encodeURIComponent(a.id)}/deactivate`, labelFor("Deactivate", a.name), true)}</td></tr>`)}</tbody></table></div>
 ${live.length === 0 ? html`<p>No computer holds a seat.</p>` : ""}
 <h2>Downloads</h2>${files.length
     ? html`<ul id="downloads">${files.map((f) => html`<li><a href="${downloadPath(f.product, f.channel, f.platform)}" download>${f.release.manifest.installer}</a> <span class="muted">${[f.product, f.channel, f.platform].filter(Boolean).join(" · ")}, version ${f.release.manifest.version}</span></li>`)}</ul>`

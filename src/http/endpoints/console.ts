@@ -12,7 +12,7 @@ import {
   updateLicenseAction,
 } from "../../console/pages/licenses";
 import { RELEASE_OPS, releaseControlAction, releasesPage } from "../../console/pages/releases";
-import { consoleSignInPage } from "../../console/pages/sign-in";
+import { consoleSignInPage, SIGN_IN } from "../../console/pages/sign-in";
 import { retryDeliveryAction, webhooksPage } from "../../console/pages/webhooks";
 import type { Audit, AuditAction } from "../../domain/audit";
 import { sessionHas, type Session } from "../../domain/console-sessions";
@@ -20,10 +20,8 @@ import type { ConsoleOpenId } from "../../domain/identity/console-sign-in";
 import { KeyturnError } from "../../domain/errors";
 import { endpoint, type Call, type Endpoint } from "../endpoint";
 import { serveBytes } from "../file-serving";
-import { html } from "../../console/html";
-import { plainPage } from "../../console/layout";
-import { PENDING_SIGN_IN_MS } from "../../domain/console-sessions";
-import { pendingCookie, queryParams, readForm, refusalPage, sessionCookie, setPendingCookie, setSessionCookie, webAnswer, WEB_HEADERS } from "../web";
+import { queryParams, readForm, refusalPage, sessionCookie, setSessionCookie, webAnswer, WEB_HEADERS } from "../web";
+import { consoleOpenIdEndpoints } from "./console-openid";
 
 /** What a console page or action is given: the call, the signed-in session, the form of a POST. */
 interface Page {
@@ -34,8 +32,6 @@ interface Page {
   /** A path parameter; a malformed one (bad percent-encoding) is not_found. */
   readonly param: (name: string) => string;
 }
-
-const SIGN_IN = "/console/sign-in";
 
 /** The sections in the order the dashboard falls back to when the session may not read the stats. */
 const FIRST_SECTION = [
@@ -82,27 +78,27 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOp
     });
 
   const signIn: Endpoint = endpoint({
-      method: "POST",
-      path: SIGN_IN,
-      prefix: "",
-      summary: "Sign in to the console with an admin token",
-      auth: "none",
-      budget: "signin",
-      audit: "console-sign-in",
-      errors: [],
-      handler: async ({ request, context }) => {
-        try {
-          const form = await readForm(request, null);
-          const { secret, session } = await d.sessions.signInWithToken(form.get("token") ?? "");
-          await audit.ok("console-sign-in", context, {});
-          return webAnswer({ redirect: "/console/" }, { "set-cookie": setSessionCookie(request, "console", secret, (session.expires - d.clock()) / 1000) });
-        } catch (e) {
-          if (!(e instanceof KeyturnError) || e.code !== "admin_token_invalid") return refusalPage(audit, "console-sign-in", context.address, e, SIGN_IN);
-          const ref = await audit.refused("console-sign-in", context, e);
-          return webAnswer(signInPage("The token is unknown, expired or revoked.", 401, ref));
-        }
-      },
-    });
+    method: "POST",
+    path: SIGN_IN,
+    prefix: "",
+    summary: "Sign in to the console with an admin token",
+    auth: "none",
+    budget: "signin",
+    audit: "console-sign-in",
+    errors: [],
+    handler: async ({ request, context }) => {
+      try {
+        const form = await readForm(request, null);
+        const { secret, session } = await d.sessions.signInWithToken(form.get("token") ?? "");
+        await audit.ok("console-sign-in", context, {});
+        return webAnswer({ redirect: "/console/" }, { "set-cookie": setSessionCookie(request, "console", secret, (session.expires - d.clock()) / 1000) });
+      } catch (e) {
+        if (!(e instanceof KeyturnError) || e.code !== "admin_token_invalid") return refusalPage(audit, "console-sign-in", context.address, e, SIGN_IN);
+        const ref = await audit.refused("console-sign-in", context, e);
+        return webAnswer(signInPage("The token is unknown, expired or revoked.", 401, ref));
+      }
+    },
+  });
 
   return [
     endpoint({
@@ -171,7 +167,7 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOp
         return response;
       },
     }),
-    ...(openId ? openIdEndpoints(d, audit, openId) : []),
+    ...(openId ? consoleOpenIdEndpoints(d, audit, openId) : []),
     web("GET", "/console/", "The dashboard: installations by version per lane, activations, licences expiring, the release tree", "admin-read", (p) => {
       if (sessionHas(p.session, "stats:read")) return dashboardPage(d, p.session, p.address);
       const first = FIRST_SECTION.find(([scope]) => sessionHas(p.session, scope));
@@ -197,65 +193,3 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOp
   ];
 }
 
-/** The issuer sends the browser back here; register `<site>/console/oidc/callback` as the client's redirect URI. */
-const CALLBACK = "/console/oidc/callback";
-const callbackUri = (request: Request) => new URL(CALLBACK, request.url).href;
-
-/**
- * Staff sign-in with the issuer: start sends the browser to the issuer (the sign-in's state also in
- * a SameSite=Lax cookie, so only the browser that started it can finish it: no login CSRF); the
- * callback exchanges the code and opens the session. It answers a page that moves on to the
- * console by itself: a redirect at the end of the issuer's cross-site chain would not carry the
- * SameSite=Strict session cookie.
- */
-function openIdEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOpenId): Endpoint[] {
-  return [
-    endpoint({
-      method: "GET",
-      path: "/console/oidc/start",
-      prefix: "",
-      summary: "Console sign-in with the vendor's OpenID issuer: redirects to its authorization endpoint (code with PKCE)",
-      auth: "none",
-      budget: "signin",
-      audit: "console-sign-in",
-      errors: [],
-      handler: async ({ request, context }) => {
-        try {
-          const { url, state } = await openId.start(callbackUri(request));
-          return new Response(null, { status: 303, headers: { ...WEB_HEADERS, location: url, "set-cookie": setPendingCookie(request, state, PENDING_SIGN_IN_MS / 1000) } });
-        } catch (e) {
-          return refusalPage(audit, "console-sign-in", context.address, e, SIGN_IN);
-        }
-      },
-    }),
-    endpoint({
-      method: "GET",
-      path: CALLBACK,
-      prefix: "",
-      summary: "Where the OpenID issuer returns the browser: the code is exchanged and a console session opened",
-      auth: "none",
-      budget: "signin",
-      audit: "console-sign-in",
-      errors: [],
-      handler: async (call) => {
-        const { request, query, context } = call;
-        try {
-          const q = queryParams(query);
-          const state = q.get("state");
-          if (state === null || state !== (await pendingCookie(call)))
-            throw new KeyturnError("challenge_unknown", "This sign-in was not started in this browser: start it again.");
-          if (q.get("error")) throw new KeyturnError("token_invalid", `The issuer refused the sign-in (${q.get("error")!.slice(0, 100)}).`);
-          const { secret, session } = await openId.finish(state, q.get("code"), callbackUri(request));
-          await audit.ok("console-sign-in", context, {});
-          const page = plainPage("Signed in", html`<meta http-equiv="refresh" content="0;url=/console/"><p>Signed in as ${session.name}. <a href="/console/">Open the console</a></p>`);
-          const headers = new Headers({ ...WEB_HEADERS, "content-type": "text/html;charset=utf-8" });
-          headers.append("set-cookie", setSessionCookie(request, "console", secret, (session.expires - d.clock()) / 1000));
-          headers.append("set-cookie", setPendingCookie(request, null));
-          return new Response(page.text, { status: 200, headers });
-        } catch (e) {
-          return refusalPage(audit, "console-sign-in", context.address, e, SIGN_IN);
-        }
-      },
-    }),
-  ];
-}
