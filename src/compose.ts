@@ -187,7 +187,7 @@ export async function compose(
       staffSignIn,
       releases,
       metrics,
-      admin: { variant: config.variant, store, clock, tokenTtlSeconds: config.tokenTtlSeconds },
+      admin: { variant: config.variant, store, clock, tokenTtlSeconds: config.tokenTtlSeconds, webhookDestinations: { allowHosts: config.webhookAllowHosts } },
       selection,
       adoption,
     },

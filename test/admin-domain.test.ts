@@ -296,8 +296,10 @@ describe("bad input to every entry point is invalid_request", () => {
       ["retry id", () => retryDelivery(d, CLI_CALLER, 5)],
     ];
     for (const [name, call] of cases) expect([name, await code(call())]).toEqual([name, "invalid_request"]);
-    // loopback http is allowed
-    expect(await code(addWebhookEndpoint(d, CLI_CALLER, { url: "http://127.0.0.1:9/x", events: ["license.created"] }))).toBe("ok");
-    expect(await code(addWebhookEndpoint(d, CLI_CALLER, { url: "http://[::1]:9/x", events: ["license.created"] }))).toBe("ok");
+    // loopback http only where the operator allowed the host
+    const allowing = { ...d, webhookDestinations: { allowHosts: ["127.0.0.1", "::1"] } };
+    expect(await code(addWebhookEndpoint(d, CLI_CALLER, { url: "http://127.0.0.1:9/x", events: ["license.created"] }))).toBe("invalid_request");
+    expect(await code(addWebhookEndpoint(allowing, CLI_CALLER, { url: "http://127.0.0.1:9/x", events: ["license.created"] }))).toBe("ok");
+    expect(await code(addWebhookEndpoint(allowing, CLI_CALLER, { url: "http://[::1]:9/x", events: ["license.created"] }))).toBe("ok");
   });
 });

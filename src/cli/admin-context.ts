@@ -36,6 +36,12 @@ export async function openAdmin(
   const config = toConfig(read.settings, "admin");
   const store = await openStore(config);
   const admin = new Admin(config.variant, store, systemClock, new Audit(store, systemClock), config.tokenTtlSeconds);
-  const deps: AdminDeps = { variant: config.variant, store, clock: systemClock, tokenTtlSeconds: config.tokenTtlSeconds };
+  const deps: AdminDeps = {
+    variant: config.variant,
+    store,
+    clock: systemClock,
+    tokenTtlSeconds: config.tokenTtlSeconds,
+    webhookDestinations: { allowHosts: config.webhookAllowHosts },
+  };
   return { config, store, admin, deps, flags: read.flags, positionals: read.positionals };
 }

@@ -494,10 +494,14 @@ export class PostgresStore implements Store {
 
   async claimDeliveries(now: number, leaseUntil: number, owner: string, limit: number): Promise<ClaimedDelivery[]> {
     const rows = await this.sql`UPDATE webhook_deliveries d SET lease_until = ${leaseUntil}, lease_owner = ${owner}
-      FROM (SELECT d2.id FROM webhook_deliveries d2 JOIN webhook_endpoints e ON e.id = d2.endpoint_id
-            WHERE d2.status = 'pending' AND d2.next_attempt <= ${now} AND (d2.lease_until IS NULL OR d2.lease_until < ${now}) AND e.enabled
-            ORDER BY d2.next_attempt, d2.event_seq LIMIT ${limit} FOR UPDATE OF d2 SKIP LOCKED) due
-      WHERE d.id = due.id RETURNING d.*`;
+      FROM (SELECT id FROM (
+              SELECT d2.id, d2.next_attempt, d2.event_seq,
+                row_number() OVER (PARTITION BY d2.endpoint_id ORDER BY d2.next_attempt, d2.event_seq) AS n
+              FROM webhook_deliveries d2 JOIN webhook_endpoints e ON e.id = d2.endpoint_id
+              WHERE d2.status = 'pending' AND d2.next_attempt <= ${now} AND (d2.lease_until IS NULL OR d2.lease_until < ${now}) AND e.enabled
+                AND NOT EXISTS (SELECT 1 FROM webhook_deliveries b WHERE b.endpoint_id = d2.endpoint_id AND b.status = 'pending' AND b.lease_until >= ${now})) x
+            WHERE n = 1 ORDER BY next_attempt, event_seq LIMIT ${limit}) due
+      WHERE d.id = due.id AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < ${now}) RETURNING d.*`;
     const claimed: ClaimedDelivery[] = [];
     for (const r of rows) {
       const [e] = await this.sql`SELECT * FROM webhook_endpoints WHERE id = ${r.endpoint_id}`;

@@ -397,8 +397,10 @@ export interface Store {
    */
   fanOutEvents(now: number, limit: number, newDeliveryId: () => string): Promise<number>;
   /**
-   * Leases up to `limit` due deliveries of enabled endpoints to `owner` until `leaseUntil`. With
-   * several processes a delivery is leased by one at a time (row locks skipped, not waited on).
+   * Leases up to `limit` due deliveries of enabled endpoints to `owner` until `leaseUntil`: the
+   * oldest due one of each endpoint that has none leased, so one endpoint's slow receiver holds one
+   * lease, never the others' turn. With several processes a delivery is leased by one at a time
+   * (a row leased meanwhile by another is passed over when its lease is checked again under lock).
    */
   claimDeliveries(now: number, leaseUntil: number, owner: string, limit: number): Promise<ClaimedDelivery[]>;
   /** Records an attempt and its outcome, if `owner` still holds the lease; false otherwise. */

@@ -5,9 +5,8 @@ import { isoTime } from "../clock";
 import { KeyturnError } from "../errors";
 import { EVENT_TYPES } from "../events";
 import { newId } from "../ids";
+import { checkEndpointUrl, NO_EXCEPTIONS } from "./destination";
 import { newWebhookSecret } from "./signing";
-
-const URL_MAX = 2000;
 
 export interface WebhookEndpointView {
   readonly id: string;
@@ -57,28 +56,11 @@ export const deliveryView = (r: DeliveryRecord): DeliveryView => ({
   created: isoTime(r.created),
 });
 
-/** https, or http to a loopback address (a receiver on the same machine). */
-export function checkEndpointUrl(value: unknown): string {
-  const bad = (why: string) => new KeyturnError("invalid_request", `url ${why}`);
-  if (typeof value !== "string" || value.length === 0 || value.length > URL_MAX) throw bad(`must be a string of at most ${URL_MAX} characters`);
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw bad("is not a URL");
-  }
-  if (url.username || url.password) throw bad("must not carry credentials");
-  const host = url.hostname.replace(/^\[|\]$/g, "");
-  const loopback = host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
-  if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) throw bad("must be https (http only to a loopback address)");
-  return url.href;
-}
-
 /** Adds an endpoint (scope webhooks:write; audit webhook-add). Its secret is answered here only. */
 export async function addWebhookEndpoint(d: AdminDeps, caller: AdminCaller, body: unknown): Promise<{ endpoint: WebhookEndpointView; secret: string }> {
   requireScope(caller.principal, "webhooks:write");
   const o = readObject(body, ["url", "events"]);
-  const url = checkEndpointUrl(o.url);
+  const url = checkEndpointUrl(o.url, d.webhookDestinations ?? NO_EXCEPTIONS);
   const types = textList(o, "events", EVENT_TYPES, EVENT_TYPES.length);
   const secret = newWebhookSecret();
   const now = d.clock();
