@@ -3,14 +3,13 @@ import { KeyturnError } from "../domain/errors";
 import { clientAddressResolver } from "./client-address";
 import type { Budget } from "./endpoint";
 import { addressGroup, formatIp } from "./ip";
+import { loggedPath } from "./logged-path";
 import type { RateLimiter } from "./rate-limit";
 import { errorResponse } from "./respond";
 import type { Target } from "./target";
 
 /** Path and query longer than this are refused (400) before any other work. */
 export const MAX_URL_BYTES = 8 * 1024;
-/** Paths in log lines are cut here, so a hostile path cannot make a log line huge. */
-const MAX_LOGGED_PATH = 512;
 /** Client addresses remembered in their parsed forms; the memory is dropped whole when full. */
 const MAX_REMEMBERED_CLIENTS = 10_000;
 
@@ -84,11 +83,10 @@ export function frontDoor(deps: FrontDoorDeps) {
 
     /** The request's one log line. */
     logLine(request: Request, target: Target, s: RequestState, status: number) {
-      const path = target.path;
       deps.log.info("request", {
         address: s.address,
         method: request.method,
-        path: path.length > MAX_LOGGED_PATH ? path.slice(0, MAX_LOGGED_PATH) + "…" : path,
+        path: loggedPath(target.path),
         status,
         ms: Math.round((performance.now() - s.start) * 10) / 10,
         ...(s.ref ? { ref: s.ref } : {}),
