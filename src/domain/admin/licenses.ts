@@ -77,7 +77,7 @@ export async function createLicense(d: AdminDeps, caller: AdminCaller, body: unk
   return JSON.parse(result.record.answer) as CreatedLicense;
 }
 
-/** A license by its `lic_`/`staff:` id or by its key as typed; license_unknown otherwise. */
+/** A license by its `lic_`/`staff:` id or by its key as typed; not_found otherwise (the admin token is not at fault). */
 export async function findLicense(d: AdminDeps, keyOrId: unknown): Promise<LicenseRecord> {
   const t = idParam(keyOrId, "license", 200);
   let license: LicenseRecord | null = null;
@@ -86,7 +86,7 @@ export async function findLicense(d: AdminDeps, keyOrId: unknown): Promise<Licen
     const canonical = normalizeLicenseKey(d.variant, t);
     if (canonical) license = await d.store.findLicenseByKeyHash(hashLicenseKey(canonical));
   }
-  if (!license) throw new KeyturnError("license_unknown", `no license matches ${JSON.stringify(t.slice(0, 60))}`);
+  if (!license) throw new KeyturnError("not_found", `no license matches ${JSON.stringify(t.slice(0, 60))}`);
   return license;
 }
 
@@ -151,7 +151,7 @@ export async function updateLicense(d: AdminDeps, caller: AdminCaller, keyOrId: 
     audit: adminAudit(d, caller, "license-update", { licenseId: current.id }),
     event: (l) => newEvent("license.updated", { license: licenseView(l), changed }, now),
   });
-  if (result.outcome === "unknown") throw new KeyturnError("license_unknown", `no license ${current.id}`);
+  if (result.outcome === "unknown") throw new KeyturnError("not_found", `no license ${current.id}`);
   if (result.outcome === "seats_in_use")
     throw new KeyturnError("seats_in_use", `${result.seatsUsed} seats are in use: deactivate installations before lowering seats to ${effective.seats}`);
   return { license: licenseView(result.license, result.seatsUsed), changed };
@@ -192,7 +192,7 @@ export async function listActivations(d: AdminDeps, caller: AdminCaller, keyOrId
 
 /**
  * Gives an installation's seat back (scope activations:write; audit activation-deactivate; event
- * activation.deactivated). Unknown: not_found; already deactivated: entitlement_revoked.
+ * activation.deactivated). Unknown: not_found; already deactivated: already_deactivated (409).
  */
 export async function deactivateActivation(d: AdminDeps, caller: AdminCaller, activationId: unknown): Promise<ActivationView> {
   requireScope(caller.principal, "activations:write");
@@ -208,6 +208,6 @@ export async function deactivateActivation(d: AdminDeps, caller: AdminCaller, ac
       return newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, d.tokenTtlSeconds) }, now);
     },
   });
-  if (!done || !after) throw new KeyturnError("entitlement_revoked", `activation ${activation.id} was already deactivated`);
+  if (!done || !after) throw new KeyturnError("already_deactivated", `activation ${activation.id} was already deactivated`);
   return activationView(after);
 }

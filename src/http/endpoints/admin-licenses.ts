@@ -61,7 +61,7 @@ export function adminLicenseEndpoints(admin: AdminDeps): Endpoint[] {
       audit: "admin-read",
       params: [LICENSE_ID],
       answer: S.AdminLicenseShown,
-      errors: [...ADMIN_ERRORS, "license_unknown"],
+      errors: [...ADMIN_ERRORS, "not_found"],
       handler: async ({ params, admin: caller }) => json({ ok: true, ...(await showLicense(admin, caller, params.id)) }),
     }),
     endpoint({
@@ -75,7 +75,7 @@ export function adminLicenseEndpoints(admin: AdminDeps): Endpoint[] {
       params: [LICENSE_ID],
       body: S.AdminLicenseUpdateBody,
       answer: S.AdminLicenseUpdated,
-      errors: [...ADMIN_ERRORS, ...BODY_ERRORS, "license_unknown", "seats_in_use"],
+      errors: [...ADMIN_ERRORS, ...BODY_ERRORS, "not_found", "seats_in_use"],
       handler: async ({ params, body, admin: caller }) => json({ ok: true, ...(await updateLicense(admin, caller, params.id, body)) }),
     }),
     endpoint({
@@ -88,7 +88,7 @@ export function adminLicenseEndpoints(admin: AdminDeps): Endpoint[] {
       audit: "license-revoke",
       params: [LICENSE_ID],
       answer: S.AdminLicenseAnswer,
-      errors: [...ADMIN_ERRORS, "license_unknown", "license_revoked"],
+      errors: [...ADMIN_ERRORS, "not_found", "license_revoked"],
       handler: async ({ params, admin: caller }) => json({ ok: true, license: await revokeLicense(admin, caller, params.id) }),
     }),
     endpoint({
@@ -101,7 +101,7 @@ export function adminLicenseEndpoints(admin: AdminDeps): Endpoint[] {
       audit: "license-reinstate",
       params: [LICENSE_ID],
       answer: S.AdminLicenseAnswer,
-      errors: [...ADMIN_ERRORS, "license_unknown", "invalid_request"],
+      errors: [...ADMIN_ERRORS, "not_found", "invalid_request"],
       handler: async ({ params, admin: caller }) => json({ ok: true, license: await reinstateLicense(admin, caller, params.id) }),
     }),
     endpoint({
@@ -113,7 +113,7 @@ export function adminLicenseEndpoints(admin: AdminDeps): Endpoint[] {
       audit: "admin-read",
       querySchema: S.AdminActivationQuery,
       answer: S.AdminActivationList,
-      errors: [...ADMIN_ERRORS, "license_unknown"],
+      errors: [...ADMIN_ERRORS, "not_found"],
       handler: async ({ queryValues, admin: caller }) => json({ ok: true, activations: await listActivations(admin, caller, queryValues.license) }),
     }),
     endpoint({
@@ -126,7 +126,7 @@ export function adminLicenseEndpoints(admin: AdminDeps): Endpoint[] {
       audit: "activation-deactivate",
       params: [ACTIVATION_ID],
       answer: S.AdminActivationAnswer,
-      errors: [...ADMIN_ERRORS, "not_found", "entitlement_revoked"],
+      errors: [...ADMIN_ERRORS, "not_found", "already_deactivated"],
       handler: async ({ params, admin: caller }) => json({ ok: true, activation: await deactivateActivation(admin, caller, params.id) }),
     }),
   ];
