@@ -151,4 +151,27 @@ describe("webhooks out", () => {
       await revoked.stop();
     }
   });
+
+  test("the deliveries cursor is bound to its query (endpoint, status): with another query, or a bare delivery id, it is invalid_request", async () => {
+    receiver.mode = "ok";
+    const other = startReceiver();
+    try {
+      const { endpoint: a } = await addWebhookEndpoint(d, CLI_CALLER, { url: receiver.url, events: ["license.created"] });
+      const { endpoint: b } = await addWebhookEndpoint(d, CLI_CALLER, { url: other.url, events: ["license.created"] });
+      for (let i = 0; i < 3; i++) await createLicense(d, CLI_CALLER, body());
+      await worker().tick();
+      const first = await listDeliveries(d, CLI_CALLER, { endpoint: a.id, limit: "2" });
+      expect(first.deliveries.map((x) => x.endpoint)).toEqual([a.id, a.id]);
+      const rest = await listDeliveries(d, CLI_CALLER, { endpoint: a.id, limit: "2", cursor: first.next! });
+      expect(rest.deliveries.length).toBe(1);
+      expect(rest.next).toBeNull();
+      const code = (q: Record<string, unknown>) => listDeliveries(d, CLI_CALLER, q).then(() => "ok", (e: { code: string }) => e.code);
+      expect(await code({ endpoint: b.id, cursor: first.next! })).toBe("invalid_request");
+      expect(await code({ endpoint: a.id, status: "failed", cursor: first.next! })).toBe("invalid_request");
+      expect(await code({ cursor: first.next! })).toBe("invalid_request");
+      expect(await code({ endpoint: a.id, cursor: first.deliveries[1]!.id })).toBe("invalid_request");
+    } finally {
+      await other.stop();
+    }
+  });
 });

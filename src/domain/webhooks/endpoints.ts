@@ -1,4 +1,5 @@
 import type { DeliveryRecord, DeliveryStatus, WebhookEndpointRecord } from "../../store/types";
+import { decodeCursor, encodeCursor } from "../admin/cursor";
 import { adminAudit, requireScope, type AdminCaller, type AdminDeps } from "../admin/deps";
 import { idParam, pageLimit, readObject, textList } from "../admin/input";
 import { isoTime } from "../clock";
@@ -99,19 +100,21 @@ export async function setWebhookEndpointEnabled(d: AdminDeps, caller: AdminCalle
 
 const STATUSES: readonly DeliveryStatus[] = ["pending", "delivered", "failed"];
 
-/** Deliveries, newest first (scope webhooks:read). Query: { endpoint?, status?, cursor? (a delivery id), limit? (1-200, 50) }. */
+const isDeliveryPosition = (p: unknown): p is string => typeof p === "string" && /^dlv_[a-z0-9]{1,60}$/.test(p);
+
+/** Deliveries, newest first (scope webhooks:read). Query: { endpoint?, status?, cursor? (bound to the query), limit? (1-200, 50) }. */
 export async function listDeliveries(d: AdminDeps, caller: AdminCaller, input: unknown): Promise<{ deliveries: DeliveryView[]; next: string | null }> {
   requireScope(caller.principal, "webhooks:read");
   const o = readObject(input ?? {}, ["endpoint", "status", "cursor", "limit"], "query");
   const endpointId = o.endpoint === undefined ? undefined : idParam(o.endpoint, "endpoint");
   const status = o.status as DeliveryStatus | undefined;
   if (status !== undefined && !STATUSES.includes(status)) throw new KeyturnError("invalid_request", `status must be one of ${STATUSES.join(", ")}`);
-  const after = o.cursor === undefined ? undefined : idParam(o.cursor, "cursor");
-  if (after !== undefined && !after.startsWith("dlv_")) throw new KeyturnError("invalid_request", "cursor is not a cursor of this query");
+  const bound = { endpoint: endpointId, status };
+  const after = decodeCursor(o.cursor, bound, isDeliveryPosition);
   const limit = pageLimit(o.limit, 50, 200);
   const rows = await d.store.listDeliveries({ endpointId, status, after, limit: limit + 1 });
   const page = rows.slice(0, limit);
-  return { deliveries: page.map(deliveryView), next: rows.length > limit ? page.at(-1)!.id : null };
+  return { deliveries: page.map(deliveryView), next: rows.length > limit ? encodeCursor(bound, page.at(-1)!.id) : null };
 }
 
 /** One delivery with every attempt (scope webhooks:read). */
