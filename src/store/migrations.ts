@@ -433,4 +433,23 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 7,
+    name: "the first scan of the release tree is a baseline: what it finds was published before, and is announced by no event",
+    // Records that already know releases took their baseline when they first scanned.
+    sqlite: `
+      CREATE TABLE known_releases_baseline (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        taken INTEGER NOT NULL
+      ) STRICT;
+      INSERT INTO known_releases_baseline (id, taken) SELECT 1, min(first_seen) FROM known_releases HAVING count(*) > 0;
+    `,
+    postgres: `
+      CREATE TABLE known_releases_baseline (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        taken BIGINT NOT NULL
+      );
+      INSERT INTO known_releases_baseline (id, taken) SELECT 1, min(first_seen) FROM known_releases HAVING count(*) > 0;
+    `,
+  },
 ];

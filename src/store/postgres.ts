@@ -604,9 +604,11 @@ export class PostgresStore implements Store {
   async recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]> {
     if (releases.length === 0) return [];
     return this.sql.begin(async (tx) => {
+      const baseline = (await tx`INSERT INTO known_releases_baseline (id, taken) VALUES (1, ${now}) ON CONFLICT DO NOTHING RETURNING id`).length > 0;
       const rows = await tx`INSERT INTO known_releases (lane, version, first_seen)
         SELECT lane, version, ${now} FROM unnest(${tx.array(releases.map((r) => r.lane), "TEXT")}::text[], ${tx.array(releases.map((r) => r.version), "TEXT")}::text[]) AS k(lane, version)
         ON CONFLICT DO NOTHING RETURNING lane, version`;
+      if (baseline) return [];
       const added: ReleaseKey[] = rows.map((r: Row) => ({ lane: r.lane, version: r.version }));
       if (eventOf) for (const r of added) await insertEvent(tx, eventOf(r));
       return added;

@@ -680,7 +680,9 @@ export class SqliteStore implements Store {
   async recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]> {
     if (releases.length === 0) return [];
     return this.groupCommit.write(() => {
+      const baseline = this.db.query("INSERT INTO known_releases_baseline (id, taken) VALUES (1, ?) ON CONFLICT DO NOTHING").run(now).changes > 0;
       const added = releases.filter((r) => this.q.insertKnown.run(r.lane, r.version, now).changes > 0);
+      if (baseline) return [];
       if (eventOf) for (const r of added) this.insertEvent(eventOf(r));
       return added;
     });

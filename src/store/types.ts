@@ -425,7 +425,12 @@ export interface Store {
    * it at most once every `controlsPollMs` (openPostgresStore), the bound on how late a process learns.
    */
   releaseControlsGeneration(): Promise<number>;
-  /** Records the releases as known; returns those no process had recorded before (newly published). */
+  /**
+   * Records the releases as known; returns those no process had recorded before (newly published).
+   * The first call that records anything on these records takes the baseline: it records and
+   * returns none (what a first scan finds was published before: at a first start, or the first
+   * start after the upgrade that brought release events).
+   */
   recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]>;
   /** Writes sightings in one transaction: last_seen moves forward only; lane set when given. */
   recordSightings(sightings: readonly Sighting[]): Promise<void>;
