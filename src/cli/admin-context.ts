@@ -1,5 +1,6 @@
 import type { ParseArgsOptionsConfig } from "node:util";
 import { readSettings, toConfig, type Config } from "../config/config";
+import { RecordSeal } from "../domain/record-seal";
 import { ConfigError } from "../config/parse";
 import { Admin } from "../domain/admin";
 import type { AdminDeps } from "../domain/admin/deps";
@@ -42,6 +43,7 @@ export async function openAdmin(
     clock: systemClock,
     tokenTtlSeconds: config.tokenTtlSeconds,
     webhookDestinations: { allowHosts: config.webhookAllowHosts },
+    seal: new RecordSeal(config.keysDir, store),
   };
   return { config, store, admin, deps, flags: read.flags, positionals: read.positionals };
 }

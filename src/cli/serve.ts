@@ -51,7 +51,13 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   }
   else if (!keys.signing) log.warn("no license signing key: activate, refresh and sign-in answer licensing_unavailable", { keys: config.keysDir });
   const retention = startRetention({ store, clock: services.clock, log, auditRetentionSeconds: config.auditRetentionSeconds });
-  const webhooks = new WebhookWorker({ store, clock: services.clock, log, destinations: { allowHosts: config.webhookAllowHosts } });
+  const webhooks = new WebhookWorker({
+    store,
+    clock: services.clock,
+    log,
+    destinations: { allowHosts: config.webhookAllowHosts },
+    seal: services.admin.seal,
+  });
   const app = createApp(services);
   const transport = startTransport(config, app.handle, log);
   const metricsListener = config.metricsListen && services.metrics ? startMetricsListener(config.metricsListen, services.metrics, log) : null;

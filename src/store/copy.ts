@@ -45,6 +45,7 @@ const TABLES = [
   { name: "release_controls", key: "lane, version", order: "lane, version", columns: ["lane", "version", "halted", "halted_ms", "withdrawn", "updated"] },
   { name: "known_releases", key: "lane, version", order: "lane, version", columns: ["lane", "version", "first_seen"] },
   { name: "known_releases_baseline", key: "id", order: "id", columns: ["id", "taken"] },
+  { name: "record_key_check", key: "id", order: "id", columns: ["id", "value"] },
   { name: "admin_tokens", key: "id", order: "created, id", columns: ["id", "name", "secret_hash", "scopes", "created", "expires", "revoked", "last_used"] },
   { name: "events", key: "seq", order: "seq", columns: ["seq", "id", "type", "time", "data"], identity: "seq" },
   {

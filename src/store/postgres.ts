@@ -601,6 +601,12 @@ export class PostgresStore implements Store {
     return c.reading;
   }
 
+  async recordKeyCheck(candidate: string): Promise<string> {
+    await this.sql`INSERT INTO record_key_check (id, value) VALUES (1, ${candidate}) ON CONFLICT DO NOTHING`;
+    const [row] = await this.sql`SELECT value FROM record_key_check WHERE id = 1`;
+    return row.value as string;
+  }
+
   async recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]> {
     if (releases.length === 0) return [];
     return this.sql.begin(async (tx) => {

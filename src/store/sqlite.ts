@@ -677,6 +677,13 @@ export class SqliteStore implements Store {
     return this.controlsGeneration;
   }
 
+  async recordKeyCheck(candidate: string): Promise<string> {
+    return this.groupCommit.write(() => {
+      this.db.query("INSERT INTO record_key_check (id, value) VALUES (1, ?) ON CONFLICT DO NOTHING").run(candidate);
+      return (this.db.query("SELECT value FROM record_key_check WHERE id = 1").get() as Row).value as string;
+    });
+  }
+
   async recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]> {
     if (releases.length === 0) return [];
     return this.groupCommit.write(() => {

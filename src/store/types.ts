@@ -426,6 +426,11 @@ export interface Store {
    */
   releaseControlsGeneration(): Promise<number>;
   /**
+   * The check value of the key that seals secrets in the records (src/domain/record-seal.ts): the
+   * first caller's `candidate` is kept; every call answers the value kept.
+   */
+  recordKeyCheck(candidate: string): Promise<string>;
+  /**
    * Records the releases as known; returns those no process had recorded before (newly published).
    * The first call that records anything on these records takes the baseline: it records and
    * returns none (what a first scan finds was published before: at a first start, or the first

@@ -3,6 +3,7 @@ import type { AuditRecord, Store } from "../../store/types";
 import type { AuditAction } from "../audit";
 import type { Clock } from "../clock";
 import { KeyturnError } from "../errors";
+import type { RecordSeal } from "../record-seal";
 import type { DestinationPolicy } from "../webhooks/destination";
 import { newId } from "../ids";
 
@@ -48,6 +49,8 @@ export interface AdminDeps {
   readonly tokenTtlSeconds: number;
   /** Where webhooks may go; none but public hosts when absent. */
   readonly webhookDestinations?: DestinationPolicy;
+  /** Seals webhook secrets and idempotent answers in the records; kept in clear when absent (tests of other things). */
+  readonly seal?: RecordSeal;
 }
 
 /** `admin` holds every scope. */

@@ -65,16 +65,19 @@ export async function createLicense(d: AdminDeps, caller: AdminCaller, body: unk
   }
   const requestHash = sha256Hex(canonicalJson(o));
   const scope = caller.principal.tokenId ?? "cli";
+  // The answer holds the licence key: sealed, bound to its scope and Idempotency-Key.
+  const context = `idempotency\n${scope}\n${idempotencyKey}`;
+  const stored = d.seal ? await d.seal.seal(JSON.stringify(answer), context) : JSON.stringify(answer);
   const result = await d.store.createLicenseIdempotent(
     license,
-    { scope, key: idempotencyKey, requestHash, answer: JSON.stringify(answer), created: now },
+    { scope, key: idempotencyKey, requestHash, answer: stored, created: now },
     journal,
     now - IDEMPOTENCY_WINDOW_MS,
   );
   if (result.outcome === "created") return answer;
   if (result.record.requestHash !== requestHash)
     throw new KeyturnError("idempotency_conflict", "this Idempotency-Key was used with another body in the last 24 hours");
-  return JSON.parse(result.record.answer) as CreatedLicense;
+  return JSON.parse(d.seal ? await d.seal.open(result.record.answer, context) : result.record.answer) as CreatedLicense;
 }
 
 /** A license by its `lic_`/`staff:` id or by its key as typed; not_found otherwise (the admin token is not at fault). */

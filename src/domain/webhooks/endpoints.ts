@@ -7,7 +7,7 @@ import { KeyturnError } from "../errors";
 import { EVENT_TYPES } from "../events";
 import { newId } from "../ids";
 import { checkEndpointUrl, NO_EXCEPTIONS } from "./destination";
-import { newWebhookSecret } from "./signing";
+import { newWebhookSecret, webhookSecretContext } from "./signing";
 
 export interface WebhookEndpointView {
   readonly id: string;
@@ -65,8 +65,9 @@ export async function addWebhookEndpoint(d: AdminDeps, caller: AdminCaller, body
   const types = textList(o, "events", EVENT_TYPES, EVENT_TYPES.length);
   const secret = newWebhookSecret();
   const now = d.clock();
+  const id = newId("whe", now);
   const endpoint = await d.store.createWebhookEndpoint(
-    { id: newId("whe", now), url, types, secret, enabled: true, disabledReason: null, created: now },
+    { id, url, types, secret: d.seal ? await d.seal.seal(secret, webhookSecretContext(id)) : secret, enabled: true, disabledReason: null, created: now },
     adminAudit(d, caller, "webhook-add"),
   );
   return { endpoint: endpointView(endpoint), secret };

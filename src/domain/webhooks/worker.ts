@@ -3,9 +3,10 @@ import type { AttemptOutcome, ClaimedDelivery, Store } from "../../store/types";
 import { isoTime, type Clock } from "../clock";
 import { envelope } from "../events";
 import { newId, randomBase32 } from "../ids";
+import type { RecordSeal } from "../record-seal";
 import { NO_EXCEPTIONS, type DestinationPolicy } from "./destination";
 import { send, systemResolve, type SendOptions } from "./send";
-import { signedHeaders } from "./signing";
+import { signedHeaders, webhookSecretContext } from "./signing";
 
 /**
  * The wait after each failed attempt: the first attempt is made as soon as the worker sees the
@@ -38,6 +39,8 @@ export interface WebhookWorkerOptions {
   readonly resolve?: (host: string) => Promise<string[]>;
   /** Certificate authorities trusted besides the system's (PEM); for tests with their own. */
   readonly ca?: string;
+  /** Opens the endpoints' sealed secrets. */
+  readonly seal?: RecordSeal;
 }
 
 export interface TickResult {
@@ -183,7 +186,8 @@ export class WebhookWorker {
     const { clock, store, log } = this.o;
     const time = clock();
     const body = envelope(c.event);
-    const headers = signedHeaders(c.endpoint.secret, c.event.id, Math.floor(time / 1000), body);
+    const secret = this.o.seal ? await this.o.seal.open(c.endpoint.secret, webhookSecretContext(c.endpoint.id)) : c.endpoint.secret;
+    const headers = signedHeaders(secret, c.event.id, Math.floor(time / 1000), body);
     const started = performance.now();
     const { statusCode, error } = await send(c.endpoint.url, headers, body, this.send);
     const durationMs = Math.round(performance.now() - started);
