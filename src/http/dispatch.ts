@@ -2,7 +2,7 @@ import { Memoirist } from "memoirist";
 import type { AuditAction } from "../domain/audit";
 import { KeyturnError } from "../domain/errors";
 import type { Principal } from "../domain/licensing";
-import { requireScope, type AdminCaller, type AdminPrincipal } from "../domain/admin/deps";
+import { actorOf, requireScope, type AdminCaller, type AdminPrincipal } from "../domain/admin/deps";
 import { jsonBody, queryReader, type BodyReader, type QueryReader } from "./body";
 import type { Endpoint } from "./endpoint";
 import type { FrontDoor, RequestState } from "./front-door";
@@ -71,6 +71,7 @@ export function dispatcher(deps: DispatchDeps) {
     let admin = NO_ADMIN;
     if (typeof e.auth === "object") {
       const holder = await deps.authenticateAdmin(request);
+      s.actor = actorOf(holder);
       requireScope(holder, e.auth.scope);
       admin = { principal: holder, address: s.address };
     }

@@ -28,6 +28,8 @@ export interface RequestState {
   ref?: string;
   /** The error code of the request's refusal, for metrics. */
   code?: string;
+  /** The admin token that asked, once found good: a refusal's audit line names it. */
+  actor?: string;
 }
 
 interface FrontDoorDeps {

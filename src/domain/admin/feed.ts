@@ -1,6 +1,7 @@
 import { KeyturnError } from "../errors";
 import { FEED_TYPES, feedItem } from "../events";
 import { requireScope, type AdminCaller, type AdminDeps } from "./deps";
+import { auditRead } from "./read-audit";
 import { pageLimit, readObject } from "./input";
 
 /**
@@ -15,5 +16,6 @@ export async function readFeed(d: AdminDeps, caller: AdminCaller, input: unknown
   const after = o.after === undefined ? "0" : (o.after as string);
   const limit = pageLimit(o.limit, 500, 1000);
   const events = await d.store.listEvents({ after: BigInt(after), limit, types: FEED_TYPES });
+  await auditRead(d, caller, "feed-read");
   return { events: events.map(feedItem), cursor: events.length ? String(events.at(-1)!.seq) : after };
 }

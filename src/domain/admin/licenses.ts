@@ -5,6 +5,7 @@ import { activationView, licenseView, newEvent, tokensValidUntil, type Activatio
 import { newId, sha256Hex } from "../ids";
 import { generateLicenseKey, hashLicenseKey, normalizeLicenseKey } from "../license-key";
 import { decodeCursor, encodeCursor } from "./cursor";
+import { auditRead } from "./read-audit";
 import { adminAudit, requireScope, type AdminCaller, type AdminDeps } from "./deps";
 import { canonicalJson, email, expiry, idParam, metadata, optText, optWholeNumber, pageLimit, readObject, text, textList, wholeNumber } from "./input";
 
@@ -108,6 +109,7 @@ export async function searchLicenses(d: AdminDeps, caller: AdminCaller, input: u
   const bound = { query: textQuery, status };
   const after = decodeCursor(o.cursor, bound, isLicensePosition);
   const rows = await d.store.searchLicenses({ text: textQuery, status, now: d.clock(), after, limit: limit + 1 });
+  await auditRead(d, caller, "license-list");
   const page = rows.slice(0, limit);
   const last = page.at(-1)?.license;
   return {
@@ -121,6 +123,7 @@ export async function showLicense(d: AdminDeps, caller: AdminCaller, keyOrId: un
   requireScope(caller.principal, "licenses:read");
   const license = await findLicense(d, keyOrId);
   const [seatsUsed, activations] = await Promise.all([d.store.countActiveSeats(license.id), d.store.listActivations(license.id)]);
+  await auditRead(d, caller, "license-show", license.id);
   return { license: licenseView(license, seatsUsed), activations: activations.map(activationView) };
 }
 
@@ -190,7 +193,9 @@ export async function reinstateLicense(d: AdminDeps, caller: AdminCaller, keyOrI
 export async function listActivations(d: AdminDeps, caller: AdminCaller, keyOrId: unknown): Promise<ActivationView[]> {
   requireScope(caller.principal, "activations:read");
   const license = await findLicense(d, keyOrId);
-  return (await d.store.listActivations(license.id)).map(activationView);
+  const activations = await d.store.listActivations(license.id);
+  await auditRead(d, caller, "activation-list", license.id);
+  return activations.map(activationView);
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { DeliveryRecord, DeliveryStatus, WebhookEndpointRecord } from "../../store/types";
 import { decodeCursor, encodeCursor } from "../admin/cursor";
 import { adminAudit, requireScope, type AdminCaller, type AdminDeps } from "../admin/deps";
+import { auditRead } from "../admin/read-audit";
 import { idParam, pageLimit, readObject, textList } from "../admin/input";
 import { isoTime } from "../clock";
 import { KeyturnError } from "../errors";
@@ -75,7 +76,9 @@ export async function addWebhookEndpoint(d: AdminDeps, caller: AdminCaller, body
 
 export async function listWebhookEndpoints(d: AdminDeps, caller: AdminCaller): Promise<WebhookEndpointView[]> {
   requireScope(caller.principal, "webhooks:read");
-  return (await d.store.listWebhookEndpoints()).map(endpointView);
+  const endpoints = await d.store.listWebhookEndpoints();
+  await auditRead(d, caller, "webhook-list");
+  return endpoints.map(endpointView);
 }
 
 /** Removes an endpoint and its deliveries (scope webhooks:write; audit webhook-remove). */
@@ -114,6 +117,7 @@ export async function listDeliveries(d: AdminDeps, caller: AdminCaller, input: u
   const after = decodeCursor(o.cursor, bound, isDeliveryPosition);
   const limit = pageLimit(o.limit, 50, 200);
   const rows = await d.store.listDeliveries({ endpointId, status, after, limit: limit + 1 });
+  await auditRead(d, caller, "delivery-list");
   const page = rows.slice(0, limit);
   return { deliveries: page.map(deliveryView), next: rows.length > limit ? encodeCursor(bound, page.at(-1)!.id) : null };
 }
@@ -125,6 +129,7 @@ export async function showDelivery(d: AdminDeps, caller: AdminCaller, id: unknow
   const delivery = await d.store.getDelivery(deliveryId);
   if (!delivery) throw new KeyturnError("not_found", `no delivery ${deliveryId}`);
   const attempts = await d.store.listAttempts(deliveryId);
+  await auditRead(d, caller, "delivery-show");
   return {
     delivery: deliveryView(delivery),
     attempts: attempts.map((a) => ({ attempt: a.attempt, time: isoTime(a.time), durationMs: a.durationMs, statusCode: a.statusCode, error: a.error })),
