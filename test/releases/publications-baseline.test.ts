@@ -21,7 +21,7 @@ test("records that knew releases before migration 7 keep announcing only new one
   // Records as migration 6 left them after a scan: known_releases holds 1.0.0, no baseline table.
   let store = openSqliteStore(dir);
   store.db.exec("INSERT INTO known_releases (lane, version, first_seen) VALUES ('alpha/stable/win-x64', '1.0.0', 1)");
-  store.db.exec("DROP TABLE known_releases_baseline; DELETE FROM schema_migrations WHERE version = 7");
+  store.db.exec("DROP TABLE known_releases_baseline; DROP TABLE record_key_check; DELETE FROM schema_migrations WHERE version = 7");
   await store.close();
   store = openSqliteStore(dir);
   try {
@@ -35,7 +35,7 @@ test("records that knew releases before migration 7 keep announcing only new one
   const fresh = tempDir();
   dirs.push(fresh);
   store = openSqliteStore(fresh);
-  store.db.exec("DROP TABLE known_releases_baseline; DELETE FROM schema_migrations WHERE version = 7");
+  store.db.exec("DROP TABLE known_releases_baseline; DROP TABLE record_key_check; DELETE FROM schema_migrations WHERE version = 7");
   await store.close();
   store = openSqliteStore(fresh);
   try {
