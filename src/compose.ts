@@ -10,6 +10,7 @@ import { StaffSignIn } from "./domain/identity/staff-sign-in";
 import { AdoptionRecorder } from "./domain/adoption";
 import { ReleaseHolder } from "./domain/releases/holder";
 import { InstallerVerifier } from "./domain/releases/installer-verification";
+import { RecordSeal } from "./domain/record-seal";
 import { ReleasePublications } from "./domain/releases/publications";
 import { ReleaseControls } from "./domain/releases/release-controls";
 import { ReleaseSelection } from "./domain/releases/release-selection";
@@ -167,6 +168,7 @@ export async function compose(
     rateLimits,
     ...(knowledge ? { mirror: () => knowledge.status() } : {}),
   });
+  const seal = new RecordSeal(config.keysDir, store);
   const metrics = config.metricsListen
     ? createMetrics({ clock, releases, tokenLookups: verifier.lookups, pingRecords: () => store.ping(), rateLimits })
     : undefined;
@@ -189,7 +191,14 @@ export async function compose(
       staffSignIn,
       releases,
       metrics,
-      admin: { variant: config.variant, store, clock, tokenTtlSeconds: config.tokenTtlSeconds },
+      admin: {
+        variant: config.variant,
+        store,
+        clock,
+        tokenTtlSeconds: config.tokenTtlSeconds,
+        webhookDestinations: { allowHosts: config.webhookAllowHosts },
+        seal,
+      },
       selection,
       adoption,
     },

@@ -91,7 +91,8 @@ test("a CLI-made token creates a license over HTTP; seats stay above those in us
   expect(trail.status).toBe(200);
   const lines = trail.body.lines as { action: string; actor: string | null }[];
   const byToken = lines.filter((l) => l.actor === `${tokenId} (store)`).map((l) => l.action).sort();
-  expect(byToken).toEqual(["license-create", "license-reinstate", "license-revoke", "license-update"]);
+  // its changes, and its read of the licence (reads are audited too, coalesced)
+  expect(byToken).toEqual(["license-create", "license-reinstate", "license-revoke", "license-show", "license-update"]);
   run("admin-token", "revoke", tokenId);
   const after = await api("GET", "/admin/licenses", store);
   expect({ status: after.status, error: after.body.error }).toEqual({ status: 401, error: "admin_token_invalid" });

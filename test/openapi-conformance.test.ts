@@ -507,9 +507,9 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   await SEND("GET", L, `${L}?cursor=forged`, A, "forged cursor", 400, "invalid_request");
   await SEND("GET", LID, `${LID.replace("{id}", id)}`, A, "show", 200);
   await SEND("GET", LID, `${LID.replace("{id}", created.key)}`, A, "show by key", 200);
-  await SEND("GET", LID, "/admin/licenses/lic_unknown", A, "unknown license", 403, "license_unknown");
+  await SEND("GET", LID, "/admin/licenses/lic_unknown", A, "unknown license", 404, "not_found");
   await SEND("PATCH", LID, `/admin/licenses/${id}`, { ...A, body: { seats: 3, expires: "2099-01-01T00:00:00Z", email: "ada@engines.example", metadata: { crm: "42" } } }, "update", 200);
-  await SEND("PATCH", LID, "/admin/licenses/lic_unknown", { ...A, body: { seats: 3 } }, "unknown license", 403, "license_unknown");
+  await SEND("PATCH", LID, "/admin/licenses/lic_unknown", { ...A, body: { seats: 3 } }, "unknown license", 404, "not_found");
   for (let i = 0; i < 2; i++) {
     const r = await send(site, "POST", "/licenses/activate", { body: { key: created.key, device: device(x.variant) } });
     expect(r.status).toBe(200);
@@ -519,21 +519,21 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   const REI = "/admin/licenses/{id}/reinstate";
   await SEND("POST", REV, `/admin/licenses/${id}/revoke`, A, "revoke", 200);
   await SEND("POST", REV, `/admin/licenses/${id}/revoke`, A, "revoke twice", 403, "license_revoked");
-  await SEND("POST", REV, "/admin/licenses/lic_unknown/revoke", A, "unknown license", 403, "license_unknown");
+  await SEND("POST", REV, "/admin/licenses/lic_unknown/revoke", A, "unknown license", 404, "not_found");
   await SEND("POST", REI, `/admin/licenses/${id}/reinstate`, A, "reinstate", 200);
   await SEND("POST", REI, `/admin/licenses/${id}/reinstate`, A, "reinstate a license not revoked", 400, "invalid_request");
-  await SEND("POST", REI, "/admin/licenses/lic_unknown/reinstate", A, "unknown license", 403, "license_unknown");
+  await SEND("POST", REI, "/admin/licenses/lic_unknown/reinstate", A, "unknown license", 404, "not_found");
 
   // --- activations
   const ACTS = "/admin/activations";
   const listed = await SEND("GET", ACTS, `${ACTS}?license=${id}`, A, "a license's activations", 200);
   expect(listed.activations.length).toBe(2);
-  await SEND("GET", ACTS, `${ACTS}?license=lic_unknown`, A, "unknown license", 403, "license_unknown");
+  await SEND("GET", ACTS, `${ACTS}?license=lic_unknown`, A, "unknown license", 404, "not_found");
   await SEND("GET", ACTS, ACTS, A, "no license given", 400, "invalid_request");
   const DEACT = "/admin/activations/{id}/deactivate";
   const act = listed.activations[0].id as string;
   await SEND("POST", DEACT, `/admin/activations/${act}/deactivate`, A, "deactivate", 200);
-  await SEND("POST", DEACT, `/admin/activations/${act}/deactivate`, A, "deactivate twice", 401, "entitlement_revoked");
+  await SEND("POST", DEACT, `/admin/activations/${act}/deactivate`, A, "deactivate twice", 409, "already_deactivated");
   await SEND("POST", DEACT, "/admin/activations/act_unknown/deactivate", A, "unknown activation", 404, "not_found");
 
   // --- audit and feed

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
+import { newEvent } from "../src/domain/events";
 import type { ActivateInput, AuditRecord, LicenseRecord, Store } from "../src/store/types";
 
 /** Fresh, empty, migrated records, and a way to open more connections to the very same records. */
@@ -332,14 +333,20 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       expect(results.filter((r) => r.changed).length).toBe(1);
     });
 
-    test("known releases: only the first recording of a release reports it new, on any connection", async () => {
+    test("known releases: the first recording is the baseline (none new, no event); after it only the first recording of a release reports it new, on any connection", async () => {
       const a = { lane: "alpha/stable/win-x64", version: "1.0.0" };
       const b = { lane: "alpha/stable/win-x64", version: "1.1.0" };
-      expect(await store.recordKnownReleases([a], T0)).toEqual([a]);
+      const c = { lane: "alpha/stable/win-x64", version: "1.2.0" };
+      const published = (r: { lane: string; version: string }) => newEvent("release.published", { release: r }, T0);
+      // Records that never recorded a release (a first start, or the first after the upgrade that brought release events): what the tree holds was published before.
+      expect(await store.recordKnownReleases([], T0)).toEqual([]);
+      expect(await store.recordKnownReleases([a], T0, published)).toEqual([]);
+      expect(await store.listEvents({ after: 0, limit: 10 })).toEqual([]);
+      expect(await store.recordKnownReleases([a, b], T0 + 1, published)).toEqual([b]);
       const other = await another();
-      expect(await other.recordKnownReleases([a, b], T0 + 1)).toEqual([b]);
-      expect(await store.recordKnownReleases([a, b], T0 + 2)).toEqual([]);
-      expect(await store.recordKnownReleases([], T0 + 2)).toEqual([]);
+      expect(await other.recordKnownReleases([a, b, c], T0 + 1, published)).toEqual([c]);
+      expect(await store.recordKnownReleases([a, b, c], T0 + 2, published)).toEqual([]);
+      expect((await store.listEvents({ after: 0, limit: 10 })).map((e) => (JSON.parse(e.data) as { release: { version: string } }).release.version)).toEqual(["1.1.0", "1.2.0"]);
     });
 
     test("sightings move last_seen forward only and record the lane; adoption counts by product, lane and version", async () => {

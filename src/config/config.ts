@@ -7,6 +7,7 @@ import {
   parseBoolean,
   parseCidr,
   parseDuration,
+  parseHost,
   parseInteger,
   parseList,
   parseRate,
@@ -63,6 +64,8 @@ export interface Config {
   readonly shutdownTimeoutSeconds: number;
   /** Where GET /metrics is served (a listener of its own), or null when metrics are off. */
   readonly metricsListen: { readonly host: string; readonly port: number } | null;
+  /** Hosts (names and canonical addresses) webhooks may reach although internal. */
+  readonly webhookAllowHosts: readonly string[];
   readonly demo: boolean;
   /** null unless this site is a mirror of a vendor's site. */
   readonly mirror: MirrorConfig | null;
@@ -221,6 +224,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     idleTimeoutSeconds: idleTimeout(value("idle-timeout")),
     shutdownTimeoutSeconds: parseDuration("shutdown-timeout", value("shutdown-timeout"), MAX_SHUTDOWN_TIMEOUT),
     metricsListen: listenAddress("metrics-listen", get("metrics-listen")),
+    webhookAllowHosts: parseList(value("webhook-allow-hosts")).map((h) => parseHost("webhook-allow-hosts", h)),
     demo,
     mirror: mirrorConfig(get, databaseUrl !== null),
   };

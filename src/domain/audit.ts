@@ -6,6 +6,8 @@ import { newId } from "./ids";
 /** Who asked: the network address as http/ determined it (after trusted proxies). */
 export interface RequestContext {
   readonly address: string | null;
+  /** The admin token that asked ("tok_… (name)"), once it was found good. */
+  readonly actor?: string;
 }
 
 export type AuditAction =
@@ -18,7 +20,16 @@ export type AuditAction =
   | "update"
   | "releases"
   | "request"
-  | "admin-read"
+  | "license-list"
+  | "license-show"
+  | "activation-list"
+  | "audit-read"
+  | "feed-read"
+  | "webhook-list"
+  | "delivery-list"
+  | "delivery-show"
+  | "release-list"
+  | "stats-read"
   | "license-create"
   | "license-update"
   | "license-revoke"
@@ -75,6 +86,7 @@ export class Audit {
       licenseId: ids.licenseId ?? null,
       outcome,
       error,
+      ...(ctx.actor ? { actor: ctx.actor } : {}),
     });
     return ref;
   }

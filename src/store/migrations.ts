@@ -458,4 +458,31 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE activations ADD COLUMN token_exp BIGINT;
     `,
   },
+  {
+    version: 7,
+    name: "the first scan of the release tree is a baseline (no release.published for it); the check value of the key sealing secrets in the records",
+    // Records that already know releases took their baseline when they first scanned.
+    sqlite: `
+      CREATE TABLE known_releases_baseline (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        taken INTEGER NOT NULL
+      ) STRICT;
+      INSERT INTO known_releases_baseline (id, taken) SELECT 1, min(first_seen) FROM known_releases HAVING count(*) > 0;
+      CREATE TABLE record_key_check (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        value TEXT NOT NULL
+      ) STRICT;
+    `,
+    postgres: `
+      CREATE TABLE known_releases_baseline (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        taken BIGINT NOT NULL
+      );
+      INSERT INTO known_releases_baseline (id, taken) SELECT 1, min(first_seen) FROM known_releases HAVING count(*) > 0;
+      CREATE TABLE record_key_check (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        value TEXT NOT NULL
+      );
+    `,
+  },
 ];

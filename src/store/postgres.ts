@@ -516,10 +516,14 @@ export class PostgresStore implements Store {
 
   async claimDeliveries(now: number, leaseUntil: number, owner: string, limit: number): Promise<ClaimedDelivery[]> {
     const rows = await this.sql`UPDATE webhook_deliveries d SET lease_until = ${leaseUntil}, lease_owner = ${owner}
-      FROM (SELECT d2.id FROM webhook_deliveries d2 JOIN webhook_endpoints e ON e.id = d2.endpoint_id
-            WHERE d2.status = 'pending' AND d2.next_attempt <= ${now} AND (d2.lease_until IS NULL OR d2.lease_until < ${now}) AND e.enabled
-            ORDER BY d2.next_attempt, d2.event_seq LIMIT ${limit} FOR UPDATE OF d2 SKIP LOCKED) due
-      WHERE d.id = due.id RETURNING d.*`;
+      FROM (SELECT id FROM (
+              SELECT d2.id, d2.next_attempt, d2.event_seq,
+                row_number() OVER (PARTITION BY d2.endpoint_id ORDER BY d2.next_attempt, d2.event_seq) AS n
+              FROM webhook_deliveries d2 JOIN webhook_endpoints e ON e.id = d2.endpoint_id
+              WHERE d2.status = 'pending' AND d2.next_attempt <= ${now} AND (d2.lease_until IS NULL OR d2.lease_until < ${now}) AND e.enabled
+                AND NOT EXISTS (SELECT 1 FROM webhook_deliveries b WHERE b.endpoint_id = d2.endpoint_id AND b.status = 'pending' AND b.lease_until >= ${now})) x
+            WHERE n = 1 ORDER BY next_attempt, event_seq LIMIT ${limit}) due
+      WHERE d.id = due.id AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < ${now}) RETURNING d.*`;
     const claimed: ClaimedDelivery[] = [];
     for (const r of rows) {
       const [e] = await this.sql`SELECT * FROM webhook_endpoints WHERE id = ${r.endpoint_id}`;
@@ -619,12 +623,20 @@ export class PostgresStore implements Store {
     return c.reading;
   }
 
+  async recordKeyCheck(candidate: string): Promise<string> {
+    await this.sql`INSERT INTO record_key_check (id, value) VALUES (1, ${candidate}) ON CONFLICT DO NOTHING`;
+    const [row] = await this.sql`SELECT value FROM record_key_check WHERE id = 1`;
+    return row.value as string;
+  }
+
   async recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]> {
     if (releases.length === 0) return [];
     return this.sql.begin(async (tx) => {
+      const baseline = (await tx`INSERT INTO known_releases_baseline (id, taken) VALUES (1, ${now}) ON CONFLICT DO NOTHING RETURNING id`).length > 0;
       const rows = await tx`INSERT INTO known_releases (lane, version, first_seen)
         SELECT lane, version, ${now} FROM unnest(${tx.array(releases.map((r) => r.lane), "TEXT")}::text[], ${tx.array(releases.map((r) => r.version), "TEXT")}::text[]) AS k(lane, version)
         ON CONFLICT DO NOTHING RETURNING lane, version`;
+      if (baseline) return [];
       const added: ReleaseKey[] = rows.map((r: Row) => ({ lane: r.lane, version: r.version }));
       if (eventOf) for (const r of added) await insertEvent(tx, eventOf(r));
       return added;

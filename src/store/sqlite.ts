@@ -602,11 +602,15 @@ export class SqliteStore implements Store {
   async claimDeliveries(now: number, leaseUntil: number, owner: string, limit: number): Promise<ClaimedDelivery[]> {
     return this.groupCommit.write(() => {
       const rows = this.db
-        .query(`UPDATE webhook_deliveries SET lease_until = ?, lease_owner = ? WHERE id IN (
-            SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-            WHERE d.status = 'pending' AND d.next_attempt <= ? AND (d.lease_until IS NULL OR d.lease_until < ?) AND e.enabled = 1
-            ORDER BY d.next_attempt, d.event_seq LIMIT ?) RETURNING *`)
-        .all(leaseUntil, owner, now, now, limit) as Row[];
+        .query(`UPDATE webhook_deliveries SET lease_until = $leaseUntil, lease_owner = $owner WHERE id IN (
+            SELECT id FROM (
+              SELECT d.id, d.next_attempt, d.event_seq,
+                ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt, d.event_seq) AS n
+              FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+              WHERE d.status = 'pending' AND d.next_attempt <= $now AND (d.lease_until IS NULL OR d.lease_until < $now) AND e.enabled = 1
+                AND NOT EXISTS (SELECT 1 FROM webhook_deliveries b WHERE b.endpoint_id = d.endpoint_id AND b.status = 'pending' AND b.lease_until >= $now))
+            WHERE n = 1 ORDER BY next_attempt, event_seq LIMIT $limit) RETURNING *`)
+        .all({ leaseUntil, owner, now, limit }) as Row[];
       return rows.map((r) => ({
         delivery: deliveryFromRow(r),
         endpoint: endpointFromRow(this.db.query("SELECT * FROM webhook_endpoints WHERE id = ?").get(r.endpoint_id) as Row),
@@ -694,10 +698,19 @@ export class SqliteStore implements Store {
     return this.controlsGeneration;
   }
 
+  async recordKeyCheck(candidate: string): Promise<string> {
+    return this.groupCommit.write(() => {
+      this.db.query("INSERT INTO record_key_check (id, value) VALUES (1, ?) ON CONFLICT DO NOTHING").run(candidate);
+      return (this.db.query("SELECT value FROM record_key_check WHERE id = 1").get() as Row).value as string;
+    });
+  }
+
   async recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]> {
     if (releases.length === 0) return [];
     return this.groupCommit.write(() => {
+      const baseline = this.db.query("INSERT INTO known_releases_baseline (id, taken) VALUES (1, ?) ON CONFLICT DO NOTHING").run(now).changes > 0;
       const added = releases.filter((r) => this.q.insertKnown.run(r.lane, r.version, now).changes > 0);
+      if (baseline) return [];
       if (eventOf) for (const r of added) this.insertEvent(eventOf(r));
       return added;
     });

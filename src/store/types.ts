@@ -437,8 +437,10 @@ export interface Store {
    */
   fanOutEvents(now: number, limit: number, newDeliveryId: () => string): Promise<number>;
   /**
-   * Leases up to `limit` due deliveries of enabled endpoints to `owner` until `leaseUntil`. With
-   * several processes a delivery is leased by one at a time (row locks skipped, not waited on).
+   * Leases up to `limit` due deliveries of enabled endpoints to `owner` until `leaseUntil`: the
+   * oldest due one of each endpoint that has none leased, so one endpoint's slow receiver holds one
+   * lease, never the others' turn. With several processes a delivery is leased by one at a time
+   * (a row leased meanwhile by another is passed over when its lease is checked again under lock).
    */
   claimDeliveries(now: number, leaseUntil: number, owner: string, limit: number): Promise<ClaimedDelivery[]>;
   /** Records an attempt and its outcome, if `owner` still holds the lease; false otherwise. */
@@ -463,7 +465,17 @@ export interface Store {
    * it at most once every `controlsPollMs` (openPostgresStore), the bound on how late a process learns.
    */
   releaseControlsGeneration(): Promise<number>;
-  /** Records the releases as known; returns those no process had recorded before (newly published). */
+  /**
+   * The check value of the key that seals secrets in the records (src/domain/record-seal.ts): the
+   * first caller's `candidate` is kept; every call answers the value kept.
+   */
+  recordKeyCheck(candidate: string): Promise<string>;
+  /**
+   * Records the releases as known; returns those no process had recorded before (newly published).
+   * The first call that records anything on these records takes the baseline: it records and
+   * returns none (what a first scan finds was published before: at a first start, or the first
+   * start after the upgrade that brought release events).
+   */
   recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]>;
   /** Writes sightings in one transaction: last_seen moves forward only; lane set when given. */
   recordSightings(sightings: readonly Sighting[]): Promise<void>;

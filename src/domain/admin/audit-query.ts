@@ -2,6 +2,7 @@ import type { AuditRecord } from "../../store/types";
 import { isoTime } from "../clock";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { requireScope, type AdminCaller, type AdminDeps } from "./deps";
+import { auditRead } from "./read-audit";
 import { idParam, isoDate, pageLimit, readObject } from "./input";
 
 export interface AuditLineView {
@@ -48,6 +49,7 @@ export async function queryAudit(d: AdminDeps, caller: AdminCaller, input: unkno
   const bound = { license: licenseId, activation: activationId, error, since };
   const after = decodeCursor(o.cursor, bound, isPosition);
   const rows = await d.store.listAudit({ licenseId, activationId, error, since, after, limit: limit + 1 });
+  await auditRead(d, caller, "audit-read");
   const page = rows.slice(0, limit);
   const last = page.at(-1);
   return { lines: page.map(auditLineView), next: rows.length > limit && last ? encodeCursor(bound, { time: last.time, ref: last.ref }) : null };

@@ -5,6 +5,7 @@ import { activationView, licenseView, newEvent, tokensValidUntil, type Activatio
 import { newId, sha256Hex } from "../ids";
 import { generateLicenseKey, hashLicenseKey, normalizeLicenseKey } from "../license-key";
 import { decodeCursor, encodeCursor } from "./cursor";
+import { auditRead } from "./read-audit";
 import { adminAudit, requireScope, type AdminCaller, type AdminDeps } from "./deps";
 import { canonicalJson, email, expiry, idParam, metadata, optText, optWholeNumber, pageLimit, readObject, text, textList, wholeNumber } from "./input";
 
@@ -65,19 +66,22 @@ export async function createLicense(d: AdminDeps, caller: AdminCaller, body: unk
   }
   const requestHash = sha256Hex(canonicalJson(o));
   const scope = caller.principal.tokenId ?? "cli";
+  // The answer holds the licence key: sealed, bound to its scope and Idempotency-Key.
+  const context = `idempotency\n${scope}\n${idempotencyKey}`;
+  const stored = d.seal ? await d.seal.seal(JSON.stringify(answer), context) : JSON.stringify(answer);
   const result = await d.store.createLicenseIdempotent(
     license,
-    { scope, key: idempotencyKey, requestHash, answer: JSON.stringify(answer), created: now },
+    { scope, key: idempotencyKey, requestHash, answer: stored, created: now },
     journal,
     now - IDEMPOTENCY_WINDOW_MS,
   );
   if (result.outcome === "created") return answer;
   if (result.record.requestHash !== requestHash)
     throw new KeyturnError("idempotency_conflict", "this Idempotency-Key was used with another body in the last 24 hours");
-  return JSON.parse(result.record.answer) as CreatedLicense;
+  return JSON.parse(d.seal ? await d.seal.open(result.record.answer, context) : result.record.answer) as CreatedLicense;
 }
 
-/** A license by its `lic_`/`staff:` id or by its key as typed; license_unknown otherwise. */
+/** A license by its `lic_`/`staff:` id or by its key as typed; not_found otherwise (the admin token is not at fault). */
 export async function findLicense(d: AdminDeps, keyOrId: unknown): Promise<LicenseRecord> {
   const t = idParam(keyOrId, "license", 200);
   let license: LicenseRecord | null = null;
@@ -86,7 +90,7 @@ export async function findLicense(d: AdminDeps, keyOrId: unknown): Promise<Licen
     const canonical = normalizeLicenseKey(d.variant, t);
     if (canonical) license = await d.store.findLicenseByKeyHash(hashLicenseKey(canonical));
   }
-  if (!license) throw new KeyturnError("license_unknown", `no license matches ${JSON.stringify(t.slice(0, 60))}`);
+  if (!license) throw new KeyturnError("not_found", `no license matches ${JSON.stringify(t.slice(0, 60))}`);
   return license;
 }
 
@@ -105,6 +109,7 @@ export async function searchLicenses(d: AdminDeps, caller: AdminCaller, input: u
   const bound = { query: textQuery, status };
   const after = decodeCursor(o.cursor, bound, isLicensePosition);
   const rows = await d.store.searchLicenses({ text: textQuery, status, now: d.clock(), after, limit: limit + 1 });
+  await auditRead(d, caller, "license-list");
   const page = rows.slice(0, limit);
   const last = page.at(-1)?.license;
   return {
@@ -118,6 +123,7 @@ export async function showLicense(d: AdminDeps, caller: AdminCaller, keyOrId: un
   requireScope(caller.principal, "licenses:read");
   const license = await findLicense(d, keyOrId);
   const [seatsUsed, activations] = await Promise.all([d.store.countActiveSeats(license.id), d.store.listActivations(license.id)]);
+  await auditRead(d, caller, "license-show", license.id);
   return { license: licenseView(license, seatsUsed), activations: activations.map(activationView) };
 }
 
@@ -151,7 +157,7 @@ export async function updateLicense(d: AdminDeps, caller: AdminCaller, keyOrId: 
     audit: adminAudit(d, caller, "license-update", { licenseId: current.id }),
     event: (l) => newEvent("license.updated", { license: licenseView(l), changed }, now),
   });
-  if (result.outcome === "unknown") throw new KeyturnError("license_unknown", `no license ${current.id}`);
+  if (result.outcome === "unknown") throw new KeyturnError("not_found", `no license ${current.id}`);
   if (result.outcome === "seats_in_use")
     throw new KeyturnError("seats_in_use", `${result.seatsUsed} seats are in use: deactivate installations before lowering seats to ${effective.seats}`);
   return { license: licenseView(result.license, result.seatsUsed), changed };
@@ -187,12 +193,14 @@ export async function reinstateLicense(d: AdminDeps, caller: AdminCaller, keyOrI
 export async function listActivations(d: AdminDeps, caller: AdminCaller, keyOrId: unknown): Promise<ActivationView[]> {
   requireScope(caller.principal, "activations:read");
   const license = await findLicense(d, keyOrId);
-  return (await d.store.listActivations(license.id)).map(activationView);
+  const activations = await d.store.listActivations(license.id);
+  await auditRead(d, caller, "activation-list", license.id);
+  return activations.map(activationView);
 }
 
 /**
  * Gives an installation's seat back (scope activations:write; audit activation-deactivate; event
- * activation.deactivated). Unknown: not_found; already deactivated: entitlement_revoked.
+ * activation.deactivated). Unknown: not_found; already deactivated: already_deactivated (409).
  */
 export async function deactivateActivation(d: AdminDeps, caller: AdminCaller, activationId: unknown): Promise<ActivationView> {
   requireScope(caller.principal, "activations:write");
@@ -208,6 +216,6 @@ export async function deactivateActivation(d: AdminDeps, caller: AdminCaller, ac
       return newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, d.tokenTtlSeconds, null, a.tokenExp) }, now);
     },
   });
-  if (!done || !after) throw new KeyturnError("entitlement_revoked", `activation ${activation.id} was already deactivated`);
+  if (!done || !after) throw new KeyturnError("already_deactivated", `activation ${activation.id} was already deactivated`);
   return activationView(after);
 }
