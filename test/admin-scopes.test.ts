@@ -55,11 +55,16 @@ const freshDelivery = async () => {
 // Release controls are kept for any version of a lane of the variant (applied should it appear), so
 // each fixture takes a version of its own: a control that changes nothing writes no audit line.
 let versions = 0;
-const freshVersion = () => `9.${++versions}.0`;
+// A control is refused for a release this site does not know: each version is recorded as known (live at a scan).
+const freshVersion = async () => {
+  const version = `9.${++versions}.0`;
+  await site.composed.store.recordKnownReleases([{ lane: "alpha/stable/win-x64", version }], site.clock());
+  return version;
+};
 const LANE = encodeURIComponent("alpha/stable/win-x64");
 const controlPath = (version: string, op: string) => `/admin/releases/${LANE}/${version}/${op}`;
 const controlled = async (op: "halt" | "withdraw") => {
-  const version = freshVersion();
+  const version = await freshVersion();
   await site.composed.services.selection.controls.apply(op, "alpha/stable/win-x64", version);
   return version;
 };
@@ -91,9 +96,9 @@ const FIXTURES: Record<string, () => Promise<{ path: string; body?: unknown }>> 
   "GET /admin/webhook-deliveries/{id}": async () => ({ path: `/admin/webhook-deliveries/${await freshDelivery()}` }),
   "POST /admin/webhook-deliveries/{id}/retry": async () => ({ path: `/admin/webhook-deliveries/${await freshDelivery()}/retry` }),
   "GET /admin/releases": async () => ({ path: "/admin/releases" }),
-  "POST /admin/releases/{lane}/{version}/halt": async () => ({ path: controlPath(freshVersion(), "halt") }),
+  "POST /admin/releases/{lane}/{version}/halt": async () => ({ path: controlPath(await freshVersion(), "halt") }),
   "POST /admin/releases/{lane}/{version}/resume": async () => ({ path: controlPath(await controlled("halt"), "resume") }),
-  "POST /admin/releases/{lane}/{version}/withdraw": async () => ({ path: controlPath(freshVersion(), "withdraw") }),
+  "POST /admin/releases/{lane}/{version}/withdraw": async () => ({ path: controlPath(await freshVersion(), "withdraw") }),
   "POST /admin/releases/{lane}/{version}/restore": async () => ({ path: controlPath(await controlled("withdraw"), "restore") }),
   "GET /admin/stats": async () => ({ path: "/admin/stats" }),
 };

@@ -551,6 +551,7 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
     const done = await SEND("POST", T, `/admin/releases/${lane}/1.0.0/${op}`, A, op, 200);
     expect(done).toMatchObject({ changed: true, release: { lane: laneName, version: "1.0.0" } });
     await SEND("POST", T, `/admin/releases/nowhere/1.0.0/${op}`, A, `${op} of a lane not of the variant`, 400, "invalid_request");
+    await SEND("POST", T, `/admin/releases/${lane}/1.0/${op}`, A, `${op} of a version the lane does not have`, 404, "not_found");
   }
   await SEND("GET", "/admin/stats", "/admin/stats", A, "stats", 200);
 

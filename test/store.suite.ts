@@ -340,6 +340,7 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       expect(await other.recordKnownReleases([a, b], T0 + 1)).toEqual([b]);
       expect(await store.recordKnownReleases([a, b], T0 + 2)).toEqual([]);
       expect(await store.recordKnownReleases([], T0 + 2)).toEqual([]);
+      expect(await other.listKnownReleases()).toEqual([a, b]);
     });
 
     test("sightings move last_seen forward only and record the lane; adoption counts by product, lane and version", async () => {

@@ -609,6 +609,11 @@ export class PostgresStore implements Store {
     });
   }
 
+  async listKnownReleases(): Promise<ReleaseKey[]> {
+    const rows = await this.sql`SELECT lane, version FROM known_releases ORDER BY lane, version`;
+    return rows.map((r: Row) => ({ lane: r.lane as string, version: r.version as string }));
+  }
+
   async recordSightings(sightings: readonly Sighting[]): Promise<void> {
     if (sightings.length === 0) return;
     await this.sql`UPDATE activations a SET last_seen = greatest(a.last_seen, s.last_seen), lane = coalesce(s.lane, a.lane)

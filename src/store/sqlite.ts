@@ -203,6 +203,7 @@ export class SqliteStore implements Store {
       controlsGeneration: s("SELECT generation FROM release_controls_generation WHERE id = 1"),
       listControls: s("SELECT * FROM release_controls ORDER BY lane, version"),
       insertKnown: s("INSERT INTO known_releases (lane, version, first_seen) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"),
+      listKnown: s("SELECT lane, version FROM known_releases ORDER BY lane, version"),
       sighting: s(`UPDATE activations SET last_seen = max(last_seen, $lastSeen), lane = coalesce($lane, lane) WHERE id = $id`),
     };
   }
@@ -680,6 +681,10 @@ export class SqliteStore implements Store {
       if (eventOf) for (const r of added) this.insertEvent(eventOf(r));
       return added;
     });
+  }
+
+  async listKnownReleases(): Promise<ReleaseKey[]> {
+    return (this.q.listKnown.all() as Row[]).map((r) => ({ lane: r.lane as string, version: r.version as string }));
   }
 
   async recordSightings(sightings: readonly Sighting[]): Promise<void> {

@@ -425,6 +425,8 @@ export interface Store {
   releaseControlsGeneration(): Promise<number>;
   /** Records the releases as known; returns those no process had recorded before (newly published). */
   recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]>;
+  /** Every release ever recorded as known (live at some scan), by lane and version. */
+  listKnownReleases(): Promise<ReleaseKey[]>;
   /** Writes sightings in one transaction: last_seen moves forward only; lane set when given. */
   recordSightings(sightings: readonly Sighting[]): Promise<void>;
   /** Active installations seen at or after `since`, by product, lane and version. */
