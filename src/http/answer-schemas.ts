@@ -68,6 +68,9 @@ export const HealthAnswer = Type.Object({
   rateLimits: Type.Union([Type.Literal("per-process"), Type.Literal("shared"), Type.Literal("per-process (shared store unreachable)")], {
     description: "where the rate-limit counters live right now",
   }),
+  licensing: Type.Union([Type.Literal("on"), Type.Literal("off"), Type.Literal("at-vendor")], {
+    description: "on: activate, refresh and sign-in can issue tokens; off: no license key is configured (activations answer 503 licensing_unavailable); at-vendor: a mirror",
+  }),
   releaseChanges: Type.Optional(Type.String({ description: "Only when the release tree cannot be watched: how it is re-scanned instead, and why" })),
   installersVerifying: Type.Optional(Type.Integer({ description: "Only while some are: installers being hashed, whose releases are not served yet" })),
   mirror: Type.Optional(MirrorStatus),
