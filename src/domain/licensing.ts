@@ -21,7 +21,10 @@ export interface Entitlement {
   readonly planTitle: string;
   readonly channels: readonly string[];
   readonly issued: string;
+  /** The token's expiry (the spec's field): at most the token lifetime from `issued`. */
   readonly expires: string;
+  /** The license's own expiry, null when it has none (keyturn's addition; the end of the term). */
+  readonly licenseExpires: string | null;
   readonly seats: { readonly used: number; readonly total: number };
 }
 
@@ -207,6 +210,7 @@ export class Licensing {
         plan: license.plan,
         chn: license.channels,
         dev: activation.deviceHash,
+        ...(license.expires !== null ? { lex: Math.floor(license.expires / 1000) } : {}),
       },
       now,
       exp,
@@ -242,6 +246,7 @@ function entitlementOf(license: LicenseRecord, activationId: string, iat: number
     channels: license.channels,
     issued: isoTime(iat * 1000),
     expires: isoTime(exp * 1000),
+    licenseExpires: license.expires === null ? null : isoTime(license.expires),
     seats: { used: seatsUsed, total: license.seats },
   };
 }

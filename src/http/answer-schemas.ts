@@ -28,7 +28,13 @@ export const Entitlement = Type.Object({
   planTitle: Type.String(),
   channels: Type.Array(Type.String()),
   issued: Timestamp,
-  expires: Timestamp,
+  expires: Type.String({
+    format: "date-time",
+    description: "When the token expires (the spec's field): at most the token lifetime after issued, never past the license's expiry",
+  }),
+  licenseExpires: Type.Union([Type.String({ format: "date-time" }), Type.Null()], {
+    description: "When the license itself expires (the end of its term); null when it never does. keyturn's addition to the spec's entitlement",
+  }),
   seats: Type.Object({ used: Type.Integer(), total: Type.Integer() }),
 });
 

@@ -72,6 +72,7 @@ describe("client kit against the compiled executable", () => {
     const key = await site.createLicense();
     const activation = await client.activate(key, device);
     expect(activation.entitlement.channels).toEqual(["stable", "preview"]);
+    expect(activation.entitlement.licenseExpires).toBeNull(); // a license with no end; the token's own end is `expires`
     const offline = await client.verifyToken(activation.token, { deviceHash: device.hash });
     expect(offline.claims.iss).toBe(ISSUER);
     expect(offline.claims.sub).toBe(activation.entitlement.id);
