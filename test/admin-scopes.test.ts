@@ -79,6 +79,7 @@ const FIXTURES: Record<string, () => Promise<{ path: string; body?: unknown }>> 
   "GET /admin/licenses/{id}": async () => ({ path: `/admin/licenses/${(await freshLicense()).license.id}` }),
   "PATCH /admin/licenses/{id}": async () => ({ path: `/admin/licenses/${(await freshLicense()).license.id}`, body: { seats: 5 } }),
   "POST /admin/licenses/{id}/revoke": async () => ({ path: `/admin/licenses/${(await freshLicense()).license.id}/revoke` }),
+  "POST /admin/licenses/{id}/rekey": async () => ({ path: `/admin/licenses/${(await freshLicense()).license.id}/rekey` }),
   "POST /admin/licenses/{id}/reinstate": async () => {
     const { license } = await freshLicense();
     await revokeLicense(d(), CLI_CALLER, license.id);

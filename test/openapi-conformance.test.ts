@@ -523,6 +523,11 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   await SEND("POST", REI, `/admin/licenses/${id}/reinstate`, A, "reinstate", 200);
   await SEND("POST", REI, `/admin/licenses/${id}/reinstate`, A, "reinstate a license not revoked", 400, "invalid_request");
   await SEND("POST", REI, "/admin/licenses/lic_unknown/reinstate", A, "unknown license", 403, "license_unknown");
+  const REK = "/admin/licenses/{id}/rekey";
+  const rekeyed = await SEND("POST", REK, `/admin/licenses/${id}/rekey`, A, "rekey", 200);
+  expect(rekeyed.key).not.toBe(created.key);
+  await SEND("POST", REK, `/admin/licenses/${created.key}/rekey`, A, "rekey by the old key", 403, "license_unknown");
+  await SEND("POST", REK, `/admin/licenses/${encodeURIComponent("staff:00u-grace")}/rekey`, A, "a staff entitlement has no key", 400, "invalid_request");
 
   // --- activations
   const ACTS = "/admin/activations";

@@ -1,7 +1,7 @@
 import { isoTime } from "../domain/clock";
 import { parseList } from "../config/parse";
 import { CLI_CALLER } from "../domain/admin/deps";
-import { createLicense, reinstateLicense, updateLicense } from "../domain/admin/licenses";
+import { createLicense, rekeyLicense, reinstateLicense, updateLicense } from "../domain/admin/licenses";
 import type { LicenseRecord } from "../store/types";
 import { openAdmin } from "./admin-context";
 import { out, parseIsoFlag, printJson, UsageError } from "./io";
@@ -13,6 +13,7 @@ const USAGE = [
   "       keyturn license update KEY|ID [--seats N] [--expires ISO|never] [--channels C,...] [--plan P] [--plan-title T] [--licensee N] [--organization O] [--email E|none] [--json]",
   "       keyturn license revoke KEY|ID [--json]",
   "       keyturn license reinstate KEY|ID [--json]",
+  "       keyturn license rekey KEY|ID [--json]          # a new key, shown once; the old key stops working",
 ].join("\n");
 
 const FLAGS = {
@@ -68,14 +69,25 @@ function updateBody(f: Readonly<Record<string, string | boolean | undefined>>): 
   return body;
 }
 
-/** `keyturn license create|list|show|update|revoke|reinstate`. */
+/** `keyturn license create|list|show|update|revoke|reinstate|rekey`. */
 export async function licenseCommand(args: string[], env: Record<string, string | undefined>): Promise<number> {
   const [sub, ...rest] = args;
-  if (!sub || !["create", "list", "show", "update", "revoke", "reinstate"].includes(sub))
+  if (!sub || !["create", "list", "show", "update", "revoke", "reinstate", "rekey"].includes(sub))
     throw new UsageError(USAGE, sub ? `unknown license command "${sub}"` : "missing license command");
   const ctx = await openAdmin(USAGE, rest, env, FLAGS);
   const f = ctx.flags;
   const json = f.json === true;
+  /** A new key (create, rekey) with its license; a rekeyed license shows its seats in use. */
+  const printWithKey = async (key: string, id: string, withSeats = false) => {
+    const license = (await ctx.store.getLicense(id))!;
+    const view = licenseView(license, withSeats ? await ctx.store.countActiveSeats(id) : undefined);
+    if (json) printJson({ key, ...view });
+    else {
+      out(`key:  ${key}`);
+      out("      (shown this once: keyturn keeps only its hash)");
+      printLicense(view);
+    }
+  };
   try {
     if (sub === "create") {
       for (const name of ["licensee", "organization", "plan", "plan-title", "seats", "channels"])
@@ -93,14 +105,7 @@ export async function licenseCommand(args: string[], env: Record<string, string 
         ...(expires === null ? {} : { expires: new Date(expires).toISOString() }),
         ...(typeof f.email === "string" ? { email: f.email } : {}),
       });
-      const key = created.key;
-      const license = (await ctx.store.getLicense(created.license.id))!;
-      if (json) printJson({ key, ...licenseView(license) });
-      else {
-        out(`key:  ${key}`);
-        out("      (shown this once: keyturn keeps only its hash)");
-        printLicense(licenseView(license));
-      }
+      await printWithKey(created.key, created.license.id);
       return 0;
     }
     if (sub === "list") {
@@ -114,6 +119,11 @@ export async function licenseCommand(args: string[], env: Record<string, string 
     const target = ctx.positionals[0];
     if (!target || ctx.positionals.length > 1) throw new UsageError(USAGE, `license ${sub} needs one KEY or ID`);
     let license: LicenseRecord;
+    if (sub === "rekey") {
+      const rekeyed = await rekeyLicense(ctx.deps, CLI_CALLER, target);
+      await printWithKey(rekeyed.key, rekeyed.license.id, true);
+      return 0;
+    }
     if (sub === "show") license = await ctx.admin.findLicense(target);
     else if (sub === "revoke") license = await ctx.admin.revokeLicense(target);
     else {

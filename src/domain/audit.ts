@@ -23,6 +23,7 @@ export type AuditAction =
   | "license-update"
   | "license-revoke"
   | "license-reinstate"
+  | "license-rekey"
   | "activation-deactivate"
   | "admin-token-create"
   | "admin-token-revoke"

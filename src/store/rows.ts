@@ -132,6 +132,7 @@ export function subscribers(endpoints: readonly WebhookEndpointRecord[], event: 
 /** The columns a license patch sets, with their values as both stores bind them. */
 export function patchColumns(patch: LicensePatch): { sets: string[]; params: Record<string, string | number | null> } {
   const params: Record<string, string | number | null> = {};
+  if (patch.keyHash !== undefined) params.key_hash = patch.keyHash;
   if (patch.licensee !== undefined) params.licensee = patch.licensee;
   if (patch.organization !== undefined) params.organization = patch.organization;
   if (patch.plan !== undefined) params.plan = patch.plan;

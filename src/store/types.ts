@@ -163,6 +163,8 @@ export type IdempotentCreate =
   | { readonly outcome: "replayed"; readonly record: IdempotencyRecord };
 
 export interface LicensePatch {
+  /** A new key's hash (rekey): the old key stops matching in the same write. */
+  readonly keyHash?: string;
   readonly licensee?: string;
   readonly organization?: string;
   readonly plan?: string;

@@ -183,6 +183,26 @@ export async function reinstateLicense(d: AdminDeps, caller: AdminCaller, keyOrI
   return licenseView(reinstated, await d.store.countActiveSeats(license.id));
 }
 
+/**
+ * Gives a license a new key, for one lost or leaked (scope licenses:write; audit license-rekey;
+ * event license.updated with changed ["key"]). Only the key's hash is kept, so the old key cannot be
+ * shown again; from this write on it is license_unknown. Installations keep their seats and their
+ * tokens, which name the activation and the license, not the key. Staff entitlements have no key.
+ */
+export async function rekeyLicense(d: AdminDeps, caller: AdminCaller, keyOrId: unknown): Promise<CreatedLicense> {
+  requireScope(caller.principal, "licenses:write");
+  const current = await findLicense(d, keyOrId);
+  if (current.kind !== "license") throw new KeyturnError("invalid_request", "staff entitlements have no license key");
+  const now = d.clock();
+  const key = generateLicenseKey(d.variant);
+  const result = await d.store.updateLicense(current.id, { keyHash: hashLicenseKey(key) }, {
+    audit: adminAudit(d, caller, "license-rekey", { licenseId: current.id }),
+    event: (l) => newEvent("license.updated", { license: licenseView(l), changed: ["key"] }, now),
+  });
+  if (result.outcome !== "updated") throw new KeyturnError("license_unknown", `no license ${current.id}`);
+  return { license: licenseView(result.license, result.seatsUsed), key };
+}
+
 /** Every installation of a license, active or not, oldest first (scope activations:read). */
 export async function listActivations(d: AdminDeps, caller: AdminCaller, keyOrId: unknown): Promise<ActivationView[]> {
   requireScope(caller.principal, "activations:read");
