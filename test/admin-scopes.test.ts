@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { offlineRequestCode } from "../src/client";
 import { createLogger } from "../src/config/log";
 import { VARIANTS } from "../src/config/variants";
 import { CLI_CALLER, SCOPES, type Scope } from "../src/domain/admin/deps";
@@ -86,6 +87,10 @@ const FIXTURES: Record<string, () => Promise<{ path: string; body?: unknown }>> 
     return { path: `/admin/licenses/${license.id}/reinstate` };
   },
   "GET /admin/activations": async () => ({ path: `/admin/activations?license=${(await freshActivation()).licenseId}` }),
+  "POST /admin/activations/offline": async () => {
+    const { key } = await freshLicense();
+    return { path: "/admin/activations/offline", body: { code: offlineRequestCode({ device: device("alpha"), key }) } };
+  },
   "POST /admin/activations/{id}/deactivate": async () => ({ path: `/admin/activations/${(await freshActivation()).id}/deactivate` }),
   "GET /admin/audit": async () => ({ path: "/admin/audit?limit=3" }),
   "GET /admin/feed": async () => ({ path: "/admin/feed?after=0&limit=3" }),

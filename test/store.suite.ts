@@ -26,6 +26,7 @@ export function license(extra: Partial<LicenseRecord> = {}): LicenseRecord {
     revoked: null,
     email: null,
     metadata: {},
+    tokenTtl: null,
     ...extra,
   };
 }
@@ -185,7 +186,7 @@ export function storeSuite(label: string, backend: StoreBackend): void {
     });
 
     test("getActivationWithLicense reads the activation, its whole license and the active seats at once", async () => {
-      const lic = license({ seats: 4, expires: T0 + 1e6, channels: ["stable", "beta"] });
+      const lic = license({ seats: 4, expires: T0 + 1e6, channels: ["stable", "beta"], tokenTtl: 300 * 86_400 });
       await store.createLicense(lic);
       const a = seat(lic.id);
       const b = seat(lic.id, { installation: "other", deviceHash: "h2" });

@@ -17,6 +17,8 @@ export interface AdminContext {
   readonly deps: AdminDeps;
   readonly flags: Readonly<Record<string, string | boolean | undefined>>;
   readonly positionals: readonly string[];
+  /** The settings as read (flag, environment, file). */
+  readonly settings: Readonly<Record<string, string | undefined>>;
 }
 
 /** Reads an admin command's arguments (settings like serve's, plus its own flags) and opens the records. */
@@ -37,5 +39,5 @@ export async function openAdmin(
   const store = await openStore(config);
   const admin = new Admin(config.variant, store, systemClock, new Audit(store, systemClock), config.tokenTtlSeconds);
   const deps: AdminDeps = { variant: config.variant, store, clock: systemClock, tokenTtlSeconds: config.tokenTtlSeconds };
-  return { config, store, admin, deps, flags: read.flags, positionals: read.positionals };
+  return { config, store, admin, deps, flags: read.flags, positionals: read.positionals, settings: read.settings };
 }

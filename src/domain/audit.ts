@@ -6,6 +6,8 @@ import { newId } from "./ids";
 /** Who asked: the network address as http/ determined it (after trusted proxies). */
 export interface RequestContext {
   readonly address: string | null;
+  /** Who acted for the device, when not the device itself (an admin answering an offline request). */
+  readonly actor?: string;
 }
 
 export type AuditAction =
@@ -55,7 +57,7 @@ export class Audit {
   /** The line of a success that the store writes in the transaction of the change itself. */
   okLine(action: AuditAction, ctx: RequestContext, licenseId: string): Omit<AuditRecord, "activationId"> {
     const time = this.clock();
-    return { ref: newId("ref", time), time, address: ctx.address, action, licenseId, outcome: "ok", error: null };
+    return { ref: newId("ref", time), time, address: ctx.address, action, licenseId, outcome: "ok", error: null, ...(ctx.actor ? { actor: ctx.actor } : {}) };
   }
 
   private async write(

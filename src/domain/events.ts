@@ -49,6 +49,8 @@ export interface LicenseView {
   readonly revoked: string | null;
   readonly email: string | null;
   readonly metadata: Readonly<Record<string, string>>;
+  /** This license's token lifetime in seconds; null: the site's --token-ttl. */
+  readonly tokenTtl: number | null;
 }
 
 export interface ActivationView {
@@ -81,6 +83,7 @@ export function licenseView(l: LicenseRecord, seatsUsed?: number): LicenseView {
     revoked: isoOrNull(l.revoked),
     email: l.email ?? null,
     metadata: l.metadata ?? {},
+    tokenTtl: l.tokenTtl ?? null,
   };
 }
 
@@ -129,6 +132,15 @@ export function envelope(e: Pick<EventRecord, "type" | "time" | "data">): string
 /** A feed item: the envelope with the event's id and its seq as a decimal string. */
 export function feedItem(e: EventRecord): { id: string; seq: string; type: string; timestamp: string; data: unknown } {
   return { id: e.id, seq: String(e.seq), type: e.type, timestamp: isoTime(e.time), data: JSON.parse(e.data) };
+}
+
+/**
+ * The token lifetime to assume when an entitlement of `license` is revoked: the longer of the site's
+ * and the license's own. A token issued under a lifetime lowered since may outlive the time this
+ * gives (docs/admin-api.md "Token lifetime" says so).
+ */
+export function revocationTtl(siteTtlSeconds: number, license: Pick<LicenseRecord, "tokenTtl"> | null): number {
+  return Math.max(siteTtlSeconds, license?.tokenTtl ?? 0);
 }
 
 /**

@@ -6,7 +6,7 @@ import { isoTime, type Clock } from "./clock";
 import { installationOf, parseDevice, type Device } from "./device";
 import type { EntitlementStatusSource } from "./entitlement-status";
 import { KeyturnError } from "./errors";
-import { activationEvent, activationView, newEvent, tokensValidUntil } from "./events";
+import { activationEvent, activationView, newEvent, revocationTtl, tokensValidUntil } from "./events";
 import { newId } from "./ids";
 import { hashLicenseKey, normalizeLicenseKey } from "./license-key";
 import type { EntitlementClaims, TokenSigner, TokenVerifier } from "./tokens";
@@ -150,9 +150,10 @@ export class Licensing {
   async deactivate(principal: Principal, ctx: RequestContext): Promise<void> {
     this.requireRecords();
     const { sub, lic } = principal.claims;
+    const ttl = revocationTtl(this.d.tokenTtlSeconds, await this.d.store.getLicense(lic));
     const now = this.d.clock();
     const event = (a: ActivationRecord) =>
-      newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, this.d.tokenTtlSeconds) }, now);
+      newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, ttl) }, now);
     if (!(await this.d.store.deactivate(sub, now, { event })))
       throw new KeyturnError("entitlement_revoked", "The installation was deactivated.", { licenseId: lic, activationId: sub });
     await this.d.audit.ok("deactivate", ctx, { licenseId: lic, activationId: sub });
@@ -198,7 +199,8 @@ export class Licensing {
   }
 
   private issue(signer: TokenSigner, license: LicenseRecord, activation: ActivationRecord, seatsUsed: number, now: number): ActivationAnswer {
-    const ttlEnd = now + this.d.tokenTtlSeconds * 1000;
+    // The license's own lifetime (an offline licence issued for its term), else the site's.
+    const ttlEnd = now + (license.tokenTtl ?? this.d.tokenTtlSeconds) * 1000;
     const exp = license.expires !== null ? Math.min(ttlEnd, license.expires) : ttlEnd;
     const { token, claims } = signer.sign(
       {

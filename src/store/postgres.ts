@@ -678,6 +678,7 @@ export function licenseRow(l: LicenseRecord) {
     revoked: l.revoked,
     email: l.email ?? null,
     metadata: JSON.stringify(l.metadata ?? {}),
+    token_ttl: l.tokenTtl ?? null,
   };
 }
 
@@ -716,7 +717,7 @@ export async function migratePostgres(sql: SQL): Promise<void> {
 /** An activation with its license in one query: the license's columns prefixed `l_`. */
 const ACTIVATION_WITH_LICENSE_COLUMNS = `a.*, l.kind AS l_kind, l.key_hash AS l_key_hash, l.licensee AS l_licensee,
   l.organization AS l_organization, l.plan AS l_plan, l.plan_title AS l_plan_title, l.channels AS l_channels,
-  l.seats AS l_seats, l.issued AS l_issued, l.expires AS l_expires, l.revoked AS l_revoked, l.active_seats AS l_active_seats`;
+  l.seats AS l_seats, l.issued AS l_issued, l.expires AS l_expires, l.revoked AS l_revoked, l.active_seats AS l_active_seats, l.token_ttl AS l_token_ttl`;
 
 const activationWithLicenseFromRow = (r: Row): ActivationWithLicense => ({
   activation: activationFromRow(r),
@@ -733,6 +734,7 @@ const activationWithLicenseFromRow = (r: Row): ActivationWithLicense => ({
     issued: r.l_issued,
     expires: r.l_expires,
     revoked: r.l_revoked,
+    token_ttl: r.l_token_ttl,
   }),
   seatsUsed: num(r.l_active_seats),
 });

@@ -34,6 +34,7 @@ export const licenseFromRow = (r: Row): LicenseRecord => ({
   revoked: numOrNull(r.revoked),
   email: r.email ?? null,
   metadata: r.metadata ? JSON.parse(r.metadata) : {},
+  tokenTtl: numOrNull(r.token_ttl),
 });
 
 export const activationFromRow = (r: Row): ActivationRecord => ({
@@ -142,6 +143,7 @@ export function patchColumns(patch: LicensePatch): { sets: string[]; params: Rec
   if (patch.expires !== undefined) params.expires = patch.expires;
   if (patch.email !== undefined) params.email = patch.email;
   if (patch.metadata !== undefined) params.metadata = JSON.stringify(patch.metadata);
+  if (patch.tokenTtl !== undefined) params.token_ttl = patch.tokenTtl;
   return { sets: Object.keys(params), params };
 }
 export const releaseControlFromRow = (r: Row): ReleaseControlRecord => ({

@@ -151,11 +151,11 @@ export class SqliteStore implements Store {
     const s = (sql: string): Statement => db.prepare(sql);
     return {
       insertLicense: s(`INSERT INTO licenses (id, kind, key_hash, licensee, organization, plan, plan_title,
-        channels, seats, issued, expires, revoked, email, metadata) VALUES ($id, $kind, $keyHash, $licensee, $organization,
-        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata)`),
+        channels, seats, issued, expires, revoked, email, metadata, token_ttl) VALUES ($id, $kind, $keyHash, $licensee, $organization,
+        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata, $tokenTtl)`),
       upsertStaff: s(`INSERT INTO licenses (id, kind, key_hash, licensee, organization, plan, plan_title,
-        channels, seats, issued, expires, revoked, email, metadata) VALUES ($id, $kind, $keyHash, $licensee, $organization,
-        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata)
+        channels, seats, issued, expires, revoked, email, metadata, token_ttl) VALUES ($id, $kind, $keyHash, $licensee, $organization,
+        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata, $tokenTtl)
         ON CONFLICT(id) DO UPDATE SET licensee = excluded.licensee, organization = excluded.organization,
         channels = excluded.channels, seats = excluded.seats RETURNING *`),
       licenseById: s("SELECT * FROM licenses WHERE id = ?"),
@@ -744,7 +744,7 @@ export class SqliteStore implements Store {
 }
 
 function licenseParams(l: LicenseRecord) {
-  return { ...l, channels: JSON.stringify(l.channels), email: l.email ?? null, metadata: JSON.stringify(l.metadata ?? {}) };
+  return { ...l, channels: JSON.stringify(l.channels), email: l.email ?? null, metadata: JSON.stringify(l.metadata ?? {}), tokenTtl: l.tokenTtl ?? null };
 }
 
 function auditParams(a: AuditRecord) {

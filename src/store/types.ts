@@ -22,6 +22,8 @@ export interface LicenseRecord {
   /** Absent on records made before migration 3 (read back as null and {}). */
   readonly email?: string | null;
   readonly metadata?: Readonly<Record<string, string>>;
+  /** The lifetime of this license's tokens in seconds; null or absent: the site's --token-ttl. */
+  readonly tokenTtl?: number | null;
 }
 
 export interface ActivationRecord {
@@ -174,6 +176,8 @@ export interface LicensePatch {
   readonly expires?: number | null;
   readonly email?: string | null;
   readonly metadata?: Readonly<Record<string, string>>;
+  /** null: back to the site's token lifetime. */
+  readonly tokenTtl?: number | null;
 }
 
 export type UpdateLicenseResult =

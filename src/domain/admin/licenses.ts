@@ -1,12 +1,12 @@
 import { CHANNELS } from "../../config/variants";
 import type { ActivationRecord, LicensePatch, LicenseRecord, LicenseStatus } from "../../store/types";
 import { KeyturnError } from "../errors";
-import { activationView, licenseView, newEvent, tokensValidUntil, type ActivationView, type LicenseView } from "../events";
+import { activationView, licenseView, newEvent, revocationTtl, tokensValidUntil, type ActivationView, type LicenseView } from "../events";
 import { newId, sha256Hex } from "../ids";
 import { generateLicenseKey, hashLicenseKey, normalizeLicenseKey } from "../license-key";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { adminAudit, requireScope, type AdminCaller, type AdminDeps } from "./deps";
-import { canonicalJson, email, expiry, idParam, metadata, optText, optWholeNumber, pageLimit, readObject, text, textList, wholeNumber } from "./input";
+import { canonicalJson, email, expiry, idParam, metadata, optText, optWholeNumber, pageLimit, readObject, text, textList, tokenTtl, wholeNumber } from "./input";
 
 const NAME_MAX = 200;
 const PLAN_MAX = 64;
@@ -16,8 +16,8 @@ export const SEATS_MAX = 1_000_000_000;
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
-const CREATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats", "channels", "expires", "email", "metadata"];
-const UPDATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats", "channels", "expires", "email", "metadata"] as const;
+const CREATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats", "channels", "expires", "email", "metadata", "tokenTtl"];
+const UPDATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats", "channels", "expires", "email", "metadata", "tokenTtl"] as const;
 
 export interface CreatedLicense {
   readonly license: LicenseView;
@@ -53,6 +53,7 @@ export async function createLicense(d: AdminDeps, caller: AdminCaller, body: unk
     revoked: null,
     email: email(o, "email") ?? null,
     metadata: metadata(o, "metadata") ?? {},
+    tokenTtl: tokenTtl(o, "tokenTtl") ?? null,
   };
   const answer: CreatedLicense = { license: licenseView(license, 0), key };
   const journal = {
@@ -140,10 +141,11 @@ export async function updateLicense(d: AdminDeps, caller: AdminCaller, keyOrId: 
     expires: o.expires === undefined ? undefined : expiry(o, "expires", now),
     email: email(o, "email"),
     metadata: metadata(o, "metadata"),
+    tokenTtl: tokenTtl(o, "tokenTtl"),
   };
   const current = await findLicense(d, keyOrId);
   if (current.kind !== "license") throw new KeyturnError("invalid_request", "staff entitlements follow the identity provider and are not edited");
-  const before = { ...current, email: current.email ?? null, metadata: current.metadata ?? {} };
+  const before = { ...current, email: current.email ?? null, metadata: current.metadata ?? {}, tokenTtl: current.tokenTtl ?? null };
   const changed = UPDATE_FIELDS.filter((f) => patch[f] !== undefined && canonicalJson(patch[f]) !== canonicalJson(before[f]));
   const effective = Object.fromEntries(changed.map((f) => [f, patch[f]])) as LicensePatch;
   if (changed.length === 0) return { license: licenseView(current, await d.store.countActiveSeats(current.id)), changed: [] };
@@ -164,7 +166,7 @@ export async function revokeLicense(d: AdminDeps, caller: AdminCaller, keyOrId: 
   const now = d.clock();
   const revoked = await d.store.revokeLicense(license.id, now, {
     audit: adminAudit(d, caller, "license-revoke", { licenseId: license.id }),
-    event: (l) => newEvent("license.revoked", { license: licenseView(l), tokensValidUntil: tokensValidUntil(now, d.tokenTtlSeconds, l.expires) }, now),
+    event: (l) => newEvent("license.revoked", { license: licenseView(l), tokensValidUntil: tokensValidUntil(now, revocationTtl(d.tokenTtlSeconds, l), l.expires) }, now),
   });
   if (!revoked) throw new KeyturnError("license_revoked", `license ${license.id} was already revoked`);
   return licenseView((await d.store.getLicense(license.id))!, await d.store.countActiveSeats(license.id));
@@ -219,13 +221,14 @@ export async function deactivateActivation(d: AdminDeps, caller: AdminCaller, ac
   const id = idParam(activationId, "activation");
   const activation = await d.store.getActivation(id);
   if (!activation) throw new KeyturnError("not_found", `no activation ${id}`);
+  const ttl = revocationTtl(d.tokenTtlSeconds, await d.store.getLicense(activation.licenseId));
   const now = d.clock();
   let after: ActivationRecord | null = null;
   const done = await d.store.deactivate(activation.id, now, {
     audit: adminAudit(d, caller, "activation-deactivate", { licenseId: activation.licenseId, activationId: activation.id }),
     event: (a) => {
       after = a;
-      return newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, d.tokenTtlSeconds) }, now);
+      return newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, ttl) }, now);
     },
   });
   if (!done || !after) throw new KeyturnError("entitlement_revoked", `activation ${activation.id} was already deactivated`);
