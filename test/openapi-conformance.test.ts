@@ -541,7 +541,7 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   await SEND("GET", ACTS, ACTS, A, "no license given", 400, "invalid_request");
   const OFF = "/admin/activations/offline";
   const offline = (key: string, dev = device(x.variant)) => ({ ...A, body: { code: offlineRequestCode({ device: dev, key }) } });
-  const oneSeat = await createLicense(site, { seats: 1, tokenTtl: 30 * 86_400 });
+  const oneSeat = await createLicense(site, { seats: 1 });
   await SEND("POST", OFF, OFF, offline(oneSeat.key), "offline request answered", 200);
   await SEND("POST", OFF, OFF, offline(oneSeat.key), "offline: no seat left", 409, "seat_limit");
   await SEND("POST", OFF, OFF, offline("not-a-key"), "offline: unknown key", 403, "license_unknown");
