@@ -103,6 +103,7 @@ export const AdminLicenseQuery = closed({
 export const AdminActivationQuery = closed({ license: Type.String({ minLength: 1, maxLength: 200, description: "License id or key" }) });
 
 export const AdminAuditQuery = closed({
+  ref: Type.Optional(Type.String({ maxLength: 100, description: "The ref an answer gave (ref_…): its one audit line" })),
   license: Type.Optional(Type.String({ maxLength: 100 })),
   activation: Type.Optional(Type.String({ maxLength: 100 })),
   error: Type.Optional(Type.String({ maxLength: 64 })),

@@ -360,6 +360,7 @@ export class PostgresStore implements Store {
       params.push(value);
       where.push(clause.replace("?", `$${params.length}`));
     };
+    if (f.ref !== undefined) add("ref = ?", f.ref);
     if (f.licenseId !== undefined) add("license_id = ?", f.licenseId);
     if (f.activationId !== undefined) add("activation_id = ?", f.activationId);
     if (f.error !== undefined) add("error = ?", f.error);

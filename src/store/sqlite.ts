@@ -451,6 +451,7 @@ export class SqliteStore implements Store {
   async listAudit(f: AuditFilter): Promise<AuditRecord[]> {
     const where: string[] = [];
     const params: Record<string, string | number> = {};
+    if (f.ref !== undefined) (where.push("ref = $ref"), (params.ref = f.ref));
     if (f.licenseId !== undefined) (where.push("license_id = $licenseId"), (params.licenseId = f.licenseId));
     if (f.activationId !== undefined) (where.push("activation_id = $activationId"), (params.activationId = f.activationId));
     if (f.error !== undefined) (where.push("error = $error"), (params.error = f.error));

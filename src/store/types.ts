@@ -110,6 +110,8 @@ export interface AuditRecord {
 }
 
 export interface AuditFilter {
+  /** The one line a refusal's `ref` names. */
+  readonly ref?: string;
   readonly licenseId?: string;
   readonly activationId?: string;
   readonly error?: string;

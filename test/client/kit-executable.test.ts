@@ -110,6 +110,7 @@ describe("client kit against the compiled executable", () => {
     await client.deactivate(refreshed.token);
     const refused = await refusalOf(client.current(refreshed.token));
     expect(refused.code).toBe("entitlement_revoked");
+    expect(refused.ref).toMatch(/^ref_/); // the site's audit line, as docs/clients.md says the error carries
     expect(refused.status).toBe(401);
     expect((await refusalOf(client.checkForUpdate("1.0.0", { token: activation.token }))).code).toBe("entitlement_revoked");
   }, 60_000);
