@@ -107,8 +107,16 @@ for (const variant of ["alpha", "beta", "gamma"] as const) {
       const prefix = VARIANTS[variant].keyPrefix;
       const groups = key.slice(prefix.length + 1);
       const sloppy = `  ${prefix}-${groups.replaceAll("0", "o").replaceAll("1", "l").toLowerCase()}  `;
-      const r = await s.request("POST", "/licenses/activate", { body: { key: sloppy, device: device(variant) } });
+      const d = device(variant);
+      const r = await s.request("POST", "/licenses/activate", { body: { key: sloppy, device: d } });
       expect(r.status).toBe(200);
+      const seat = ((await r.json()) as { entitlement: { id: string } }).entitlement.id;
+      // Without dashes, or in spaced groups as read over the phone: the same key, the same seat.
+      for (const typed of [key.replaceAll("-", ""), key.replaceAll("-", " ").toLowerCase()]) {
+        const again = await s.request("POST", "/licenses/activate", { body: { key: typed, device: d } });
+        expect(again.status).toBe(200);
+        expect(((await again.json()) as { entitlement: { id: string } }).entitlement.id).toBe(seat);
+      }
     });
 
     test("the token's lifetime never passes the license's expiry", async () => {
