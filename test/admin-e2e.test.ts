@@ -134,3 +134,12 @@ test("rekey: a new key shown once; the old key is refused from then on; installa
   expect(lines.filter((l) => l.action === "license-rekey").map((l) => l.actor?.endsWith("(rekeyer)") ? "token" : l.actor)).toEqual(["cli", "token"]);
   expect(serve.lines.join("\n")).not.toContain(byCli.key);
 }, 30_000);
+
+test("a licence for a person over HTTP: organization and planTitle may be left out; the entitlement says none and the plan", async () => {
+  const writer = cli("admin-token", "create", "--name", "shop", "--scopes", "licenses:write").secret as string;
+  const created = await api("POST", "/admin/licenses", { token: writer, body: { licensee: "Ada", plan: "pro", seats: 1, channels: ["stable"] } });
+  expect(created.status).toBe(201);
+  expect(created.body.license).toMatchObject({ organization: "", planTitle: "pro" });
+  const activated = await api("POST", "/licenses/activate", { body: { key: created.body.key, device: device("alpha") } });
+  expect(activated.body.entitlement).toMatchObject({ licensee: "Ada", organization: "", planTitle: "pro" });
+}, 30_000);

@@ -8,7 +8,7 @@ import { openAdmin } from "./admin-context";
 import { out, parseIsoFlag, printJson, UsageError } from "./io";
 
 const USAGE = [
-  "keyturn license create --licensee N --organization O --plan P --plan-title T --seats N --channels stable,preview [--expires ISO] [--email E] [--token-ttl 366d] [--json]",
+  "keyturn license create --licensee N --plan P --seats N --channels stable,preview [--organization O] [--plan-title T] [--expires ISO] [--email E] [--token-ttl 366d] [--json]",
   "       keyturn license list [--json]",
   "       keyturn license show KEY|ID [--json]",
   "       keyturn license update KEY|ID [--seats N] [--expires ISO|never] [--channels C,...] [--plan P] [--plan-title T] [--licensee N] [--organization O] [--email E|none] [--token-ttl 90d|default] [--json]",
@@ -49,7 +49,7 @@ export function licenseView(l: LicenseRecord, seatsUsed?: number) {
 
 function printLicense(v: ReturnType<typeof licenseView>): void {
   const seats = typeof v.seats === "number" ? `${v.seats}` : `${v.seats.used}/${v.seats.total} in use`;
-  out(`${v.id}  ${v.licensee} (${v.organization})`);
+  out(`${v.id}  ${v.licensee}${v.organization ? ` (${v.organization})` : ""}`);
   out(`  plan ${v.plan} "${v.planTitle}", channels ${v.channels.join(",")}, seats ${seats}`);
   out(`  issued ${v.issued}, expires ${v.expires ?? "never"}${v.revoked ? `, REVOKED ${v.revoked}` : ""}${v.email ? `, email ${v.email}` : ""}`);
   if (v.tokenTtl !== null) out(`  tokens last ${v.tokenTtl % 86_400 === 0 ? `${v.tokenTtl / 86_400}d` : `${v.tokenTtl}s`} (this license's own lifetime)`);
@@ -120,16 +120,16 @@ export async function licenseCommand(args: string[], env: Record<string, string 
   };
   try {
     if (sub === "create") {
-      for (const name of ["licensee", "organization", "plan", "plan-title", "seats", "channels"])
+      for (const name of ["licensee", "plan", "seats", "channels"])
         if (typeof f[name] !== "string" || !(f[name] as string).trim()) throw new UsageError(USAGE, `--${name} is required`);
       const seats = Number(f.seats);
       if (!/^\d+$/.test(f.seats as string) || seats < 1) throw new UsageError(USAGE, "--seats must be a whole number of at least 1");
       const expires = parseIsoFlag(USAGE, "expires", f.expires as string | undefined);
       const created = await createLicense(ctx.deps, CLI_CALLER, {
         licensee: f.licensee as string,
-        organization: f.organization as string,
+        ...(typeof f.organization === "string" ? { organization: f.organization } : {}),
         plan: f.plan as string,
-        planTitle: f["plan-title"] as string,
+        ...(typeof f["plan-title"] === "string" ? { planTitle: f["plan-title"] } : {}),
         seats,
         channels: parseList(f.channels as string),
         ...(expires === null ? {} : { expires: new Date(expires).toISOString() }),

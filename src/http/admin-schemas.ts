@@ -41,9 +41,9 @@ const TokenTtl = Nullable(
 
 export const AdminLicenseCreateBody = closed({
   licensee: Type.String({ minLength: 1, maxLength: 200 }),
-  organization: Type.String({ minLength: 1, maxLength: 200 }),
+  organization: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "Absent: none (\"\"), as for a licence sold to a person" })),
   plan: Type.String({ minLength: 1, maxLength: 64 }),
-  planTitle: Type.String({ minLength: 1, maxLength: 200 }),
+  planTitle: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "Absent: the plan" })),
   seats: Type.Integer({ minimum: 1, maximum: SEATS_MAX }),
   channels: Channels,
   expires: Type.Optional(Nullable(TimeInput)),
@@ -69,7 +69,7 @@ export const AdminLicenseUpdateBody = closed(
 );
 
 export const AdminOfflineActivationBody = closed({
-  code: Type.String({ minLength: 1, maxLength: 20_000, description: "The request code the client kit made (offlineRequestCode): base64url of { key?, device }" }),
+  code: Type.String({ minLength: 1, maxLength: 12_000, description: "The request code the client kit made (offlineRequestCode): base64url of { key?, device }" }),
   key: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "The license key, when the code does not carry it (it wins over the code's)" })),
 });
 

@@ -38,14 +38,16 @@ export async function createLicense(d: AdminDeps, caller: AdminCaller, body: unk
   const o = readObject(body, CREATE_FIELDS);
   const now = d.clock();
   const key = generateLicenseKey(d.variant);
+  const plan = text(o, "plan", PLAN_MAX);
   const license: LicenseRecord = {
     id: newId("lic", now),
     kind: "license",
     keyHash: hashLicenseKey(key),
     licensee: text(o, "licensee", NAME_MAX),
-    organization: text(o, "organization", NAME_MAX),
-    plan: text(o, "plan", PLAN_MAX),
-    planTitle: text(o, "planTitle", NAME_MAX),
+    // A licence sold to a person has no organisation (""), and a plan may need no title of its own.
+    organization: optText(o, "organization", NAME_MAX) ?? "",
+    plan,
+    planTitle: optText(o, "planTitle", NAME_MAX) ?? plan,
     channels: textList(o, "channels", CHANNELS, CHANNELS.length),
     seats: wholeNumber(o, "seats", 1, SEATS_MAX),
     issued: now,
