@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { generateKeyFiles } from "../../src/domain/keys";
 import { openSqliteStore } from "../../src/store/sqlite";
 import { deviceHash, tempDir } from "../helpers";
 import { ReleaseTree } from "../release-tree";
@@ -43,6 +44,26 @@ describe("a malformed rollout keeps the folder out", () => {
     expect(stdout).toContain("live     alpha/stable/win-x64/1.1.0  (1.1.0)");
     for (const [name, , reason] of MALFORMED) expect(stdout).toContain(`PROBLEM  alpha/stable/win-x64/${name}: ${reason}`);
     expect(stdout).toContain(`2 live, ${MALFORMED.length} with problems`);
+  });
+
+  test("release check on the build machine: with the release keys' directory (private .pem only) it checks signatures; with no release key it fails loudly", async () => {
+    const t = tree("gamma");
+    t.add({ version: "1.0.0" });
+    const signed = await run(["release", "check", "--releases", t.root, "--keys", dirname(t.privateKeyFile), "--variant", "gamma"]);
+    expect(signed.code).toBe(0);
+    expect(signed.stdout).toContain("live     stable/win-x64/1.0.0  (1.0.0)");
+    // A manifest changed after signing is caught with those keys.
+    const other = tree("gamma");
+    const r = other.add({ version: "1.0.0" });
+    writeFileSync(r.manifestPath, readFileSync(r.manifestPath, "utf8").replace("\n}", ',\n  "notes": "changed"\n}'));
+    const changed = await run(["release", "check", "--releases", other.root, "--keys", dirname(other.privateKeyFile), "--variant", "gamma"]);
+    expect(changed.code).toBe(1);
+    expect(changed.stdout).toContain("PROBLEM  stable/win-x64/1.0.0: signature");
+    const none = tempDir();
+    generateKeyFiles(none, "gamma-license-2026-09");
+    const unchecked = await run(["release", "check", "--releases", t.root, "--keys", none, "--variant", "gamma"]);
+    expect(unchecked.code).toBe(1);
+    expect(unchecked.stderr).toContain(`no gamma-release-* key (.pub.pem or .pem) in ${none}: signatures cannot be checked`);
   });
 
   test("release sign refuses such a manifest and writes no signature", async () => {
