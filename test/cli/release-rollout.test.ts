@@ -46,6 +46,21 @@ describe("a malformed rollout keeps the folder out", () => {
     expect(stdout).toContain(`2 live, ${MALFORMED.length} with problems`);
   });
 
+  test("release sign refuses such a manifest and writes no signature", async () => {
+    const t = tree("gamma");
+    for (const [name, rollout, reason] of MALFORMED) {
+      const r = t.add({ version: "2.0.0", folder: name, sign: false, fields: { rollout } });
+      const { stderr, code } = await run(["release", "sign", "--key", t.privateKeyFile, r.manifestPath]);
+      expect(code).toBe(1);
+      expect(stderr).toContain(reason);
+      expect(existsSync(`${r.manifestPath}.sig`)).toBe(false);
+    }
+    const good = t.add({ version: "2.1.0", sign: false, fields: { rollout: { percent: 5 } } });
+    expect((await run(["release", "sign", "--key", t.privateKeyFile, good.manifestPath])).code).toBe(0);
+  });
+});
+
+describe("release check and the release keys", () => {
   test("release check on the build machine: with the release keys' directory (private .pem only) it checks signatures; with no release key it fails loudly", async () => {
     const t = tree("gamma");
     t.add({ version: "1.0.0" });
@@ -64,19 +79,6 @@ describe("a malformed rollout keeps the folder out", () => {
     const unchecked = await run(["release", "check", "--releases", t.root, "--keys", none, "--variant", "gamma"]);
     expect(unchecked.code).toBe(1);
     expect(unchecked.stderr).toContain(`no gamma-release-* key (.pub.pem or .pem) in ${none}: signatures cannot be checked`);
-  });
-
-  test("release sign refuses such a manifest and writes no signature", async () => {
-    const t = tree("gamma");
-    for (const [name, rollout, reason] of MALFORMED) {
-      const r = t.add({ version: "2.0.0", folder: name, sign: false, fields: { rollout } });
-      const { stderr, code } = await run(["release", "sign", "--key", t.privateKeyFile, r.manifestPath]);
-      expect(code).toBe(1);
-      expect(stderr).toContain(reason);
-      expect(existsSync(`${r.manifestPath}.sig`)).toBe(false);
-    }
-    const good = t.add({ version: "2.1.0", sign: false, fields: { rollout: { percent: 5 } } });
-    expect((await run(["release", "sign", "--key", t.privateKeyFile, good.manifestPath])).code).toBe(0);
   });
 });
 
