@@ -31,7 +31,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   const read = readSettings(args, env);
   const settings = { ...read.settings };
   if (settings.demo === "true") {
-    demoSettings(settings, read.explicit);
+    await demoSettings(settings, read.explicit);
   }
   const config = toConfig(settings, "serve");
   if (config.mirror) {
