@@ -93,17 +93,17 @@ async function check(args: string[], env: Environment): Promise<number> {
 
   const ring = await loadKeyRing(keysDir, variant);
   const releaseKeys = releaseKeysOf(ring);
-  // Without a release key every signature would go unchecked: a check that checks nothing must not pass.
-  if (releaseKeys.size === 0) {
-    err(`keyturn: no ${variant.name}-release-* key (.pub.pem or .pem) in ${keysDir}: signatures cannot be checked; give --keys the directory of the release keys`);
-    return 1;
-  }
   let result;
   try {
     result = await scanReleaseTree(root, { variant, releaseKeys, hashInstallers: true });
   } catch (e) {
     if (!(e instanceof ReleaseTreeUnreadable)) throw e;
     err(`keyturn: ${e.message}`);
+    return 1;
+  }
+  // Without a release key every signature would go unchecked: a check that checks nothing must not pass.
+  if (releaseKeys.size === 0) {
+    err(`keyturn: no ${variant.name}-release-* key (.pub.pem or .pem) in ${keysDir}: signatures cannot be checked; give --keys the directory of the release keys`);
     return 1;
   }
   const lines = [
