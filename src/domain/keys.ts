@@ -115,7 +115,7 @@ export async function loadKeyRing(dir: string, variant: Variant): Promise<KeyRin
  */
 export function looseMode(mode: number): string | null {
   const bits = mode & 0o777;
-  if ((bits & 0o037) === 0) return null;
+  if ((bits & 0o027) === 0) return null;
   const what = bits & 0o007 ? "is open to every user" : "is writable by its group";
   return `${what} (mode ${bits.toString(8).padStart(4, "0")}): make it 0600 owned by the service user, or 0640 owned by root with the service's group`;
 }
