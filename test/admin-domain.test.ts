@@ -8,6 +8,7 @@ import {
   deactivateActivation,
   listActivations,
   reinstateLicense,
+  rekeyLicense,
   revokeLicense,
   searchLicenses,
   showLicense,
@@ -99,6 +100,7 @@ describe("admin tokens", () => {
       ["licenses:write", (c) => updateLicense(d, c, license.id, { plan: `p${Math.random()}` })],
       ["licenses:write", (c) => revokeLicense(d, c, license.id)],
       ["licenses:write", (c) => reinstateLicense(d, c, license.id)],
+      ["licenses:write", (c) => rekeyLicense(d, c, license.id)],
       ["activations:read", (c) => listActivations(d, c, key)],
       ["activations:write", (c) => deactivateActivation(d, c, "act_none")],
       ["audit:read", (c) => queryAudit(d, c, {})],
@@ -202,6 +204,18 @@ describe("license lifecycle", () => {
     expect(all[3]!.data.changed).toEqual(updated.changed);
     expect(all[4]!.data.tokensValidUntil).toBe(new Date(site.clock() + TTL * 1000).toISOString().replace(".000Z", "+00:00"));
     expect((await d.store.listAudit({ licenseId: license.id })).map((a) => a.action)).toEqual(expect.arrayContaining(["license-update", "license-revoke", "license-reinstate"]));
+  });
+
+  test("rekey: license.updated with changed [key], no key in the event; the old key no longer finds the license", async () => {
+    await subscribeAll();
+    const { key, license } = await createLicense(d, CLI_CALLER, body({ seats: 1 }));
+    const rekeyed = await rekeyLicense(d, CLI_CALLER, key);
+    expect(rekeyed.license.id).toBe(license.id);
+    expect(await code(showLicense(d, CLI_CALLER, key))).toBe("not_found");
+    expect((await showLicense(d, CLI_CALLER, rekeyed.key)).license.id).toBe(license.id);
+    const last = (await events()).at(-1)!;
+    expect(last).toMatchObject({ type: "license.updated", data: { changed: ["key"], license: { id: license.id } } });
+    expect(JSON.stringify(last)).not.toContain(rekeyed.key);
   });
 
   test("the licensing flows write their events: activation.created, activation.refused with the holders, activation.deactivated (by the program and by an admin)", async () => {

@@ -3,6 +3,7 @@ import Ajv2020, { type ValidateFunction } from "ajv/dist/2020";
 import addFormats from "ajv-formats";
 import { copyFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { offlineRequestCode } from "../src/client";
 import { VARIANT_NAMES, VARIANTS, type VariantName } from "../src/config/variants";
 import { CLI_CALLER, SCOPES, type Scope } from "../src/domain/admin/deps";
 import { createAdminToken, revokeAdminToken } from "../src/domain/admin/tokens";
@@ -390,6 +391,9 @@ async function runVariant(variant: VariantName) {
     const other = device(variant);
     const { idToken } = await signIn(other, {}, noKey);
     await POST(noKey, X, { body: { id_token: idToken, device: other } }, "no signing key", 503, "licensing_unavailable");
+    const noKeyAdmin = (await createAdminToken(noKey.composed.services.admin, CLI_CALLER, { name: "offline", scopes: ["activations:write"] })).secret;
+    const offlineCode = offlineRequestCode({ device: device(variant), key: keep.licenseKey });
+    await POST(noKey, "/admin/activations/offline", { token: noKeyAdmin, body: { code: offlineCode } }, "no signing key", 503, "licensing_unavailable");
 
     // --- a site with a budget of one request a minute and no staff sign-in
     const tight = await testSite(variant, { clock, settings: { "rate-limit-signin": "1/60s", "rate-limit-api": "1/60s", "rate-limit-admin": "1/60s" } });
@@ -523,6 +527,11 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   await SEND("POST", REI, `/admin/licenses/${id}/reinstate`, A, "reinstate", 200);
   await SEND("POST", REI, `/admin/licenses/${id}/reinstate`, A, "reinstate a license not revoked", 400, "invalid_request");
   await SEND("POST", REI, "/admin/licenses/lic_unknown/reinstate", A, "unknown license", 404, "not_found");
+  const REK = "/admin/licenses/{id}/rekey";
+  const rekeyed = await SEND("POST", REK, `/admin/licenses/${id}/rekey`, A, "rekey", 200);
+  expect(rekeyed.key).not.toBe(created.key);
+  await SEND("POST", REK, `/admin/licenses/${created.key}/rekey`, A, "rekey by the old key", 404, "not_found");
+  await SEND("POST", REK, `/admin/licenses/${encodeURIComponent("staff:00u-grace")}/rekey`, A, "a staff entitlement has no key", 400, "invalid_request");
 
   // --- activations
   const ACTS = "/admin/activations";
@@ -530,6 +539,19 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   expect(listed.activations.length).toBe(2);
   await SEND("GET", ACTS, `${ACTS}?license=lic_unknown`, A, "unknown license", 404, "not_found");
   await SEND("GET", ACTS, ACTS, A, "no license given", 400, "invalid_request");
+  const OFF = "/admin/activations/offline";
+  const offline = (key: string, dev = device(x.variant)) => ({ ...A, body: { code: offlineRequestCode({ device: dev, key }) } });
+  const oneSeat = await createLicense(site, { seats: 1 });
+  await SEND("POST", OFF, OFF, offline(oneSeat.key), "offline request answered", 200);
+  await SEND("POST", OFF, OFF, offline(oneSeat.key), "offline: no seat left", 409, "seat_limit");
+  await SEND("POST", OFF, OFF, offline("not-a-key"), "offline: unknown key", 403, "license_unknown");
+  await SEND("POST", OFF, OFF, { ...A, body: { code: "%%%" } }, "offline: not a request code", 400, "invalid_request");
+  const revokedOffline = await createLicense(site);
+  await site.admin.revokeLicense(revokedOffline.license.id);
+  await SEND("POST", OFF, OFF, offline(revokedOffline.key), "offline: revoked license", 403, "license_revoked");
+  const endedOffline = await createLicense(site, { expires: site.clock() + 1000 });
+  site.clock.advance(2000);
+  await SEND("POST", OFF, OFF, offline(endedOffline.key), "offline: expired license", 403, "license_expired");
   const DEACT = "/admin/activations/{id}/deactivate";
   const act = listed.activations[0].id as string;
   await SEND("POST", DEACT, `/admin/activations/${act}/deactivate`, A, "deactivate", 200);
@@ -551,6 +573,7 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
     const done = await SEND("POST", T, `/admin/releases/${lane}/1.0.0/${op}`, A, op, 200);
     expect(done).toMatchObject({ changed: true, release: { lane: laneName, version: "1.0.0" } });
     await SEND("POST", T, `/admin/releases/nowhere/1.0.0/${op}`, A, `${op} of a lane not of the variant`, 400, "invalid_request");
+    await SEND("POST", T, `/admin/releases/${lane}/1.0/${op}`, A, `${op} of a version the lane does not have`, 404, "not_found");
   }
   await SEND("GET", "/admin/stats", "/admin/stats", A, "stats", 200);
 

@@ -100,18 +100,21 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       const audit = { ref: "ref_upd", time: T0, address: null, action: "license-update", activationId: null, licenseId: a.id, outcome: "ok" as const, error: null, actor: "tok_x (ci)" };
       const done = await store.updateLicense(
         a.id,
-        { seats: 2, plan: "team", channels: ["stable"], expires: T0 + 5000, email: "a@b.example", metadata: { crm: "42" } },
+        { seats: 2, plan: "team", channels: ["stable"], expires: T0 + 5000, email: "a@b.example", metadata: { crm: "42" }, tokenTtl: 90 * 86_400, keyHash: "f".repeat(64) },
         { audit, event: (l) => ev("license.updated", { seats: l.seats }) },
       );
       if (done.outcome !== "updated") throw new Error(done.outcome);
       expect(done.seatsUsed).toBe(2);
       const stored = (await store.getLicense(a.id))!;
-      expect(stored).toEqual({ ...a, seats: 2, plan: "team", channels: ["stable"], expires: T0 + 5000, email: "a@b.example", metadata: { crm: "42" } });
+      expect(stored).toEqual({ ...a, seats: 2, plan: "team", channels: ["stable"], expires: T0 + 5000, email: "a@b.example", metadata: { crm: "42" }, tokenTtl: 90 * 86_400, keyHash: "f".repeat(64) });
+      expect(await store.findLicenseByKeyHash(a.keyHash!)).toBeNull();
       expect(await store.listAudit({ licenseId: a.id })).toEqual([audit]);
       expect((await store.listEvents({ after: 0, limit: 10 })).map((e) => [e.type, JSON.parse(e.data)])).toEqual([["license.updated", { seats: 2 }]]);
       expect((await store.updateLicense("lic_none", { seats: 3 }, {})).outcome).toBe("unknown");
       expect((await store.updateLicense(a.id, { email: null }, {})).outcome).toBe("updated");
       expect((await store.getLicense(a.id))!.email).toBeNull();
+      expect((await store.updateLicense(a.id, { tokenTtl: null }, {})).outcome).toBe("updated");
+      expect((await store.getLicense(a.id))!.tokenTtl).toBeNull();
     });
 
     test("reinstate undoes a revocation once, with its event", async () => {

@@ -27,6 +27,7 @@ export function license(extra: Partial<LicenseRecord> = {}): LicenseRecord {
     revoked: null,
     email: null,
     metadata: {},
+    tokenTtl: null,
     ...extra,
   };
 }
@@ -186,7 +187,7 @@ export function storeSuite(label: string, backend: StoreBackend): void {
     });
 
     test("getActivationWithLicense reads the activation, its whole license and the active seats at once", async () => {
-      const lic = license({ seats: 4, expires: T0 + 1e6, channels: ["stable", "beta"] });
+      const lic = license({ seats: 4, expires: T0 + 1e6, channels: ["stable", "beta"], tokenTtl: 300 * 86_400 });
       await store.createLicense(lic);
       const a = seat(lic.id);
       const b = seat(lic.id, { installation: "other", deviceHash: "h2" });
@@ -347,6 +348,7 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       expect(await other.recordKnownReleases([a, b, c], T0 + 1, published)).toEqual([c]);
       expect(await store.recordKnownReleases([a, b, c], T0 + 2, published)).toEqual([]);
       expect((await store.listEvents({ after: 0, limit: 10 })).map((e) => (JSON.parse(e.data) as { release: { version: string } }).release.version)).toEqual(["1.1.0", "1.2.0"]);
+      expect(await other.listKnownReleases()).toEqual([a, b, c]);
     });
 
     test("sightings move last_seen forward only and record the lane; adoption counts by product, lane and version", async () => {

@@ -18,6 +18,8 @@ export interface AdminContext {
   readonly deps: AdminDeps;
   readonly flags: Readonly<Record<string, string | boolean | undefined>>;
   readonly positionals: readonly string[];
+  /** The settings as read (flag, environment, file). */
+  readonly settings: Readonly<Record<string, string | undefined>>;
 }
 
 /** Reads an admin command's arguments (settings like serve's, plus its own flags) and opens the records. */
@@ -45,5 +47,5 @@ export async function openAdmin(
     webhookDestinations: { allowHosts: config.webhookAllowHosts },
     seal: new RecordSeal(config.keysDir, store),
   };
-  return { config, store, admin, deps, flags: read.flags, positionals: read.positionals };
+  return { config, store, admin, deps, flags: read.flags, positionals: read.positionals, settings: read.settings };
 }

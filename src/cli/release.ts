@@ -81,7 +81,8 @@ function sign(args: string[]): number {
 
 /**
  * Walks a tree as the server does, and also hashes every installer: prints each release folder as
- * live or with the reason it is not. Exit code 1 when anything is wrong.
+ * live or with the reason it is not. Exit code 1 when anything is wrong, or when --keys holds no
+ * release key of the variant (public or private) to check the signatures with.
  */
 async function check(args: string[], env: Environment): Promise<number> {
   const { values, positionals } = parse(args, { releases: { type: "string" }, keys: { type: "string" }, variant: { type: "string" } });
@@ -92,13 +93,17 @@ async function check(args: string[], env: Environment): Promise<number> {
 
   const ring = await loadKeyRing(keysDir, variant);
   const releaseKeys = releaseKeysOf(ring);
-  if (releaseKeys.size === 0) out(`note: no ${variant.name}-release-* public key in ${keysDir}: signatures not checked`);
   let result;
   try {
     result = await scanReleaseTree(root, { variant, releaseKeys, hashInstallers: true });
   } catch (e) {
     if (!(e instanceof ReleaseTreeUnreadable)) throw e;
     err(`keyturn: ${e.message}`);
+    return 1;
+  }
+  // Without a release key every signature would go unchecked: a check that checks nothing must not pass.
+  if (releaseKeys.size === 0) {
+    err(`keyturn: no ${variant.name}-release-* key (.pub.pem or .pem) in ${keysDir}: signatures cannot be checked; give --keys the directory of the release keys`);
     return 1;
   }
   const lines = [

@@ -2,7 +2,7 @@ import { readSettings, toConfig } from "../config/config";
 import { ConfigError } from "../config/parse";
 import { SETTINGS, envName } from "../config/settings";
 import { Admin } from "../domain/admin";
-import { privateKeyFiles } from "../domain/keys";
+import { privateKeyFiles, unusableLicenseKeys } from "../domain/keys";
 import { startRetention } from "../domain/retention";
 import { WebhookWorker } from "../domain/webhooks/worker";
 import { createApp } from "../http/app";
@@ -31,7 +31,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   const read = readSettings(args, env);
   const settings = { ...read.settings };
   if (settings.demo === "true") {
-    demoSettings(settings, read.explicit);
+    await demoSettings(settings, read.explicit);
   }
   const config = toConfig(settings, "serve");
   if (config.mirror) {
@@ -41,6 +41,10 @@ export async function serveCommand(args: string[], env: Record<string, string | 
       throw new ConfigError("keys", `a mirror holds no private key: remove ${privates.join(", ")} from ${config.keysDir} (keep only *.pub.pem)`);
   }
   if (config.demo) await ensureDemoKeys(config);
+  // A license key that is there but cannot be used would leave licensing off behind a warning.
+  const unusable = unusableLicenseKeys(config.keysDir, config.variant);
+  if (unusable.length > 0)
+    throw new ConfigError("keys", `${unusable.map((u) => `${u.path} ${u.why}`).join("; ")}; without it every activation would answer 503 licensing_unavailable`);
 
   const { store, keys, services, rateLimitStore, mirror } = await compose(config, { watchReleases: true });
   const log = services.log;

@@ -39,7 +39,10 @@ export interface Entitlement {
   readonly planTitle: string;
   readonly channels: readonly string[];
   readonly issued: string;
+  /** When the token expires (refresh before then): at most the token lifetime after `issued`. */
   readonly expires: string;
+  /** When the license itself ends (its term), null when it never does; no refresh goes past it. */
+  readonly licenseExpires: string | null;
   readonly seats: { readonly used: number; readonly total: number };
 }
 

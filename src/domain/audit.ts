@@ -6,7 +6,8 @@ import { newId } from "./ids";
 /** Who asked: the network address as http/ determined it (after trusted proxies). */
 export interface RequestContext {
   readonly address: string | null;
-  /** The admin token that asked ("tok_… (name)"), once it was found good. */
+  /** Who acted: the admin token that asked ("tok_… (name)"), once it was found good; or who acted for
+   * the device when not the device itself (an admin answering an offline request). */
   readonly actor?: string;
 }
 
@@ -34,6 +35,7 @@ export type AuditAction =
   | "license-update"
   | "license-revoke"
   | "license-reinstate"
+  | "license-rekey"
   | "activation-deactivate"
   | "admin-token-create"
   | "admin-token-revoke"
@@ -65,7 +67,7 @@ export class Audit {
   /** The line of a success that the store writes in the transaction of the change itself. */
   okLine(action: AuditAction, ctx: RequestContext, licenseId: string): Omit<AuditRecord, "activationId"> {
     const time = this.clock();
-    return { ref: newId("ref", time), time, address: ctx.address, action, licenseId, outcome: "ok", error: null };
+    return { ref: newId("ref", time), time, address: ctx.address, action, licenseId, outcome: "ok", error: null, ...(ctx.actor ? { actor: ctx.actor } : {}) };
   }
 
   private async write(

@@ -49,6 +49,8 @@ export interface LicenseView {
   readonly revoked: string | null;
   readonly email: string | null;
   readonly metadata: Readonly<Record<string, string>>;
+  /** This license's token lifetime in seconds; null: the site's --token-ttl. */
+  readonly tokenTtl: number | null;
 }
 
 export interface ActivationView {
@@ -81,6 +83,7 @@ export function licenseView(l: LicenseRecord, seatsUsed?: number): LicenseView {
     revoked: isoOrNull(l.revoked),
     email: l.email ?? null,
     metadata: l.metadata ?? {},
+    tokenTtl: l.tokenTtl ?? null,
   };
 }
 
@@ -124,6 +127,15 @@ const FEED_SET = new Set<string>(FEED_TYPES);
 /** The envelope of a webhook body and of a feed item: `{ type, timestamp, data }`. */
 export function envelope(e: Pick<EventRecord, "type" | "time" | "data">): string {
   return `{"type":${JSON.stringify(e.type)},"timestamp":${JSON.stringify(isoTime(e.time))},"data":${e.data}}`;
+}
+
+/**
+ * The token lifetime to assume when an entitlement of `license` is revoked: the longer of the site's
+ * and the license's own. A token issued under a lifetime lowered since may outlive the time this
+ * gives (docs/admin-api.md "Token lifetime" says so).
+ */
+export function revocationTtl(siteTtlSeconds: number, license: Pick<LicenseRecord, "tokenTtl"> | null): number {
+  return Math.max(siteTtlSeconds, license?.tokenTtl ?? 0);
 }
 
 /**

@@ -6,7 +6,7 @@ import { isoTime, type Clock } from "./clock";
 import { installationOf, parseDevice, type Device } from "./device";
 import type { EntitlementStatusSource } from "./entitlement-status";
 import { KeyturnError } from "./errors";
-import { activationEvent, activationView, newEvent, tokensValidUntil } from "./events";
+import { activationEvent, activationView, newEvent, revocationTtl, tokensValidUntil } from "./events";
 import { newId } from "./ids";
 import { hashLicenseKey, normalizeLicenseKey } from "./license-key";
 import type { EntitlementClaims, TokenSigner, TokenVerifier } from "./tokens";
@@ -21,7 +21,10 @@ export interface Entitlement {
   readonly planTitle: string;
   readonly channels: readonly string[];
   readonly issued: string;
+  /** The token's expiry (the spec's field): at most the token lifetime from `issued`. */
   readonly expires: string;
+  /** The license's own expiry, null when it has none (keyturn's addition; the end of the term). */
+  readonly licenseExpires: string | null;
   readonly seats: { readonly used: number; readonly total: number };
 }
 
@@ -148,9 +151,10 @@ export class Licensing {
   async deactivate(principal: Principal, ctx: RequestContext): Promise<void> {
     this.requireRecords();
     const { sub, lic } = principal.claims;
+    const ttl = revocationTtl(this.d.tokenTtlSeconds, await this.d.store.getLicense(lic));
     const now = this.d.clock();
     const event = (a: ActivationRecord) =>
-      newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, this.d.tokenTtlSeconds, null, a.tokenExp) }, now);
+      newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, ttl, null, a.tokenExp) }, now);
     if (!(await this.d.store.deactivate(sub, now, { event })))
       throw new KeyturnError("entitlement_revoked", "The installation was deactivated.", { licenseId: lic, activationId: sub });
     await this.d.audit.ok("deactivate", ctx, { licenseId: lic, activationId: sub });
@@ -195,9 +199,13 @@ export class Licensing {
       throw new KeyturnError("license_expired", "The license is expired.", ids);
   }
 
-  /** The `exp` of a token issued now: recorded with the activation (the feed's tokensValidUntil) before it is signed. */
+  /**
+   * The `exp` of a token issued now: the license's own lifetime (an offline licence issued for its
+   * term), else the site's, never past the license's expiry. Recorded with the activation (the
+   * feed's tokensValidUntil) before it is signed.
+   */
   private tokenExpiry(license: LicenseRecord, now: number): number {
-    const ttlEnd = now + this.d.tokenTtlSeconds * 1000;
+    const ttlEnd = now + (license.tokenTtl ?? this.d.tokenTtlSeconds) * 1000;
     return license.expires !== null ? Math.min(ttlEnd, license.expires) : ttlEnd;
   }
 
@@ -213,6 +221,7 @@ export class Licensing {
         plan: license.plan,
         chn: license.channels,
         dev: activation.deviceHash,
+        ...(license.expires !== null ? { lex: Math.floor(license.expires / 1000) } : {}),
       },
       now,
       exp,
@@ -248,6 +257,7 @@ function entitlementOf(license: LicenseRecord, activationId: string, iat: number
     channels: license.channels,
     issued: isoTime(iat * 1000),
     expires: isoTime(exp * 1000),
+    licenseExpires: license.expires === null ? null : isoTime(license.expires),
     seats: { used: seatsUsed, total: license.seats },
   };
 }

@@ -1,6 +1,7 @@
 import type { AppServices } from "./deps";
 import type { Endpoint } from "./endpoint";
 import { adminLicenseEndpoints } from "./endpoints/admin-licenses";
+import { adminOfflineEndpoints } from "./endpoints/admin-offline";
 import { adminRecordEndpoints } from "./endpoints/admin-records";
 import { adminReleaseEndpoints } from "./endpoints/admin-releases";
 import { adminWebhookEndpoints } from "./endpoints/admin-webhooks";
@@ -19,6 +20,7 @@ export function routeTable(s: AppServices, openapi: () => string): Endpoint[] {
     ...identityEndpoints(s.staffSignIn),
     ...siteEndpoints(s.site, openapi),
     ...adminLicenseEndpoints(s.admin),
+    ...adminOfflineEndpoints(s.licensing),
     ...adminRecordEndpoints(s.admin),
     ...adminWebhookEndpoints(s.admin),
     ...adminReleaseEndpoints(s.admin, s.releases, s.selection.controls, s.clock),

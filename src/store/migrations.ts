@@ -485,4 +485,10 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 8,
+    name: "a license's own token lifetime (null: the site's --token-ttl)",
+    sqlite: `ALTER TABLE licenses ADD COLUMN token_ttl INTEGER;`,
+    postgres: `ALTER TABLE licenses ADD COLUMN token_ttl BIGINT;`,
+  },
 ];

@@ -370,6 +370,7 @@ export class PostgresStore implements Store {
       params.push(value);
       where.push(clause.replace("?", `$${params.length}`));
     };
+    if (f.ref !== undefined) add("ref = ?", f.ref);
     if (f.licenseId !== undefined) add("license_id = ?", f.licenseId);
     if (f.activationId !== undefined) add("activation_id = ?", f.activationId);
     if (f.error !== undefined) add("error = ?", f.error);
@@ -643,6 +644,11 @@ export class PostgresStore implements Store {
     });
   }
 
+  async listKnownReleases(): Promise<ReleaseKey[]> {
+    const rows = await this.sql`SELECT lane, version FROM known_releases ORDER BY lane, version`;
+    return rows.map((r: Row) => ({ lane: r.lane as string, version: r.version as string }));
+  }
+
   async recordSightings(sightings: readonly Sighting[]): Promise<void> {
     if (sightings.length === 0) return;
     await this.sql`UPDATE activations a SET last_seen = greatest(a.last_seen, s.last_seen), lane = coalesce(s.lane, a.lane)
@@ -707,6 +713,7 @@ export function licenseRow(l: LicenseRecord) {
     revoked: l.revoked,
     email: l.email ?? null,
     metadata: JSON.stringify(l.metadata ?? {}),
+    token_ttl: l.tokenTtl ?? null,
   };
 }
 
@@ -756,7 +763,7 @@ const FEED_STATE_SQL = {
 
 const ACTIVATION_WITH_LICENSE_COLUMNS = `a.*, l.kind AS l_kind, l.key_hash AS l_key_hash, l.licensee AS l_licensee,
   l.organization AS l_organization, l.plan AS l_plan, l.plan_title AS l_plan_title, l.channels AS l_channels,
-  l.seats AS l_seats, l.issued AS l_issued, l.expires AS l_expires, l.revoked AS l_revoked, l.active_seats AS l_active_seats`;
+  l.seats AS l_seats, l.issued AS l_issued, l.expires AS l_expires, l.revoked AS l_revoked, l.active_seats AS l_active_seats, l.token_ttl AS l_token_ttl`;
 
 const activationWithLicenseFromRow = (r: Row): ActivationWithLicense => ({
   activation: activationFromRow(r),
@@ -773,6 +780,7 @@ const activationWithLicenseFromRow = (r: Row): ActivationWithLicense => ({
     issued: r.l_issued,
     expires: r.l_expires,
     revoked: r.l_revoked,
+    token_ttl: r.l_token_ttl,
   }),
   seatsUsed: num(r.l_active_seats),
 });

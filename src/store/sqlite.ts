@@ -155,11 +155,11 @@ export class SqliteStore implements Store {
     const s = (sql: string): Statement => db.prepare(sql);
     return {
       insertLicense: s(`INSERT INTO licenses (id, kind, key_hash, licensee, organization, plan, plan_title,
-        channels, seats, issued, expires, revoked, email, metadata) VALUES ($id, $kind, $keyHash, $licensee, $organization,
-        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata)`),
+        channels, seats, issued, expires, revoked, email, metadata, token_ttl) VALUES ($id, $kind, $keyHash, $licensee, $organization,
+        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata, $tokenTtl)`),
       upsertStaff: s(`INSERT INTO licenses (id, kind, key_hash, licensee, organization, plan, plan_title,
-        channels, seats, issued, expires, revoked, email, metadata) VALUES ($id, $kind, $keyHash, $licensee, $organization,
-        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata)
+        channels, seats, issued, expires, revoked, email, metadata, token_ttl) VALUES ($id, $kind, $keyHash, $licensee, $organization,
+        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata, $tokenTtl)
         ON CONFLICT(id) DO UPDATE SET licensee = excluded.licensee, organization = excluded.organization,
         channels = excluded.channels, seats = excluded.seats RETURNING *`),
       licenseById: s("SELECT * FROM licenses WHERE id = ?"),
@@ -209,6 +209,7 @@ export class SqliteStore implements Store {
       controlsGeneration: s("SELECT generation FROM release_controls_generation WHERE id = 1"),
       listControls: s("SELECT * FROM release_controls ORDER BY lane, version"),
       insertKnown: s("INSERT INTO known_releases (lane, version, first_seen) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"),
+      listKnown: s("SELECT lane, version FROM known_releases ORDER BY lane, version"),
       sighting: s(`UPDATE activations SET last_seen = max(last_seen, $lastSeen), lane = coalesce($lane, lane) WHERE id = $id`),
     };
   }
@@ -459,6 +460,7 @@ export class SqliteStore implements Store {
   async listAudit(f: AuditFilter): Promise<AuditRecord[]> {
     const where: string[] = [];
     const params: Record<string, string | number> = {};
+    if (f.ref !== undefined) (where.push("ref = $ref"), (params.ref = f.ref));
     if (f.licenseId !== undefined) (where.push("license_id = $licenseId"), (params.licenseId = f.licenseId));
     if (f.activationId !== undefined) (where.push("activation_id = $activationId"), (params.activationId = f.activationId));
     if (f.error !== undefined) (where.push("error = $error"), (params.error = f.error));
@@ -716,6 +718,10 @@ export class SqliteStore implements Store {
     });
   }
 
+  async listKnownReleases(): Promise<ReleaseKey[]> {
+    return (this.q.listKnown.all() as Row[]).map((r) => ({ lane: r.lane as string, version: r.version as string }));
+  }
+
   async recordSightings(sightings: readonly Sighting[]): Promise<void> {
     if (sightings.length === 0) return;
     await this.groupCommit.write(() => {
@@ -773,7 +779,7 @@ export class SqliteStore implements Store {
 }
 
 function licenseParams(l: LicenseRecord) {
-  return { ...l, channels: JSON.stringify(l.channels), email: l.email ?? null, metadata: JSON.stringify(l.metadata ?? {}) };
+  return { ...l, channels: JSON.stringify(l.channels), email: l.email ?? null, metadata: JSON.stringify(l.metadata ?? {}), tokenTtl: l.tokenTtl ?? null };
 }
 
 function auditParams(a: AuditRecord) {

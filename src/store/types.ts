@@ -22,6 +22,8 @@ export interface LicenseRecord {
   /** Absent on records made before migration 3 (read back as null and {}). */
   readonly email?: string | null;
   readonly metadata?: Readonly<Record<string, string>>;
+  /** The lifetime of this license's tokens in seconds; null or absent: the site's --token-ttl. */
+  readonly tokenTtl?: number | null;
 }
 
 export interface ActivationRecord {
@@ -112,6 +114,8 @@ export interface AuditRecord {
 }
 
 export interface AuditFilter {
+  /** The one line a refusal's `ref` names. */
+  readonly ref?: string;
   readonly licenseId?: string;
   readonly activationId?: string;
   readonly error?: string;
@@ -199,6 +203,8 @@ export type IdempotentCreate =
   | { readonly outcome: "replayed"; readonly record: IdempotencyRecord };
 
 export interface LicensePatch {
+  /** A new key's hash (rekey): the old key stops matching in the same write. */
+  readonly keyHash?: string;
   readonly licensee?: string;
   readonly organization?: string;
   readonly plan?: string;
@@ -208,6 +214,8 @@ export interface LicensePatch {
   readonly expires?: number | null;
   readonly email?: string | null;
   readonly metadata?: Readonly<Record<string, string>>;
+  /** null: back to the site's token lifetime. */
+  readonly tokenTtl?: number | null;
 }
 
 export type UpdateLicenseResult =
@@ -477,6 +485,8 @@ export interface Store {
    * start after the upgrade that brought release events).
    */
   recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]>;
+  /** Every release ever recorded as known (live at some scan), by lane and version. */
+  listKnownReleases(): Promise<ReleaseKey[]>;
   /** Writes sightings in one transaction: last_seen moves forward only; lane set when given. */
   recordSightings(sightings: readonly Sighting[]): Promise<void>;
   /** Active installations seen at or after `since`, by product, lane and version. */

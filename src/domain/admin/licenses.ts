@@ -1,13 +1,13 @@
 import { CHANNELS } from "../../config/variants";
 import type { ActivationRecord, LicensePatch, LicenseRecord, LicenseStatus } from "../../store/types";
 import { KeyturnError } from "../errors";
-import { activationView, licenseView, newEvent, tokensValidUntil, type ActivationView, type LicenseView } from "../events";
+import { activationView, licenseView, newEvent, revocationTtl, tokensValidUntil, type ActivationView, type LicenseView } from "../events";
 import { newId, sha256Hex } from "../ids";
 import { generateLicenseKey, hashLicenseKey, normalizeLicenseKey } from "../license-key";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { auditRead } from "./read-audit";
 import { adminAudit, requireScope, type AdminCaller, type AdminDeps } from "./deps";
-import { canonicalJson, email, expiry, idParam, metadata, optText, optWholeNumber, pageLimit, readObject, text, textList, wholeNumber } from "./input";
+import { canonicalJson, email, expiry, idParam, metadata, optText, optWholeNumber, pageLimit, readObject, text, textList, tokenTtl, wholeNumber } from "./input";
 
 const NAME_MAX = 200;
 const PLAN_MAX = 64;
@@ -17,8 +17,8 @@ export const SEATS_MAX = 1_000_000_000;
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
-const CREATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats", "channels", "expires", "email", "metadata"];
-const UPDATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats", "channels", "expires", "email", "metadata"] as const;
+const CREATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats", "channels", "expires", "email", "metadata", "tokenTtl"];
+const UPDATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats", "channels", "expires", "email", "metadata", "tokenTtl"] as const;
 
 export interface CreatedLicense {
   readonly license: LicenseView;
@@ -39,14 +39,16 @@ export async function createLicense(d: AdminDeps, caller: AdminCaller, body: unk
   const o = readObject(body, CREATE_FIELDS);
   const now = d.clock();
   const key = generateLicenseKey(d.variant);
+  const plan = text(o, "plan", PLAN_MAX);
   const license: LicenseRecord = {
     id: newId("lic", now),
     kind: "license",
     keyHash: hashLicenseKey(key),
     licensee: text(o, "licensee", NAME_MAX),
-    organization: text(o, "organization", NAME_MAX),
-    plan: text(o, "plan", PLAN_MAX),
-    planTitle: text(o, "planTitle", NAME_MAX),
+    // A licence sold to a person has no organisation (""), and a plan may need no title of its own.
+    organization: optText(o, "organization", NAME_MAX) ?? "",
+    plan,
+    planTitle: optText(o, "planTitle", NAME_MAX) ?? plan,
     channels: textList(o, "channels", CHANNELS, CHANNELS.length),
     seats: wholeNumber(o, "seats", 1, SEATS_MAX),
     issued: now,
@@ -54,6 +56,7 @@ export async function createLicense(d: AdminDeps, caller: AdminCaller, body: unk
     revoked: null,
     email: email(o, "email") ?? null,
     metadata: metadata(o, "metadata") ?? {},
+    tokenTtl: tokenTtl(o, "tokenTtl") ?? null,
   };
   const answer: CreatedLicense = { license: licenseView(license, 0), key };
   const journal = {
@@ -146,10 +149,11 @@ export async function updateLicense(d: AdminDeps, caller: AdminCaller, keyOrId: 
     expires: o.expires === undefined ? undefined : expiry(o, "expires", now),
     email: email(o, "email"),
     metadata: metadata(o, "metadata"),
+    tokenTtl: tokenTtl(o, "tokenTtl"),
   };
   const current = await findLicense(d, keyOrId);
   if (current.kind !== "license") throw new KeyturnError("invalid_request", "staff entitlements follow the identity provider and are not edited");
-  const before = { ...current, email: current.email ?? null, metadata: current.metadata ?? {} };
+  const before = { ...current, email: current.email ?? null, metadata: current.metadata ?? {}, tokenTtl: current.tokenTtl ?? null };
   const changed = UPDATE_FIELDS.filter((f) => patch[f] !== undefined && canonicalJson(patch[f]) !== canonicalJson(before[f]));
   const effective = Object.fromEntries(changed.map((f) => [f, patch[f]])) as LicensePatch;
   if (changed.length === 0) return { license: licenseView(current, await d.store.countActiveSeats(current.id)), changed: [] };
@@ -170,7 +174,7 @@ export async function revokeLicense(d: AdminDeps, caller: AdminCaller, keyOrId: 
   const now = d.clock();
   const revoked = await d.store.revokeLicense(license.id, now, {
     audit: adminAudit(d, caller, "license-revoke", { licenseId: license.id }),
-    event: (l) => newEvent("license.revoked", { license: licenseView(l), tokensValidUntil: tokensValidUntil(now, d.tokenTtlSeconds, l.expires, l.tokensExpire) }, now),
+    event: (l) => newEvent("license.revoked", { license: licenseView(l), tokensValidUntil: tokensValidUntil(now, revocationTtl(d.tokenTtlSeconds, l), l.expires, l.tokensExpire) }, now),
   });
   if (!revoked) throw new KeyturnError("license_revoked", `license ${license.id} was already revoked`);
   return licenseView((await d.store.getLicense(license.id))!, await d.store.countActiveSeats(license.id));
@@ -187,6 +191,26 @@ export async function reinstateLicense(d: AdminDeps, caller: AdminCaller, keyOrI
   });
   if (!reinstated) throw new KeyturnError("invalid_request", `license ${license.id} is not revoked`);
   return licenseView(reinstated, await d.store.countActiveSeats(license.id));
+}
+
+/**
+ * Gives a license a new key, for one lost or leaked (scope licenses:write; audit license-rekey;
+ * event license.updated with changed ["key"]). Only the key's hash is kept, so the old key cannot be
+ * shown again; from this write on it is license_unknown. Installations keep their seats and their
+ * tokens, which name the activation and the license, not the key. Staff entitlements have no key.
+ */
+export async function rekeyLicense(d: AdminDeps, caller: AdminCaller, keyOrId: unknown): Promise<CreatedLicense> {
+  requireScope(caller.principal, "licenses:write");
+  const current = await findLicense(d, keyOrId);
+  if (current.kind !== "license") throw new KeyturnError("invalid_request", "staff entitlements have no license key");
+  const now = d.clock();
+  const key = generateLicenseKey(d.variant);
+  const result = await d.store.updateLicense(current.id, { keyHash: hashLicenseKey(key) }, {
+    audit: adminAudit(d, caller, "license-rekey", { licenseId: current.id }),
+    event: (l) => newEvent("license.updated", { license: licenseView(l), changed: ["key"] }, now),
+  });
+  if (result.outcome !== "updated") throw new KeyturnError("not_found", `no license ${current.id}`);
+  return { license: licenseView(result.license, result.seatsUsed), key };
 }
 
 /** Every installation of a license, active or not, oldest first (scope activations:read). */
@@ -207,13 +231,14 @@ export async function deactivateActivation(d: AdminDeps, caller: AdminCaller, ac
   const id = idParam(activationId, "activation");
   const activation = await d.store.getActivation(id);
   if (!activation) throw new KeyturnError("not_found", `no activation ${id}`);
+  const ttl = revocationTtl(d.tokenTtlSeconds, await d.store.getLicense(activation.licenseId));
   const now = d.clock();
   let after: ActivationRecord | null = null;
   const done = await d.store.deactivate(activation.id, now, {
     audit: adminAudit(d, caller, "activation-deactivate", { licenseId: activation.licenseId, activationId: activation.id }),
     event: (a) => {
       after = a;
-      return newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, d.tokenTtlSeconds, null, a.tokenExp) }, now);
+      return newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, ttl, null, a.tokenExp) }, now);
     },
   });
   if (!done || !after) throw new KeyturnError("already_deactivated", `activation ${activation.id} was already deactivated`);

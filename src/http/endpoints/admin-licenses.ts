@@ -4,6 +4,7 @@ import {
   deactivateActivation,
   listActivations,
   reinstateLicense,
+  rekeyLicense,
   revokeLicense,
   searchLicenses,
   showLicense,
@@ -103,6 +104,22 @@ export function adminLicenseEndpoints(admin: AdminDeps): Endpoint[] {
       answer: S.AdminLicenseAnswer,
       errors: [...ADMIN_ERRORS, "not_found", "invalid_request"],
       handler: async ({ params, admin: caller }) => json({ ok: true, license: await reinstateLicense(admin, caller, params.id) }),
+    }),
+    endpoint({
+      method: "POST",
+      path: "/admin/licenses/{id}/rekey",
+      summary: "Give a license a new key (shown in this answer only); the old key is refused from now on, installations keep their seats and tokens",
+      auth: { scope: "licenses:write" },
+      budget: "admin",
+      querySchema: S.NoQuery,
+      audit: "license-rekey",
+      params: [LICENSE_ID],
+      answer: S.AdminLicenseCreated,
+      errors: [...ADMIN_ERRORS, "not_found", "invalid_request"],
+      handler: async ({ params, admin: caller }) => {
+        const rekeyed = await rekeyLicense(admin, caller, params.id);
+        return json({ ok: true, license: rekeyed.license, key: rekeyed.key }, 200, NO_STORE);
+      },
     }),
     endpoint({
       method: "GET",

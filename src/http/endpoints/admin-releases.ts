@@ -37,9 +37,9 @@ export function adminReleaseEndpoints(admin: AdminDeps, releases: ReleaseHolder,
       params: RELEASE,
       querySchema: S.NoQuery,
       answer: S.AdminReleaseControlAnswer,
-      errors: [...ADMIN_ERRORS, "invalid_request"],
+      errors: [...ADMIN_ERRORS, "invalid_request", "not_found"],
       handler: async ({ params, admin: caller }) => {
-        const change = await controls.apply(op, params.lane ?? "", params.version ?? "", releases.current, adminAudit(admin, caller, `release-${op}`));
+        const change = await controls.applyToKnown(op, params.lane ?? "", params.version ?? "", releases.current, adminAudit(admin, caller, `release-${op}`));
         const c = change.control;
         return json({
           ok: true,

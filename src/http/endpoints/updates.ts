@@ -35,6 +35,8 @@ const UPDATE_ANSWERS: Record<string, ExtraAnswer> = {
 /**
  * GET /updates/{product}/{channel}/{platform}/{file} (no {product} when the variant has none): the
  * newest live release's manifest, its `.sig`, or the installer of any live release of that lane.
+ * `?version=V` on the manifest or its `.sig` names an older release (GET /releases gives each
+ * release that address): answered when this installation may install it, as its installer is.
  * Files are found in the release index by exact name, never by joining the URL onto a path, so no
  * request can reach a file outside the tree.
  */
@@ -59,9 +61,10 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
       budget: "api",
       audit: "update",
       params,
+      query: [{ name: "version", description: "With the manifest or its .sig: that release's, when this installation may install it (the address GET /releases gives each release); not used with an installer" }],
       answers: UPDATE_ANSWERS,
       errors: [...BEARER_ERRORS, "channel_not_allowed", "no_release", "not_found", "range_not_satisfiable", "unavailable"],
-      handler: async ({ request, params: p, principal }) => {
+      handler: async ({ request, params: p, query, principal }) => {
         const product = withProduct ? (p.product ?? "") : null;
         const channel = p.channel ?? "";
         const platform = p.platform ?? "";
@@ -81,6 +84,15 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
         if (!served) {
           if (releases.verifying(product, channel, platform)) throw new KeyturnError("unavailable", "The release is being verified; try again shortly.");
           throw new KeyturnError("no_release", `Nothing has been released on ${laneName(product, channel, platform)}.`);
+        }
+        const version = file === v.manifestFile || file === sigFile ? new URLSearchParams(query).get("version") : null;
+        if (version !== null) {
+          // An older release's own manifest: only one this installation could install (not withdrawn, not ahead of its rollout).
+          const named = index.releasesOf(product, channel, platform).find((r) => r.manifest.version === version);
+          const release = named && (await selection.installerAllowed(index, who, named)) ? index.withBytes(named) : null;
+          if (!release) throw new KeyturnError("not_found", `${laneName(product, channel, platform)} has no release ${version.slice(0, 64)} for this installation.`);
+          if (file === sigFile) return serveBytes(request, release.signatureBytes, release.signatureEtag, "application/jose");
+          return serveBytes(request, release.manifestBytes, release.manifestEtag, "application/json");
         }
         if (file === v.manifestFile) {
           adoption.seen(principal.claims.sub, laneName(product, channel, platform));
