@@ -24,6 +24,7 @@ export type AuditAction =
   | "license-revoke"
   | "license-reinstate"
   | "activation-deactivate"
+  | "reclaim"
   | "admin-token-create"
   | "admin-token-revoke"
   | "webhook-add"

@@ -6,9 +6,10 @@ import { isoTime, type Clock } from "./clock";
 import { installationOf, parseDevice, type Device } from "./device";
 import type { EntitlementStatusSource } from "./entitlement-status";
 import { KeyturnError } from "./errors";
-import { activationEvent, activationView, newEvent, tokensValidUntil } from "./events";
+import { activationEvent, activationView, newEvent, reclaimEvents, tokensValidUntil } from "./events";
 import { newId } from "./ids";
 import { hashLicenseKey, normalizeLicenseKey } from "./license-key";
+import { capTokenTtlToLease, seatLeaseView, type SeatLeaseView } from "./seat-lease";
 import type { EntitlementClaims, TokenSigner, TokenVerifier } from "./tokens";
 
 /** The spec's Entitlement object. */
@@ -23,6 +24,8 @@ export interface Entitlement {
   readonly issued: string;
   readonly expires: string;
   readonly seats: { readonly used: number; readonly total: number };
+  /** Only on a license with a seat lease: the lease and when this seat lapses unless seen again. */
+  readonly seatLease?: SeatLeaseView;
 }
 
 export interface ActivationAnswer {
@@ -61,7 +64,7 @@ export interface LicensingDeps {
   readonly tokenTtlSeconds: number;
   /** The vendor's address when this site is a mirror: it holds no records to license from. */
   readonly mirrorOf?: string | null;
-  /** Records entitlements/current as a sighting of the installation (adoption.ts). */
+  /** Records every bearer request (and entitlements/current) as a sighting of the installation (adoption.ts). */
   readonly adoption?: AdoptionRecorder;
 }
 
@@ -119,6 +122,10 @@ export class Licensing {
       now,
       audit: this.d.audit.okLine(action, ctx, license.id),
       event: activationEvent(action, license.id, device, now),
+      reclaim: (reclaimed, by) => ({
+        audit: { ...this.d.audit.okLine("reclaim", ctx, license.id), activationId: reclaimed.id, actor: by.id },
+        events: reclaimEvents(reclaimed, by, now, capTokenTtlToLease(this.d.tokenTtlSeconds, license)),
+      }),
     });
     if (result.outcome === "seat_limit")
       throw new KeyturnError("seat_limit", this.seatLimitMessage(license, result.holders), ids);
@@ -165,7 +172,7 @@ export class Licensing {
     this.requireLive(license, ids);
     this.d.adoption?.seen(activation.id, null);
     return {
-      entitlement: entitlementOf(license, activation.id, claims.iat, claims.exp, seatsUsed),
+      entitlement: entitlementOf(license, activation.id, claims.iat, claims.exp, seatsUsed, this.d.clock()),
       activation: {
         id: activation.id,
         ...(activation.product !== null ? { product: activation.product } : {}),
@@ -185,6 +192,8 @@ export class Licensing {
   async authenticate(token: string): Promise<Principal> {
     const claims = await this.d.verifier.verify(token);
     await this.d.status.check(claims);
+    // Every bearer request keeps a leased seat; a mirror holds no activations to record it on.
+    if (!this.d.mirrorOf) this.d.adoption?.seen(claims.sub, null);
     return { claims };
   }
 
@@ -195,7 +204,7 @@ export class Licensing {
   }
 
   private issue(signer: TokenSigner, license: LicenseRecord, activation: ActivationRecord, seatsUsed: number, now: number): ActivationAnswer {
-    const ttlEnd = now + this.d.tokenTtlSeconds * 1000;
+    const ttlEnd = now + capTokenTtlToLease(this.d.tokenTtlSeconds, license) * 1000;
     const exp = license.expires !== null ? Math.min(ttlEnd, license.expires) : ttlEnd;
     const { token, claims } = signer.sign(
       {
@@ -211,7 +220,7 @@ export class Licensing {
       now,
       exp,
     );
-    return { token, entitlement: entitlementOf(license, activation.id, claims.iat, claims.exp, seatsUsed) };
+    return { token, entitlement: entitlementOf(license, activation.id, claims.iat, claims.exp, seatsUsed, now) };
   }
 
   private requireSigner(): TokenSigner {
@@ -231,7 +240,9 @@ export class Licensing {
   }
 }
 
-function entitlementOf(license: LicenseRecord, activationId: string, iat: number, exp: number, seatsUsed: number): Entitlement {
+/** `seenAt`: the sighting this answer is (the seat lapses a lease after it). */
+function entitlementOf(license: LicenseRecord, activationId: string, iat: number, exp: number, seatsUsed: number, seenAt: number): Entitlement {
+  const lease = seatLeaseView(license, seenAt);
   return {
     id: activationId,
     kind: license.kind,
@@ -243,5 +254,6 @@ function entitlementOf(license: LicenseRecord, activationId: string, iat: number
     issued: isoTime(iat * 1000),
     expires: isoTime(exp * 1000),
     seats: { used: seatsUsed, total: license.seats },
+    ...(lease ? { seatLease: lease } : {}),
   };
 }

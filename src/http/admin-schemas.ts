@@ -27,6 +27,12 @@ const Metadata = Type.Record(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,40}$" }),
   description: `At most ${METADATA_LIMITS.keys} keys of [A-Za-z0-9_.-]{1,40}, values up to ${METADATA_LIMITS.valueLength} characters`,
 });
 const Channels = Type.Array(Type.Union(CHANNELS.map((c) => Type.Literal(c))), { minItems: 1, maxItems: CHANNELS.length });
+const SeatLease = Nullable(
+  Type.String({
+    maxLength: 12,
+    description: "How long an installation keeps its seat unless seen (10m, 12h, 30d; at least 60s); null: seats never lapse",
+  }),
+);
 const Email = Type.String({ maxLength: 254, pattern: "^[^\\s@]+@[^\\s@]+$" });
 
 // ---- request bodies ----
@@ -41,6 +47,7 @@ export const AdminLicenseCreateBody = closed({
   expires: Type.Optional(Nullable(TimeInput)),
   email: Type.Optional(Nullable(Email)),
   metadata: Type.Optional(Metadata),
+  seatLease: Type.Optional(SeatLease),
 });
 
 export const AdminLicenseUpdateBody = closed(
@@ -54,6 +61,7 @@ export const AdminLicenseUpdateBody = closed(
     expires: Type.Optional(Nullable(TimeInput)),
     email: Type.Optional(Nullable(Email)),
     metadata: Type.Optional(Metadata),
+    seatLease: Type.Optional(SeatLease),
   },
   "Only the fields to change; metadata is replaced whole. Seats below those in use: 409 seats_in_use",
 );
@@ -124,6 +132,7 @@ export const LicenseView = Type.Object({
   revoked: Nullable(Timestamp),
   email: Nullable(Type.String()),
   metadata: Type.Record(Type.String(), Type.String()),
+  seatLease: Nullable(Type.String({ description: "The seat lease (e.g. 30d); null when seats never lapse" })),
 });
 
 export const ActivationView = Type.Object({

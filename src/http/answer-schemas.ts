@@ -30,6 +30,16 @@ export const Entitlement = Type.Object({
   issued: Timestamp,
   expires: Timestamp,
   seats: Type.Object({ used: Type.Integer(), total: Type.Integer() }),
+  seatLease: Type.Optional(
+    Type.Object(
+      {
+        lease: Type.String({ description: "The license's seat lease, e.g. 30d" }),
+        seconds: Type.Integer(),
+        lapses: Timestamp,
+      },
+      { description: "Only on a license with a seat lease: the seat lapses at `lapses` unless the installation is seen again (refresh before)" },
+    ),
+  ),
 });
 
 export const ActivationAnswer = Type.Object({

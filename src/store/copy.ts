@@ -11,7 +11,7 @@ const TABLES = [
     name: "licenses",
     key: "id",
     order: "issued, id",
-    columns: ["id", "kind", "key_hash", "licensee", "organization", "plan", "plan_title", "channels", "seats", "issued", "expires", "revoked", "email", "metadata"],
+    columns: ["id", "kind", "key_hash", "licensee", "organization", "plan", "plan_title", "channels", "seats", "issued", "expires", "revoked", "email", "metadata", "seat_lease"],
   },
   {
     name: "activations",

@@ -433,4 +433,10 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 9,
+    name: "licenses.seat_lease: seats that lapse when their installation is not seen",
+    sqlite: `ALTER TABLE licenses ADD COLUMN seat_lease INTEGER;`,
+    postgres: `ALTER TABLE licenses ADD COLUMN seat_lease BIGINT;`,
+  },
 ];

@@ -34,6 +34,8 @@ export const licenseFromRow = (r: Row): LicenseRecord => ({
   revoked: numOrNull(r.revoked),
   email: r.email ?? null,
   metadata: r.metadata ? JSON.parse(r.metadata) : {},
+  // Absent without a lease, so such a record reads back exactly as before migration 9.
+  ...(r.seat_lease === null || r.seat_lease === undefined ? {} : { seatLease: num(r.seat_lease) }),
 });
 
 export const activationFromRow = (r: Row): ActivationRecord => ({
@@ -141,6 +143,7 @@ export function patchColumns(patch: LicensePatch): { sets: string[]; params: Rec
   if (patch.expires !== undefined) params.expires = patch.expires;
   if (patch.email !== undefined) params.email = patch.email;
   if (patch.metadata !== undefined) params.metadata = JSON.stringify(patch.metadata);
+  if (patch.seatLease !== undefined) params.seat_lease = patch.seatLease;
   return { sets: Object.keys(params), params };
 }
 export const releaseControlFromRow = (r: Row): ReleaseControlRecord => ({

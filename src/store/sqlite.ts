@@ -151,8 +151,8 @@ export class SqliteStore implements Store {
     const s = (sql: string): Statement => db.prepare(sql);
     return {
       insertLicense: s(`INSERT INTO licenses (id, kind, key_hash, licensee, organization, plan, plan_title,
-        channels, seats, issued, expires, revoked, email, metadata) VALUES ($id, $kind, $keyHash, $licensee, $organization,
-        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata)`),
+        channels, seats, issued, expires, revoked, email, metadata, seat_lease) VALUES ($id, $kind, $keyHash, $licensee, $organization,
+        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata, $seatLease)`),
       upsertStaff: s(`INSERT INTO licenses (id, kind, key_hash, licensee, organization, plan, plan_title,
         channels, seats, issued, expires, revoked, email, metadata) VALUES ($id, $kind, $keyHash, $licensee, $organization,
         $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata)
@@ -166,7 +166,10 @@ export class SqliteStore implements Store {
       activeHolders: s("SELECT * FROM activations WHERE license_id = ? AND deactivated IS NULL ORDER BY created, id"),
       // Kept by the database (migration 2), so reading it does not scan the license's seats.
       countActive: s("SELECT active_seats AS n FROM licenses WHERE id = ?"),
-      seatsOf: s("SELECT seats, active_seats FROM licenses WHERE id = ?"),
+      seatsOf: s("SELECT seats, active_seats, seat_lease FROM licenses WHERE id = ?"),
+      // The active seat seen longest ago, if its lease ran out (last seen before the cutoff).
+      lapsedSeat: s(`SELECT id FROM activations WHERE license_id = ? AND deactivated IS NULL AND last_seen < ?
+        ORDER BY last_seen, id LIMIT 1`),
       insertActivation: s(`INSERT INTO activations (id, license_id, kind, installation, device_hash, product, name,
         platform, version, created, last_seen) VALUES ($id, $licenseId, $kind, $installation, $deviceHash,
         $product, $name, $platform, $version, $now, $now)`),
@@ -337,8 +340,13 @@ export class SqliteStore implements Store {
     }
     const license = q.seatsOf.get(input.licenseId) as Row;
     const used = license.active_seats as number;
-    if (used >= license.seats)
-      return this.withEvent(input, { outcome: "seat_limit", holders: (q.activeHolders.all(input.licenseId) as Row[]).map(activationFromRow) });
+    let reclaimed: ActivationRecord | undefined;
+    if (used >= license.seats) {
+      const lapsed = license.seat_lease === null ? null : (q.lapsedSeat.get(input.licenseId, input.now - license.seat_lease) as Row | null);
+      if (!lapsed)
+        return this.withEvent(input, { outcome: "seat_limit", holders: (q.activeHolders.all(input.licenseId) as Row[]).map(activationFromRow) });
+      reclaimed = activationFromRow(q.deactivateReturning.get(input.now, lapsed.id) as Row);
+    }
     q.insertActivation.run({
       ...deviceFields(input),
       id: input.newId,
@@ -358,7 +366,13 @@ export class SqliteStore implements Store {
       lastSeen: input.now,
       deactivated: null,
     };
-    return this.withEvent(input, { outcome: "created", activation, seatsUsed: used + 1 });
+    if (!reclaimed) return this.withEvent(input, { outcome: "created", activation, seatsUsed: used + 1 });
+    const journal = input.reclaim?.(reclaimed, activation);
+    if (journal) {
+      q.insertAudit.run(auditParams(journal.audit));
+      for (const e of journal.events) this.insertEvent(e);
+    }
+    return this.withEvent(input, { outcome: "created", activation, seatsUsed: used, reclaimed });
   }
 
   private auditSeat(input: ActivateInput, activationId: string): void {
@@ -714,6 +728,11 @@ export class SqliteStore implements Store {
     return rows.map((r) => ({ day: r.day * DAY_MS, activations: r.activations ?? 0, seatLimitRefusals: r.refusals ?? 0 }));
   }
 
+  async leasedSeats(now: number): Promise<{ inUse: number; lapsed: number }> {
+    const r = this.db.query(SEATS_IN_USE_SQL).get({ now }) as Row;
+    return { inUse: r.in_use ?? 0, lapsed: r.lapsed ?? 0 };
+  }
+
   async licensesExpiring(from: number, to: number, limit: number): Promise<LicenseRecord[]> {
     const rows = this.db
       .query(`SELECT * FROM licenses WHERE kind = 'license' AND revoked IS NULL AND expires >= ? AND expires < ?
@@ -738,8 +757,20 @@ export class SqliteStore implements Store {
   }
 }
 
+/** Active seats of licenses (not staff, not revoked): lapsed when their license's lease ran out since the last sighting. */
+const SEATS_IN_USE_SQL = `SELECT sum(CASE WHEN l.seat_lease IS NOT NULL AND a.last_seen < $now - l.seat_lease THEN 0 ELSE 1 END) AS in_use,
+  sum(CASE WHEN l.seat_lease IS NOT NULL AND a.last_seen < $now - l.seat_lease THEN 1 ELSE 0 END) AS lapsed
+  FROM activations a JOIN licenses l ON l.id = a.license_id
+  WHERE a.deactivated IS NULL AND l.kind = 'license' AND l.revoked IS NULL`;
+
 function licenseParams(l: LicenseRecord) {
-  return { ...l, channels: JSON.stringify(l.channels), email: l.email ?? null, metadata: JSON.stringify(l.metadata ?? {}) };
+  return {
+    ...l,
+    channels: JSON.stringify(l.channels),
+    email: l.email ?? null,
+    metadata: JSON.stringify(l.metadata ?? {}),
+    seatLease: l.seatLease ?? null,
+  };
 }
 
 function auditParams(a: AuditRecord) {

@@ -22,6 +22,11 @@ export interface LicenseRecord {
   /** Absent on records made before migration 3 (read back as null and {}). */
   readonly email?: string | null;
   readonly metadata?: Readonly<Record<string, string>>;
+  /**
+   * How long (ms) an installation keeps its seat without being seen; null or absent: seats never
+   * lapse. A full license's activation reclaims the seat seen longest ago whose lease ran out.
+   */
+  readonly seatLease?: number | null;
 }
 
 export interface ActivationRecord {
@@ -60,10 +65,18 @@ export interface ActivateInput extends DeviceFields {
   readonly audit?: Omit<AuditRecord, "activationId">;
   /** The outbox event of the outcome, if any, written in the same transaction. */
   readonly event?: (result: ActivateResult) => NewEvent | null;
+  /** What a reclaim writes besides the new seat, in the same transaction (the lapsed seat's audit line and events). */
+  readonly reclaim?: (reclaimed: ActivationRecord, by: ActivationRecord) => { readonly audit: AuditRecord; readonly events: readonly NewEvent[] };
 }
 
 export type ActivateResult =
-  | { readonly outcome: "created" | "reused"; readonly activation: ActivationRecord; readonly seatsUsed: number }
+  | {
+      readonly outcome: "created" | "reused";
+      readonly activation: ActivationRecord;
+      readonly seatsUsed: number;
+      /** The activation whose lapsed seat this one took (deactivated in the same transaction). */
+      readonly reclaimed?: ActivationRecord;
+    }
   | { readonly outcome: "seat_limit"; readonly holders: readonly ActivationRecord[] };
 
 /** An activation with its license and the license's active seats, read together. */
@@ -172,6 +185,7 @@ export interface LicensePatch {
   readonly expires?: number | null;
   readonly email?: string | null;
   readonly metadata?: Readonly<Record<string, string>>;
+  readonly seatLease?: number | null;
 }
 
 export type UpdateLicenseResult =
@@ -342,7 +356,9 @@ export interface Store {
 
   /**
    * Takes a seat atomically: reuses the installation's active activation (updating its device
-   * fields), or creates one when a seat is free, or reports seat_limit with the current holders.
+   * fields), or creates one when a seat is free, or (license with a seat lease, every seat taken)
+   * deactivates the active installation seen longest ago whose last sighting is older than
+   * `now - seatLease` and creates one in its seat, or reports seat_limit with the current holders.
    */
   activate(input: ActivateInput): Promise<ActivateResult>;
   getActivation(id: string): Promise<ActivationRecord | null>;
@@ -433,6 +449,8 @@ export interface Store {
   devicesOnLane(lane: string, since: number, limit: number): Promise<{ deviceHash: string; kind: EntitlementKind }[]>;
   /** Granted activations (activate, sign-in) and seat_limit refusals per UTC day, from the audit trail. */
   activationsPerDay(since: number): Promise<DayCount[]>;
+  /** Active seats of leased licenses (not staff, not revoked): in use, and lapsed at `now` (free to reclaim). */
+  leasedSeats(now: number): Promise<{ inUse: number; lapsed: number }>;
   /** Licenses (not staff, not revoked) whose expiry falls in [from, to), soonest first. */
   licensesExpiring(from: number, to: number, limit: number): Promise<LicenseRecord[]>;
 
