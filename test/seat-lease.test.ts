@@ -149,3 +149,21 @@ test("seatLease over the admin API: set, shown, changed, removed; shorter than t
   expect(removed.license.seatLease).toBeNull();
   expect((await s.composed.store.getLicense(id))!.seatLease).toBeUndefined();
 });
+
+test("/admin/stats counts seats in use and seats lapsed (leased, not seen within the lease)", async () => {
+  const s = await site();
+  const { secret } = await createAdminToken(s.composed.services.admin, CLI_CALLER, { name: "t", scopes: ["admin"] });
+  const leased = await createLicense(s, { seats: 3, seatLease: "10m" });
+  const plain = await createLicense(s, { seats: 1 });
+  const kept = device("alpha");
+  const keptAnswer = await activate(s, leased.key, kept);
+  await activate(s, leased.key, device("alpha"));
+  await activate(s, leased.key, device("alpha"));
+  await activate(s, plain.key, device("alpha"));
+  const stats = async () => (await json(s.request("GET", "/admin/stats", { token: secret }))).seats;
+  expect(await stats()).toEqual({ inUse: 4, lapsed: 0 });
+  s.clock.advance(6 * MIN);
+  await s.request("POST", "/entitlements/refresh", { token: keptAnswer.token, body: { device: kept } });
+  s.clock.advance(5 * MIN);
+  expect(await stats()).toEqual({ inUse: 2, lapsed: 2 });
+});

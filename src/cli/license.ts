@@ -2,15 +2,17 @@ import { isoTime } from "../domain/clock";
 import { parseList } from "../config/parse";
 import { CLI_CALLER } from "../domain/admin/deps";
 import { createLicense, reinstateLicense, updateLicense } from "../domain/admin/licenses";
+import { KeyturnError } from "../domain/errors";
+import { formatSeatLease, parseSeatLease } from "../domain/seat-lease";
 import type { LicenseRecord } from "../store/types";
 import { openAdmin } from "./admin-context";
 import { out, parseIsoFlag, printJson, UsageError } from "./io";
 
 const USAGE = [
-  "keyturn license create --licensee N --organization O --plan P --plan-title T --seats N --channels stable,preview [--expires ISO] [--email E] [--json]",
+  "keyturn license create --licensee N --organization O --plan P --plan-title T --seats N --channels stable,preview [--expires ISO] [--email E] [--seat-lease 30d] [--json]",
   "       keyturn license list [--json]",
   "       keyturn license show KEY|ID [--json]",
-  "       keyturn license update KEY|ID [--seats N] [--expires ISO|never] [--channels C,...] [--plan P] [--plan-title T] [--licensee N] [--organization O] [--email E|none] [--json]",
+  "       keyturn license update KEY|ID [--seats N] [--expires ISO|never] [--channels C,...] [--plan P] [--plan-title T] [--licensee N] [--organization O] [--email E|none] [--seat-lease 30d|none] [--json]",
   "       keyturn license revoke KEY|ID [--json]",
   "       keyturn license reinstate KEY|ID [--json]",
 ].join("\n");
@@ -24,6 +26,7 @@ const FLAGS = {
   channels: { type: "string" },
   expires: { type: "string" },
   email: { type: "string" },
+  "seat-lease": { type: "string" },
   json: { type: "boolean" },
 } as const;
 
@@ -41,7 +44,21 @@ export function licenseView(l: LicenseRecord, seatsUsed?: number) {
     expires: l.expires === null ? null : isoTime(l.expires),
     revoked: l.revoked === null ? null : isoTime(l.revoked),
     email: l.email ?? null,
+    seatLease: l.seatLease == null ? null : formatSeatLease(l.seatLease),
   };
+}
+
+/** `--seat-lease`: checked here so a bad value is a usage error (exit 2) naming the flag; sent on as given. */
+function seatLeaseFlag(f: Readonly<Record<string, string | boolean | undefined>>): { seatLease?: string | null } {
+  const text = f["seat-lease"];
+  if (typeof text !== "string") return {};
+  try {
+    parseSeatLease(text);
+  } catch (e) {
+    if (e instanceof KeyturnError) throw new UsageError(USAGE, `--seat-lease: ${e.message}`);
+    throw e;
+  }
+  return { seatLease: text === "none" ? null : text };
 }
 
 function printLicense(v: ReturnType<typeof licenseView>): void {
@@ -49,6 +66,7 @@ function printLicense(v: ReturnType<typeof licenseView>): void {
   out(`${v.id}  ${v.licensee} (${v.organization})`);
   out(`  plan ${v.plan} "${v.planTitle}", channels ${v.channels.join(",")}, seats ${seats}`);
   out(`  issued ${v.issued}, expires ${v.expires ?? "never"}${v.revoked ? `, REVOKED ${v.revoked}` : ""}${v.email ? `, email ${v.email}` : ""}`);
+  if (v.seatLease) out(`  seat lease ${v.seatLease}: a seat whose installation is not seen for that long goes to the next activation`);
 }
 
 /** The fields `license update` was given, as the update service takes them. */
@@ -64,6 +82,7 @@ function updateBody(f: Readonly<Record<string, string | boolean | undefined>>): 
   for (const [flag, field] of [["plan", "plan"], ["plan-title", "planTitle"], ["licensee", "licensee"], ["organization", "organization"]] as const)
     if (str(flag) !== undefined) body[field] = str(flag);
   if (str("email") !== undefined) body.email = str("email") === "none" ? null : str("email");
+  Object.assign(body, seatLeaseFlag(f));
   if (Object.keys(body).length === 0) throw new UsageError(USAGE, "license update needs at least one field to change");
   return body;
 }
@@ -92,6 +111,7 @@ export async function licenseCommand(args: string[], env: Record<string, string 
         channels: parseList(f.channels as string),
         ...(expires === null ? {} : { expires: new Date(expires).toISOString() }),
         ...(typeof f.email === "string" ? { email: f.email } : {}),
+        ...seatLeaseFlag(f),
       });
       const key = created.key;
       const license = (await ctx.store.getLicense(created.license.id))!;

@@ -282,5 +282,9 @@ export const AdminStats = Type.Object({
     }),
   ),
   activationsPerDay: Type.Array(Type.Object({ day: Type.String(), activations: Type.Integer(), seatLimitRefusals: Type.Integer() })),
+  seats: Type.Object(
+    { inUse: Type.Integer(), lapsed: Type.Integer() },
+    { description: "Seats held on licenses (not revoked): in use, and lapsed (leased seats not seen within their lease: the next activation on a full license takes one)" },
+  ),
   expiringLicenses: Type.Array(Type.Object({ id: Type.String(), licensee: Type.String(), organization: Type.String(), expires: Timestamp })),
 });

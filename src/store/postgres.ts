@@ -662,7 +662,7 @@ export class PostgresStore implements Store {
     return rows.map((r: Row) => ({ day: num(r.day) * DAY_MS, activations: num(r.activations), seatLimitRefusals: num(r.refusals) }));
   }
 
-  async leasedSeats(now: number): Promise<{ inUse: number; lapsed: number }> {
+  async seatCounts(now: number): Promise<{ inUse: number; lapsed: number }> {
     const [r] = await this.sql`SELECT
         count(*) FILTER (WHERE l.seat_lease IS NULL OR a.last_seen >= ${now} - l.seat_lease) AS in_use,
         count(*) FILTER (WHERE l.seat_lease IS NOT NULL AND a.last_seen < ${now} - l.seat_lease) AS lapsed

@@ -728,7 +728,7 @@ export class SqliteStore implements Store {
     return rows.map((r) => ({ day: r.day * DAY_MS, activations: r.activations ?? 0, seatLimitRefusals: r.refusals ?? 0 }));
   }
 
-  async leasedSeats(now: number): Promise<{ inUse: number; lapsed: number }> {
+  async seatCounts(now: number): Promise<{ inUse: number; lapsed: number }> {
     const r = this.db.query(SEATS_IN_USE_SQL).get({ now }) as Row;
     return { inUse: r.in_use ?? 0, lapsed: r.lapsed ?? 0 };
   }

@@ -449,8 +449,8 @@ export interface Store {
   devicesOnLane(lane: string, since: number, limit: number): Promise<{ deviceHash: string; kind: EntitlementKind }[]>;
   /** Granted activations (activate, sign-in) and seat_limit refusals per UTC day, from the audit trail. */
   activationsPerDay(since: number): Promise<DayCount[]>;
-  /** Active seats of leased licenses (not staff, not revoked): in use, and lapsed at `now` (free to reclaim). */
-  leasedSeats(now: number): Promise<{ inUse: number; lapsed: number }>;
+  /** Seats held on licenses (not staff, not revoked): in use, and lapsed at `now` (a leased seat not seen within its lease: the next activation may reclaim it). */
+  seatCounts(now: number): Promise<{ inUse: number; lapsed: number }>;
   /** Licenses (not staff, not revoked) whose expiry falls in [from, to), soonest first. */
   licensesExpiring(from: number, to: number, limit: number): Promise<LicenseRecord[]>;
 
