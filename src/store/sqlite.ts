@@ -167,9 +167,11 @@ export class SqliteStore implements Store {
       // Kept by the database (migration 2), so reading it does not scan the license's seats.
       countActive: s("SELECT active_seats AS n FROM licenses WHERE id = ?"),
       seatsOf: s("SELECT seats, active_seats, seat_lease FROM licenses WHERE id = ?"),
-      // The active seat seen longest ago, if its lease ran out (last seen before the cutoff).
-      lapsedSeat: s(`SELECT id FROM activations WHERE license_id = ? AND deactivated IS NULL AND last_seen < ?
-        ORDER BY last_seen, id LIMIT 1`),
+      // The held seat seen longest ago, if its lease ran out (last seen before the cutoff). Ties go in
+      // index order (rowid): an id in the ORDER BY would sort in a temporary b-tree. Read, then
+      // deactivated by id: 3x cheaper than one UPDATE … WHERE id = (subquery) (bench/README.md).
+      lapsedSeat: s(`SELECT * FROM activations WHERE license_id = ? AND deactivated IS NULL AND last_seen < ?
+        ORDER BY last_seen LIMIT 1`),
       insertActivation: s(`INSERT INTO activations (id, license_id, kind, installation, device_hash, product, name,
         platform, version, created, last_seen) VALUES ($id, $licenseId, $kind, $installation, $deviceHash,
         $product, $name, $platform, $version, $now, $now)`),
@@ -345,7 +347,9 @@ export class SqliteStore implements Store {
       const lapsed = license.seat_lease === null ? null : (q.lapsedSeat.get(input.licenseId, input.now - license.seat_lease) as Row | null);
       if (!lapsed)
         return this.withEvent(input, { outcome: "seat_limit", holders: (q.activeHolders.all(input.licenseId) as Row[]).map(activationFromRow) });
-      reclaimed = activationFromRow(q.deactivateReturning.get(input.now, lapsed.id) as Row);
+      // Within the write transaction: nothing can have changed the row since it was read.
+      q.deactivate.run(input.now, lapsed.id);
+      reclaimed = activationFromRow({ ...lapsed, deactivated: input.now });
     }
     q.insertActivation.run({
       ...deviceFields(input),
