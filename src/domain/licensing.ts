@@ -64,7 +64,7 @@ export interface LicensingDeps {
   readonly tokenTtlSeconds: number;
   /** The vendor's address when this site is a mirror: it holds no records to license from. */
   readonly mirrorOf?: string | null;
-  /** Records every bearer request (and entitlements/current) as a sighting of the installation (adoption.ts). */
+  /** Records every bearer request (entitlements/current, update files, feeds, …) as a sighting of the installation (adoption.ts). */
   readonly adoption?: AdoptionRecorder;
 }
 
@@ -170,7 +170,6 @@ export class Licensing {
     if (!found) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
     const { activation, license, seatsUsed } = found;
     this.requireLive(license, ids);
-    this.d.adoption?.seen(activation.id, null);
     return {
       entitlement: entitlementOf(license, activation.id, claims.iat, claims.exp, seatsUsed, this.d.clock()),
       activation: {
