@@ -3,15 +3,17 @@ import { ConfigError, parseDuration, parseList } from "../config/parse";
 import { MAX_TOKEN_TTL } from "../config/settings";
 import { CLI_CALLER } from "../domain/admin/deps";
 import { createLicense, rekeyLicense, reinstateLicense, updateLicense } from "../domain/admin/licenses";
+import { KeyturnError } from "../domain/errors";
+import { formatSeatLease, parseSeatLease } from "../domain/seat-lease";
 import type { LicenseRecord } from "../store/types";
 import { openAdmin } from "./admin-context";
 import { out, parseIsoFlag, printJson, UsageError } from "./io";
 
 const USAGE = [
-  "keyturn license create --licensee N --plan P --seats N --channels stable,preview [--organization O] [--plan-title T] [--expires ISO] [--email E] [--token-ttl 366d] [--json]",
+  "keyturn license create --licensee N --plan P --seats N --channels stable,preview [--organization O] [--plan-title T] [--expires ISO] [--email E] [--token-ttl 366d] [--seat-lease 30d] [--json]",
   "       keyturn license list [--json]",
   "       keyturn license show KEY|ID [--json]",
-  "       keyturn license update KEY|ID [--seats N] [--expires ISO|never] [--channels C,...] [--plan P] [--plan-title T] [--licensee N] [--organization O] [--email E|none] [--token-ttl 90d|default] [--json]",
+  "       keyturn license update KEY|ID [--seats N] [--expires ISO|never] [--channels C,...] [--plan P] [--plan-title T] [--licensee N] [--organization O] [--email E|none] [--token-ttl 90d|default] [--seat-lease 30d|none] [--json]",
   "       keyturn license revoke KEY|ID [--json]",
   "       keyturn license reinstate KEY|ID [--json]",
   "       keyturn license rekey KEY|ID [--json]          # a new key, shown once; the old key stops working",
@@ -26,6 +28,7 @@ const FLAGS = {
   channels: { type: "string" },
   expires: { type: "string" },
   email: { type: "string" },
+  "seat-lease": { type: "string" },
   json: { type: "boolean" },
 } as const;
 
@@ -44,7 +47,21 @@ export function licenseView(l: LicenseRecord, seatsUsed?: number) {
     revoked: l.revoked === null ? null : isoTime(l.revoked),
     email: l.email ?? null,
     tokenTtl: l.tokenTtl ?? null,
+    seatLease: l.seatLease == null ? null : formatSeatLease(l.seatLease),
   };
+}
+
+/** `--seat-lease`: checked here so a bad value is a usage error (exit 2) naming the flag; sent on as given. */
+function seatLeaseFlag(f: Readonly<Record<string, string | boolean | undefined>>): { seatLease?: string | null } {
+  const text = f["seat-lease"];
+  if (typeof text !== "string") return {};
+  try {
+    parseSeatLease(text);
+  } catch (e) {
+    if (e instanceof KeyturnError) throw new UsageError(USAGE, `--seat-lease: ${e.message}`);
+    throw e;
+  }
+  return { seatLease: text === "none" ? null : text };
 }
 
 function printLicense(v: ReturnType<typeof licenseView>): void {
@@ -53,6 +70,7 @@ function printLicense(v: ReturnType<typeof licenseView>): void {
   out(`  plan ${v.plan} "${v.planTitle}", channels ${v.channels.join(",")}, seats ${seats}`);
   out(`  issued ${v.issued}, expires ${v.expires ?? "never"}${v.revoked ? `, REVOKED ${v.revoked}` : ""}${v.email ? `, email ${v.email}` : ""}`);
   if (v.tokenTtl !== null) out(`  tokens last ${v.tokenTtl % 86_400 === 0 ? `${v.tokenTtl / 86_400}d` : `${v.tokenTtl}s`} (this license's own lifetime)`);
+  if (v.seatLease) out(`  seat lease ${v.seatLease}: a seat whose installation is not seen for that long goes to the next activation`);
 }
 
 /**
@@ -94,6 +112,7 @@ function updateBody(f: Readonly<Record<string, string | boolean | undefined>>, t
   for (const [flag, field] of [["plan", "plan"], ["plan-title", "planTitle"], ["licensee", "licensee"], ["organization", "organization"]] as const)
     if (str(flag) !== undefined) body[field] = str(flag);
   if (str("email") !== undefined) body.email = str("email") === "none" ? null : str("email");
+  Object.assign(body, seatLeaseFlag(f));
   if (Object.keys(body).length === 0) throw new UsageError(USAGE, "license update needs at least one field to change");
   return body;
 }
@@ -135,6 +154,7 @@ export async function licenseCommand(args: string[], env: Record<string, string 
         ...(expires === null ? {} : { expires: new Date(expires).toISOString() }),
         ...(typeof f.email === "string" ? { email: f.email } : {}),
         ...(ttl !== undefined ? { tokenTtl: ttl } : {}),
+        ...seatLeaseFlag(f),
       });
       await printWithKey(created.key, created.license.id);
       return 0;

@@ -37,6 +37,7 @@ export type AuditAction =
   | "license-reinstate"
   | "license-rekey"
   | "activation-deactivate"
+  | "reclaim"
   | "admin-token-create"
   | "admin-token-revoke"
   | "webhook-add"

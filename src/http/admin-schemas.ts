@@ -28,6 +28,12 @@ const Metadata = Type.Record(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,40}$" }),
   description: `At most ${METADATA_LIMITS.keys} keys of [A-Za-z0-9_.-]{1,40}, values up to ${METADATA_LIMITS.valueLength} characters`,
 });
 const Channels = Type.Array(Type.Union(CHANNELS.map((c) => Type.Literal(c))), { minItems: 1, maxItems: CHANNELS.length });
+const SeatLease = Nullable(
+  Type.String({
+    maxLength: 12,
+    description: "How long an installation keeps its seat unless seen (10m, 12h, 30d; at least 60s); null: seats never lapse",
+  }),
+);
 const Email = Type.String({ maxLength: 254, pattern: "^[^\\s@]+@[^\\s@]+$" });
 const TokenTtl = Nullable(
   Type.Integer({
@@ -50,6 +56,7 @@ export const AdminLicenseCreateBody = closed({
   email: Type.Optional(Nullable(Email)),
   metadata: Type.Optional(Metadata),
   tokenTtl: Type.Optional(TokenTtl),
+  seatLease: Type.Optional(SeatLease),
 });
 
 export const AdminLicenseUpdateBody = closed(
@@ -64,6 +71,7 @@ export const AdminLicenseUpdateBody = closed(
     email: Type.Optional(Nullable(Email)),
     metadata: Type.Optional(Metadata),
     tokenTtl: Type.Optional(TokenTtl),
+    seatLease: Type.Optional(SeatLease),
   },
   "Only the fields to change; metadata is replaced whole. Seats below those in use: 409 seats_in_use",
 );
@@ -144,6 +152,7 @@ export const LicenseView = Type.Object({
   email: Nullable(Type.String()),
   metadata: Type.Record(Type.String(), Type.String()),
   tokenTtl: Nullable(Type.Integer({ description: "Token lifetime in seconds; null: the site's" })),
+  seatLease: Nullable(Type.String({ description: "The seat lease (e.g. 30d); null when seats never lapse" })),
 });
 
 export const ActivationView = Type.Object({
@@ -330,5 +339,9 @@ export const AdminStats = Type.Object({
     }),
   ),
   activationsPerDay: Type.Array(Type.Object({ day: Type.String(), activations: Type.Integer(), seatLimitRefusals: Type.Integer() })),
+  seats: Type.Object(
+    { inUse: Type.Integer(), lapsed: Type.Integer() },
+    { description: "Seats held on licenses (not revoked): in use, and lapsed (leased seats not seen within their lease: the next activation on a full license takes one)" },
+  ),
   expiringLicenses: Type.Array(Type.Object({ id: Type.String(), licensee: Type.String(), organization: Type.String(), expires: Timestamp })),
 });

@@ -36,6 +36,16 @@ export const Entitlement = Type.Object({
     description: "When the license itself expires (the end of its term); null when it never does. keyturn's addition to the spec's entitlement",
   }),
   seats: Type.Object({ used: Type.Integer(), total: Type.Integer() }),
+  seatLease: Type.Optional(
+    Type.Object(
+      {
+        lease: Type.String({ description: "The license's seat lease, e.g. 30d" }),
+        seconds: Type.Integer(),
+        lapses: Timestamp,
+      },
+      { description: "Only on a license with a seat lease: the seat lapses at `lapses` unless the installation is seen again (refresh before)" },
+    ),
+  ),
 });
 
 export const ActivationAnswer = Type.Object({

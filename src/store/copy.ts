@@ -28,7 +28,7 @@ const TABLES = [
     name: "licenses",
     key: "id",
     order: "issued, id",
-    columns: ["id", "kind", "key_hash", "licensee", "organization", "plan", "plan_title", "channels", "seats", "issued", "expires", "revoked", "email", "metadata", "token_ttl"],
+    columns: ["id", "kind", "key_hash", "licensee", "organization", "plan", "plan_title", "channels", "seats", "issued", "expires", "revoked", "email", "metadata", "token_ttl", "seat_lease"],
   },
   {
     name: "activations",

@@ -491,4 +491,17 @@ export const MIGRATIONS: readonly Migration[] = [
     sqlite: `ALTER TABLE licenses ADD COLUMN token_ttl INTEGER;`,
     postgres: `ALTER TABLE licenses ADD COLUMN token_ttl BIGINT;`,
   },
+  {
+    version: 9,
+    name: "licenses.seat_lease: seats that lapse when their installation is not seen",
+    // The reclaim's search: the license's held seats by last sighting, without its deactivated history.
+    sqlite: `
+      ALTER TABLE licenses ADD COLUMN seat_lease INTEGER;
+      CREATE INDEX activations_held_by_seen ON activations(license_id, last_seen) WHERE deactivated IS NULL;
+    `,
+    postgres: `
+      ALTER TABLE licenses ADD COLUMN seat_lease BIGINT;
+      CREATE INDEX activations_held_by_seen ON activations(license_id, last_seen) WHERE deactivated IS NULL;
+    `,
+  },
 ];

@@ -237,7 +237,7 @@ export class PostgresStore implements Store {
   // this transaction ends. Activations of different licenses do not wait for each other.
   async activate(input: ActivateInput): Promise<ActivateResult> {
     return this.sql.begin(async (tx): Promise<ActivateResult> => {
-      const [license] = await tx`SELECT seats FROM licenses WHERE id = ${input.licenseId} FOR UPDATE`;
+      const [license] = await tx`SELECT seats, seat_lease FROM licenses WHERE id = ${input.licenseId} FOR UPDATE`;
       if (!license) throw new Error(`no license ${input.licenseId}`);
       const [existing] = await tx`SELECT id FROM activations
         WHERE license_id = ${input.licenseId} AND installation = ${input.installation} AND deactivated IS NULL`;
@@ -264,10 +264,24 @@ export class PostgresStore implements Store {
         return withEvent({ outcome: "reused", activation: activationFromRow(reused), seatsUsed: await countActive() });
       }
       const used = await countActive();
+      let reclaimed: ActivationRecord | undefined;
       if (used >= num(license.seats)) {
-        const holders = await tx`SELECT * FROM activations
-          WHERE license_id = ${input.licenseId} AND deactivated IS NULL ORDER BY created, id`;
-        return withEvent({ outcome: "seat_limit", holders: holders.map(activationFromRow) });
+        // The license row's lock orders activations; the cutoff is checked again on the row updated,
+        // so a sighting committed meanwhile keeps its seat.
+        const cutoff = license.seat_lease === null ? null : input.now - num(license.seat_lease);
+        const [lapsed] =
+          cutoff === null
+            ? []
+            : await tx`UPDATE activations SET deactivated = ${input.now}
+                WHERE id = (SELECT id FROM activations WHERE license_id = ${input.licenseId} AND deactivated IS NULL
+                  AND last_seen < ${cutoff} ORDER BY last_seen, id LIMIT 1)
+                AND deactivated IS NULL AND last_seen < ${cutoff} RETURNING *`;
+        if (!lapsed) {
+          const holders = await tx`SELECT * FROM activations
+            WHERE license_id = ${input.licenseId} AND deactivated IS NULL ORDER BY created, id`;
+          return withEvent({ outcome: "seat_limit", holders: holders.map(activationFromRow) });
+        }
+        reclaimed = activationFromRow(lapsed);
       }
       const [row] = await tx`INSERT INTO activations ${tx({
         id: input.newId,
@@ -284,7 +298,14 @@ export class PostgresStore implements Store {
         token_exp: input.tokenExp ?? null,
       })} RETURNING *`;
       await audit(row.id);
-      return withEvent({ outcome: "created", activation: activationFromRow(row), seatsUsed: used + 1 });
+      const activation = activationFromRow(row);
+      if (!reclaimed) return withEvent({ outcome: "created", activation, seatsUsed: used + 1 });
+      const j = input.reclaim?.(reclaimed, activation);
+      if (j) {
+        await tx`INSERT INTO audit ${tx(auditRow(j.audit))}`;
+        for (const e of j.events) await insertEvent(tx, e);
+      }
+      return withEvent({ outcome: "created", activation, seatsUsed: used, reclaimed });
     });
   }
 
@@ -681,6 +702,15 @@ export class PostgresStore implements Store {
     return rows.map((r: Row) => ({ day: num(r.day) * DAY_MS, activations: num(r.activations), seatLimitRefusals: num(r.refusals) }));
   }
 
+  async seatCounts(now: number): Promise<{ inUse: number; lapsed: number }> {
+    const [r] = await this.sql`SELECT
+        count(*) FILTER (WHERE l.seat_lease IS NULL OR a.last_seen >= ${now} - l.seat_lease) AS in_use,
+        count(*) FILTER (WHERE l.seat_lease IS NOT NULL AND a.last_seen < ${now} - l.seat_lease) AS lapsed
+      FROM activations a JOIN licenses l ON l.id = a.license_id
+      WHERE a.deactivated IS NULL AND l.kind = 'license' AND l.revoked IS NULL`;
+    return { inUse: num(r.in_use), lapsed: num(r.lapsed) };
+  }
+
   async licensesExpiring(from: number, to: number, limit: number): Promise<LicenseRecord[]> {
     const rows = await this.sql`SELECT * FROM licenses WHERE kind = 'license' AND revoked IS NULL
       AND expires >= ${from} AND expires < ${to} ORDER BY expires, id LIMIT ${limit}`;
@@ -714,6 +744,7 @@ export function licenseRow(l: LicenseRecord) {
     email: l.email ?? null,
     metadata: JSON.stringify(l.metadata ?? {}),
     token_ttl: l.tokenTtl ?? null,
+    seat_lease: l.seatLease ?? null,
   };
 }
 
@@ -763,7 +794,7 @@ const FEED_STATE_SQL = {
 
 const ACTIVATION_WITH_LICENSE_COLUMNS = `a.*, l.kind AS l_kind, l.key_hash AS l_key_hash, l.licensee AS l_licensee,
   l.organization AS l_organization, l.plan AS l_plan, l.plan_title AS l_plan_title, l.channels AS l_channels,
-  l.seats AS l_seats, l.issued AS l_issued, l.expires AS l_expires, l.revoked AS l_revoked, l.active_seats AS l_active_seats, l.token_ttl AS l_token_ttl`;
+  l.seats AS l_seats, l.issued AS l_issued, l.expires AS l_expires, l.revoked AS l_revoked, l.active_seats AS l_active_seats, l.token_ttl AS l_token_ttl, l.seat_lease AS l_seat_lease`;
 
 const activationWithLicenseFromRow = (r: Row): ActivationWithLicense => ({
   activation: activationFromRow(r),
@@ -781,6 +812,7 @@ const activationWithLicenseFromRow = (r: Row): ActivationWithLicense => ({
     expires: r.l_expires,
     revoked: r.l_revoked,
     token_ttl: r.l_token_ttl,
+    seat_lease: r.l_seat_lease,
   }),
   seatsUsed: num(r.l_active_seats),
 });

@@ -35,6 +35,8 @@ export const licenseFromRow = (r: Row): LicenseRecord => ({
   email: r.email ?? null,
   metadata: r.metadata ? JSON.parse(r.metadata) : {},
   tokenTtl: numOrNull(r.token_ttl),
+  // Absent without a lease, so such a record reads back exactly as before migration 9.
+  ...(r.seat_lease === null || r.seat_lease === undefined ? {} : { seatLease: num(r.seat_lease) }),
 });
 
 export const activationFromRow = (r: Row): ActivationRecord => ({
@@ -145,6 +147,7 @@ export function patchColumns(patch: LicensePatch): { sets: string[]; params: Rec
   if (patch.email !== undefined) params.email = patch.email;
   if (patch.metadata !== undefined) params.metadata = JSON.stringify(patch.metadata);
   if (patch.tokenTtl !== undefined) params.token_ttl = patch.tokenTtl;
+  if (patch.seatLease !== undefined) params.seat_lease = patch.seatLease;
   return { sets: Object.keys(params), params };
 }
 export const releaseControlFromRow = (r: Row): ReleaseControlRecord => ({

@@ -155,8 +155,8 @@ export class SqliteStore implements Store {
     const s = (sql: string): Statement => db.prepare(sql);
     return {
       insertLicense: s(`INSERT INTO licenses (id, kind, key_hash, licensee, organization, plan, plan_title,
-        channels, seats, issued, expires, revoked, email, metadata, token_ttl) VALUES ($id, $kind, $keyHash, $licensee, $organization,
-        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata, $tokenTtl)`),
+        channels, seats, issued, expires, revoked, email, metadata, token_ttl, seat_lease) VALUES ($id, $kind, $keyHash, $licensee, $organization,
+        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata, $tokenTtl, $seatLease)`),
       upsertStaff: s(`INSERT INTO licenses (id, kind, key_hash, licensee, organization, plan, plan_title,
         channels, seats, issued, expires, revoked, email, metadata, token_ttl) VALUES ($id, $kind, $keyHash, $licensee, $organization,
         $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata, $tokenTtl)
@@ -170,7 +170,12 @@ export class SqliteStore implements Store {
       activeHolders: s("SELECT * FROM activations WHERE license_id = ? AND deactivated IS NULL ORDER BY created, id"),
       // Kept by the database (migration 2), so reading it does not scan the license's seats.
       countActive: s("SELECT active_seats AS n FROM licenses WHERE id = ?"),
-      seatsOf: s("SELECT seats, active_seats FROM licenses WHERE id = ?"),
+      seatsOf: s("SELECT seats, active_seats, seat_lease FROM licenses WHERE id = ?"),
+      // The held seat seen longest ago, if its lease ran out (last seen before the cutoff). Ties go in
+      // index order (rowid): an id in the ORDER BY would sort in a temporary b-tree. Read, then
+      // deactivated by id: 3x cheaper than one UPDATE … WHERE id = (subquery) (bench/README.md).
+      lapsedSeat: s(`SELECT * FROM activations WHERE license_id = ? AND deactivated IS NULL AND last_seen < ?
+        ORDER BY last_seen LIMIT 1`),
       insertActivation: s(`INSERT INTO activations (id, license_id, kind, installation, device_hash, product, name,
         platform, version, created, last_seen, token_exp) VALUES ($id, $licenseId, $kind, $installation, $deviceHash,
         $product, $name, $platform, $version, $now, $now, $tokenExp)`),
@@ -345,8 +350,15 @@ export class SqliteStore implements Store {
     }
     const license = q.seatsOf.get(input.licenseId) as Row;
     const used = license.active_seats as number;
-    if (used >= license.seats)
-      return this.withEvent(input, { outcome: "seat_limit", holders: (q.activeHolders.all(input.licenseId) as Row[]).map(activationFromRow) });
+    let reclaimed: ActivationRecord | undefined;
+    if (used >= license.seats) {
+      const lapsed = license.seat_lease === null ? null : (q.lapsedSeat.get(input.licenseId, input.now - license.seat_lease) as Row | null);
+      if (!lapsed)
+        return this.withEvent(input, { outcome: "seat_limit", holders: (q.activeHolders.all(input.licenseId) as Row[]).map(activationFromRow) });
+      // Within the write transaction: nothing can have changed the row since it was read.
+      q.deactivate.run(input.now, lapsed.id);
+      reclaimed = activationFromRow({ ...lapsed, deactivated: input.now });
+    }
     q.insertActivation.run({
       ...deviceFields(input),
       id: input.newId,
@@ -368,7 +380,13 @@ export class SqliteStore implements Store {
       deactivated: null,
       tokenExp: input.tokenExp ?? null,
     };
-    return this.withEvent(input, { outcome: "created", activation, seatsUsed: used + 1 });
+    if (!reclaimed) return this.withEvent(input, { outcome: "created", activation, seatsUsed: used + 1 });
+    const journal = input.reclaim?.(reclaimed, activation);
+    if (journal) {
+      q.insertAudit.run(auditParams(journal.audit));
+      for (const e of journal.events) this.insertEvent(e);
+    }
+    return this.withEvent(input, { outcome: "created", activation, seatsUsed: used, reclaimed });
   }
 
   private auditSeat(input: ActivateInput, activationId: string): void {
@@ -754,6 +772,11 @@ export class SqliteStore implements Store {
     return rows.map((r) => ({ day: r.day * DAY_MS, activations: r.activations ?? 0, seatLimitRefusals: r.refusals ?? 0 }));
   }
 
+  async seatCounts(now: number): Promise<{ inUse: number; lapsed: number }> {
+    const r = this.db.query(SEATS_IN_USE_SQL).get({ now }) as Row;
+    return { inUse: r.in_use ?? 0, lapsed: r.lapsed ?? 0 };
+  }
+
   async licensesExpiring(from: number, to: number, limit: number): Promise<LicenseRecord[]> {
     const rows = this.db
       .query(`SELECT * FROM licenses WHERE kind = 'license' AND revoked IS NULL AND expires >= ? AND expires < ?
@@ -778,8 +801,14 @@ export class SqliteStore implements Store {
   }
 }
 
+/** Active seats of licenses (not staff, not revoked): lapsed when their license's lease ran out since the last sighting. */
+const SEATS_IN_USE_SQL = `SELECT sum(CASE WHEN l.seat_lease IS NOT NULL AND a.last_seen < $now - l.seat_lease THEN 0 ELSE 1 END) AS in_use,
+  sum(CASE WHEN l.seat_lease IS NOT NULL AND a.last_seen < $now - l.seat_lease THEN 1 ELSE 0 END) AS lapsed
+  FROM activations a JOIN licenses l ON l.id = a.license_id
+  WHERE a.deactivated IS NULL AND l.kind = 'license' AND l.revoked IS NULL`;
+
 function licenseParams(l: LicenseRecord) {
-  return { ...l, channels: JSON.stringify(l.channels), email: l.email ?? null, metadata: JSON.stringify(l.metadata ?? {}), tokenTtl: l.tokenTtl ?? null };
+  return { ...l, channels: JSON.stringify(l.channels), email: l.email ?? null, metadata: JSON.stringify(l.metadata ?? {}), tokenTtl: l.tokenTtl ?? null, seatLease: l.seatLease ?? null };
 }
 
 function auditParams(a: AuditRecord) {

@@ -24,6 +24,11 @@ export interface LicenseRecord {
   readonly metadata?: Readonly<Record<string, string>>;
   /** The lifetime of this license's tokens in seconds; null or absent: the site's --token-ttl. */
   readonly tokenTtl?: number | null;
+  /**
+   * How long (ms) an installation keeps its seat without being seen; null or absent: seats never
+   * lapse. A full license's activation reclaims the seat seen longest ago whose lease ran out.
+   */
+  readonly seatLease?: number | null;
 }
 
 export interface ActivationRecord {
@@ -66,10 +71,18 @@ export interface ActivateInput extends DeviceFields {
   readonly audit?: Omit<AuditRecord, "activationId">;
   /** The outbox event of the outcome, if any, written in the same transaction. */
   readonly event?: (result: ActivateResult) => NewEvent | null;
+  /** What a reclaim writes besides the new seat, in the same transaction (the lapsed seat's audit line and events). */
+  readonly reclaim?: (reclaimed: ActivationRecord, by: ActivationRecord) => { readonly audit: AuditRecord; readonly events: readonly NewEvent[] };
 }
 
 export type ActivateResult =
-  | { readonly outcome: "created" | "reused"; readonly activation: ActivationRecord; readonly seatsUsed: number }
+  | {
+      readonly outcome: "created" | "reused";
+      readonly activation: ActivationRecord;
+      readonly seatsUsed: number;
+      /** The activation whose lapsed seat this one took (deactivated in the same transaction). */
+      readonly reclaimed?: ActivationRecord;
+    }
   | { readonly outcome: "seat_limit"; readonly holders: readonly ActivationRecord[] };
 
 /** An activation with its license and the license's active seats, read together. */
@@ -216,6 +229,7 @@ export interface LicensePatch {
   readonly metadata?: Readonly<Record<string, string>>;
   /** null: back to the site's token lifetime. */
   readonly tokenTtl?: number | null;
+  readonly seatLease?: number | null;
 }
 
 export type UpdateLicenseResult =
@@ -386,7 +400,9 @@ export interface Store {
 
   /**
    * Takes a seat atomically: reuses the installation's active activation (updating its device
-   * fields), or creates one when a seat is free, or reports seat_limit with the current holders.
+   * fields), or creates one when a seat is free, or (license with a seat lease, every seat taken)
+   * deactivates the active installation seen longest ago whose last sighting is older than
+   * `now - seatLease` and creates one in its seat, or reports seat_limit with the current holders.
    */
   activate(input: ActivateInput): Promise<ActivateResult>;
   getActivation(id: string): Promise<ActivationRecord | null>;
@@ -495,6 +511,8 @@ export interface Store {
   devicesOnLane(lane: string, since: number, limit: number): Promise<{ deviceHash: string; kind: EntitlementKind }[]>;
   /** Granted activations (activate, sign-in) and seat_limit refusals per UTC day, from the audit trail. */
   activationsPerDay(since: number): Promise<DayCount[]>;
+  /** Seats held on licenses (not staff, not revoked): in use, and lapsed at `now` (a leased seat not seen within its lease: the next activation may reclaim it). */
+  seatCounts(now: number): Promise<{ inUse: number; lapsed: number }>;
   /** Licenses (not staff, not revoked) whose expiry falls in [from, to), soonest first. */
   licensesExpiring(from: number, to: number, limit: number): Promise<LicenseRecord[]>;
 

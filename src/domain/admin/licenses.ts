@@ -3,6 +3,7 @@ import type { ActivationRecord, LicensePatch, LicenseRecord, LicenseStatus } fro
 import { KeyturnError } from "../errors";
 import { activationView, licenseView, newEvent, revocationTtl, tokensValidUntil, type ActivationView, type LicenseView } from "../events";
 import { newId, sha256Hex } from "../ids";
+import { parseSeatLease } from "../seat-lease";
 import { generateLicenseKey, hashLicenseKey, normalizeLicenseKey } from "../license-key";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { auditRead } from "./read-audit";
@@ -17,8 +18,16 @@ export const SEATS_MAX = 1_000_000_000;
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
-const CREATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats", "channels", "expires", "email", "metadata", "tokenTtl"];
-const UPDATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats", "channels", "expires", "email", "metadata", "tokenTtl"] as const;
+const CREATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats", "channels", "expires", "email", "metadata", "tokenTtl", "seatLease"];
+const UPDATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats", "channels", "expires", "email", "metadata", "tokenTtl", "seatLease"] as const;
+
+/** `seatLease`: a duration (`10m`, `30d`) or null for none; undefined when absent. */
+function seatLease(o: Record<string, unknown>): number | null | undefined {
+  const v = o.seatLease;
+  if (v === undefined) return undefined;
+  if (v !== null && typeof v !== "string") throw new KeyturnError("invalid_request", "seatLease must be a duration such as 30d, or null");
+  return parseSeatLease(v);
+}
 
 export interface CreatedLicense {
   readonly license: LicenseView;
@@ -57,6 +66,7 @@ export async function createLicense(d: AdminDeps, caller: AdminCaller, body: unk
     email: email(o, "email") ?? null,
     metadata: metadata(o, "metadata") ?? {},
     tokenTtl: tokenTtl(o, "tokenTtl") ?? null,
+    seatLease: seatLease(o) ?? null,
   };
   const answer: CreatedLicense = { license: licenseView(license, 0), key };
   const journal = {
@@ -150,10 +160,11 @@ export async function updateLicense(d: AdminDeps, caller: AdminCaller, keyOrId: 
     email: email(o, "email"),
     metadata: metadata(o, "metadata"),
     tokenTtl: tokenTtl(o, "tokenTtl"),
+    seatLease: seatLease(o),
   };
   const current = await findLicense(d, keyOrId);
   if (current.kind !== "license") throw new KeyturnError("invalid_request", "staff entitlements follow the identity provider and are not edited");
-  const before = { ...current, email: current.email ?? null, metadata: current.metadata ?? {}, tokenTtl: current.tokenTtl ?? null };
+  const before = { ...current, email: current.email ?? null, metadata: current.metadata ?? {}, tokenTtl: current.tokenTtl ?? null, seatLease: current.seatLease ?? null };
   const changed = UPDATE_FIELDS.filter((f) => patch[f] !== undefined && canonicalJson(patch[f]) !== canonicalJson(before[f]));
   const effective = Object.fromEntries(changed.map((f) => [f, patch[f]])) as LicensePatch;
   if (changed.length === 0) return { license: licenseView(current, await d.store.countActiveSeats(current.id)), changed: [] };
