@@ -1,6 +1,6 @@
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
-import { VARIANTS, type Variant, type VariantName } from "./variants";
+import { isLaneWord, LANE_LIST_MAX, LANE_WORD_MAX, VARIANTS, withLanes, type Variant, type VariantName } from "./variants";
 import { CONFIG_FILE_ENV, envName, MAX_IDENTITY_MAX_AGE, MAX_SHUTDOWN_TIMEOUT, MAX_TOKEN_TTL, resolveSetting, settingDefault, SETTINGS, type Environment } from "./settings";
 import {
   ConfigError,
@@ -137,6 +137,20 @@ function readToml(path: string): Record<string, string> {
 }
 
 /**
+ * A site's channels or platforms (--channels, --platforms): 1 to LANE_LIST_MAX distinct names, each
+ * a lower-case word or words joined by dashes (they become directories and URL segments).
+ */
+export function parseLaneList(flag: "channels" | "platforms", text: string): string[] {
+  const list = parseList(text);
+  if (list.length === 0 || list.length > LANE_LIST_MAX) throw new ConfigError(flag, `must list 1 to ${LANE_LIST_MAX} names`);
+  const bad = list.find((name) => !isLaneWord(name));
+  if (bad !== undefined)
+    throw new ConfigError(flag, `"${bad}" is not a name of lower-case letters and digits joined by dashes (at most ${LANE_WORD_MAX} characters)`);
+  if (new Set(list).size !== list.length) throw new ConfigError(flag, "names a value twice");
+  return list;
+}
+
+/**
  * Validates the merged settings once, into one frozen object. Throws ConfigError naming the setting.
  * A setting missing or blank in `settings` takes its default from SETTINGS (so tests may pass only
  * the settings they care about).
@@ -150,7 +164,10 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
   if (!variantName) throw new ConfigError("variant", "required: alpha, beta or gamma");
   if (!Object.hasOwn(VARIANTS, variantName))
     throw new ConfigError("variant", `unknown variant "${variantName}" (use alpha, beta or gamma)`);
-  const variant = VARIANTS[variantName as VariantName];
+  const variant = withLanes(VARIANTS[variantName as VariantName], {
+    channels: parseLaneList("channels", value("channels")),
+    platforms: parseLaneList("platforms", value("platforms")),
+  });
 
   const port = parseInteger("port", value("port"), 0, 65535);
   const baseUrlText = get("base-url") ?? (demo || mode === "admin" ? `https://localhost:${port}` : undefined);

@@ -1,6 +1,6 @@
 import { readdirSync, statSync, type Dirent, type Stats } from "node:fs";
 import { join } from "node:path";
-import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
+import type { Variant } from "../../config/variants";
 import type { PublicKeyInfo } from "../keys";
 import { hashFile, identityOf, readRegularFile, releaseFilesUnchanged, statInstaller, type FileIdentity, type ReleaseFiles } from "./files";
 import { installerAdmitted, type InstallerVerifier } from "./installer-verification";
@@ -79,8 +79,8 @@ const isHidden = (name: string) => name.startsWith(".");
 export function treeLevels(variant: Variant): { readonly name: keyof ReleasePlace; readonly values: readonly string[] }[] {
   return [
     ...(variant.products.length > 0 ? [{ name: "product" as const, values: variant.products }] : []),
-    { name: "channel" as const, values: CHANNELS },
-    { name: "platform" as const, values: PLATFORMS },
+    { name: "channel" as const, values: variant.channels },
+    { name: "platform" as const, values: variant.platforms },
   ];
 }
 
