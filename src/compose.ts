@@ -8,6 +8,7 @@ import { KeyturnError } from "./domain/errors";
 import { Licensing } from "./domain/licensing";
 import { StaffSignIn } from "./domain/identity/staff-sign-in";
 import { AdoptionRecorder } from "./domain/adoption";
+import { FeedService } from "./domain/releases/feeds";
 import { ReleaseHolder } from "./domain/releases/holder";
 import { InstallerVerifier } from "./domain/releases/installer-verification";
 import { ReleasePublications } from "./domain/releases/publications";
@@ -189,6 +190,7 @@ export async function compose(
       metrics,
       admin: { variant: config.variant, store, clock, tokenTtlSeconds: config.tokenTtlSeconds },
       selection,
+      feeds: new FeedService(config.variant, config.baseUrl, releases, selection),
       adoption,
     },
   };

@@ -7,6 +7,7 @@ import { parseLaneList } from "../config/config";
 import { ConfigError } from "../config/parse";
 import { VARIANT_NAMES, VARIANTS, withLanes, type Variant, type VariantName } from "../config/variants";
 import { loadKeyRing, parseKid } from "../domain/keys";
+import { checkFeedFiles } from "../domain/releases/feed-files";
 import { readRegularFile } from "../domain/releases/files";
 import { parseManifest } from "../domain/releases/manifest";
 import { ReleaseProblem } from "../domain/releases/problem";
@@ -68,6 +69,7 @@ function sign(args: string[], env: Environment): number {
     const installer = join(dirname(manifestPath), manifest.installer);
     checkInstallerSize(installer, manifest);
     checkInstallerHash(installer, manifest);
+    checkFeedFiles(dirname(manifestPath), manifest.feeds);
   } catch (e) {
     if (!(e instanceof ReleaseProblem)) throw e;
     err(`keyturn: not signed: ${positionals[0]}: ${e.message}`);

@@ -1,4 +1,5 @@
 import type { Variant } from "../../config/variants";
+import { parseFeeds, type Feeds } from "./feed-files";
 import { ReleaseProblem } from "./problem";
 import { parseRollout, type Rollout } from "./rollout";
 
@@ -23,6 +24,8 @@ export interface Manifest extends ReleasePlace {
   readonly sha256: string;
   /** The staged rollout the vendor signed (rollout.ts); null: every installation. */
   readonly rollout: Rollout | null;
+  /** The existing updaters' feeds that offer the release (feed-files.ts); null: the update path only. */
+  readonly feeds: Feeds | null;
 }
 
 const VERSION = /^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/;
@@ -76,6 +79,7 @@ export function parseManifest(bytes: Uint8Array, variant: Variant, place: Releas
   const installer = m.installer as string;
   if (installer === variant.manifestFile || installer === `${variant.manifestFile}.sig`)
     throw new ReleaseProblem("manifest installer must not be the manifest or its signature");
+  const feeds = parseFeeds(m.feeds, installer, [variant.manifestFile, `${variant.manifestFile}.sig`]);
 
   const product = variant.products.length > 0 ? (m.product as string) : null;
   const said = { product, channel: m.channel as string, platform: m.platform as string };
@@ -92,5 +96,6 @@ export function parseManifest(bytes: Uint8Array, variant: Variant, place: Releas
     size: m.size as number,
     sha256: m.sha256 as string,
     rollout,
+    feeds,
   });
 }
