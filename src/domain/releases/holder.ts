@@ -75,6 +75,8 @@ export class ReleaseHolder {
   private snapshot: LoadedSnapshot | null = null;
   /** The live releases of the index now, with their files: a scan takes those still the same files unread. */
   private known: ReadonlyMap<string, KnownRelease> | null = null;
+  /** Folders the next scan reads again though their manifest, signature and installer did not change (a feed file did). */
+  private readonly rereadFolders = new Set<string>();
 
   constructor(private readonly opts: ReleaseHolderOptions) {
     this.signatures = opts.signatures ?? SignatureCache.open(null);
@@ -225,6 +227,7 @@ export class ReleaseHolder {
     } catch (e) {
       if (!(e instanceof ReleaseProblem)) throw e;
       this.opts.log.warn("feed file on disk is not the signed one; re-scanning", { folder: release.folder, reason: e.message });
+      this.rereadFolders.add(release.folder);
       void this.rescan();
       return null;
     }
@@ -276,7 +279,12 @@ export class ReleaseHolder {
   private async scanOnce(): Promise<ReleaseIndex> {
     let result: ScanResult;
     try {
-      const previous = this.known ?? this.snapshot?.known;
+      let previous = this.known ?? this.snapshot?.known;
+      if (previous && this.rereadFolders.size > 0) {
+        const skip = new Set(this.rereadFolders);
+        previous = new Map([...previous].filter(([folder]) => !skip.has(folder)));
+      }
+      this.rereadFolders.clear();
       result = await scanReleaseTree(this.opts.root, { ...this.opts, signatures: this.signatures, installers: this.installers, previous });
     } catch (e) {
       const error = e instanceof ReleaseTreeUnreadable ? e.message : String((e as Error)?.stack ?? e);
