@@ -35,7 +35,10 @@ const document = (request: Request, text: string, contentType: string) => {
 
 const DOCUMENT_HEADERS = ["ETag", "Cache-Control"];
 const NOT_MODIFIED: ExtraAnswer = { description: "If-None-Match matched the ETag", headers: ["ETag"] };
-const FEED_ERRORS = [...BEARER_ERRORS, "channel_not_allowed", "no_release", "not_found", "unavailable"] as const;
+/** Every feed: the bearer check, the licence's channels, and an address that names nothing. */
+const FEED_ERRORS = [...BEARER_ERRORS, "channel_not_allowed", "not_found"] as const;
+/** Feeds that answer one release: none released yet, or it is being verified or replaced. */
+const RELEASE_ERRORS = ["no_release", "unavailable"] as const;
 
 /**
  * The feeds of the updaters vendors already use (design.md "Feeds for existing updaters"), under
@@ -86,7 +89,7 @@ export function feedEndpoints(feeds: FeedService, adoption: AdoptionRecorder): E
       },
       "304": NOT_MODIFIED,
     },
-    errors: [...FEED_ERRORS, "range_not_satisfiable"],
+    errors: [...FEED_ERRORS, ...RELEASE_ERRORS, "range_not_satisfiable"],
     handler: async ({ request, params: p, principal }) => {
       const { product, channel } = laneOf(p);
       const file = p.file ?? "";
@@ -139,7 +142,7 @@ export function feedEndpoints(feeds: FeedService, adoption: AdoptionRecorder): E
       "204": { description: "Nothing newer than current_version (or the release is not offered to Tauri)" },
       "304": NOT_MODIFIED,
     },
-    errors: [...FEED_ERRORS, "invalid_request"],
+    errors: [...FEED_ERRORS, ...RELEASE_ERRORS, "invalid_request"],
     handler: async ({ request, params: p, principal }) => {
       const { product, channel } = laneOf(p);
       const caller = callerOf(principal);
