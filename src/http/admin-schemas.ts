@@ -240,6 +240,9 @@ export const AdminReleaseOverview = Type.Object({
           rollout: RolloutView,
           share: Type.Number({ description: "Percent of installations admitted now (0 when withdrawn)" }),
           ...ControlState,
+          feeds: Type.Array(Type.Union(["electron", "electron.blockmap", "tauri", "sparkle", "velopack"].map((f) => Type.Literal(f))), {
+            description: "The feeds under /feeds that offer it: electron (electron.blockmap: differential updates), tauri, sparkle, velopack",
+          }),
         }),
         { description: "Live releases, newest first, with their rollout state now" },
       ),

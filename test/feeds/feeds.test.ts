@@ -243,6 +243,20 @@ describe("feeds on a site with macOS and Linux platforms", () => {
     });
   });
 
+  test("the admin API's release overview says which feeds offer each release", async () => {
+    const { secret } = await createAdminToken(s.site.composed.services.admin, CLI_CALLER, { name: "read", scopes: ["releases:read"] });
+    const body = (await (await s.site.request("GET", "/admin/releases", { token: secret })).json()) as { lanes: { lane: string; releases: { version: string; feeds: string[] }[] }[] };
+    const feedsOf = Object.fromEntries(body.lanes.flatMap((l) => l.releases.map((x) => [`${l.lane} ${x.version}`, x.feeds])));
+    expect(feedsOf).toEqual({
+      "alpha/stable/win-x64 1.2.0": ["electron", "tauri"],
+      "alpha/stable/win-x64 1.0.0": ["electron", "tauri"],
+      "alpha/stable/mac-arm64 2.0.0": ["electron", "tauri", "sparkle"],
+      "alpha/stable/mac-arm64 1.9.0": ["electron", "tauri", "sparkle"],
+      "alpha/preview/mac-arm64 2.1.0-beta.1": ["electron"],
+      "alpha/stable/linux-x64 3.0.0": ["electron", "velopack"],
+    });
+  });
+
   describe("controls and changed files", () => {
     test("a withdrawn release leaves every feed at once (admin API)", async () => {
       const { secret } = await createAdminToken(s.site.composed.services.admin, CLI_CALLER, { name: "ops", scopes: ["releases:write"] });

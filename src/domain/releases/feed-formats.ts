@@ -1,3 +1,4 @@
+import type { Manifest } from "./manifest";
 import type { Release } from "./release-index";
 
 /**
@@ -55,6 +56,20 @@ export function velopackPlatforms(os: string, platforms: readonly string[]): rea
 }
 
 export const macPlatforms = (platforms: readonly string[]) => platforms.filter((p) => p.startsWith("mac-"));
+
+/**
+ * The feeds that offer a release (the admin API's release overview): electron-updater's for any
+ * platform it names (`electron.blockmap` too when differential updates are possible), and Tauri's,
+ * Sparkle's (macOS only) and Velopack's when the manifest names what they need.
+ */
+export function feedsOffered(m: Manifest): string[] {
+  const offered: string[] = [];
+  if (electronSuffix(m.platform) !== null) offered.push("electron", ...(m.feeds?.electron?.blockmap ? ["electron.blockmap"] : []));
+  if (m.feeds?.tauri) offered.push("tauri");
+  if (m.feeds?.sparkle && m.platform.startsWith("mac-")) offered.push("sparkle");
+  if (m.feeds?.velopack) offered.push("velopack");
+  return offered;
+}
 
 // ---- the documents ----
 
