@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import { writeFileSync } from "node:fs";
+import { cpSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CLI_CALLER } from "../../src/domain/admin/deps";
 import { createAdminToken } from "../../src/domain/admin/tokens";
-import { BASE_URL } from "../helpers";
+import { VARIANTS } from "../../src/config/variants";
+import { generateKeyFiles } from "../../src/domain/keys";
+import { BASE_URL, createLicense, device, tempDir, testSite } from "../helpers";
 import { feedFileEntry, releaseSite, type WrittenRelease } from "../release-tree";
 import { minisignKey, sparkleKey } from "./signers";
 
@@ -295,6 +297,33 @@ describe("a site with the spec's platforms only", () => {
       expect([res.status, ((await res.json()) as { message: string }).message]).toEqual([404, "This site has no macOS platform (--platforms)."]);
     } finally {
       await s.close();
+    }
+  });
+});
+
+describe("releases.example: alpha-cli 1.1.0 carries feed files", () => {
+  test("its electron channel file has the SHA-512 app-builder printed for it, its Tauri answer the stored .sig, its blockmap the folder's bytes", async () => {
+    const root = join(import.meta.dir, "../../releases.example");
+    const keysParent = tempDir("keyturn-example-keys-");
+    const keys = join(keysParent, "keys");
+    cpSync(join(root, "keys"), keys, { recursive: true });
+    generateKeyFiles(keys, VARIANTS.alpha.defaultLicenseKid);
+    const site = await testSite("alpha", { withKey: false, settings: { keys, releases: join(root, "alpha") } });
+    try {
+      await site.composed.services.releases.verified();
+      const { key } = await createLicense(site, { channels: ["stable"] });
+      const { token } = (await (await site.request("POST", "/licenses/activate", { body: { key, device: device("alpha", { product: "alpha-cli" }) } })).json()) as { token: string };
+      const folder = join(root, "alpha/alpha-cli/stable/win-x64/1.1.0");
+      const yml = await (await site.request("GET", "/feeds/electron/alpha-cli/stable/latest.yml", { token })).text();
+      expect(yml).toContain('sha512: "d3KLtMlzZMgxe13dKWYfU1M+tlTDK3p10TxTCy1zWEa5f1DQgbCrWpp8seV2ZaZQ+Agl5ynahJg0Jocrgvpdsw=="');
+      const tauri = (await (await site.request("GET", "/feeds/tauri/alpha-cli/stable/windows/x86_64/1.0.0", { token })).json()) as { signature: string };
+      expect(tauri.signature).toBe(readFileSync(join(folder, "alpha-cli-1.1.0-win-x64.exe.sig"), "utf8"));
+      const map = await bytesOf(await site.request("GET", "/feeds/electron/alpha-cli/stable/alpha-cli-1.1.0-win-x64.exe.blockmap", { token }));
+      expect(map.equals(readFileSync(join(folder, "alpha-cli-1.1.0-win-x64.exe.blockmap")))).toBe(true);
+    } finally {
+      site.composed.services.releases.close();
+      await site.close();
+      rmSync(keysParent, { recursive: true, force: true });
     }
   });
 });
