@@ -1,17 +1,21 @@
 /**
  * `bun build.ts` compiles keyturn into one self-contained executable (dist/keyturn) and builds the
- * client kit (dist/client: one ESM file for Node >= 20, Bun and Electron, plus type declarations).
- * The version comes from package.json, bundled with the code (`keyturn --version`).
+ * client kit as a package vendors install: dist/client (staged) packed into
+ * dist/keyturn-client-<version>.tgz. The version comes from package.json, bundled with the code
+ * (`keyturn --version`) and given to the kit.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "./package.json" with { type: "json" };
 
-export async function buildExecutable(outfile = join(import.meta.dir, "dist", "keyturn")): Promise<string> {
+const ROOT = import.meta.dir;
+export const KIT_NAME = "keyturn-client";
+
+export async function buildExecutable(outfile = join(ROOT, "dist", "keyturn")): Promise<string> {
   mkdirSync(join(outfile, ".."), { recursive: true });
   const result = await Bun.build({
-    entrypoints: [join(import.meta.dir, "src", "main.ts")],
+    entrypoints: [join(ROOT, "src", "main.ts")],
     compile: { outfile },
     minify: true,
     sourcemap: "linked",
@@ -21,30 +25,77 @@ export async function buildExecutable(outfile = join(import.meta.dir, "dist", "k
 }
 
 /**
- * The client kit as vendors import it (`keyturn/client`): src/client bundled into one ESM file
- * (so Node needs no extension-resolution rules), jose left as an import, and one .d.ts per module.
+ * The client kit's files, staged as its package: src/client bundled into one ES module (index.js)
+ * and one CommonJS module (index.cjs), one .d.ts per module, package.json, README.md and the
+ * notice of the code bundled in. jose is bundled rather than a dependency: the kit uses only its
+ * base64url (a few hundred bytes), and a package with no dependencies installs from its tarball
+ * alone, on a build machine without a registry or with an empty npm cache.
  */
-export async function buildClient(outdir = join(import.meta.dir, "dist", "client")): Promise<string> {
+export async function buildClient(outdir = join(ROOT, "dist", "client")): Promise<string> {
   rmSync(outdir, { recursive: true, force: true });
-  const src = join(import.meta.dir, "src", "client");
-  const result = await Bun.build({
-    entrypoints: [join(src, "index.ts")],
-    outdir,
-    target: "node",
-    format: "esm",
-    external: ["jose"],
-  });
-  if (!result.success) throw new AggregateError(result.logs, "client build failed");
-  execFileSync(join(import.meta.dir, "node_modules", ".bin", "tsc"), [
+  const src = join(ROOT, "src", "client");
+  for (const format of ["esm", "cjs"] as const) {
+    const result = await Bun.build({
+      entrypoints: [join(src, "index.ts")],
+      outdir,
+      target: "node",
+      format,
+      naming: format === "esm" ? "index.js" : "index.cjs",
+    });
+    if (!result.success) throw new AggregateError(result.logs, "client build failed");
+  }
+  execFileSync(join(ROOT, "node_modules", ".bin", "tsc"), [
     "--ignoreConfig", "--declaration", "--emitDeclarationOnly", "--outDir", outdir, "--rootDir", src,
     "--target", "esnext", "--module", "preserve", "--moduleResolution", "bundler", "--strict",
     "--skipLibCheck", "--lib", "esnext,dom", "--types", "node", join(src, "index.ts"),
   ], { stdio: ["ignore", "inherit", "inherit"] });
+  writeFileSync(join(outdir, "package.json"), `${JSON.stringify(kitManifest(), null, 2)}\n`);
+  copyFileSync(join(src, "README.md"), join(outdir, "README.md"));
+  writeFileSync(join(outdir, "THIRD-PARTY-NOTICES.md"),
+    `# Code bundled into ${KIT_NAME}\n\n## jose ${joseVersion()} (https://github.com/panva/jose)\n\n`
+    + readFileSync(join(ROOT, "node_modules", "jose", "LICENSE.md"), "utf8"));
   return join(outdir, "index.js");
+}
+
+function joseVersion(): string {
+  return (JSON.parse(readFileSync(join(ROOT, "node_modules", "jose", "package.json"), "utf8")) as { version: string }).version;
+}
+
+/** keyturn itself declares no licence yet; the kit carries the same, and says so (UNLICENSED) until it does. */
+function kitManifest(): Record<string, unknown> {
+  return {
+    name: KIT_NAME,
+    version: pkg.version,
+    description: "Client kit for a keyturn site: device hash, activation, offline token checks, signed updates, resumable downloads",
+    license: (pkg as { license?: string }).license ?? "UNLICENSED",
+    type: "module",
+    main: "./index.cjs",
+    types: "./index.d.ts",
+    exports: {
+      ".": {
+        types: "./index.d.ts",
+        import: "./index.js",
+        require: "./index.cjs",
+      },
+      "./package.json": "./package.json",
+    },
+    files: ["*.js", "*.cjs", "*.d.ts", "README.md", "THIRD-PARTY-NOTICES.md"],
+    engines: { node: ">=20" },
+    sideEffects: false,
+  };
+}
+
+/** Packs the staged kit into `<destination>/keyturn-client-<version>.tgz` (npm's layout: files under package/). */
+export function packClient(staged: string, destination = join(ROOT, "dist")): string {
+  execFileSync(process.execPath, ["pm", "pack", "--quiet", "--ignore-scripts", "--destination", destination], {
+    cwd: staged, stdio: ["ignore", "ignore", "inherit"],
+  });
+  return join(destination, `${KIT_NAME}-${pkg.version}.tgz`);
 }
 
 if (import.meta.main) {
   const outfile = await buildExecutable(process.argv[2]);
   console.log(`built ${outfile} (keyturn ${pkg.version})`);
-  console.log(`built ${await buildClient()} (keyturn/client)`);
+  const kit = await buildClient();
+  console.log(`built ${kit} and ${packClient(join(kit, ".."))} (${KIT_NAME} ${pkg.version})`);
 }

@@ -4,6 +4,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs
 import { dirname, join, relative, resolve } from "node:path";
 import { configurationReference, REFERENCE_PATH } from "../src/config/reference";
 import { envName, SETTINGS } from "../src/config/settings";
+import { VARIANT_NAMES, VARIANTS } from "../src/config/variants";
 import { tempDir } from "./helpers";
 
 const root = join(import.meta.dir, "..");
@@ -103,6 +104,26 @@ test("README stays at most 300 lines and links to every document in docs/", () =
   for (const doc of documents().filter((d) => d.startsWith("docs/"))) expect(readme).toContain(`](${doc})`);
   expect(readme).toContain("](docs/clients.md)");
   expect(readme).toContain("](bench/README.md)");
+});
+
+test("README's first screen says what each variant is, as src/config/variants.ts has it, and that it cannot change", () => {
+  const lines = readme.split("\n");
+  const section = lines.findIndex((l) => l.startsWith("## Choose your variant"));
+  expect(section).toBeGreaterThan(0);
+  expect(section).toBeLessThan(20);
+  const text = lines.slice(section, lines.findIndex((l, i) => i > section && l.startsWith("## "))).join("\n");
+  expect(text).toContain("cannot change later");
+  for (const name of VARIANT_NAMES) {
+    const v = VARIANTS[name];
+    const row = text.split("\n").find((l) => l.startsWith(`| \`${name}\` |`));
+    expect(row, `the row of ${name}`).toBeDefined();
+    for (const product of v.products) expect(row).toContain(`\`${product}\``);
+    if (v.products.length === 0) expect(row).toContain("no product name");
+    // One seat per computer (shared by the programs) or per program on a computer.
+    expect(row).toContain(v.installationBy === "device" ? "| one computer" : "| one program on one computer");
+    expect(text).toContain(`\`${v.keyPrefix}-\``);
+  }
+  for (const why of ["typ", "aud", VARIANTS.alpha.defaultLicenseKid, "-device:", VARIANTS.alpha.manifestFile]) expect(text).toContain(why);
 });
 
 test("docs/configuration.md is what src/config/reference.ts makes of SETTINGS (run it after changing a setting)", () => {

@@ -1,6 +1,7 @@
 /**
  * keyturn's client kit: what an installed program needs to talk to a keyturn site and to check
- * its answers offline. Runs on Node >= 20, Bun and Electron's main process; depends on jose only.
+ * its answers offline. Runs on Node >= 20, Bun and Electron's main process; imports only jose
+ * (bundled into the package `bun build.ts` packs) and Node built-ins.
  */
 export { KeyturnClient, type Activation, type ClientOptions, type Current, type Entitlement, type Identity, type UpdateCheck, type VerifyOptions } from "./client.js";
 export { deviceHash, loadDeviceId, newDeviceId, type Device, type DeviceIdStorage } from "./device.js";

@@ -4,7 +4,7 @@
  * only the license key: release signatures are checked by the kit (its compiled-in release key),
  * so the site serves tampered manifests as they are and the kit must refuse them.
  */
-import { createPrivateKey, createPublicKey, randomBytes } from "node:crypto";
+import { createPrivateKey, createPublicKey } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { buildClient, buildExecutable } from "../../build";
@@ -15,22 +15,14 @@ import { ReleaseTree } from "../release-tree";
 import { tempDir } from "../helpers";
 
 export const ISSUER = "https://licenses.example.com";
-const REPO = join(import.meta.dir, "..", "..");
 
 export function spkiOf(pemFile: string): string {
   return (createPublicKey(readFileSync(pemFile, "utf8")).export({ type: "spki", format: "der" }) as Buffer).toString("base64");
 }
 
-/** The executable and the built kit, made once per test file (the kit under the repo so Node finds jose). */
+/** The executable and the built kit (self-contained: jose is bundled in), made once per test file in `dir`. */
 export async function buildAll(dir: string): Promise<{ exe: string; kit: string }> {
-  const exe = await buildExecutable(join(dir, "keyturn"));
-  const kitDir = join(REPO, ".tmp", `client-${randomBytes(6).toString("hex")}`);
-  const kit = await buildClient(kitDir);
-  return { exe, kit };
-}
-
-export function removeKit(kit: string): void {
-  rmSync(join(kit, ".."), { recursive: true, force: true });
+  return { exe: await buildExecutable(join(dir, "keyturn")), kit: await buildClient(join(dir, "client")) };
 }
 
 export interface KitSite {

@@ -1,18 +1,19 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, cpSync, mkdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { VARIANTS } from "../../src/config/variants";
 import { generateKeyFiles } from "../../src/domain/keys";
 import { tempDir } from "../helpers";
+import { makePrivateCa } from "../private-ca";
 import { FeedServer, MIRROR_TOKEN, Vendor } from "./vendor";
 
 const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
 
 /** Run asynchronously: the feed server answers from this very process. */
-async function mirrorCheck(feedUrl: string, keys: string, releases: string) {
+async function mirrorCheck(feedUrl: string, keys: string, releases: string, env: Record<string, string> = {}) {
   const run = Bun.spawn(
     [process.execPath, MAIN, "mirror", "check", "--variant", "alpha", "--mirror-of", feedUrl, "--keys", keys, "--releases", releases],
-    { env: { ...process.env, KEYTURN_MIRROR_TOKEN: MIRROR_TOKEN }, stdout: "pipe", stderr: "pipe" },
+    { env: { ...process.env, KEYTURN_MIRROR_TOKEN: MIRROR_TOKEN, ...env }, stdout: "pipe", stderr: "pipe" },
   );
   const [out, err, code] = await Promise.all([new Response(run.stdout).text(), new Response(run.stderr).text(), run.exited]);
   return { code, out, err };
@@ -85,5 +86,33 @@ describe("keyturn mirror check", () => {
     });
     expect(noToken.exitCode).toBe(2);
     expect(noToken.stderr.toString()).toContain("--mirror-token: required with --mirror-of");
+  });
+
+  test("a vendor whose certificate a private CA signed: refused as unverifiable, trusted once NODE_EXTRA_CA_CERTS names the CA file", async () => {
+    const dir = tempDir("keyturn-private-ca-");
+    const pki = makePrivateCa(dir);
+    // The vendor's site behind HTTPS with that certificate (forwarding to the feed server).
+    const https = Bun.serve({
+      hostname: "127.0.0.1", port: 0, tls: { cert: readFileSync(pki.cert, "utf8"), key: readFileSync(pki.key, "utf8") },
+      fetch: (r) => {
+        const url = new URL(r.url);
+        return fetch(`${feed.url}${url.pathname}${url.search}`, { headers: r.headers });
+      },
+    });
+    try {
+      const vendorUrl = `https://127.0.0.1:${https.port}`;
+      const untrusted = await mirrorCheck(vendorUrl, vendor.mirrorKeys, vendor.tree.root, { NODE_EXTRA_CA_CERTS: "" });
+      expect(untrusted.code).toBe(1);
+      expect(untrusted.out).toContain("PROBLEM  feed: the vendor cannot be reached: unable to verify the first certificate");
+      expect(untrusted.out).toContain("note     keys: the vendor's /meta cannot be read");
+      const trusted = await mirrorCheck(vendorUrl, vendor.mirrorKeys, vendor.tree.root, { NODE_EXTRA_CA_CERTS: pki.ca });
+      expect(trusted.err).toBe("");
+      expect(trusted.out).not.toContain("/meta cannot be read");
+      expect(trusted.out).toContain("ok       feed: ");
+      expect(trusted.code).toBe(0);
+    } finally {
+      https.stop(true);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
+import { createHash, createPublicKey } from "node:crypto";
+import { copyFileSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { VARIANTS } from "../../src/config/variants";
+import { buildClient } from "../../build";
 import { generateKeyFiles } from "../../src/domain/keys";
 import { device, tempDir } from "../helpers";
 import { ReleaseTree, type WrittenRelease } from "../release-tree";
@@ -135,6 +137,42 @@ test("the vendor's tokens read updates at the mirror; a deactivation, a revocati
   expect(health.mirror.of).toBe(vendorUrl);
   expect(health.mirror.lastSync).not.toBeNull();
 }, 30_000);
+
+const spki = (pem: string) => (createPublicKey(readFileSync(pem, "utf8")).export({ type: "spki", format: "der" }) as Buffer).toString("base64");
+
+test("the client kit under node, as docs/clients.md configures it: licensing at the vendor (private CA), updates and the installer from the mirror", async () => {
+  const dir = tempDir("keyturn-kit-at-mirror-");
+  try {
+    await kitAtMirror(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 30_000);
+
+async function kitAtMirror(dir: string): Promise<void> {
+  const kit = await buildClient(join(dir, "kit"));
+  const key = (JSON.parse(cli("license", "create", "--licensee", "Di", "--organization", "D", "--plan", "pro", "--plan-title", "Pro", "--seats", "2", "--channels", "stable", "--json")) as { key: string }).key;
+  const run = (extra: Record<string, string>) => {
+    const p = Bun.spawnSync(["node", join(import.meta.dir, "kit-at-mirror.mjs")], {
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin", KIT: kit, KEY: key, VENDOR_URL: vendorUrl, MIRROR_URL: mirror.url, DIR: dir,
+        LICENSE_KEYS: JSON.stringify({ [kid]: spki(join(vendorDir, "keys", `${kid}.pub.pem`)) }),
+        RELEASE_KEYS: JSON.stringify({ [tree.kid]: spki(join(tree.keysDir, `${tree.kid}.pub.pem`)) }),
+        ...extra,
+      },
+    });
+    expect(p.stderr.toString()).toBe("");
+    return JSON.parse(p.stdout.toString());
+  };
+  // Without the CA, node cannot reach the vendor; with it, the whole flow works.
+  expect(run({})).toEqual({ activate: "network" });
+  expect(run({ NODE_EXTRA_CA_CERTS: ca })).toEqual({
+    activate: "ok",
+    update: { available: true, version: "2.0.0" },
+    sha256: createHash("sha256").update(release.installerBytes).digest("hex"),
+    activateAtMirror: { code: "licensing_unavailable", status: 503 },
+  });
+}
 
 test("restarted with the vendor down, the mirror still refuses what it learnt and serves the rest", async () => {
   const created = JSON.parse(cli("license", "create", "--licensee", "Cy", "--organization", "C", "--plan", "pro", "--plan-title", "Pro", "--seats", "2", "--channels", "stable", "--json")) as { key: string };
