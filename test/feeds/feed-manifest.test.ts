@@ -29,7 +29,7 @@ describe("a manifest's feeds (signed with the rest)", () => {
       sparkle: { edSignature: ed, bundleVersion: null },
     });
     expect(parse({ electron: {} }).feeds).toEqual({ electron: { blockmap: null } });
-    expect(parse({ velopack: { packageId: "Alpha" } }, "Alpha-1.0.0-full.nupkg").feeds).toEqual({ velopack: { packageId: "Alpha" } });
+    expect(parse({ velopack: { packageId: "Alpha", sha1: "a".repeat(40) } }, "Alpha-1.0.0-full.nupkg").feeds).toEqual({ velopack: { packageId: "Alpha", sha1: "a".repeat(40) } });
   });
 
   test.each([
@@ -40,7 +40,8 @@ describe("a manifest's feeds (signed with the rest)", () => {
     [{ tauri: { signature: { ...entry("a.sig"), size: 5000 } } }, "manifest feeds.tauri.signature.size must be a whole number of bytes, at most 4096"],
     [{ tauri: { signature: { ...entry("a.sig"), sha256: "X" } } }, "manifest feeds.tauri.signature.sha256 must be 64 lower-case hex digits"],
     [{ sparkle: { edSignature: "not base64" } }, "manifest feeds.sparkle.edSignature must be the base64 Ed25519 signature sign_update printed"],
-    [{ velopack: { packageId: "Alpha" } }, "manifest feeds.velopack needs the installer to be the -full.nupkg vpk pack wrote"],
+    [{ velopack: { packageId: "Alpha", sha1: "a".repeat(40) } }, "manifest feeds.velopack needs the installer to be the -full.nupkg vpk pack wrote"],
+    [{ velopack: { packageId: "Alpha" } }, "manifest feeds.velopack.sha1 must be the installer's SHA-1, 40 lower-case hex digits"],
   ])("%j is refused: %s", (feeds, message) => {
     expect(problem(feeds)).toBe(message);
   });
@@ -69,6 +70,9 @@ describe("release sign and release check verify feed files like the installer", 
     const broken = await run(["release", "check", "--releases", tree.root, "--keys", tree.keysDir, "--variant", "gamma"]);
     expect(broken.code).toBe(1);
     expect(broken.stdout).toContain("PROBLEM  stable/win-x64/1.0.0: feed file g.exe.sig does not match the manifest's sha256");
+    const velopack = tree.add({ version: "2.0.0", installer: "G-2.0.0-full.nupkg", fields: { feeds: { velopack: { packageId: "G", sha1: "0".repeat(40) } } }, sign: false });
+    const wrongSha1 = await run(["release", "sign", "--key", tree.privateKeyFile, velopack.manifestPath]);
+    expect(wrongSha1.stderr).toContain("installer G-2.0.0-full.nupkg does not match the manifest's feeds.velopack.sha1");
     writeFileSync(join(r.dir, "g.exe.sig"), sig + "==");
     expect((await run(["release", "check", "--releases", tree.root, "--keys", tree.keysDir, "--variant", "gamma"])).stdout).toContain(
       "PROBLEM  stable/win-x64/1.0.0: feed file g.exe.sig is larger than 20 bytes",

@@ -13,6 +13,7 @@ import { minisignKey, sparkleKey } from "./signers";
 const tauriKey = minisignKey();
 const sparkle = sparkleKey();
 const bytesOf = async (r: Response) => Buffer.from(await r.arrayBuffer());
+const nupkg = randomBytes(7000);
 const sha512 = (b: Uint8Array) => new Bun.CryptoHasher("sha512").update(b).digest("base64");
 
 /** A release with a Tauri `.sig` made by the vendor's key, and optionally Sparkle's edSignature. */
@@ -54,7 +55,8 @@ describe("feeds on a site with macOS and Linux platforms", () => {
       platform: "linux-x64",
       installer: "Alpha-3.0.0-full.nupkg",
       released: "2026-10-01T00:00:00+00:00",
-      fields: { notes: "Velopack notes", feeds: { velopack: { packageId: "Alpha" } } },
+      installerBytes: nupkg,
+      fields: { notes: "Velopack notes", feeds: { velopack: { packageId: "Alpha", sha1: new Bun.CryptoHasher("sha1").update(nupkg).digest("hex") } } },
     });
     await s.holder.rescan();
     token = await s.token(["stable", "preview"]);
@@ -140,6 +142,7 @@ describe("feeds on a site with macOS and Linux platforms", () => {
           Version: "3.0.0",
           Type: "Full",
           FileName: `${BASE_URL}/api/v1/updates/alpha/stable/linux-x64/Alpha-3.0.0-full.nupkg`,
+          SHA1: new Bun.CryptoHasher("sha1").update(nupkg).digest("hex").toUpperCase(),
           SHA256: new Bun.CryptoHasher("sha256").update(r.velopack!.installerBytes).digest("hex").toUpperCase(),
           Size: r.velopack!.installerBytes.length,
           NotesMarkdown: "Velopack notes",

@@ -26,8 +26,11 @@ export interface Feeds {
   readonly tauri?: { readonly signature: FeedFile };
   /** Sparkle: the EdDSA signature `sign_update` printed, and the CFBundleVersion (default: the manifest's version). */
   readonly sparkle?: { readonly edSignature: string; readonly bundleVersion: string | null };
-  /** Velopack: the package id (`vpk pack --packId`); the installer is its `-full.nupkg`. */
-  readonly velopack?: { readonly packageId: string };
+  /**
+   * Velopack: the package id (`vpk pack --packId`) and the installer's SHA-1 (Velopack's client
+   * checks it; `release sign` and `release check` verify it); the installer is its `-full.nupkg`.
+   */
+  readonly velopack?: { readonly packageId: string; readonly sha1: string };
 }
 
 export const FEED_NAMES = ["electron", "tauri", "sparkle", "velopack"] as const;
@@ -37,6 +40,7 @@ export type FeedName = (typeof FEED_NAMES)[number];
 const MAX_FEED_FILE_BYTES = { blockmap: 16 << 20, signature: 4096 } as const;
 const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,219}$/;
 const SHA256_HEX = /^[0-9a-f]{64}$/;
+const SHA1_HEX = /^[0-9a-f]{40}$/;
 /** 64 bytes of Ed25519 signature, base64 (88 characters with padding). */
 const ED_SIGNATURE = /^[A-Za-z0-9+/]{86}==$/;
 const BUNDLE_VERSION = /^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/;
@@ -100,10 +104,11 @@ export function parseFeeds(value: unknown, installer: string, reserved: readonly
   if (value.velopack !== undefined) {
     const p = value.velopack;
     if (!isObject(p)) throw new ReleaseProblem("manifest feeds.velopack must be an object");
-    only(p, "feeds.velopack", ["packageId"]);
+    only(p, "feeds.velopack", ["packageId", "sha1"]);
     if (typeof p.packageId !== "string" || !PACKAGE_ID.test(p.packageId)) throw new ReleaseProblem("manifest feeds.velopack.packageId must be a package id like MyApp");
+    if (typeof p.sha1 !== "string" || !SHA1_HEX.test(p.sha1)) throw new ReleaseProblem("manifest feeds.velopack.sha1 must be the installer's SHA-1, 40 lower-case hex digits");
     if (!installer.endsWith("-full.nupkg")) throw new ReleaseProblem("manifest feeds.velopack needs the installer to be the -full.nupkg vpk pack wrote");
-    feeds.velopack = Object.freeze({ packageId: p.packageId });
+    feeds.velopack = Object.freeze({ packageId: p.packageId, sha1: p.sha1 });
   }
   return Object.freeze(feeds);
 }

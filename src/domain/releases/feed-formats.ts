@@ -146,14 +146,15 @@ export function sparkleAppcast(o: { title: string; items: readonly AppcastItem[]
   ].join("\n");
 }
 
-/** Velopack's `releases.{channel}.json` (peers.md 4.1): Full assets, `FileName` an absolute keyturn URL. */
-export function velopackJson(assets: readonly { packageId: string; release: Release; url: string; notes: string | null }[]): string {
+/** Velopack's `releases.{channel}.json` (peers.md 4.1): Full assets, `FileName` an absolute keyturn URL, SHA-1 and SHA-256 in upper case as vpk writes them. */
+export function velopackJson(assets: readonly { packageId: string; sha1: string; release: Release; url: string; notes: string | null }[]): string {
   return JSON.stringify({
     Assets: assets.map((a) => ({
       PackageId: a.packageId,
       Version: a.release.manifest.version,
       Type: "Full",
       FileName: a.url,
+      SHA1: a.sha1.toUpperCase(),
       SHA256: a.release.manifest.sha256.toUpperCase(),
       Size: a.release.manifest.size,
       NotesMarkdown: a.notes ?? "",

@@ -199,7 +199,7 @@ export function feedEndpoints(feeds: FeedService, adoption: AdoptionRecorder): E
     audit: "update",
     params: [...productParam, channelParam, { name: "file", description: "releases.win.json, releases.osx.json or releases.linux.json" }],
     answers: {
-      "200": { description: '{ "Assets": [{ PackageId, Version, Type, FileName, SHA256, Size, NotesMarkdown }] }', content: { "application/json": { schema: { type: "object", required: ["Assets"] } } }, headers: DOCUMENT_HEADERS },
+      "200": { description: '{ "Assets": [{ PackageId, Version, Type, FileName, SHA1, SHA256, Size, NotesMarkdown }] }', content: { "application/json": { schema: { type: "object", required: ["Assets"] } } }, headers: DOCUMENT_HEADERS },
       "304": NOT_MODIFIED,
     },
     errors: [...FEED_ERRORS],
@@ -212,7 +212,7 @@ export function feedEndpoints(feeds: FeedService, adoption: AdoptionRecorder): E
       const index = await feeds.lane(caller, product, channel);
       const listed = await feeds.listed(index, caller, product, channel, platforms, (r) => r.manifest.feeds?.velopack !== undefined);
       for (const platform of platforms) adoption.seen(principal.claims.sub, laneName(product, channel, platform));
-      const assets = listed.map((r) => ({ packageId: r.manifest.feeds!.velopack!.packageId, release: r, url: updateUrl(r), notes: notesOf(r) }));
+      const assets = listed.map((r) => ({ ...r.manifest.feeds!.velopack!, release: r, url: updateUrl(r), notes: notesOf(r) }));
       return document(request, velopackJson(assets), "application/json");
     },
   });
