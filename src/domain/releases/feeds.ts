@@ -75,12 +75,12 @@ export class FeedService {
     const listed: Release[] = [];
     for (const platform of platforms) {
       if (!(await this.selection.served(index, caller.who, product, channel, platform))) continue;
-      let older = 0;
+      let count = 0;
       for (const r of index.releasesOf(product, channel, platform)) {
-        if (older > OLDER_LISTED) break;
+        if (count > OLDER_LISTED) break;
         if (!offers(r) || !(await this.selection.installerAllowed(index, caller.who, r))) continue;
         listed.push(r);
-        older++;
+        count++;
       }
     }
     return listed.sort(newestFirst);

@@ -181,7 +181,7 @@ export function feedEndpoints(feeds: FeedService, adoption: AdoptionRecorder): E
       if (platforms.length === 0) throw new KeyturnError("not_found", "This site has no macOS platform (--platforms).");
       const index = await feeds.lane(caller, product, channel);
       const listed = await feeds.listed(index, caller, product, channel, platforms, (r) => r.manifest.feeds?.sparkle !== undefined);
-      for (const platform of platforms) adoption.seen(principal.claims.sub, laneName(product, channel, platform));
+      if (listed[0]) adoption.seen(principal.claims.sub, laneName(product, channel, listed[0].manifest.platform));
       const items = listed.map((r) => {
         const s = r.manifest.feeds!.sparkle!;
         return { release: r, url: updateUrl(r), edSignature: s.edSignature, bundleVersion: s.bundleVersion ?? r.manifest.version, notes: notesOf(r) };
@@ -211,7 +211,7 @@ export function feedEndpoints(feeds: FeedService, adoption: AdoptionRecorder): E
       if (platforms.length === 0) throw new KeyturnError("not_found", "There is nothing at this address.");
       const index = await feeds.lane(caller, product, channel);
       const listed = await feeds.listed(index, caller, product, channel, platforms, (r) => r.manifest.feeds?.velopack !== undefined);
-      for (const platform of platforms) adoption.seen(principal.claims.sub, laneName(product, channel, platform));
+      if (listed[0]) adoption.seen(principal.claims.sub, laneName(product, channel, listed[0].manifest.platform));
       const assets = listed.map((r) => ({ ...r.manifest.feeds!.velopack!, release: r, url: updateUrl(r), notes: notesOf(r) }));
       return document(request, velopackJson(assets), "application/json");
     },
