@@ -28,7 +28,7 @@ const VELOPACK_FILE = /^releases\.(win|osx|linux)\.json$/;
 const sha256Hex = (bytes: Uint8Array) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 const callerOf = (p: Principal): FeedCaller => ({ who: { dev: p.claims.dev, kind: p.claims.kind }, channels: p.claims.chn });
 /** A feed's document: generated per installation, so private and revalidated; its ETag is its bytes' SHA-256. */
-const document = (request: Request, text: string, contentType: string) => {
+const feedDocument = (request: Request, text: string, contentType: string) => {
   const bytes = new TextEncoder().encode(text);
   return serveBytes(request, bytes, etagOf(sha256Hex(bytes)), contentType);
 };
@@ -106,7 +106,7 @@ export function feedEndpoints(feeds: FeedService, adoption: AdoptionRecorder): E
           releaseDate: new Date(newest.manifest.released).toISOString(),
           notes: notesOf(newest),
         });
-        return document(request, yaml, "application/yaml");
+        return feedDocument(request, yaml, "application/yaml");
       }
       const blockmap = file.endsWith(".blockmap");
       const installer = blockmap ? file.slice(0, -".blockmap".length) : file;
@@ -157,7 +157,7 @@ export function feedEndpoints(feeds: FeedService, adoption: AdoptionRecorder): E
       if (!signature || compareVersions(served.manifest.version, current[1]!) <= 0) return new Response(null, { status: 204 });
       const text = new TextDecoder().decode(feeds.feedFile(served, signature));
       const body = tauriJson({ version: served.manifest.version, url: updateUrl(served), signature: text, notes: notesOf(served), pubDate: isoTime(served.manifest.released) });
-      return document(request, body, "application/json");
+      return feedDocument(request, body, "application/json");
     },
   });
 
@@ -186,7 +186,7 @@ export function feedEndpoints(feeds: FeedService, adoption: AdoptionRecorder): E
         const s = r.manifest.feeds!.sparkle!;
         return { release: r, url: updateUrl(r), edSignature: s.edSignature, bundleVersion: s.bundleVersion ?? r.manifest.version, notes: notesOf(r) };
       });
-      return document(request, sparkleAppcast({ title: product ?? v.name, items }), "application/rss+xml");
+      return feedDocument(request, sparkleAppcast({ title: product ?? v.name, items }), "application/rss+xml");
     },
   });
 
@@ -213,7 +213,7 @@ export function feedEndpoints(feeds: FeedService, adoption: AdoptionRecorder): E
       const listed = await feeds.listed(index, caller, product, channel, platforms, (r) => r.manifest.feeds?.velopack !== undefined);
       if (listed[0]) adoption.seen(principal.claims.sub, laneName(product, channel, listed[0].manifest.platform));
       const assets = listed.map((r) => ({ ...r.manifest.feeds!.velopack!, release: r, url: updateUrl(r), notes: notesOf(r) }));
-      return document(request, velopackJson(assets), "application/json");
+      return feedDocument(request, velopackJson(assets), "application/json");
     },
   });
 
