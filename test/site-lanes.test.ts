@@ -8,7 +8,7 @@ import { CLI_CALLER } from "../src/domain/admin/deps";
 import { createAdminToken } from "../src/domain/admin/tokens";
 import { parseManifest } from "../src/domain/releases/manifest";
 import { ReleaseProblem } from "../src/domain/releases/problem";
-import { createLicense, device } from "./helpers";
+import { createLicense, device, tempDir } from "./helpers";
 import { releaseSite, ReleaseTree } from "./release-tree";
 
 /**
@@ -128,6 +128,27 @@ describe.each([
     const body = (await res.json()) as { changed?: boolean; message?: string };
     if (configured) expect([res.status, body.changed]).toEqual([200, true]);
     else expect([res.status, body.message]).toEqual([400, "lane must be product/channel/platform of alpha."]);
+  });
+});
+
+describe("keyturn license create: the licence's --channels among the site's (KEYTURN_CHANNELS)", () => {
+  test("beta is refused by default and accepted where the site lists it; the command's --channels is the licence's, not the site's", () => {
+    const dir = tempDir("keyturn-lanes-cli-");
+    try {
+      const create = (env: Record<string, string>) =>
+        Bun.spawnSync(
+          [process.execPath, resolve(import.meta.dir, "../src/main.ts"), "license", "create", "--licensee", "Ada", "--organization", "Engines", "--plan", "pro", "--plan-title", "Pro", "--seats", "2", "--channels", "stable,beta", "--json"],
+          { cwd: dir, env: { PATH: process.env.PATH ?? "", KEYTURN_VARIANT: "alpha", ...env } },
+        );
+      const refused = create({});
+      expect(refused.exitCode).toBeGreaterThan(0);
+      expect(refused.stderr.toString()).toContain("channels must be among stable, preview");
+      const made = create({ KEYTURN_CHANNELS: "stable,preview,beta" });
+      expect(made.stderr.toString()).toBe("");
+      expect(JSON.parse(made.stdout.toString()).channels).toEqual(["stable", "beta"]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -82,15 +82,17 @@ export interface ReadSettings {
 
 /**
  * Reads flags, `KEYTURN_*` environment and the optional `--config` TOML file into plain strings.
- * `extra` declares the command's own flags (e.g. `--json`); they are not settings.
+ * `extra` declares the command's own flags (e.g. `--json`); they are not settings, even one named
+ * like a setting.
  */
 export function readSettings(
   args: readonly string[],
   env: Environment,
   extra: ParseArgsOptionsConfig = {},
 ): ReadSettings {
-  const options: ParseArgsOptionsConfig = { config: { type: "string" }, ...extra };
+  const options: ParseArgsOptionsConfig = { config: { type: "string" } };
   for (const s of SETTINGS) options[s.flag] = { type: s.kind };
+  Object.assign(options, extra);
   let parsed;
   try {
     parsed = parseArgs({ args: [...args], options, allowPositionals: true, strict: true });
@@ -104,7 +106,9 @@ export function readSettings(
   const settings: Record<string, string | undefined> = {};
   const explicit = new Set<string>();
   for (const s of SETTINGS) {
-    const fromFlag = values[s.flag];
+    // A command's own flag of a setting's name (`license create --channels`: the licence's) is the
+    // command's; that setting then comes from the environment, the file or its default.
+    const fromFlag = Object.hasOwn(extra, s.flag) ? undefined : values[s.flag];
     const given = fromFlag === undefined ? undefined : String(fromFlag);
     settings[s.flag] = resolveSetting(s.flag, { given, env, file });
     if (given !== undefined || env[envName(s.flag)] !== undefined) explicit.add(s.flag);
