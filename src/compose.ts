@@ -8,6 +8,7 @@ import { KeyturnError } from "./domain/errors";
 import { Licensing } from "./domain/licensing";
 import { StaffSignIn } from "./domain/identity/staff-sign-in";
 import { AdoptionRecorder } from "./domain/adoption";
+import { FeedService } from "./domain/releases/feeds";
 import { ReleaseHolder } from "./domain/releases/holder";
 import { InstallerVerifier } from "./domain/releases/installer-verification";
 import { RecordSeal } from "./domain/record-seal";
@@ -200,6 +201,7 @@ export async function compose(
         seal,
       },
       selection,
+      feeds: new FeedService(config.variant, config.baseUrl, releases, selection),
       adoption,
     },
   };

@@ -13,7 +13,7 @@ import { generateKeyFiles } from "../src/domain/keys";
 import type { SqliteStore } from "../src/store/sqlite";
 import { BASE, createLicense, device, tempDir, testClock, testSite, type TestSite } from "./helpers";
 import { CLIENT_ID, STAFF_GROUP, startIssuer, type LocalIssuer } from "./identity-issuer";
-import { ReleaseTree } from "./release-tree";
+import { feedFileEntry, ReleaseTree } from "./release-tree";
 
 // The OpenAPI document tells the truth: every operation of every variant is sent requests that give
 // each of its documented answers, and every answer is held to the document (status, headers, body
@@ -171,8 +171,22 @@ async function runVariant(variant: VariantName) {
     cleanups.push(() => tree.remove());
     generateKeyFiles(tree.keysDir, v.defaultLicenseKid);
     const older = tree.add({ version: "0.9.0", released: "2026-09-01T00:00:00+00:00" });
-    const release = tree.add({ version: "1.0.0" });
-    const site = await testSite(variant, { withKey: false, clock, settings: { keys: tree.keysDir, releases: tree.root, ...identity, "staff-seats": "1" } });
+    // Its feed files: a Tauri signature and an electron blockmap (their bytes need only match the manifest here).
+    const installerName = `${product ?? v.name}-1.0.0-win-x64.exe`;
+    const feedFiles = { [`${installerName}.sig`]: "dGF1cmkgc2lnbmF0dXJl", [`${installerName}.blockmap`]: "blockmap" };
+    const release = tree.add({
+      version: "1.0.0",
+      files: feedFiles,
+      fields: {
+        feeds: {
+          electron: { blockmap: feedFileEntry(`${installerName}.blockmap`, feedFiles[`${installerName}.blockmap`]!) },
+          tauri: { signature: feedFileEntry(`${installerName}.sig`, feedFiles[`${installerName}.sig`]!) },
+        },
+      },
+    });
+    // A macOS platform besides the spec's, so the Sparkle feed answers (design.md "Platforms and channels beyond the spec's").
+    const lanes = { platforms: "win-x64,mac-arm64" };
+    const site = await testSite(variant, { withKey: false, clock, settings: { keys: tree.keysDir, releases: tree.root, ...identity, ...lanes, "staff-seats": "1" } });
     cleanups.push(() => site.close(), () => site.composed.services.releases.close());
     await site.composed.services.releases.ready();
     const db = (site.composed.store as SqliteStore).db;
@@ -289,10 +303,21 @@ async function runVariant(variant: VariantName) {
     const lane = [product, "stable", "win-x64"].filter(Boolean).join("/");
     const preview = [product, "preview", "win-x64"].filter(Boolean).join("/");
     const U = `/updates/${product ? "{product}/" : ""}{channel}/{platform}/{file}`;
+    const P = product ? "{product}/" : "";
+    const laneOfFeed = [product, "stable"].filter(Boolean).join("/");
+    const previewFeed = [product, "preview"].filter(Boolean).join("/");
+    const FE = `/feeds/electron/${P}{channel}/{file}`;
+    const FT = `/feeds/tauri/${P}{channel}/{target}/{arch}/{current_version}`;
+    const FS = `/feeds/sparkle/${P}{channel}/appcast.xml`;
+    const FV = `/feeds/velopack/${P}{channel}/{file}`;
     const bearerGets: [string, string][] = [
       ["/entitlements/current", "/entitlements/current"],
       ["/releases", "/releases"],
       [U, `/updates/${lane}/${v.manifestFile}`],
+      [FE, `/feeds/electron/${laneOfFeed}/latest.yml`],
+      [FT, `/feeds/tauri/${laneOfFeed}/windows/x86_64/0.1.0`],
+      [FS, `/feeds/sparkle/${laneOfFeed}/appcast.xml`],
+      [FV, `/feeds/velopack/${laneOfFeed}/releases.win.json`],
     ];
     const bearerPosts = ["/entitlements/refresh", "/entitlements/deactivate"];
     const refreshBody = (d: object) => ({ body: { device: d } });
@@ -351,6 +376,48 @@ async function runVariant(variant: VariantName) {
     await GET(U, `/updates/${lane}/nothing-here.txt`, auth, "unknown file", 404, "not_found");
     await GET(U, `/updates/${preview}/${v.manifestFile}`, auth, "nothing released on preview", 404, "no_release");
     await GET(U, `/updates/${preview}/${v.manifestFile}`, { token: stableOnly.token }, "channel not in the entitlement", 403, "channel_not_allowed");
+
+    // --- the feeds of existing updaters
+    const notModified = async (template: string, path: string, label: string) => {
+      const first = await GET(template, path, auth, label, 200);
+      await GET(template, path, { ...auth, headers: { "if-none-match": first.get.headers.get("etag")! } }, `${label} not modified`, 304);
+    };
+    await notModified(FE, `/feeds/electron/${laneOfFeed}/latest.yml`, "electron channel file");
+    await GET(FE, `/feeds/electron/${laneOfFeed}/${release.installer}`, auth, "electron installer", 200);
+    await GET(FE, `/feeds/electron/${laneOfFeed}/${release.installer}.blockmap`, auth, "electron blockmap", 200);
+    await GET(FE, `/feeds/electron/${laneOfFeed}/${release.installer}`, { ...auth, headers: { range: "bytes=0-9, 20-29" } }, "several ranges", 206);
+    await GET(FE, `/feeds/electron/${laneOfFeed}/${release.installer}`, { ...auth, headers: { range: "bytes=99999999-" } }, "range beyond the end", 416, "range_not_satisfiable");
+    await GET(FE, `/feeds/electron/${laneOfFeed}/nothing-here.txt`, auth, "unknown file", 404, "not_found");
+    await GET(FE, `/feeds/electron/${previewFeed}/latest.yml`, { token: stableOnly.token }, "channel not in the entitlement", 403, "channel_not_allowed");
+    // preview's channel file would offer stable's release (electron-builder's cascade): nothing is released for macOS.
+    await GET(FE, `/feeds/electron/${laneOfFeed}/latest-mac.yml`, auth, "nothing released for macOS", 404, "no_release");
+    await notModified(FT, `/feeds/tauri/${laneOfFeed}/windows/x86_64/0.1.0`, "tauri update");
+    await GET(FT, `/feeds/tauri/${laneOfFeed}/windows/x86_64/9.0.0`, auth, "tauri nothing newer", 204);
+    await GET(FT, `/feeds/tauri/${laneOfFeed}/windows/x86_64/not%20a%20version`, auth, "tauri bad version", 400, "invalid_request");
+    await GET(FT, `/feeds/tauri/${laneOfFeed}/beos/x86_64/1.0.0`, auth, "tauri unknown target", 404, "not_found");
+    await GET(FT, `/feeds/tauri/${previewFeed}/windows/x86_64/1.0.0`, auth, "nothing released on preview", 404, "no_release");
+    await GET(FT, `/feeds/tauri/${previewFeed}/windows/x86_64/1.0.0`, { token: stableOnly.token }, "channel not in the entitlement", 403, "channel_not_allowed");
+    await notModified(FS, `/feeds/sparkle/${laneOfFeed}/appcast.xml`, "appcast");
+    await GET(FS, `/feeds/sparkle/${[product, "nightly"].filter(Boolean).join("/")}/appcast.xml`, auth, "unknown channel", 404, "not_found");
+    await GET(FS, `/feeds/sparkle/${previewFeed}/appcast.xml`, { token: stableOnly.token }, "channel not in the entitlement", 403, "channel_not_allowed");
+    await notModified(FV, `/feeds/velopack/${laneOfFeed}/releases.win.json`, "velopack releases");
+    await GET(FV, `/feeds/velopack/${laneOfFeed}/releases.mac.json`, auth, "unknown file", 404, "not_found");
+    await GET(FV, `/feeds/velopack/${previewFeed}/releases.win.json`, { token: stableOnly.token }, "channel not in the entitlement", 403, "channel_not_allowed");
+    // A feed file changed after signing is not served (GET, then HEAD: each answer starts a re-scan
+    // that drops the folder, so the file is put back and the folder read again in between).
+    const changed = async (template: string, path: string, name: string, label: string) => {
+      for (const method of ["GET", "HEAD"]) {
+        writeFileSync(join(release.dir, name), "changed");
+        const res = await send(site, method, path, auth);
+        expect(res.status, `${method} ${label}`).toBe(503);
+        expect((await c.check(method, template, res, label, method === "HEAD" ? "unavailable" : undefined)).code).toBe("unavailable");
+        writeFileSync(join(release.dir, name), feedFiles[name]!);
+        await site.composed.services.releases.rescan();
+      }
+    };
+    await changed(FE, `/feeds/electron/${laneOfFeed}/${release.installer}.blockmap`, `${release.installer}.blockmap`, "blockmap changed");
+    await changed(FT, `/feeds/tauri/${laneOfFeed}/windows/x86_64/0.1.0`, `${release.installer}.sig`, "signature changed");
+    await GET(FT, `/feeds/tauri/${laneOfFeed}/windows/x86_64/0.1.0`, auth, "signature put back", 200);
 
     // --- deactivate (after the others: it ends the live token)
     await POST(site, "/entitlements/deactivate", { token: live.token }, "deactivate", 200);

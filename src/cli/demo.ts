@@ -68,7 +68,7 @@ export async function ensureDemoLicense(config: Config, store: Store, admin: Adm
     plan: "demo",
     planTitle: "Demo",
     seats: 3,
-    channels: ["stable", "preview"],
+    channels: [...config.variant.channels],
     expires: null,
   });
   writeFileSync(file, key + "\n", { mode: 0o600 });

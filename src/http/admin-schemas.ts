@@ -3,7 +3,7 @@ import { Type, type TSchema } from "@sinclair/typebox";
 import { SCOPES } from "../domain/admin/deps";
 import { METADATA_LIMITS, TOKEN_TTL_MAX, TOKEN_TTL_MIN } from "../domain/admin/input";
 import { SEATS_MAX } from "../domain/admin/licenses";
-import { CHANNELS } from "../config/variants";
+import { LANE_LIST_MAX, LANE_WORD, LANE_WORD_MAX } from "../config/variants";
 import { EVENT_TYPES } from "../domain/events";
 import { Entitlement } from "./answer-schemas";
 
@@ -27,7 +27,11 @@ const Metadata = Type.Record(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,40}$" }),
   maxProperties: METADATA_LIMITS.keys,
   description: `At most ${METADATA_LIMITS.keys} keys of [A-Za-z0-9_.-]{1,40}, values up to ${METADATA_LIMITS.valueLength} characters`,
 });
-const Channels = Type.Array(Type.Union(CHANNELS.map((c) => Type.Literal(c))), { minItems: 1, maxItems: CHANNELS.length });
+const Channels = Type.Array(Type.String({ maxLength: LANE_WORD_MAX, pattern: LANE_WORD.source }), {
+  minItems: 1,
+  maxItems: LANE_LIST_MAX,
+  description: "Among the site's channels (--channels; the spec's stable and preview unless configured)",
+});
 const SeatLease = Nullable(
   Type.String({
     maxLength: 12,
@@ -302,6 +306,9 @@ export const AdminReleaseOverview = Type.Object({
           rollout: RolloutView,
           share: Type.Number({ description: "Percent of installations admitted now (0 when withdrawn)" }),
           ...ControlState,
+          feeds: Type.Array(Type.Union(["electron", "electron.blockmap", "tauri", "sparkle", "velopack"].map((f) => Type.Literal(f))), {
+            description: "The feeds under /feeds that offer it: electron (electron.blockmap: differential updates), tauri, sparkle, velopack",
+          }),
         }),
         { description: "Live releases, newest first, with their rollout state now" },
       ),

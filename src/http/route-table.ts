@@ -5,6 +5,7 @@ import { adminOfflineEndpoints } from "./endpoints/admin-offline";
 import { adminRecordEndpoints } from "./endpoints/admin-records";
 import { adminReleaseEndpoints } from "./endpoints/admin-releases";
 import { adminWebhookEndpoints } from "./endpoints/admin-webhooks";
+import { feedEndpoints } from "./endpoints/feeds";
 import { identityEndpoints } from "./endpoints/identity";
 import { licensingEndpoints } from "./endpoints/licensing";
 import { releasesEndpoints } from "./endpoints/releases";
@@ -17,6 +18,7 @@ export function routeTable(s: AppServices, openapi: () => string): Endpoint[] {
     ...licensingEndpoints(s.licensing),
     ...updateEndpoints(s.variant, s.releases, s.selection, s.adoption),
     ...releasesEndpoints(s.variant, s.releases, s.selection),
+    ...feedEndpoints(s.feeds, s.adoption),
     ...identityEndpoints(s.staffSignIn),
     ...siteEndpoints(s.site, openapi),
     ...adminLicenseEndpoints(s.admin),

@@ -1,4 +1,3 @@
-import { CHANNELS } from "../../config/variants";
 import type { ActivationRecord, LicensePatch, LicenseRecord, LicenseStatus } from "../../store/types";
 import { KeyturnError } from "../errors";
 import { activationView, licenseView, newEvent, revocationTtl, tokensValidUntil, type ActivationView, type LicenseView } from "../events";
@@ -58,7 +57,7 @@ export async function createLicense(d: AdminDeps, caller: AdminCaller, body: unk
     organization: optText(o, "organization", NAME_MAX) ?? "",
     plan,
     planTitle: optText(o, "planTitle", NAME_MAX) ?? plan,
-    channels: textList(o, "channels", CHANNELS, CHANNELS.length),
+    channels: textList(o, "channels", d.variant.channels, d.variant.channels.length),
     seats: wholeNumber(o, "seats", 1, SEATS_MAX),
     issued: now,
     expires: expiry(o, "expires", now),
@@ -154,7 +153,7 @@ export async function updateLicense(d: AdminDeps, caller: AdminCaller, keyOrId: 
     organization: optText(o, "organization", NAME_MAX),
     plan: optText(o, "plan", PLAN_MAX),
     planTitle: optText(o, "planTitle", NAME_MAX),
-    channels: o.channels === undefined ? undefined : textList(o, "channels", CHANNELS, CHANNELS.length),
+    channels: o.channels === undefined ? undefined : textList(o, "channels", d.variant.channels, d.variant.channels.length),
     seats: optWholeNumber(o, "seats", 1, SEATS_MAX),
     expires: o.expires === undefined ? undefined : expiry(o, "expires", now),
     email: email(o, "email"),

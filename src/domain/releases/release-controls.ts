@@ -1,4 +1,4 @@
-import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
+import type { Variant } from "../../config/variants";
 import type { AuditRecord, ReleaseControlOp, ReleaseControlRecord, ReleaseKey, Store } from "../../store/types";
 import type { Clock } from "../clock";
 import { KeyturnError } from "../errors";
@@ -19,7 +19,7 @@ export function placeOfLane(variant: Variant, lane: string): { product: string |
   if (parts.length !== (withProduct ? 3 : 2)) return null;
   const [product, channel, platform] = withProduct ? parts : [null, ...parts];
   if (product !== null && !variant.products.includes(product!)) return null;
-  if (!(CHANNELS as readonly string[]).includes(channel!) || !(PLATFORMS as readonly string[]).includes(platform!)) return null;
+  if (!variant.channels.includes(channel!) || !variant.platforms.includes(platform!)) return null;
   return { product: product ?? null, channel: channel!, platform: platform! };
 }
 

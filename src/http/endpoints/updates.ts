@@ -1,4 +1,4 @@
-import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
+import type { Variant } from "../../config/variants";
 import { KeyturnError } from "../../domain/errors";
 import type { AdoptionRecorder } from "../../domain/adoption";
 import type { ReleaseHolder } from "../../domain/releases/holder";
@@ -45,8 +45,8 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
   const sigFile = `${v.manifestFile}.sig`;
   const params: ParamDoc[] = [
     ...(withProduct ? [{ name: "product", description: "A product of this variant", values: v.products }] : []),
-    { name: "channel", description: "Update channel", values: CHANNELS },
-    { name: "platform", description: "Platform of the installation", values: PLATFORMS },
+    { name: "channel", description: "Update channel", values: v.channels },
+    { name: "platform", description: "Platform of the installation", values: v.platforms },
     {
       name: "file",
       description: `${v.manifestFile} (the manifest), ${sigFile} (its detached JWS), or the installer file name a live release's manifest names`,
@@ -71,8 +71,8 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
         const file = p.file ?? "";
         const known =
           (product === null || v.products.includes(product)) &&
-          (CHANNELS as readonly string[]).includes(channel) &&
-          (PLATFORMS as readonly string[]).includes(platform) &&
+          v.channels.includes(channel) &&
+          v.platforms.includes(platform) &&
           (file === v.manifestFile || file === sigFile || isInstallerName(file));
         if (!known) throw new KeyturnError("not_found", "There is nothing at this address.");
         if (!principal.claims.chn.includes(channel))
