@@ -23,7 +23,7 @@ const selection = new ReleaseSelection(variant, new ReleaseControls(store, clock
 
 function release(channel: string, i: number, rollout: Rollout | null): ServedRelease {
   const version = `1.0.${i}`;
-  const manifest = { product: "alpha", channel, platform: "win-x64", version, released: Date.UTC(2026, 0, 1) + i * 60_000, installer: `a-${version}.exe`, size: 1, sha256: "0".repeat(64), rollout: i === 99 ? rollout : null };
+  const manifest = { product: "alpha", channel, platform: "win-x64", version, released: Date.UTC(2026, 0, 1) + i * 60_000, installer: `a-${version}.exe`, size: 1, sha256: "0".repeat(64), rollout: i === 99 ? rollout : null, feeds: null };
   return { manifest, folder: `alpha/${channel}/win-x64/${version}`, installerPath: "/nonexistent", manifestBytes: new Uint8Array(8), manifestEtag: '"x"', signatureBytes: new Uint8Array(8), signatureEtag: '"y"' };
 }
 const index = ReleaseIndex.of([

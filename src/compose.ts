@@ -11,8 +11,10 @@ import { StaffSignIn } from "./domain/identity/staff-sign-in";
 import { ConsoleOpenId, consoleScopes } from "./domain/identity/console-sign-in";
 import { ConsoleSessions } from "./domain/console-sessions";
 import { AdoptionRecorder } from "./domain/adoption";
+import { FeedService } from "./domain/releases/feeds";
 import { ReleaseHolder } from "./domain/releases/holder";
 import { InstallerVerifier } from "./domain/releases/installer-verification";
+import { RecordSeal } from "./domain/record-seal";
 import { ReleasePublications } from "./domain/releases/publications";
 import { ReleaseControls } from "./domain/releases/release-controls";
 import { ReleaseSelection } from "./domain/releases/release-selection";
@@ -182,6 +184,7 @@ export async function compose(
     rateLimits,
     ...(knowledge ? { mirror: () => knowledge.status() } : {}),
   });
+  const seal = new RecordSeal(config.keysDir, store);
   const metrics = config.metricsListen
     ? createMetrics({ clock, releases, tokenLookups: verifier.lookups, pingRecords: () => store.ping(), rateLimits })
     : undefined;
@@ -206,8 +209,16 @@ export async function compose(
       consoleOpenId,
       releases,
       metrics,
-      admin: { variant: config.variant, store, clock, tokenTtlSeconds: config.tokenTtlSeconds },
+      admin: {
+        variant: config.variant,
+        store,
+        clock,
+        tokenTtlSeconds: config.tokenTtlSeconds,
+        webhookDestinations: { allowHosts: config.webhookAllowHosts },
+        seal,
+      },
       selection,
+      feeds: new FeedService(config.variant, config.baseUrl, releases, selection),
       adoption,
     },
   };

@@ -35,10 +35,35 @@ const COMMANDS: Record<string, Command> = {
 
 const USAGE = `keyturn ${Object.keys(COMMANDS).join("|")} ... (keyturn --version, keyturn serve --help)`;
 
+const HELP = `keyturn ${VERSION}: a self-hosted licensing and update site for desktop programs
+
+usage: keyturn COMMAND [options]
+
+  serve        run the site (keyturn serve --help lists every setting); --demo for a local try
+  keys         make signing keys (keys generate)
+  license      create, list, show, update, revoke, reinstate, rekey licenses
+  activation   list or deactivate installations; answer an offline request code
+  release      sign and check releases; halt, resume, withdraw, restore a release
+  audit        the audit trail (--ref finds the line a refusal's ref names)
+  stats        installations, rollouts, activations, licenses expiring
+  admin-token  admin API tokens
+  webhook      webhook endpoints and their deliveries
+  mirror       check a vendor's site before mirroring it
+  backup       an online copy of the SQLite records
+  copy         move the records between SQLite and PostgreSQL
+  migrate      apply pending migrations (serve does it at start too)
+
+Wrong arguments print the command's usage (exit 2). Docs: docs/operating.md, docs/admin-api.md.
+`;
+
 const [name, ...args] = process.argv.slice(2);
 const code = await runCommand(async () => {
   if (name === "--version" || name === "version") {
     process.stdout.write(`keyturn ${VERSION}\n`);
+    return 0;
+  }
+  if (name === "--help" || name === "-h" || name === "help") {
+    process.stdout.write(HELP);
     return 0;
   }
   const command = name ? COMMANDS[name] : undefined;

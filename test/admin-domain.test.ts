@@ -8,6 +8,7 @@ import {
   deactivateActivation,
   listActivations,
   reinstateLicense,
+  rekeyLicense,
   revokeLicense,
   searchLicenses,
   showLicense,
@@ -99,6 +100,7 @@ describe("admin tokens", () => {
       ["licenses:write", (c) => updateLicense(d, c, license.id, { plan: `p${Math.random()}` })],
       ["licenses:write", (c) => revokeLicense(d, c, license.id)],
       ["licenses:write", (c) => reinstateLicense(d, c, license.id)],
+      ["licenses:write", (c) => rekeyLicense(d, c, license.id)],
       ["activations:read", (c) => listActivations(d, c, key)],
       ["activations:write", (c) => deactivateActivation(d, c, "act_none")],
       ["audit:read", (c) => queryAudit(d, c, {})],
@@ -204,6 +206,18 @@ describe("license lifecycle", () => {
     expect((await d.store.listAudit({ licenseId: license.id })).map((a) => a.action)).toEqual(expect.arrayContaining(["license-update", "license-revoke", "license-reinstate"]));
   });
 
+  test("rekey: license.updated with changed [key], no key in the event; the old key no longer finds the license", async () => {
+    await subscribeAll();
+    const { key, license } = await createLicense(d, CLI_CALLER, body({ seats: 1 }));
+    const rekeyed = await rekeyLicense(d, CLI_CALLER, key);
+    expect(rekeyed.license.id).toBe(license.id);
+    expect(await code(showLicense(d, CLI_CALLER, key))).toBe("not_found");
+    expect((await showLicense(d, CLI_CALLER, rekeyed.key)).license.id).toBe(license.id);
+    const last = (await events()).at(-1)!;
+    expect(last).toMatchObject({ type: "license.updated", data: { changed: ["key"], license: { id: license.id } } });
+    expect(JSON.stringify(last)).not.toContain(rekeyed.key);
+  });
+
   test("the licensing flows write their events: activation.created, activation.refused with the holders, activation.deactivated (by the program and by an admin)", async () => {
     await subscribeAll();
     const { key, license } = await createLicense(d, CLI_CALLER, body({ seats: 1 }));
@@ -220,7 +234,7 @@ describe("license lifecycle", () => {
     const second = (await (await activate(key)).json()) as { entitlement: { id: string } };
     const view = await deactivateActivation(d, as(["activations:write"]), second.entitlement.id);
     expect(view.deactivated).not.toBeNull();
-    expect(await code(deactivateActivation(d, CLI_CALLER, second.entitlement.id))).toBe("entitlement_revoked");
+    expect(await code(deactivateActivation(d, CLI_CALLER, second.entitlement.id))).toBe("already_deactivated");
     const all = await events();
     expect(all.map((e) => e.type)).toEqual(["license.created", "activation.created", "activation.refused", "activation.deactivated", "activation.created", "activation.deactivated"]);
     expect(all[5]!.data.activation).toEqual(view);
@@ -297,8 +311,10 @@ describe("bad input to every entry point is invalid_request", () => {
       ["retry id", () => retryDelivery(d, CLI_CALLER, 5)],
     ];
     for (const [name, call] of cases) expect([name, await code(call())]).toEqual([name, "invalid_request"]);
-    // loopback http is allowed
-    expect(await code(addWebhookEndpoint(d, CLI_CALLER, { url: "http://127.0.0.1:9/x", events: ["license.created"] }))).toBe("ok");
-    expect(await code(addWebhookEndpoint(d, CLI_CALLER, { url: "http://[::1]:9/x", events: ["license.created"] }))).toBe("ok");
+    // loopback http only where the operator allowed the host
+    const allowing = { ...d, webhookDestinations: { allowHosts: ["127.0.0.1", "::1"] } };
+    expect(await code(addWebhookEndpoint(d, CLI_CALLER, { url: "http://127.0.0.1:9/x", events: ["license.created"] }))).toBe("invalid_request");
+    expect(await code(addWebhookEndpoint(allowing, CLI_CALLER, { url: "http://127.0.0.1:9/x", events: ["license.created"] }))).toBe("ok");
+    expect(await code(addWebhookEndpoint(allowing, CLI_CALLER, { url: "http://[::1]:9/x", events: ["license.created"] }))).toBe("ok");
   });
 });

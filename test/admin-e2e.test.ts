@@ -91,9 +91,56 @@ test("a CLI-made token creates a license over HTTP; seats stay above those in us
   expect(trail.status).toBe(200);
   const lines = trail.body.lines as { action: string; actor: string | null }[];
   const byToken = lines.filter((l) => l.actor === `${tokenId} (store)`).map((l) => l.action).sort();
-  expect(byToken).toEqual(["license-create", "license-reinstate", "license-revoke", "license-update"]);
+  // its changes, and its read of the licence (reads are audited too, coalesced)
+  expect(byToken).toEqual(["license-create", "license-reinstate", "license-revoke", "license-show", "license-update"]);
   run("admin-token", "revoke", tokenId);
   const after = await api("GET", "/admin/licenses", store);
   expect({ status: after.status, error: after.body.error }).toEqual({ status: 401, error: "admin_token_invalid" });
   for (const s of [secret, auditor]) expect(serve.lines.join("\n")).not.toContain(s.slice(4));
+}, 30_000);
+
+test("rekey: a new key shown once; the old key is refused from then on; installations keep their seats and tokens (HTTP and CLI)", async () => {
+  const writer = cli("admin-token", "create", "--name", "rekeyer", "--scopes", "licenses:write,licenses:read,audit:read").secret as string;
+  const created = await api("POST", "/admin/licenses", {
+    token: writer,
+    body: { licensee: "Lost Key", organization: "Engines", plan: "pro", planTitle: "Pro", seats: 2, channels: ["stable"] },
+  });
+  const { key: oldKey, license } = created.body as { key: string; license: { id: string } };
+  const dev = device("alpha");
+  const first = await api("POST", "/licenses/activate", { body: { key: oldKey, device: dev } });
+  expect(first.status).toBe(200);
+
+  const rekeyed = await api("POST", `/admin/licenses/${license.id}/rekey`, { token: writer });
+  expect(rekeyed.status).toBe(200);
+  const newKey = rekeyed.body.key as string;
+  expect(newKey).toMatch(/^AL-/);
+  expect(newKey).not.toBe(oldKey);
+  expect(rekeyed.body.license).toMatchObject({ id: license.id, seatsUsed: 1 });
+
+  const old = await api("POST", "/licenses/activate", { body: { key: oldKey, device: device("alpha") } });
+  expect({ status: old.status, error: old.body.error }).toEqual({ status: 403, error: "license_unknown" });
+  // The installation keeps its token and its seat: activating again with the new key reuses it.
+  expect((await api("GET", "/entitlements/current", { token: first.body.token })).status).toBe(200);
+  const again = await api("POST", "/licenses/activate", { body: { key: newKey, device: dev } });
+  expect(again.status).toBe(200);
+  expect(again.body.entitlement).toMatchObject({ id: first.body.entitlement.id, seats: { used: 1, total: 2 } });
+
+  // The CLI gives another; the HTTP one stops working too. One audit line each, by its actor.
+  const byCli = cli("license", "rekey", newKey);
+  expect(byCli).toMatchObject({ id: license.id, seats: { used: 1, total: 2 } });
+  expect(byCli.key).not.toBe(newKey);
+  expect((await api("POST", "/licenses/activate", { body: { key: newKey, device: dev } })).body.error).toBe("license_unknown");
+  expect((await api("POST", "/licenses/activate", { body: { key: byCli.key, device: dev } })).status).toBe(200);
+  const lines = (await api("GET", `/admin/audit?license=${license.id}`, { token: writer })).body.lines as { action: string; actor: string | null }[];
+  expect(lines.filter((l) => l.action === "license-rekey").map((l) => l.actor?.endsWith("(rekeyer)") ? "token" : l.actor)).toEqual(["cli", "token"]);
+  expect(serve.lines.join("\n")).not.toContain(byCli.key);
+}, 30_000);
+
+test("a licence for a person over HTTP: organization and planTitle may be left out; the entitlement says none and the plan", async () => {
+  const writer = cli("admin-token", "create", "--name", "shop", "--scopes", "licenses:write").secret as string;
+  const created = await api("POST", "/admin/licenses", { token: writer, body: { licensee: "Ada", plan: "pro", seats: 1, channels: ["stable"] } });
+  expect(created.status).toBe(201);
+  expect(created.body.license).toMatchObject({ organization: "", planTitle: "pro" });
+  const activated = await api("POST", "/licenses/activate", { body: { key: created.body.key, device: device("alpha") } });
+  expect(activated.body.entitlement).toMatchObject({ licensee: "Ada", organization: "", planTitle: "pro" });
 }, 30_000);

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { offlineRequestCode } from "../src/client";
 import { CLI_CALLER } from "../src/domain/admin/deps";
 import { createAdminToken } from "../src/domain/admin/tokens";
 import { pruneRecords } from "../src/domain/retention";
 import type { Endpoint } from "../src/http/endpoint";
 import { announceSkip, freshSchema, PG_URL } from "./databases";
-import { testSite, type TestSite } from "./helpers";
+import { device, testSite, type TestSite } from "./helpers";
 
 // Bad input to the admin API: every body field wrongly typed and too long, unknown fields; every
 // query parameter unknown, repeated, out of range; forged cursors and cursors of another query. Each
@@ -30,8 +31,10 @@ const propertiesOf = (schema: unknown) => (JSON.parse(JSON.stringify(schema)) as
 const licenseBody = { licensee: "Ada", organization: "Engines", plan: "pro", planTitle: "Pro", seats: 3, channels: ["stable"] };
 /** A body each body endpoint accepts; the test fails for a body endpoint added without one. */
 const VALID_BODIES: Record<string, Record<string, unknown>> = {
-  "POST /admin/licenses": { ...licenseBody, expires: "2099-01-01T00:00:00Z", email: "ada@engines.example", metadata: { crm: "42" } },
-  "PATCH /admin/licenses/{id}": { seats: 4, expires: null, email: null, metadata: {}, channels: ["stable"], licensee: "Ada", organization: "E", plan: "p", planTitle: "P" },
+  "POST /admin/licenses": { ...licenseBody, expires: "2099-01-01T00:00:00Z", email: "ada@engines.example", metadata: { crm: "42" }, tokenTtl: 86_400 },
+  "PATCH /admin/licenses/{id}": { seats: 4, expires: null, email: null, metadata: {}, channels: ["stable"], licensee: "Ada", organization: "E", plan: "p", planTitle: "P", tokenTtl: null },
+  // The key is that of the licence the first test creates; elsewhere any well-formed one will do.
+  "POST /admin/activations/offline": { code: offlineRequestCode({ device: device("alpha") }), key: "AL-00000-00000-00000-00000-00000" },
   "POST /admin/webhooks": { url: "https://hooks.example/k", events: ["license.created"] },
   "PATCH /admin/webhooks/{id}": { enabled: true },
 };
@@ -78,13 +81,15 @@ describe("bad bodies on every admin body endpoint", () => {
     expect(bodies.map(keyOf).sort()).toEqual(Object.keys(VALID_BODIES).sort());
     const lic = await send("POST", "/admin/licenses", { body: VALID_BODIES["POST /admin/licenses"] });
     expect(lic.status).toBe(201);
-    expect(lic.body.license).toMatchObject({ expires: "2099-01-01T00:00:00+00:00", email: "ada@engines.example", metadata: { crm: "42" } });
+    expect(lic.body.license).toMatchObject({ expires: "2099-01-01T00:00:00+00:00", email: "ada@engines.example", metadata: { crm: "42" }, tokenTtl: 86_400 });
     const dated = await send("PATCH", `/admin/licenses/${(lic.body.license as { id: string }).id}`, { body: { expires: "2098-06-30T00:00:00Z" } });
     expect({ status: dated.status, changed: dated.body.changed }).toEqual({ status: 200, changed: ["expires"] });
     const hook = await send("POST", "/admin/webhooks", { body: VALID_BODIES["POST /admin/webhooks"] });
     expect(hook.status).toBe(201);
     expect((await send("PATCH", `/admin/licenses/${(lic.body.license as { id: string }).id}`, { body: VALID_BODIES["PATCH /admin/licenses/{id}"] })).status).toBe(200);
     expect((await send("PATCH", `/admin/webhooks/${(hook.body.endpoint as { id: string }).id}`, { body: VALID_BODIES["PATCH /admin/webhooks/{id}"] })).status).toBe(200);
+    const offline = await send("POST", "/admin/activations/offline", { body: { ...VALID_BODIES["POST /admin/activations/offline"], key: lic.body.key } });
+    expect(offline.status).toBe(200);
   });
 
   test("each field wrongly typed, each field over its limit, an unknown field, a missing required field: 400 naming the field", async () => {

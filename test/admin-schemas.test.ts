@@ -17,7 +17,7 @@ let site: TestSite;
 let d: AdminDeps;
 beforeEach(async () => {
   site = await testSite("alpha");
-  d = { variant: VARIANTS.alpha, store: site.composed.store, clock: site.clock, tokenTtlSeconds: 3600 };
+  d = { variant: VARIANTS.alpha, store: site.composed.store, clock: site.clock, tokenTtlSeconds: 3600, webhookDestinations: { allowHosts: ["127.0.0.1"] } };
 });
 afterEach(() => site.close());
 
@@ -58,7 +58,7 @@ test("every admin service's answer fits its schema in src/http/admin-schemas.ts,
   fits(S.WebhookEndpointCreated, await addWebhookEndpoint(d, CLI_CALLER, hookBody));
   fits(S.WebhookEndpointList, { endpoints: await listWebhookEndpoints(d, CLI_CALLER) });
   await createLicense(d, CLI_CALLER, createBody);
-  await new WebhookWorker({ store: d.store, clock: d.clock, log: silentLogger, timeoutMs: 200 }).tick();
+  await new WebhookWorker({ store: d.store, clock: d.clock, log: silentLogger, timeoutMs: 200, destinations: d.webhookDestinations }).tick();
   const page = await listDeliveries(d, CLI_CALLER, {});
   expect(page.deliveries.length).toBe(1);
   fits(S.WebhookDeliveryPage, page);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { offlineRequestCode } from "../src/client";
 import { createLogger } from "../src/config/log";
 import { VARIANTS } from "../src/config/variants";
 import { CLI_CALLER, SCOPES, type Scope } from "../src/domain/admin/deps";
@@ -55,11 +56,16 @@ const freshDelivery = async () => {
 // Release controls are kept for any version of a lane of the variant (applied should it appear), so
 // each fixture takes a version of its own: a control that changes nothing writes no audit line.
 let versions = 0;
-const freshVersion = () => `9.${++versions}.0`;
+// A control is refused for a release this site does not know: each version is recorded as known (live at a scan).
+const freshVersion = async () => {
+  const version = `9.${++versions}.0`;
+  await site.composed.store.recordKnownReleases([{ lane: "alpha/stable/win-x64", version }], site.clock());
+  return version;
+};
 const LANE = encodeURIComponent("alpha/stable/win-x64");
 const controlPath = (version: string, op: string) => `/admin/releases/${LANE}/${version}/${op}`;
 const controlled = async (op: "halt" | "withdraw") => {
-  const version = freshVersion();
+  const version = await freshVersion();
   await site.composed.services.selection.controls.apply(op, "alpha/stable/win-x64", version);
   return version;
 };
@@ -74,12 +80,17 @@ const FIXTURES: Record<string, () => Promise<{ path: string; body?: unknown }>> 
   "GET /admin/licenses/{id}": async () => ({ path: `/admin/licenses/${(await freshLicense()).license.id}` }),
   "PATCH /admin/licenses/{id}": async () => ({ path: `/admin/licenses/${(await freshLicense()).license.id}`, body: { seats: 5 } }),
   "POST /admin/licenses/{id}/revoke": async () => ({ path: `/admin/licenses/${(await freshLicense()).license.id}/revoke` }),
+  "POST /admin/licenses/{id}/rekey": async () => ({ path: `/admin/licenses/${(await freshLicense()).license.id}/rekey` }),
   "POST /admin/licenses/{id}/reinstate": async () => {
     const { license } = await freshLicense();
     await revokeLicense(d(), CLI_CALLER, license.id);
     return { path: `/admin/licenses/${license.id}/reinstate` };
   },
   "GET /admin/activations": async () => ({ path: `/admin/activations?license=${(await freshActivation()).licenseId}` }),
+  "POST /admin/activations/offline": async () => {
+    const { key } = await freshLicense();
+    return { path: "/admin/activations/offline", body: { code: offlineRequestCode({ device: device("alpha"), key }) } };
+  },
   "POST /admin/activations/{id}/deactivate": async () => ({ path: `/admin/activations/${(await freshActivation()).id}/deactivate` }),
   "GET /admin/audit": async () => ({ path: "/admin/audit?limit=3" }),
   "GET /admin/feed": async () => ({ path: "/admin/feed?after=0&limit=3" }),
@@ -91,9 +102,9 @@ const FIXTURES: Record<string, () => Promise<{ path: string; body?: unknown }>> 
   "GET /admin/webhook-deliveries/{id}": async () => ({ path: `/admin/webhook-deliveries/${await freshDelivery()}` }),
   "POST /admin/webhook-deliveries/{id}/retry": async () => ({ path: `/admin/webhook-deliveries/${await freshDelivery()}/retry` }),
   "GET /admin/releases": async () => ({ path: "/admin/releases" }),
-  "POST /admin/releases/{lane}/{version}/halt": async () => ({ path: controlPath(freshVersion(), "halt") }),
+  "POST /admin/releases/{lane}/{version}/halt": async () => ({ path: controlPath(await freshVersion(), "halt") }),
   "POST /admin/releases/{lane}/{version}/resume": async () => ({ path: controlPath(await controlled("halt"), "resume") }),
-  "POST /admin/releases/{lane}/{version}/withdraw": async () => ({ path: controlPath(freshVersion(), "withdraw") }),
+  "POST /admin/releases/{lane}/{version}/withdraw": async () => ({ path: controlPath(await freshVersion(), "withdraw") }),
   "POST /admin/releases/{lane}/{version}/restore": async () => ({ path: controlPath(await controlled("withdraw"), "restore") }),
   "GET /admin/stats": async () => ({ path: "/admin/stats" }),
 };

@@ -97,5 +97,5 @@ test("refuses bad filters with a usage line, and an unknown license", async () =
   }
   const r = await runCli(["audit", ...args, "--license", "AL-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ"]);
   expect(r.code).toBe(1);
-  expect(r.stderr).toContain("license_unknown");
+  expect(r.stderr).toContain("not_found");
 });

@@ -4,6 +4,9 @@
  * endpoints can give is provoked here and its `ref` looked up in the records.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { CLI_CALLER } from "../src/domain/admin/deps";
+import { createAdminToken } from "../src/domain/admin/tokens";
 import { device, createLicense, testClock, testSite, type TestSite } from "./helpers";
 
 let site: TestSite;
@@ -129,5 +132,23 @@ describe("every refusal of the licensing endpoints names its audit line", () => 
       expect(line).toMatchObject({ outcome: "refused", action, time: clock() });
       if (lic) expect(line!.licenseId).toBe(lic);
     }
+  });
+});
+
+describe("a ref leads to its audit line (README: quote the ref, find the line)", () => {
+  test("GET /admin/audit?ref= answers that one line; keyturn audit --ref prints it", async () => {
+    const refused = (await (await site.request("POST", "/licenses/activate", { body: { key: "AL-00000-00000-00000-00000-00000", device: device("alpha") } })).json()) as { ref: string };
+    const { secret } = await createAdminToken(site.composed.services.admin, CLI_CALLER, { name: "support", scopes: ["audit:read"] });
+    const r = await site.request("GET", `/admin/audit?ref=${refused.ref}`, { token: secret });
+    expect(r.status).toBe(200);
+    const { lines } = (await r.json()) as { lines: { ref: string; error: string }[] };
+    expect(lines).toEqual([expect.objectContaining({ ref: refused.ref, error: "license_unknown" })]);
+    expect(((await (await site.request("GET", "/admin/audit?ref=ref_none", { token: secret })).json()) as { lines: unknown[] }).lines).toEqual([]);
+
+    const cli = Bun.spawnSync([process.execPath, join(import.meta.dir, "..", "src", "main.ts"), "audit", "--ref", refused.ref, "--variant", "alpha", "--data", join(site.dir, "data"), "--json"], {
+      env: { PATH: process.env.PATH ?? "" },
+    });
+    expect(cli.exitCode).toBe(0);
+    expect((JSON.parse(cli.stdout.toString()) as { audit: { ref: string }[] }).audit.map((l) => l.ref)).toEqual([refused.ref]);
   });
 });

@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import { silentLogger } from "../src/config/log";
+import { CLI_CALLER } from "../src/domain/admin/deps";
+import { createAdminToken } from "../src/domain/admin/tokens";
+import { newEvent } from "../src/domain/events";
+import { sha256Hex } from "../src/domain/ids";
+import { addWebhookEndpoint } from "../src/domain/webhooks/endpoints";
+import { WebhookWorker } from "../src/domain/webhooks/worker";
 import { copySqliteToPostgres } from "../src/store/copy";
 import { openPostgresStore, type PostgresStore } from "../src/store/postgres";
 import { openSqliteStore, SQLITE_FILE } from "../src/store/sqlite";
@@ -22,7 +29,20 @@ async function everything(store: Store) {
   const licenses = await store.listLicenses();
   const activations = [];
   for (const l of licenses) activations.push(...(await store.listActivations(l.id)));
-  return { licenses, activations, audit: await store.listAudit({ limit: 100_000 }), controls: await store.listReleaseControls() };
+  const deliveries = await store.listDeliveries({ limit: 100_000 });
+  const attempts = [];
+  for (const d of deliveries) attempts.push(...(await store.listAttempts(d.id)));
+  return {
+    licenses,
+    activations,
+    audit: await store.listAudit({ limit: 100_000 }),
+    controls: await store.listReleaseControls(),
+    adminTokens: await store.listAdminTokens(),
+    endpoints: await store.listWebhookEndpoints(),
+    events: await store.listEvents({ after: 0, limit: 100_000 }),
+    deliveries,
+    attempts,
+  };
 }
 
 describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migrate --database", () => {
@@ -30,6 +50,7 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
   let schema: TestSchema;
   let key: string;
   let token: string;
+  let adminToken: string;
   const nonce = "c".repeat(64);
 
   beforeAll(async () => {
@@ -46,6 +67,11 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
     await site.composed.store.createChallenge({ nonceHash: nonce, installation: "inst", created: site.clock(), expires: site.clock() + 300_000, used: null });
     await site.composed.services.selection.controls.apply("withdraw", "alpha/stable/win-x64", "1.0.0");
     await site.composed.store.recordKnownReleases([{ lane: "alpha/stable/win-x64", version: "1.0.0" }], site.clock());
+    // An admin token, a webhook endpoint and an outbox with a delivery attempted once (the name does not resolve)
+    adminToken = (await createAdminToken(site.composed.services.admin, CLI_CALLER, { name: "moved", scopes: ["licenses:read"] })).secret;
+    await addWebhookEndpoint(site.composed.services.admin, CLI_CALLER, { url: "https://hooks.example/moved", events: ["license.created", "license.revoked"] });
+    await createLicense(site, { licensee: "After Hook" });
+    await new WebhookWorker({ store: site.composed.store, clock: site.clock, log: silentLogger, resolve: async () => [] }).tick();
   });
   afterAll(async () => {
     await site?.close();
@@ -66,17 +92,37 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
     const source = await everything(site.composed.store);
     expect(JSON.parse(r.stdout)).toEqual({
       ok: true,
-      copied: { licenses: 2, activations: 2, challenges: 1, audit: source.audit.length, release_controls: 1, known_releases: 1 },
+      copied: {
+        licenses: 3,
+        activations: 2,
+        challenges: 1,
+        audit: source.audit.length,
+        release_controls: 1,
+        known_releases: 1,
+        known_releases_baseline: 1,
+        record_key_check: 1,
+        admin_tokens: 1,
+        events: source.events.length,
+        webhook_endpoints: 1,
+        webhook_fanout: 1,
+        webhook_deliveries: 1,
+        webhook_attempts: 1,
+      },
     });
     expect(source.audit.length).toBeGreaterThanOrEqual(5);
+    expect(source.events.length).toBeGreaterThanOrEqual(1);
+    expect(source.attempts).toEqual([expect.objectContaining({ attempt: 1, error: "address not allowed" })]);
     const target = await openPostgresStore(schema.url);
     try {
       expect(await everything(target)).toEqual(source);
-      // Events are not carried and the numbering starts again: the target is other records to a mirror.
+      // The events move with their numbers, but the target is other records to a mirror: a new epoch.
       const [from, to] = [await site.composed.store.feedPosition(), await target.feedPosition()];
       expect(to.epoch).toMatch(/^[0-9a-f]{24}$/);
       expect(to.epoch).not.toBe(from.epoch);
-      expect(to.newest).toBe(0n);
+      expect(to.newest).toBe(from.newest);
+      // the admin token authenticates against the new records; the outbox goes on where it stood
+      expect((await target.findAdminTokenBySecretHash(sha256Hex(adminToken)))?.name).toBe("moved");
+      expect(await target.fanOutEvents(site.clock(), 100, () => "dlv_never")).toBe(0);
       expect((await target.consumeChallenge(nonce, site.clock())).outcome).toBe("consumed");
       expect(await target.recordKnownReleases([{ lane: "alpha/stable/win-x64", version: "1.0.0" }], site.clock())).toEqual([]);
     } finally {
@@ -88,18 +134,26 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
     await site.request("POST", "/entitlements/deactivate", { token });
     const refused = keyturn("copy", "--from", join(site.dir, "data"), "--to", schema.url);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain("the target already holds 2 licenses, 2 activations, 1 challenges");
+    expect(refused.stderr).toContain("the target already holds 3 licenses, 2 activations, 1 challenges");
     expect(refused.stdout).toBe("");
 
     const merged = keyturn("copy", "--from", join(site.dir, "data"), "--to", schema.url, "--merge");
     expect(merged.stderr).toBe("");
     expect(merged.code).toBe(0);
-    expect(merged.stdout).toMatch(/^copied 2 licenses, 2 activations, 1 challenges, \d+ audit lines from .* to PostgreSQL\n$/);
+    expect(merged.stdout).toMatch(/^copied 3 licenses, 2 activations, 1 challenges, \d+ audit lines, 1 admin tokens, 1 webhook endpoints, \d+ events, 1 webhook deliveries from .* to PostgreSQL\n$/);
     const target = await openPostgresStore(schema.url);
     try {
       expect(await everything(target)).toEqual(await everything(site.composed.store));
       const ada = (await target.listLicenses()).find((l) => l.licensee === "Ada Lovelace")!;
       expect(await target.countActiveSeats(ada.id)).toBe(1);
+      // events written after the move are numbered after the moved ones, and fanned out
+      const lastSeq = (await site.composed.store.listEvents({ after: 0, limit: 100_000 })).at(-1)!.seq;
+      await target.appendEvent(newEvent("license.revoked", { license: { id: "lic_x" } }, site.clock()));
+      const [latest] = await target.listEvents({ after: lastSeq, limit: 10 });
+      expect(latest!.seq).toBeGreaterThan(lastSeq);
+      let n = 0;
+      await target.fanOutEvents(site.clock(), 100, () => `dlv_after_move${++n}`);
+      expect((await target.listDeliveries({ limit: 100 })).map((d) => d.eventId)).toContain(latest!.id);
     } finally {
       await target.close();
     }

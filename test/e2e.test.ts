@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { buildExecutable } from "../build";
+import { VARIANTS } from "../src/config/variants";
 import { tempDir } from "./helpers";
 
 let dir: string;
@@ -46,6 +47,12 @@ test("the compiled demo starts from an empty directory, prints a license and a c
     expect(answer.entitlement).toMatchObject({ licensee: "Demo User", seats: { used: 1, total: 3 } });
     const current = await fetch(`http://127.0.0.1:${port}/api/v1/entitlements/current`, { headers: { authorization: `Bearer ${answer.token}` } });
     expect(current.status).toBe(200);
+    // Outside a checkout the demo serves the example tree built into the executable (signed, checked), not an empty one.
+    const releases = await fetch(`http://127.0.0.1:${port}/api/v1/releases`, { headers: { authorization: `Bearer ${answer.token}` } });
+    const listed = ((await releases.json()) as { releases: { version: string }[] }).releases.map((r) => r.version);
+    expect(listed).toEqual(expect.arrayContaining(["2.1.0", "2.0.0"]));
+    const manifest = await fetch(`http://127.0.0.1:${port}/api/v1/updates/stable/win-x64/${VARIANTS.gamma.manifestFile}`, { headers: { authorization: `Bearer ${answer.token}` } });
+    expect(manifest.status).toBe(200);
     server.kill("SIGTERM");
     expect(await server.exited).toBe(0);
   } finally {

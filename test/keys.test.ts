@@ -45,7 +45,7 @@ test("a private key readable by others gets a warning; keys of other variants an
   const ring = await loadKeyRing(dir, VARIANTS.gamma);
   expect(ring.signing!.kid).toBe("gamma-license-2026-09");
   expect([...ring.verify.keys()]).toEqual(["gamma-license-2026-09"]);
-  expect(ring.warnings.some((w) => w.includes("gamma-license-2026-09.pem") && w.includes("chmod 600"))).toBe(true);
+  expect(ring.warnings.some((w) => w.includes("gamma-license-2026-09.pem") && w.includes("is open to every user (mode 0644): make it 0600"))).toBe(true);
   expect(ring.warnings.some((w) => w.includes("gamma-license-2026-08.pem") && w.includes("skipped"))).toBe(true);
 });
 

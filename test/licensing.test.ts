@@ -107,8 +107,16 @@ for (const variant of ["alpha", "beta", "gamma"] as const) {
       const prefix = VARIANTS[variant].keyPrefix;
       const groups = key.slice(prefix.length + 1);
       const sloppy = `  ${prefix}-${groups.replaceAll("0", "o").replaceAll("1", "l").toLowerCase()}  `;
-      const r = await s.request("POST", "/licenses/activate", { body: { key: sloppy, device: device(variant) } });
+      const d = device(variant);
+      const r = await s.request("POST", "/licenses/activate", { body: { key: sloppy, device: d } });
       expect(r.status).toBe(200);
+      const seat = ((await r.json()) as { entitlement: { id: string } }).entitlement.id;
+      // Without dashes, or in spaced groups as read over the phone: the same key, the same seat.
+      for (const typed of [key.replaceAll("-", ""), key.replaceAll("-", " ").toLowerCase()]) {
+        const again = await s.request("POST", "/licenses/activate", { body: { key: typed, device: d } });
+        expect(again.status).toBe(200);
+        expect(((await again.json()) as { entitlement: { id: string } }).entitlement.id).toBe(seat);
+      }
     });
 
     test("the token's lifetime never passes the license's expiry", async () => {
@@ -116,6 +124,28 @@ for (const variant of ["alpha", "beta", "gamma"] as const) {
       const { key } = await createLicense(s, { expires: s.clock() + 86400_000 });
       const body = await json(await s.request("POST", "/licenses/activate", { body: { key, device: device(variant) } }));
       expect(Date.parse(body.entitlement.expires)).toBe(s.clock() + 86400_000);
+    });
+
+    test("the license's own expiry (licenseExpires, claim lex) is in activate, refresh and current; null and absent when it has none", async () => {
+      const s = await site(variant);
+      const term = Date.parse("2027-12-31T00:00:00Z");
+      const { key } = await createLicense(s, { expires: term });
+      const d = device(variant);
+      const act = await json(await s.request("POST", "/licenses/activate", { body: { key, device: d } }));
+      // expires stays the token's (7 days), licenseExpires is the term's end.
+      expect(Date.parse(act.entitlement.expires) - Date.parse(act.entitlement.issued)).toBe(7 * 86400_000);
+      expect(act.entitlement.licenseExpires).toBe("2027-12-31T00:00:00+00:00");
+      const claims = JSON.parse(Buffer.from(act.token.split(".")[1], "base64url").toString());
+      expect(claims.lex).toBe(term / 1000);
+      const refreshed = await json(await s.request("POST", "/entitlements/refresh", { token: act.token, body: { device: d } }));
+      expect(refreshed.entitlement.licenseExpires).toBe("2027-12-31T00:00:00+00:00");
+      const current = await json(await s.request("GET", "/entitlements/current", { token: act.token }));
+      expect(current.entitlement.licenseExpires).toBe("2027-12-31T00:00:00+00:00");
+
+      const open = await createLicense(s, { expires: null });
+      const perpetual = await json(await s.request("POST", "/licenses/activate", { body: { key: open.key, device: device(variant, { name: "Other PC" }) } }));
+      expect(perpetual.entitlement.licenseExpires).toBeNull();
+      expect("lex" in JSON.parse(Buffer.from(perpetual.token.split(".")[1], "base64url").toString())).toBe(false);
     });
 
     test("no signing key: activate answers 503 licensing_unavailable", async () => {

@@ -3,6 +3,7 @@ import Ajv2020, { type ValidateFunction } from "ajv/dist/2020";
 import addFormats from "ajv-formats";
 import { copyFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { offlineRequestCode } from "../src/client";
 import { VARIANT_NAMES, VARIANTS, type VariantName } from "../src/config/variants";
 import { CLI_CALLER, SCOPES, type Scope } from "../src/domain/admin/deps";
 import { createAdminToken, revokeAdminToken } from "../src/domain/admin/tokens";
@@ -12,7 +13,7 @@ import { generateKeyFiles } from "../src/domain/keys";
 import type { SqliteStore } from "../src/store/sqlite";
 import { BASE, createLicense, device, tempDir, testClock, testSite, type TestSite } from "./helpers";
 import { CLIENT_ID, STAFF_GROUP, startIssuer, type LocalIssuer } from "./identity-issuer";
-import { ReleaseTree } from "./release-tree";
+import { feedFileEntry, ReleaseTree } from "./release-tree";
 
 // The OpenAPI document tells the truth: every operation of every variant is sent requests that give
 // each of its documented answers, and every answer is held to the document (status, headers, body
@@ -170,8 +171,22 @@ async function runVariant(variant: VariantName) {
     cleanups.push(() => tree.remove());
     generateKeyFiles(tree.keysDir, v.defaultLicenseKid);
     const older = tree.add({ version: "0.9.0", released: "2026-09-01T00:00:00+00:00" });
-    const release = tree.add({ version: "1.0.0" });
-    const site = await testSite(variant, { withKey: false, clock, settings: { keys: tree.keysDir, releases: tree.root, ...identity, "staff-seats": "1" } });
+    // Its feed files: a Tauri signature and an electron blockmap (their bytes need only match the manifest here).
+    const installerName = `${product ?? v.name}-1.0.0-win-x64.exe`;
+    const feedFiles = { [`${installerName}.sig`]: "dGF1cmkgc2lnbmF0dXJl", [`${installerName}.blockmap`]: "blockmap" };
+    const release = tree.add({
+      version: "1.0.0",
+      files: feedFiles,
+      fields: {
+        feeds: {
+          electron: { blockmap: feedFileEntry(`${installerName}.blockmap`, feedFiles[`${installerName}.blockmap`]!) },
+          tauri: { signature: feedFileEntry(`${installerName}.sig`, feedFiles[`${installerName}.sig`]!) },
+        },
+      },
+    });
+    // A macOS platform besides the spec's, so the Sparkle feed answers (design.md "Platforms and channels beyond the spec's").
+    const lanes = { platforms: "win-x64,mac-arm64" };
+    const site = await testSite(variant, { withKey: false, clock, settings: { keys: tree.keysDir, releases: tree.root, ...identity, ...lanes, "staff-seats": "1" } });
     cleanups.push(() => site.close(), () => site.composed.services.releases.close());
     await site.composed.services.releases.ready();
     const db = (site.composed.store as SqliteStore).db;
@@ -288,10 +303,21 @@ async function runVariant(variant: VariantName) {
     const lane = [product, "stable", "win-x64"].filter(Boolean).join("/");
     const preview = [product, "preview", "win-x64"].filter(Boolean).join("/");
     const U = `/updates/${product ? "{product}/" : ""}{channel}/{platform}/{file}`;
+    const P = product ? "{product}/" : "";
+    const laneOfFeed = [product, "stable"].filter(Boolean).join("/");
+    const previewFeed = [product, "preview"].filter(Boolean).join("/");
+    const FE = `/feeds/electron/${P}{channel}/{file}`;
+    const FT = `/feeds/tauri/${P}{channel}/{target}/{arch}/{current_version}`;
+    const FS = `/feeds/sparkle/${P}{channel}/appcast.xml`;
+    const FV = `/feeds/velopack/${P}{channel}/{file}`;
     const bearerGets: [string, string][] = [
       ["/entitlements/current", "/entitlements/current"],
       ["/releases", "/releases"],
       [U, `/updates/${lane}/${v.manifestFile}`],
+      [FE, `/feeds/electron/${laneOfFeed}/latest.yml`],
+      [FT, `/feeds/tauri/${laneOfFeed}/windows/x86_64/0.1.0`],
+      [FS, `/feeds/sparkle/${laneOfFeed}/appcast.xml`],
+      [FV, `/feeds/velopack/${laneOfFeed}/releases.win.json`],
     ];
     const bearerPosts = ["/entitlements/refresh", "/entitlements/deactivate"];
     const refreshBody = (d: object) => ({ body: { device: d } });
@@ -351,6 +377,48 @@ async function runVariant(variant: VariantName) {
     await GET(U, `/updates/${preview}/${v.manifestFile}`, auth, "nothing released on preview", 404, "no_release");
     await GET(U, `/updates/${preview}/${v.manifestFile}`, { token: stableOnly.token }, "channel not in the entitlement", 403, "channel_not_allowed");
 
+    // --- the feeds of existing updaters
+    const notModified = async (template: string, path: string, label: string) => {
+      const first = await GET(template, path, auth, label, 200);
+      await GET(template, path, { ...auth, headers: { "if-none-match": first.get.headers.get("etag")! } }, `${label} not modified`, 304);
+    };
+    await notModified(FE, `/feeds/electron/${laneOfFeed}/latest.yml`, "electron channel file");
+    await GET(FE, `/feeds/electron/${laneOfFeed}/${release.installer}`, auth, "electron installer", 200);
+    await GET(FE, `/feeds/electron/${laneOfFeed}/${release.installer}.blockmap`, auth, "electron blockmap", 200);
+    await GET(FE, `/feeds/electron/${laneOfFeed}/${release.installer}`, { ...auth, headers: { range: "bytes=0-9, 20-29" } }, "several ranges", 206);
+    await GET(FE, `/feeds/electron/${laneOfFeed}/${release.installer}`, { ...auth, headers: { range: "bytes=99999999-" } }, "range beyond the end", 416, "range_not_satisfiable");
+    await GET(FE, `/feeds/electron/${laneOfFeed}/nothing-here.txt`, auth, "unknown file", 404, "not_found");
+    await GET(FE, `/feeds/electron/${previewFeed}/latest.yml`, { token: stableOnly.token }, "channel not in the entitlement", 403, "channel_not_allowed");
+    // preview's channel file would offer stable's release (electron-builder's cascade): nothing is released for macOS.
+    await GET(FE, `/feeds/electron/${laneOfFeed}/latest-mac.yml`, auth, "nothing released for macOS", 404, "no_release");
+    await notModified(FT, `/feeds/tauri/${laneOfFeed}/windows/x86_64/0.1.0`, "tauri update");
+    await GET(FT, `/feeds/tauri/${laneOfFeed}/windows/x86_64/9.0.0`, auth, "tauri nothing newer", 204);
+    await GET(FT, `/feeds/tauri/${laneOfFeed}/windows/x86_64/not%20a%20version`, auth, "tauri bad version", 400, "invalid_request");
+    await GET(FT, `/feeds/tauri/${laneOfFeed}/beos/x86_64/1.0.0`, auth, "tauri unknown target", 404, "not_found");
+    await GET(FT, `/feeds/tauri/${previewFeed}/windows/x86_64/1.0.0`, auth, "nothing released on preview", 404, "no_release");
+    await GET(FT, `/feeds/tauri/${previewFeed}/windows/x86_64/1.0.0`, { token: stableOnly.token }, "channel not in the entitlement", 403, "channel_not_allowed");
+    await notModified(FS, `/feeds/sparkle/${laneOfFeed}/appcast.xml`, "appcast");
+    await GET(FS, `/feeds/sparkle/${[product, "nightly"].filter(Boolean).join("/")}/appcast.xml`, auth, "unknown channel", 404, "not_found");
+    await GET(FS, `/feeds/sparkle/${previewFeed}/appcast.xml`, { token: stableOnly.token }, "channel not in the entitlement", 403, "channel_not_allowed");
+    await notModified(FV, `/feeds/velopack/${laneOfFeed}/releases.win.json`, "velopack releases");
+    await GET(FV, `/feeds/velopack/${laneOfFeed}/releases.mac.json`, auth, "unknown file", 404, "not_found");
+    await GET(FV, `/feeds/velopack/${previewFeed}/releases.win.json`, { token: stableOnly.token }, "channel not in the entitlement", 403, "channel_not_allowed");
+    // A feed file changed after signing is not served (GET, then HEAD: each answer starts a re-scan
+    // that drops the folder, so the file is put back and the folder read again in between).
+    const changed = async (template: string, path: string, name: string, label: string) => {
+      for (const method of ["GET", "HEAD"]) {
+        writeFileSync(join(release.dir, name), "changed");
+        const res = await send(site, method, path, auth);
+        expect(res.status, `${method} ${label}`).toBe(503);
+        expect((await c.check(method, template, res, label, method === "HEAD" ? "unavailable" : undefined)).code).toBe("unavailable");
+        writeFileSync(join(release.dir, name), feedFiles[name]!);
+        await site.composed.services.releases.rescan();
+      }
+    };
+    await changed(FE, `/feeds/electron/${laneOfFeed}/${release.installer}.blockmap`, `${release.installer}.blockmap`, "blockmap changed");
+    await changed(FT, `/feeds/tauri/${laneOfFeed}/windows/x86_64/0.1.0`, `${release.installer}.sig`, "signature changed");
+    await GET(FT, `/feeds/tauri/${laneOfFeed}/windows/x86_64/0.1.0`, auth, "signature put back", 200);
+
     // --- deactivate (after the others: it ends the live token)
     await POST(site, "/entitlements/deactivate", { token: live.token }, "deactivate", 200);
 
@@ -390,6 +458,9 @@ async function runVariant(variant: VariantName) {
     const other = device(variant);
     const { idToken } = await signIn(other, {}, noKey);
     await POST(noKey, X, { body: { id_token: idToken, device: other } }, "no signing key", 503, "licensing_unavailable");
+    const noKeyAdmin = (await createAdminToken(noKey.composed.services.admin, CLI_CALLER, { name: "offline", scopes: ["activations:write"] })).secret;
+    const offlineCode = offlineRequestCode({ device: device(variant), key: keep.licenseKey });
+    await POST(noKey, "/admin/activations/offline", { token: noKeyAdmin, body: { code: offlineCode } }, "no signing key", 503, "licensing_unavailable");
 
     // --- a site with a budget of one request a minute and no staff sign-in
     const tight = await testSite(variant, { clock, settings: { "rate-limit-signin": "1/60s", "rate-limit-api": "1/60s", "rate-limit-admin": "1/60s" } });
@@ -507,9 +578,9 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   await SEND("GET", L, `${L}?cursor=forged`, A, "forged cursor", 400, "invalid_request");
   await SEND("GET", LID, `${LID.replace("{id}", id)}`, A, "show", 200);
   await SEND("GET", LID, `${LID.replace("{id}", created.key)}`, A, "show by key", 200);
-  await SEND("GET", LID, "/admin/licenses/lic_unknown", A, "unknown license", 403, "license_unknown");
+  await SEND("GET", LID, "/admin/licenses/lic_unknown", A, "unknown license", 404, "not_found");
   await SEND("PATCH", LID, `/admin/licenses/${id}`, { ...A, body: { seats: 3, expires: "2099-01-01T00:00:00Z", email: "ada@engines.example", metadata: { crm: "42" } } }, "update", 200);
-  await SEND("PATCH", LID, "/admin/licenses/lic_unknown", { ...A, body: { seats: 3 } }, "unknown license", 403, "license_unknown");
+  await SEND("PATCH", LID, "/admin/licenses/lic_unknown", { ...A, body: { seats: 3 } }, "unknown license", 404, "not_found");
   for (let i = 0; i < 2; i++) {
     const r = await send(site, "POST", "/licenses/activate", { body: { key: created.key, device: device(x.variant) } });
     expect(r.status).toBe(200);
@@ -519,21 +590,39 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   const REI = "/admin/licenses/{id}/reinstate";
   await SEND("POST", REV, `/admin/licenses/${id}/revoke`, A, "revoke", 200);
   await SEND("POST", REV, `/admin/licenses/${id}/revoke`, A, "revoke twice", 403, "license_revoked");
-  await SEND("POST", REV, "/admin/licenses/lic_unknown/revoke", A, "unknown license", 403, "license_unknown");
+  await SEND("POST", REV, "/admin/licenses/lic_unknown/revoke", A, "unknown license", 404, "not_found");
   await SEND("POST", REI, `/admin/licenses/${id}/reinstate`, A, "reinstate", 200);
   await SEND("POST", REI, `/admin/licenses/${id}/reinstate`, A, "reinstate a license not revoked", 400, "invalid_request");
-  await SEND("POST", REI, "/admin/licenses/lic_unknown/reinstate", A, "unknown license", 403, "license_unknown");
+  await SEND("POST", REI, "/admin/licenses/lic_unknown/reinstate", A, "unknown license", 404, "not_found");
+  const REK = "/admin/licenses/{id}/rekey";
+  const rekeyed = await SEND("POST", REK, `/admin/licenses/${id}/rekey`, A, "rekey", 200);
+  expect(rekeyed.key).not.toBe(created.key);
+  await SEND("POST", REK, `/admin/licenses/${created.key}/rekey`, A, "rekey by the old key", 404, "not_found");
+  await SEND("POST", REK, `/admin/licenses/${encodeURIComponent("staff:00u-grace")}/rekey`, A, "a staff entitlement has no key", 400, "invalid_request");
 
   // --- activations
   const ACTS = "/admin/activations";
   const listed = await SEND("GET", ACTS, `${ACTS}?license=${id}`, A, "a license's activations", 200);
   expect(listed.activations.length).toBe(2);
-  await SEND("GET", ACTS, `${ACTS}?license=lic_unknown`, A, "unknown license", 403, "license_unknown");
+  await SEND("GET", ACTS, `${ACTS}?license=lic_unknown`, A, "unknown license", 404, "not_found");
   await SEND("GET", ACTS, ACTS, A, "no license given", 400, "invalid_request");
+  const OFF = "/admin/activations/offline";
+  const offline = (key: string, dev = device(x.variant)) => ({ ...A, body: { code: offlineRequestCode({ device: dev, key }) } });
+  const oneSeat = await createLicense(site, { seats: 1 });
+  await SEND("POST", OFF, OFF, offline(oneSeat.key), "offline request answered", 200);
+  await SEND("POST", OFF, OFF, offline(oneSeat.key), "offline: no seat left", 409, "seat_limit");
+  await SEND("POST", OFF, OFF, offline("not-a-key"), "offline: unknown key", 403, "license_unknown");
+  await SEND("POST", OFF, OFF, { ...A, body: { code: "%%%" } }, "offline: not a request code", 400, "invalid_request");
+  const revokedOffline = await createLicense(site);
+  await site.admin.revokeLicense(revokedOffline.license.id);
+  await SEND("POST", OFF, OFF, offline(revokedOffline.key), "offline: revoked license", 403, "license_revoked");
+  const endedOffline = await createLicense(site, { expires: site.clock() + 1000 });
+  site.clock.advance(2000);
+  await SEND("POST", OFF, OFF, offline(endedOffline.key), "offline: expired license", 403, "license_expired");
   const DEACT = "/admin/activations/{id}/deactivate";
   const act = listed.activations[0].id as string;
   await SEND("POST", DEACT, `/admin/activations/${act}/deactivate`, A, "deactivate", 200);
-  await SEND("POST", DEACT, `/admin/activations/${act}/deactivate`, A, "deactivate twice", 401, "entitlement_revoked");
+  await SEND("POST", DEACT, `/admin/activations/${act}/deactivate`, A, "deactivate twice", 409, "already_deactivated");
   await SEND("POST", DEACT, "/admin/activations/act_unknown/deactivate", A, "unknown activation", 404, "not_found");
 
   // --- audit and feed
@@ -551,6 +640,7 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
     const done = await SEND("POST", T, `/admin/releases/${lane}/1.0.0/${op}`, A, op, 200);
     expect(done).toMatchObject({ changed: true, release: { lane: laneName, version: "1.0.0" } });
     await SEND("POST", T, `/admin/releases/nowhere/1.0.0/${op}`, A, `${op} of a lane not of the variant`, 400, "invalid_request");
+    await SEND("POST", T, `/admin/releases/${lane}/1.0/${op}`, A, `${op} of a version the lane does not have`, 404, "not_found");
   }
   await SEND("GET", "/admin/stats", "/admin/stats", A, "stats", 200);
 

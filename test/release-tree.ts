@@ -19,6 +19,14 @@ export interface ReleaseSpec {
   /** Extra or replaced manifest fields. */
   fields?: Record<string, unknown>;
   sign?: boolean;
+  /** Other files of the folder (feed files: a blockmap, a Tauri .sig), written before the manifest. */
+  files?: Record<string, Uint8Array | string>;
+}
+
+/** A manifest's entry for a feed file (feeds.electron.blockmap, feeds.tauri.signature). */
+export function feedFileEntry(file: string, bytes: Uint8Array | string) {
+  const b = typeof bytes === "string" ? Buffer.from(bytes) : bytes;
+  return { file, size: b.length, sha256: new Bun.CryptoHasher("sha256").update(b).digest("hex") };
 }
 
 export interface WrittenRelease {
@@ -70,6 +78,7 @@ export class ReleaseTree {
     const installer = spec.installer ?? `${product ?? v.name}-${spec.version}-${platform}.exe`;
     const installerBytes = spec.installerBytes ?? randomBytes(10_000);
     writeFileSync(join(dir, installer), installerBytes);
+    for (const [name, bytes] of Object.entries(spec.files ?? {})) writeFileSync(join(dir, name), bytes);
     const manifest = {
       ...(product ? { product } : {}),
       channel,

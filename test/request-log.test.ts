@@ -2,6 +2,8 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { createLogger } from "../src/config/log";
+import { CLI_CALLER } from "../src/domain/admin/deps";
+import { createAdminToken } from "../src/domain/admin/tokens";
 import { createLicense, device, testSite, type TestSite } from "./helpers";
 
 // Issue: "One JSON log line per request (time, address, method, path without query secrets,
@@ -77,6 +79,28 @@ describe("request log", () => {
     expect(lines.length).toBeGreaterThanOrEqual(9);
     for (const secret of [key, key.replaceAll("-", ""), token, token.split(".")[2]!, idToken, nonce, dev.hash])
       expect(all).not.toContain(secret);
+  });
+
+  test("an admin path addressing a licence by its key is logged with the key masked (prefix and last four); by id in clear", async () => {
+    const { site, lines } = await loggedSite();
+    const { key, license } = await createLicense(site);
+    const admin = (await createAdminToken(site.composed.services.admin, CLI_CALLER, { name: "log", scopes: ["admin"] })).secret;
+    const typed = key.toLowerCase().replaceAll("0", "o");
+    for (const path of [`/admin/licenses/${key}`, `/admin/licenses/${typed}`, `/admin/licenses/${encodeURIComponent(key)}/revoke`, `/admin/licenses/${license.id}`, `/nothing/${key}`])
+      await site.request(path.endsWith("/revoke") ? "POST" : "GET", path, { token: admin });
+    const logged = await requestLines(lines, 5);
+    const paths = logged.map((l) => l.path);
+    const masked = `${key.split("-")[0]}-…${key.slice(-4)}`;
+    expect(paths).toEqual([
+      `/api/v1/admin/licenses/${masked}`,
+      `/api/v1/admin/licenses/${key.split("-")[0]!.toLowerCase()}-…${typed.slice(-4)}`,
+      `/api/v1/admin/licenses/${masked}/revoke`,
+      `/api/v1/admin/licenses/${license.id}`,
+      `/api/v1/nothing/${masked}`,
+    ]);
+    expect(logged.slice(0, 4).map((l) => l.status)).toEqual([200, 200, 200, 200]);
+    const all = lines.join("\n").toUpperCase();
+    for (const group of key.split("-").slice(1, 5)) expect(all).not.toContain(group);
   });
 
   test("text format and --log-level", async () => {

@@ -27,7 +27,14 @@ describe("GET /health", () => {
     const s = await siteWithTree("gamma");
     const r = await s.request("GET", "/health");
     expect(r.status).toBe(200);
-    expect(await r.json()).toEqual({ ok: true, rateLimits: "per-process" });
+    expect(await r.json()).toEqual({ ok: true, rateLimits: "per-process", licensing: "on" });
+  });
+
+  test("licensing off (no license key: beta before its key) is said in health, which stays 200: updates are still served", async () => {
+    const s = await siteWithTree("beta", { withKey: false });
+    const r = await s.request("GET", "/health");
+    expect(r.status).toBe(200);
+    expect(await r.json()).toEqual({ ok: true, rateLimits: "per-process", licensing: "off" });
   });
 
   test("503 unavailable until the first release index is built (the update routes wait for it), then ok", async () => {

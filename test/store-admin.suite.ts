@@ -100,18 +100,21 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       const audit = { ref: "ref_upd", time: T0, address: null, action: "license-update", activationId: null, licenseId: a.id, outcome: "ok" as const, error: null, actor: "tok_x (ci)" };
       const done = await store.updateLicense(
         a.id,
-        { seats: 2, plan: "team", channels: ["stable"], expires: T0 + 5000, email: "a@b.example", metadata: { crm: "42" } },
+        { seats: 2, plan: "team", channels: ["stable"], expires: T0 + 5000, email: "a@b.example", metadata: { crm: "42" }, tokenTtl: 90 * 86_400, keyHash: "f".repeat(64) },
         { audit, event: (l) => ev("license.updated", { seats: l.seats }) },
       );
       if (done.outcome !== "updated") throw new Error(done.outcome);
       expect(done.seatsUsed).toBe(2);
       const stored = (await store.getLicense(a.id))!;
-      expect(stored).toEqual({ ...a, seats: 2, plan: "team", channels: ["stable"], expires: T0 + 5000, email: "a@b.example", metadata: { crm: "42" } });
+      expect(stored).toEqual({ ...a, seats: 2, plan: "team", channels: ["stable"], expires: T0 + 5000, email: "a@b.example", metadata: { crm: "42" }, tokenTtl: 90 * 86_400, keyHash: "f".repeat(64) });
+      expect(await store.findLicenseByKeyHash(a.keyHash!)).toBeNull();
       expect(await store.listAudit({ licenseId: a.id })).toEqual([audit]);
       expect((await store.listEvents({ after: 0, limit: 10 })).map((e) => [e.type, JSON.parse(e.data)])).toEqual([["license.updated", { seats: 2 }]]);
       expect((await store.updateLicense("lic_none", { seats: 3 }, {})).outcome).toBe("unknown");
       expect((await store.updateLicense(a.id, { email: null }, {})).outcome).toBe("updated");
       expect((await store.getLicense(a.id))!.email).toBeNull();
+      expect((await store.updateLicense(a.id, { tokenTtl: null }, {})).outcome).toBe("updated");
+      expect((await store.getLicense(a.id))!.tokenTtl).toBeNull();
     });
 
     test("reinstate undoes a revocation once, with its event", async () => {
@@ -207,9 +210,9 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       const pending = await store.listDeliveries({ limit: 10 });
       expect(pending.map((p) => p.endpointId).sort()).toEqual(["whe_1", "whe_1", "whe_2"]);
 
+      // one delivery per endpoint at a time: whe_1's second waits for its first
       const claimed = await store.claimDeliveries(T0, T0 + 1000, "w1", 10);
-      expect(claimed.length).toBe(3);
-      expect(claimed[0]!.event.type).toBe("license.created");
+      expect(claimed.map((c) => [c.endpoint.id, c.event.type])).toEqual([["whe_1", "license.created"], ["whe_2", "license.revoked"]]);
       expect(claimed[0]!.endpoint.secret).toBe("whsec_AAAA");
       expect(await store.claimDeliveries(T0 + 500, T0 + 1500, "w2", 10)).toEqual([]); // leased
       const first = claimed[0]!.delivery;
@@ -218,9 +221,10 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       expect(await store.recordAttempt(attempt, "w1", { status: "pending", nextAttempt: T0 + 5000 })).toBe(true);
       expect(await store.listAttempts(first.id)).toEqual([attempt]);
       expect((await store.getDelivery(first.id))!).toMatchObject({ status: "pending", attempts: 1, nextAttempt: T0 + 5000 });
-      // the other two leases ran out: another worker takes them
+      // whe_1's first is recorded (due again later), so its second is next; whe_2's lease ran out: another worker takes both
       const again = await store.claimDeliveries(T0 + 2000, T0 + 3000, "w2", 10);
-      expect(again.map((c) => c.delivery.id).sort()).toEqual(claimed.slice(1).map((c) => c.delivery.id).sort());
+      expect(again.map((c) => [c.endpoint.id, c.event.type]).sort()).toEqual([["whe_1", "license.revoked"], ["whe_2", "license.revoked"]]);
+      expect(again.map((c) => c.delivery.id)).toContain(claimed[1]!.delivery.id);
       const toWhe2 = again.find((c) => c.endpoint.id === "whe_2")!;
       await store.recordAttempt({ ...attempt, deliveryId: toWhe2.delivery.id, statusCode: 410 }, "w2", { status: "failed", disableEndpoint: "410 Gone" });
       expect((await store.getWebhookEndpoint("whe_2"))!).toMatchObject({ enabled: false, disabledReason: "410 Gone" });
@@ -315,17 +319,26 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
 
     test("concurrent claims from two connections never lease one delivery twice", async () => {
       const second = await another();
-      await store.createWebhookEndpoint({ id: "whe_c", url: "https://x.example/h", types: ["license.created"], secret: "whsec_AAAA", enabled: true, disabledReason: null, created: T0 });
-      for (let i = 0; i < 40; i++) await store.appendEvent(ev("license.created"));
+      for (let e = 0; e < 4; e++)
+        await store.createWebhookEndpoint({ id: `whe_c${e}`, url: "https://x.example/h", types: ["license.created"], secret: "whsec_AAAA", enabled: true, disabledReason: null, created: T0 });
+      for (let i = 0; i < 10; i++) await store.appendEvent(ev("license.created"));
       let d = 0;
       await store.fanOutEvents(T0, 1000, () => `dlv_${String(++d).padStart(3, "0")}`);
       const seen: string[] = [];
+      // each worker records what it claimed (ending its leases), which lets the endpoints' next deliveries be claimed
       await Promise.all(
         [store, second, store, second].map(async (s, w) => {
-          for (;;) {
+          for (let idle = 0; idle < 3; ) {
             const got = await s.claimDeliveries(T0, T0 + 60_000, `w${w}`, 3);
-            if (got.length === 0) return;
+            if (got.length === 0) {
+              idle++;
+              await Bun.sleep(5);
+              continue;
+            }
+            idle = 0;
             seen.push(...got.map((g) => g.delivery.id));
+            for (const g of got)
+              await s.recordAttempt({ deliveryId: g.delivery.id, attempt: 1, time: T0, durationMs: 1, statusCode: 200, error: null }, `w${w}`, { status: "delivered" });
           }
         }),
       );

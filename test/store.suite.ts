@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
+import { newEvent } from "../src/domain/events";
 import type { ActivateInput, AuditRecord, LicenseRecord, Store } from "../src/store/types";
 
 /** Fresh, empty, migrated records, and a way to open more connections to the very same records. */
@@ -26,6 +27,7 @@ export function license(extra: Partial<LicenseRecord> = {}): LicenseRecord {
     revoked: null,
     email: null,
     metadata: {},
+    tokenTtl: null,
     ...extra,
   };
 }
@@ -185,7 +187,7 @@ export function storeSuite(label: string, backend: StoreBackend): void {
     });
 
     test("getActivationWithLicense reads the activation, its whole license and the active seats at once", async () => {
-      const lic = license({ seats: 4, expires: T0 + 1e6, channels: ["stable", "beta"] });
+      const lic = license({ seats: 4, expires: T0 + 1e6, channels: ["stable", "beta"], tokenTtl: 300 * 86_400 });
       await store.createLicense(lic);
       const a = seat(lic.id);
       const b = seat(lic.id, { installation: "other", deviceHash: "h2" });
@@ -332,14 +334,21 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       expect(results.filter((r) => r.changed).length).toBe(1);
     });
 
-    test("known releases: only the first recording of a release reports it new, on any connection", async () => {
+    test("known releases: the first recording is the baseline (none new, no event); after it only the first recording of a release reports it new, on any connection", async () => {
       const a = { lane: "alpha/stable/win-x64", version: "1.0.0" };
       const b = { lane: "alpha/stable/win-x64", version: "1.1.0" };
-      expect(await store.recordKnownReleases([a], T0)).toEqual([a]);
+      const c = { lane: "alpha/stable/win-x64", version: "1.2.0" };
+      const published = (r: { lane: string; version: string }) => newEvent("release.published", { release: r }, T0);
+      // Records that never recorded a release (a first start, or the first after the upgrade that brought release events): what the tree holds was published before.
+      expect(await store.recordKnownReleases([], T0)).toEqual([]);
+      expect(await store.recordKnownReleases([a], T0, published)).toEqual([]);
+      expect(await store.listEvents({ after: 0, limit: 10 })).toEqual([]);
+      expect(await store.recordKnownReleases([a, b], T0 + 1, published)).toEqual([b]);
       const other = await another();
-      expect(await other.recordKnownReleases([a, b], T0 + 1)).toEqual([b]);
-      expect(await store.recordKnownReleases([a, b], T0 + 2)).toEqual([]);
-      expect(await store.recordKnownReleases([], T0 + 2)).toEqual([]);
+      expect(await other.recordKnownReleases([a, b, c], T0 + 1, published)).toEqual([c]);
+      expect(await store.recordKnownReleases([a, b, c], T0 + 2, published)).toEqual([]);
+      expect((await store.listEvents({ after: 0, limit: 10 })).map((e) => (JSON.parse(e.data) as { release: { version: string } }).release.version)).toEqual(["1.1.0", "1.2.0"]);
+      expect(await other.listKnownReleases()).toEqual([a, b, c]);
     });
 
     test("sightings move last_seen forward only and record the lane; adoption counts by product, lane and version", async () => {

@@ -189,15 +189,21 @@ test("a paid subscription invoice sets, then extends, the licence's expiry; befo
   expect((await admin(`/licenses/${license.id}`)).license.expires).toBe(renewed.expires);
 });
 
-test("without metadata.plan the plan comes from the line item's price and the seats from its quantity; unknown prices are retried", async () => {
+test("without metadata.plan the plan comes from the line item's price and the seats from its quantity; a session of another product is answered 200 and ignored (not retried for days)", async () => {
   bridge = makeBridge({
     prices: { price_team_yearly: "team" },
     lineItems: async (id) => (id === "cs_test_p1" ? [{ price: { id: "price_team_yearly" } as Stripe.Price, quantity: 5 }] : [{ price: { id: "price_other" } as Stripe.Price, quantity: 1 }]),
   });
   expect((await send(event("evt_checkout_7", "checkout.session.completed", session({ id: "cs_test_p1", metadata: {} })))).status).toBe(200);
-  expect((await send(event("evt_checkout_8", "checkout.session.completed", session({ id: "cs_test_p2", payment_intent: "pi_P2", metadata: {} })))).status).toBe(500);
+  const other = await send(event("evt_checkout_8", "checkout.session.completed", session({ id: "cs_test_p2", payment_intent: "pi_P2", metadata: {} })));
+  expect(other.status).toBe(200);
+  expect(((await other.json()) as { outcome: string }).outcome).toContain("ignored");
+  expect(logs.at(-1)).toContain("cs_test_p2 is for no plan known here");
+  // a plan named in metadata that this bridge does not sell: the same
+  expect((await send(event("evt_checkout_8b", "checkout.session.completed", session({ id: "cs_test_p3", payment_intent: "pi_P3", metadata: { plan: "other-app", seats: "1" } })))).status).toBe(200);
   const licenses = await allLicenses();
   expect(licenses.map((l) => [l.plan, l.planTitle, l.seats, l.metadata.stripe_session])).toEqual([["team", "Team", 5, "cs_test_p1"]]);
+  expect(delivered).toHaveLength(1);
 });
 
 test("an unpaid (delayed) checkout makes no licence until its payment succeeds", async () => {
@@ -207,4 +213,47 @@ test("an unpaid (delayed) checkout makes no licence until its payment succeeds",
   expect((await send(event("evt_checkout_10", "checkout.session.async_payment_succeeded", { ...pending, payment_status: "paid" }))).status).toBe(200);
   expect(await allLicenses()).toHaveLength(1);
   expect(delivered).toHaveLength(1);
+});
+
+test("a full refund of a subscription's payment revokes its licence: each paid invoice's payment is remembered on it", async () => {
+  const periodEnd = (days: number) => Math.floor((site.clock() + days * DAY) / 1000);
+  const invoice = (id: string, end: number, paymentIntent: string) => ({
+    id,
+    object: "invoice",
+    customer: "cus_R1",
+    customer_email: "ada@example.com",
+    parent: { type: "subscription_details", subscription_details: { subscription: "sub_R1" } },
+    lines: { object: "list", data: [{ id: "il_r", period: { start: end - 30 * 86400, end } }] },
+    payments: { object: "list", data: [{ id: "inpay_" + id, object: "invoice_payment", payment: { type: "payment_intent", payment_intent: paymentIntent } }] },
+  });
+  await send(event("evt_sub_checkout", "checkout.session.completed", session({ id: "cs_test_r1", mode: "subscription", payment_intent: null, customer: "cus_R1", subscription: "sub_R1", customer_details: { name: "Ada", email: "ada@example.com" }, metadata: { plan: "team" } })));
+  expect((await send(event("evt_sub_inv_1", "invoice.paid", invoice("in_r1", periodEnd(30), "pi_R1")))).status).toBe(200);
+  expect((await send(event("evt_sub_inv_2", "invoice.paid", invoice("in_r2", periodEnd(60), "pi_R2")))).status).toBe(200);
+  expect((await send(event("evt_sub_inv_2", "invoice.paid", invoice("in_r2", periodEnd(60), "pi_R2")))).status).toBe(200); // sent again
+  const [license] = await allLicenses();
+  expect(license.metadata).toMatchObject({ stripe_subscription: "sub_R1", stripe_payment_intents: "pi_R2 pi_R1" });
+  expect(Date.parse(license.expires)).toBe(periodEnd(60) * 1000 + 3 * DAY);
+
+  const activated = (await (await fetch(`${api}/licenses/activate`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ key: delivered[0]!.key, device: device("alpha") }) })).json()) as any;
+  const refund = { id: "ch_R2", object: "charge", payment_intent: "pi_R2", refunded: true, billing_details: { email: "ada@example.com" }, receipt_email: null };
+  expect((await send(event("evt_sub_refund", "charge.refunded", refund))).status).toBe(200);
+  expect((await admin(`/licenses/${license.id}`)).license.revoked).not.toBeNull();
+  const refused = await fetch(`${api}/entitlements/current`, { headers: { authorization: `Bearer ${activated.token}` } });
+  expect(((await refused.json()) as any).error).toBe("license_revoked");
+});
+
+test("a buyer's name or organisation over keyturn's 200 characters (or with control characters) is cut, an e-mail keyturn refuses left out: the paid order gets its licence", async () => {
+  const long = "Ü".repeat(150) + "\n" + "b".repeat(48) + "😀" + "c".repeat(100); // the emoji straddles character 200
+  const email = "x".repeat(250) + "@example.com";
+  const response = await send(event("evt_checkout_long", "checkout.session.completed", session({ id: "cs_test_l1", payment_intent: "pi_L1", customer_details: { name: long, email, business_name: "O".repeat(400) } })));
+  expect(response.status).toBe(200);
+  const [license] = await allLicenses();
+  expect(license.licensee).toBe("Ü".repeat(150) + " " + "b".repeat(48));
+  expect(license.organization).toBe("O".repeat(200));
+  expect(license.email).toBeNull();
+  expect(delivered.map((d) => d.license.id)).toEqual([license.id]);
+  // and a refund finds it without the e-mail's help
+  const refund = { id: "ch_L1", object: "charge", payment_intent: "pi_L1", refunded: true, billing_details: { email }, receipt_email: null };
+  expect((await send(event("evt_refund_long", "charge.refunded", refund))).status).toBe(200);
+  expect((await admin(`/licenses/${license.id}`)).license.revoked).not.toBeNull();
 });

@@ -40,7 +40,7 @@ test("SIGKILL between licence changes and their deliveries loses no event; redel
       return new Response(null, { status: 204 });
     },
   });
-  await addWebhookEndpoint({ variant: VARIANTS.alpha, store, clock: systemClock, tokenTtlSeconds: 3600 }, CLI_CALLER, {
+  await addWebhookEndpoint({ variant: VARIANTS.alpha, store, clock: systemClock, tokenTtlSeconds: 3600, webhookDestinations: { allowHosts: ["127.0.0.1"] } }, CLI_CALLER, {
     url: `http://127.0.0.1:${receiver.port}/hooks`,
     events: ["activation.created", "license.created"],
   });
@@ -55,7 +55,7 @@ test("SIGKILL between licence changes and their deliveries loses no event; redel
       }
     };
     // Round 1: the worker's attempts are in flight (the receiver has not answered) when it dies.
-    let serve = await startServe(siteArgs("alpha", dirs));
+    let serve = await startServe([...siteArgs("alpha", dirs), "--webhook-allow-hosts", "127.0.0.1"]);
     await activations(serve.url, 10);
     for (let i = 0; i < 100 && received.length === 0; i++) await Bun.sleep(50);
     expect(received.length).toBeGreaterThan(0);
@@ -64,7 +64,7 @@ test("SIGKILL between licence changes and their deliveries loses no event; redel
     slow = false;
     // Rounds 2-4: killed right after the changes, before the worker's next round.
     for (let round = 0; round < 3; round++) {
-      serve = await startServe(siteArgs("alpha", dirs));
+      serve = await startServe([...siteArgs("alpha", dirs), "--webhook-allow-hosts", "127.0.0.1"]);
       await activations(serve.url, 10);
       await serve.kill();
       expect(serve.proc.signalCode).toBe("SIGKILL");
@@ -74,7 +74,7 @@ test("SIGKILL between licence changes and their deliveries loses no event; redel
     await check.close();
     expect(committed.length).toBe(41);
 
-    serve = await startServe(siteArgs("alpha", dirs));
+    serve = await startServe([...siteArgs("alpha", dirs), "--webhook-allow-hosts", "127.0.0.1"]);
     try {
       // the leases of round 1's attempts run out 15 s after they were taken; then they are retried
       for (let i = 0; i < 600 && delivered.size < committed.length; i++) await Bun.sleep(50);

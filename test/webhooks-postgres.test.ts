@@ -40,7 +40,7 @@ describe.skipIf(!PG_URL)("webhook workers sharing one PostgreSQL", () => {
         ids.push(e.id);
         await (i % 2 ? one : two).appendEvent(e);
       }
-      const workers = [new WebhookWorker({ store: one, clock, log: silentLogger, batch: 4 }), new WebhookWorker({ store: two, clock, log: silentLogger, batch: 4 })];
+      const workers = [new WebhookWorker({ store: one, clock, log: silentLogger, concurrency: 4, destinations: { allowHosts: ["127.0.0.1"] } }), new WebhookWorker({ store: two, clock, log: silentLogger, concurrency: 4, destinations: { allowHosts: ["127.0.0.1"] } })];
       for (let round = 0; round < 2; round++) {
         await Promise.all(workers.map((w) => w.tick()));
         await Promise.all(workers.map((w) => w.tick()));

@@ -6,12 +6,18 @@
  *
  * - A paid Checkout Session creates a licence (POST /api/v1/admin/licenses) with the Stripe event
  *   id as Idempotency-Key, and hands the key to `deliverKey` (your e-mail, your receipt page).
- * - A fully refunded charge revokes the licence bought with that payment.
+ * - A fully refunded charge revokes the licence bought with that payment: the checkout's own, or
+ *   any paid invoice of the licence's subscription.
  * - A paid subscription invoice moves the licence's expiry to the end of the paid period plus grace.
+ * - A session of no plan known here (another product sold through the same Stripe account) is
+ *   answered 200 and ignored, so Stripe does not send it again for days.
+ * - The buyer's name and organisation are cut to keyturn's 200 characters (control characters
+ *   become spaces); an e-mail keyturn would refuse is left out: a paid order always gets its licence.
  *
  * The licence remembers its Stripe ids in its metadata (stripe_event, stripe_session,
- * stripe_customer, stripe_payment_intent, stripe_subscription); a refund or an invoice finds it again by them.
- * Any failure answers 500, so Stripe sends the event again later (for up to three days).
+ * stripe_customer, stripe_payment_intent, stripe_subscription, and stripe_payment_intents: the
+ * payments of its subscription's invoices, newest first); a refund or an invoice finds it again by them.
+ * Any other failure answers 500, so Stripe sends the event again later (for up to three days).
  */
 import Stripe from "stripe";
 
@@ -65,6 +71,12 @@ export interface StripeBridgeOptions {
   readonly now?: () => number;
 }
 
+/** keyturn's limits on a licence's texts (docs/admin-api.md): longer ones are refused, so they are fitted here. */
+const NAME_MAX = 200;
+const EMAIL_MAX = 254;
+const QUERY_MAX = 200;
+const METADATA_VALUE_MAX = 500;
+
 /** keyturn keeps an Idempotency-Key's first answer this long; older retries must not create again. */
 const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 const DAY_MS = 24 * 3600 * 1000;
@@ -103,6 +115,7 @@ export function stripeBridge(o: StripeBridgeOptions): (request: Request) => Prom
     if (earlier && (earlier.metadata.stripe_event !== eventId || (o.now ?? Date.now)() - Date.parse(earlier.issued) >= IDEMPOTENCY_WINDOW_MS))
       return `session ${session.id} already has ${earlier.id}; its key was handed over when it was made`;
     const body = await licenseFor(eventId, session);
+    if (body === null) return `session ${session.id} is for no plan known here (another product?); ignored`;
     const created = await api.call<{ license: LicenseView; key: string }>("POST", "/licenses", body, { "idempotency-key": eventId });
     await o.deliverKey({ key: created.key, license: created.license, session });
     return `licence ${created.license.id} for session ${session.id}`;
@@ -115,11 +128,12 @@ export function stripeBridge(o: StripeBridgeOptions): (request: Request) => Prom
     const item = items.find((i) => o.prices?.[priceId(i.price) ?? ""] !== undefined) ?? items[0];
     const plan = meta.plan ?? o.prices?.[priceId(item?.price) ?? ""];
     const template = plan === undefined ? undefined : o.plans[plan];
-    if (!plan || !template) throw new Error(`session ${session.id}: no known plan in metadata.plan or its price`);
+    if (!plan || !template) return null;
     const seats = meta.seats ? Number(meta.seats) : (item?.quantity ?? template.seats ?? 1);
     if (!Number.isInteger(seats) || seats < 1) throw new Error(`session ${session.id}: seats ${JSON.stringify(meta.seats)} is not a whole number`);
     const customer = session.customer_details;
-    const name = customer?.name ?? customer?.email ?? "Stripe customer";
+    const name = fit(customer?.name, NAME_MAX) ?? fit(customer?.email, NAME_MAX) ?? "Stripe customer";
+    const email = usableEmail(customer?.email);
     const ids: Record<string, string | null> = {
       stripe_event: eventId,
       stripe_session: session.id,
@@ -129,14 +143,14 @@ export function stripeBridge(o: StripeBridgeOptions): (request: Request) => Prom
     };
     return {
       licensee: name,
-      organization: customer?.business_name ?? meta.organization ?? name,
+      organization: fit(customer?.business_name, NAME_MAX) ?? fit(meta.organization, NAME_MAX) ?? name,
       plan,
       planTitle: template.title,
       seats,
       channels: template.channels,
       // A subscription's expiry comes with its first paid invoice (invoice.paid).
       expires: null,
-      ...(customer?.email ? { email: customer.email } : {}),
+      ...(email ? { email } : {}),
       metadata: Object.fromEntries(Object.entries(ids).filter((e): e is [string, string] => e[1] !== null)),
     };
   }
@@ -145,7 +159,10 @@ export function stripeBridge(o: StripeBridgeOptions): (request: Request) => Prom
   async function refund(charge: Stripe.Charge): Promise<string> {
     const paymentIntent = idOf(charge.payment_intent);
     if (!charge.refunded || paymentIntent === null) return `charge ${charge.id} is not fully refunded`;
-    const license = await api.findLicense(charge.billing_details?.email ?? charge.receipt_email, (m) => m.stripe_payment_intent === paymentIntent);
+    const license = await api.findLicense(
+      charge.billing_details?.email ?? charge.receipt_email,
+      (m) => m.stripe_payment_intent === paymentIntent || (m.stripe_payment_intents ?? "").split(" ").includes(paymentIntent),
+    );
     if (!license) return `no licence was bought with ${paymentIntent}`;
     try {
       await api.call("POST", `/licenses/${encodeURIComponent(license.id)}/revoke`);
@@ -165,10 +182,16 @@ export function stripeBridge(o: StripeBridgeOptions): (request: Request) => Prom
     if (invoice.lines.data.length === 0) return `invoice ${invoice.id} has no lines`;
     const periodEnd = Math.max(...invoice.lines.data.map((l) => l.period.end)) * 1000;
     const expires = periodEnd + (o.renewalGraceDays ?? 3) * DAY_MS;
-    if (license.expires !== null && Date.parse(license.expires) >= expires) return `licence ${license.id} already runs to ${license.expires}`;
-    const iso = new Date(expires).toISOString().replace(/\.\d+Z$/, "Z");
-    await api.call("PATCH", `/licenses/${encodeURIComponent(license.id)}`, { expires: iso });
-    return `licence ${license.id} runs to ${iso}`;
+    const extend = license.expires === null || Date.parse(license.expires) < expires;
+    // The invoice's payments, so that a refund of one finds this licence (the checkout of a subscription has none of its own).
+    const known = (license.metadata.stripe_payment_intents ?? "").split(" ").filter(Boolean);
+    const paid = invoicePaymentIntents(invoice).filter((pi) => !known.includes(pi));
+    if (!extend && paid.length === 0) return `licence ${license.id} already runs to ${license.expires}`;
+    const change: { expires?: string; metadata?: Record<string, string> } = {};
+    if (extend) change.expires = new Date(expires).toISOString().replace(/\.\d+Z$/, "Z");
+    if (paid.length > 0) change.metadata = { ...license.metadata, stripe_payment_intents: newestFitting([...paid, ...known]) };
+    await api.call("PATCH", `/licenses/${encodeURIComponent(license.id)}`, change);
+    return `licence ${license.id} runs to ${change.expires ?? license.expires}`;
   }
 
   return async (request) => {
@@ -195,6 +218,39 @@ function idOf(v: string | { id: string } | null | undefined): string | null {
   return v === null || v === undefined ? null : typeof v === "string" ? v : v.id;
 }
 
+/** The payment intents that paid an invoice: `payments` (API 2025-03-31 on), or the older `payment_intent`. */
+function invoicePaymentIntents(invoice: Stripe.Invoice): string[] {
+  const legacy = (invoice as unknown as { payment_intent?: string | { id: string } | null }).payment_intent;
+  const paid = (invoice.payments?.data ?? []).map((p) => idOf(p.payment?.payment_intent));
+  return [...paid, idOf(legacy)].filter((pi): pi is string => pi !== null);
+}
+
+/** Space-separated ids, the newest first, as many as fit in one metadata value. */
+function newestFitting(ids: readonly string[]): string {
+  let out = "";
+  for (const id of ids) {
+    const next = out ? `${out} ${id}` : id;
+    if (next.length > METADATA_VALUE_MAX) break;
+    out = next;
+  }
+  return out;
+}
+
+/**
+ * A buyer's text as keyturn takes it: control characters as spaces, runs of spaces as one, cut at
+ * `max` characters (never inside a character that takes two); null when nothing is left.
+ */
+function fit(text: string | null | undefined, max: number): string | null {
+  let t = (text ?? "").replace(/[\x00-\x1f\x7f]+/g, " ").replace(/\s+/g, " ").trim();
+  if (t.length > max) t = t.slice(0, /[\ud800-\udbff]/.test(t[max - 1]!) ? max - 1 : max).trim();
+  return t.length > 0 ? t : null;
+}
+
+/** The e-mail as keyturn accepts it, or null (the licence is made without one). */
+function usableEmail(email: string | null | undefined): string | null {
+  return email && email.length <= EMAIL_MAX && /^[^\s@\x00-\x1f\x7f]+@[^\s@\x00-\x1f\x7f]+$/.test(email) ? email : null;
+}
+
 /** The admin API calls the bridge makes. */
 function adminClient(keyturnUrl: string, token: string) {
   const base = keyturnUrl.replace(/\/+$/, "") + "/api/v1/admin";
@@ -215,7 +271,8 @@ function adminClient(keyturnUrl: string, token: string) {
    * compared here; without an e-mail (or when it changed), every licence is read a page at a time.
    */
   async function findLicense(email: string | null | undefined, match: (metadata: Readonly<Record<string, string>>) => boolean): Promise<LicenseView | null> {
-    for (const query of email ? [email, undefined] : [undefined]) {
+    // keyturn's search takes at most 200 characters: a longer e-mail narrows nothing.
+    for (const query of email && email.length <= QUERY_MAX ? [email, undefined] : [undefined]) {
       let cursor: string | null = null;
       do {
         const params = new URLSearchParams({ limit: "200" });

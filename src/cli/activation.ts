@@ -1,9 +1,15 @@
 import { isoTime } from "../domain/clock";
+import { answerOfflineRequest } from "../domain/offline-activation";
 import type { ActivationRecord } from "../store/types";
-import { openAdmin } from "./admin-context";
+import { openAdmin, type AdminContext } from "./admin-context";
 import { out, printJson, UsageError } from "./io";
+import { offlineLicensing } from "./offline-licensing";
 
-const USAGE = "keyturn activation list --license KEY|ID [--json]  |  keyturn activation deactivate ACT_ID [--json]";
+const USAGE = [
+  "keyturn activation list --license KEY|ID [--json]",
+  "       keyturn activation deactivate ACT_ID [--json]",
+  "       keyturn activation offline CODE [--key KEY] [--json]   (with the server's --config or --base-url and --keys)",
+].join("\n");
 
 export function activationView(a: ActivationRecord) {
   return {
@@ -26,14 +32,15 @@ function printActivation(v: ReturnType<typeof activationView>): void {
   out(`${v.id}  ${state}  "${v.name}"${v.product ? ` ${v.product}` : ""} ${v.platform} ${v.version}, last seen ${v.lastSeen}`);
 }
 
-/** `keyturn activation list|deactivate`. */
+/** `keyturn activation list|deactivate|offline`. */
 export async function activationCommand(args: string[], env: Record<string, string | undefined>): Promise<number> {
   const [sub, ...rest] = args;
-  if (sub !== "list" && sub !== "deactivate")
+  if (sub !== "list" && sub !== "deactivate" && sub !== "offline")
     throw new UsageError(USAGE, sub ? `unknown activation command "${sub}"` : "missing activation command");
-  const ctx = await openAdmin(USAGE, rest, env, { license: { type: "string" }, json: { type: "boolean" } });
+  const ctx = await openAdmin(USAGE, rest, env, { license: { type: "string" }, key: { type: "string" }, json: { type: "boolean" } });
   try {
     const json = ctx.flags.json === true;
+    if (sub === "offline") return await offline(ctx, json);
     if (sub === "list") {
       const license = ctx.flags.license;
       if (typeof license !== "string" || ctx.positionals.length > 0) throw new UsageError(USAGE, "activation list needs --license KEY|ID");
@@ -52,4 +59,21 @@ export async function activationCommand(args: string[], env: Record<string, stri
   } finally {
     await ctx.store.close();
   }
+}
+
+/**
+ * `keyturn activation offline CODE`: the answer code for an offline computer's request code,
+ * printed alone on stdout (or with the entitlement, --json). The activation takes a seat like any.
+ */
+async function offline(ctx: AdminContext, json: boolean): Promise<number> {
+  const code = ctx.positionals[0];
+  if (!code || ctx.positionals.length > 1) throw new UsageError(USAGE, "activation offline needs one CODE (the request code, quoted)");
+  if (ctx.settings["base-url"] === undefined)
+    throw new UsageError(USAGE, "activation offline needs the site's --base-url (or its --config): the token names it as its issuer");
+  const licensing = await offlineLicensing(ctx);
+  const key = typeof ctx.flags.key === "string" ? ctx.flags.key : undefined;
+  const done = await answerOfflineRequest(licensing, code, key, { address: null, actor: "cli" });
+  if (json) printJson(done);
+  else out(done.answer);
+  return 0;
 }

@@ -1,5 +1,6 @@
 import type { ParseArgsOptionsConfig } from "node:util";
 import { readSettings, toConfig, type Config } from "../config/config";
+import { RecordSeal } from "../domain/record-seal";
 import { ConfigError } from "../config/parse";
 import { Admin } from "../domain/admin";
 import type { AdminDeps } from "../domain/admin/deps";
@@ -17,6 +18,8 @@ export interface AdminContext {
   readonly deps: AdminDeps;
   readonly flags: Readonly<Record<string, string | boolean | undefined>>;
   readonly positionals: readonly string[];
+  /** The settings as read (flag, environment, file). */
+  readonly settings: Readonly<Record<string, string | undefined>>;
 }
 
 /** Reads an admin command's arguments (settings like serve's, plus its own flags) and opens the records. */
@@ -36,6 +39,13 @@ export async function openAdmin(
   const config = toConfig(read.settings, "admin");
   const store = await openStore(config);
   const admin = new Admin(config.variant, store, systemClock, new Audit(store, systemClock), config.tokenTtlSeconds);
-  const deps: AdminDeps = { variant: config.variant, store, clock: systemClock, tokenTtlSeconds: config.tokenTtlSeconds };
-  return { config, store, admin, deps, flags: read.flags, positionals: read.positionals };
+  const deps: AdminDeps = {
+    variant: config.variant,
+    store,
+    clock: systemClock,
+    tokenTtlSeconds: config.tokenTtlSeconds,
+    webhookDestinations: { allowHosts: config.webhookAllowHosts },
+    seal: new RecordSeal(config.keysDir, store),
+  };
+  return { config, store, admin, deps, flags: read.flags, positionals: read.positionals, settings: read.settings };
 }

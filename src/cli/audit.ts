@@ -4,9 +4,10 @@ import { openAdmin } from "./admin-context";
 import { out, parseIsoFlag, printJson, UsageError } from "./io";
 
 const USAGE =
-  "keyturn audit [--license KEY|ID] [--activation ACT_ID] [--error CODE] [--since ISO] [--until ISO] [--limit N] [--json]";
+  "keyturn audit [--ref REF] [--license KEY|ID] [--activation ACT_ID] [--error CODE] [--since ISO] [--until ISO] [--limit N] [--json]";
 
 const FLAGS = {
+  ref: { type: "string" },
   license: { type: "string" },
   activation: { type: "string" },
   error: { type: "string" },
@@ -39,6 +40,7 @@ export async function auditCommand(args: string[], env: Record<string, string | 
     const until = parseIsoFlag(USAGE, "until", f.until as string | undefined);
     const licenseId = typeof f.license === "string" ? (await ctx.admin.findLicense(f.license)).id : undefined;
     const lines = await ctx.store.listAudit({
+      ref: (f.ref as string | undefined)?.trim(),
       licenseId,
       activationId: (f.activation as string | undefined)?.trim(),
       error,

@@ -11,7 +11,8 @@ import { out, printJson, UsageError } from "./io";
 const USAGE = "keyturn copy --from DATA_DIR --to postgres://... [--merge] [--json]";
 
 const describe = (c: RowCounts) =>
-  `${c.licenses} licenses, ${c.activations} activations, ${c.challenges} challenges, ${c.audit} audit lines`;
+  `${c.licenses} licenses, ${c.activations} activations, ${c.challenges} challenges, ${c.audit} audit lines, ` +
+  `${c.admin_tokens} admin tokens, ${c.webhook_endpoints} webhook endpoints, ${c.events} events, ${c.webhook_deliveries} webhook deliveries`;
 
 /**
  * `keyturn copy`: moves a vendor's SQLite records into PostgreSQL. Refuses a target that already

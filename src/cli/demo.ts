@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Config } from "../config/config";
 import { VARIANTS, type VariantName } from "../config/variants";
@@ -13,21 +13,25 @@ import { hashLicenseKey } from "../domain/license-key";
 import type { Store } from "../store/types";
 import { out } from "./io";
 
+/** Where the demo finds the example trees: a checkout's releases.example, else the copy built into keyturn. */
+const exampleRoots = (dataDir: string) => [resolve("releases.example"), join(dataDir, "releases.example")];
+
 /**
  * Demo defaults, applied to the settings before validation: records and development keys under
- * ./data/demo-<variant>, and the example release tree of the variant.
+ * ./data/demo-<variant>, and the example release tree of the variant: the checkout's, or (an
+ * executable run anywhere else) the one built into it, written under the demo's data directory.
  */
-export function demoSettings(settings: Record<string, string | undefined>, explicit: ReadonlySet<string>): void {
+export async function demoSettings(settings: Record<string, string | undefined>, explicit: ReadonlySet<string>): Promise<void> {
   const variant = (settings.variant ?? "alpha") as VariantName;
   const home = join(settings.data && explicit.has("data") ? settings.data : settingDefault("data"), `demo-${variant}`);
   settings.variant = variant;
   settings.data = home;
   if (!explicit.has("keys")) settings.keys = join(home, "keys");
   if (!explicit.has("releases")) {
-    const example = resolve("releases.example", variant);
-    const empty = join(home, "releases");
-    if (!existsSync(example)) mkdirSync(empty, { recursive: true });
-    settings.releases = existsSync(example) ? example : empty;
+    const [checkout, builtIn] = exampleRoots(home);
+    // Imported only here: the built-in tree (about 530 KB of inlined text) is no cost to any other command.
+    const root = existsSync(join(checkout!, variant)) ? checkout! : (await import("./example-tree")).extractExampleTree(builtIn!);
+    settings.releases = join(root, variant);
   }
 }
 
@@ -43,8 +47,9 @@ export async function ensureDemoKeys(config: Config): Promise<void> {
  * demo keys directory, so the demo checks release signatures exactly as production does.
  */
 function copyExampleReleaseKeys(config: Config): void {
-  const exampleKeys = resolve("releases.example", "keys");
-  if (resolve(config.releasesDir) !== resolve("releases.example", config.variant.name) || !existsSync(exampleKeys)) return;
+  const root = exampleRoots(config.dataDir).find((r) => resolve(config.releasesDir) === resolve(r, config.variant.name));
+  const exampleKeys = root && join(root, "keys");
+  if (!exampleKeys || !existsSync(exampleKeys)) return;
   for (const name of readdirSync(exampleKeys))
     if (name.startsWith(`${config.variant.name}-release-`) && name.endsWith(".pub.pem")) copyFileSync(join(exampleKeys, name), join(config.keysDir, name));
 }
@@ -63,7 +68,7 @@ export async function ensureDemoLicense(config: Config, store: Store, admin: Adm
     plan: "demo",
     planTitle: "Demo",
     seats: 3,
-    channels: ["stable", "preview"],
+    channels: [...config.variant.channels],
     expires: null,
   });
   writeFileSync(file, key + "\n", { mode: 0o600 });

@@ -1,18 +1,22 @@
 import { isoTime } from "../domain/clock";
-import { parseList } from "../config/parse";
+import { ConfigError, parseDuration, parseList } from "../config/parse";
+import { MAX_TOKEN_TTL } from "../config/settings";
 import { CLI_CALLER } from "../domain/admin/deps";
-import { createLicense, reinstateLicense, updateLicense } from "../domain/admin/licenses";
+import { createLicense, rekeyLicense, reinstateLicense, updateLicense } from "../domain/admin/licenses";
+import { KeyturnError } from "../domain/errors";
+import { formatSeatLease, parseSeatLease } from "../domain/seat-lease";
 import type { LicenseRecord } from "../store/types";
 import { openAdmin } from "./admin-context";
 import { out, parseIsoFlag, printJson, UsageError } from "./io";
 
 const USAGE = [
-  "keyturn license create --licensee N --organization O --plan P --plan-title T --seats N --channels stable,preview [--expires ISO] [--email E] [--json]",
+  "keyturn license create --licensee N --plan P --seats N --channels stable,preview [--organization O] [--plan-title T] [--expires ISO] [--email E] [--token-ttl 366d] [--seat-lease 30d] [--json]",
   "       keyturn license list [--json]",
   "       keyturn license show KEY|ID [--json]",
-  "       keyturn license update KEY|ID [--seats N] [--expires ISO|never] [--channels C,...] [--plan P] [--plan-title T] [--licensee N] [--organization O] [--email E|none] [--json]",
+  "       keyturn license update KEY|ID [--seats N] [--expires ISO|never] [--channels C,...] [--plan P] [--plan-title T] [--licensee N] [--organization O] [--email E|none] [--token-ttl 90d|default] [--seat-lease 30d|none] [--json]",
   "       keyturn license revoke KEY|ID [--json]",
   "       keyturn license reinstate KEY|ID [--json]",
+  "       keyturn license rekey KEY|ID [--json]          # a new key, shown once; the old key stops working",
 ].join("\n");
 
 const FLAGS = {
@@ -24,6 +28,7 @@ const FLAGS = {
   channels: { type: "string" },
   expires: { type: "string" },
   email: { type: "string" },
+  "seat-lease": { type: "string" },
   json: { type: "boolean" },
 } as const;
 
@@ -41,19 +46,62 @@ export function licenseView(l: LicenseRecord, seatsUsed?: number) {
     expires: l.expires === null ? null : isoTime(l.expires),
     revoked: l.revoked === null ? null : isoTime(l.revoked),
     email: l.email ?? null,
+    tokenTtl: l.tokenTtl ?? null,
+    seatLease: l.seatLease == null ? null : formatSeatLease(l.seatLease),
   };
+}
+
+/** `--seat-lease`: checked here so a bad value is a usage error (exit 2) naming the flag; sent on as given. */
+function seatLeaseFlag(f: Readonly<Record<string, string | boolean | undefined>>): { seatLease?: string | null } {
+  const text = f["seat-lease"];
+  if (typeof text !== "string") return {};
+  try {
+    parseSeatLease(text);
+  } catch (e) {
+    if (e instanceof KeyturnError) throw new UsageError(USAGE, `--seat-lease: ${e.message}`);
+    throw e;
+  }
+  return { seatLease: text === "none" ? null : text };
 }
 
 function printLicense(v: ReturnType<typeof licenseView>): void {
   const seats = typeof v.seats === "number" ? `${v.seats}` : `${v.seats.used}/${v.seats.total} in use`;
-  out(`${v.id}  ${v.licensee} (${v.organization})`);
+  out(`${v.id}  ${v.licensee}${v.organization ? ` (${v.organization})` : ""}`);
   out(`  plan ${v.plan} "${v.planTitle}", channels ${v.channels.join(",")}, seats ${seats}`);
   out(`  issued ${v.issued}, expires ${v.expires ?? "never"}${v.revoked ? `, REVOKED ${v.revoked}` : ""}${v.email ? `, email ${v.email}` : ""}`);
+  if (v.tokenTtl !== null) out(`  tokens last ${v.tokenTtl % 86_400 === 0 ? `${v.tokenTtl / 86_400}d` : `${v.tokenTtl}s`} (this license's own lifetime)`);
+  if (v.seatLease) out(`  seat lease ${v.seatLease}: a seat whose installation is not seen for that long goes to the next activation`);
+}
+
+/**
+ * `--token-ttl` on license create/update: this license's own token lifetime (a duration, at most
+ * 366d; `default`: the site's). Taken out of the arguments before the settings are read: the
+ * setting of the same name (flag, environment, config file) is the site's lifetime, not a license's.
+ */
+function takeTokenTtl(args: readonly string[]): { ttl: number | null | undefined; rest: string[] } {
+  const rest: string[] = [];
+  let text: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === "--token-ttl") text = args[++i] ?? "";
+    else if (a.startsWith("--token-ttl=")) text = a.slice("--token-ttl=".length);
+    else rest.push(a);
+  }
+  if (text === undefined) return { ttl: undefined, rest };
+  if (text === "default") return { ttl: null, rest };
+  try {
+    const seconds = parseDuration("token-ttl", text, MAX_TOKEN_TTL);
+    if (seconds < 60) throw new ConfigError("token-ttl", "must be at least 60s");
+    return { ttl: seconds, rest };
+  } catch (e) {
+    throw new UsageError(USAGE, `--token-ttl: ${(e as Error).message}`);
+  }
 }
 
 /** The fields `license update` was given, as the update service takes them. */
-function updateBody(f: Readonly<Record<string, string | boolean | undefined>>): Record<string, unknown> {
+function updateBody(f: Readonly<Record<string, string | boolean | undefined>>, ttl: number | null | undefined): Record<string, unknown> {
   const body: Record<string, unknown> = {};
+  if (ttl !== undefined) body.tokenTtl = ttl;
   const str = (flag: string) => (typeof f[flag] === "string" ? (f[flag] as string) : undefined);
   if (str("seats") !== undefined) {
     if (!/^\d{1,10}$/.test(str("seats")!)) throw new UsageError(USAGE, "--seats must be a whole number of at least 1");
@@ -64,43 +112,51 @@ function updateBody(f: Readonly<Record<string, string | boolean | undefined>>): 
   for (const [flag, field] of [["plan", "plan"], ["plan-title", "planTitle"], ["licensee", "licensee"], ["organization", "organization"]] as const)
     if (str(flag) !== undefined) body[field] = str(flag);
   if (str("email") !== undefined) body.email = str("email") === "none" ? null : str("email");
+  Object.assign(body, seatLeaseFlag(f));
   if (Object.keys(body).length === 0) throw new UsageError(USAGE, "license update needs at least one field to change");
   return body;
 }
 
-/** `keyturn license create|list|show|update|revoke|reinstate`. */
+/** `keyturn license create|list|show|update|revoke|reinstate|rekey`. */
 export async function licenseCommand(args: string[], env: Record<string, string | undefined>): Promise<number> {
   const [sub, ...rest] = args;
-  if (!sub || !["create", "list", "show", "update", "revoke", "reinstate"].includes(sub))
+  if (!sub || !["create", "list", "show", "update", "revoke", "reinstate", "rekey"].includes(sub))
     throw new UsageError(USAGE, sub ? `unknown license command "${sub}"` : "missing license command");
-  const ctx = await openAdmin(USAGE, rest, env, FLAGS);
+  const { ttl, rest: settingArgs } = takeTokenTtl(rest);
+  const ctx = await openAdmin(USAGE, settingArgs, env, FLAGS);
   const f = ctx.flags;
   const json = f.json === true;
+  /** A new key (create, rekey) with its license; a rekeyed license shows its seats in use. */
+  const printWithKey = async (key: string, id: string, withSeats = false) => {
+    const license = (await ctx.store.getLicense(id))!;
+    const view = licenseView(license, withSeats ? await ctx.store.countActiveSeats(id) : undefined);
+    if (json) printJson({ key, ...view });
+    else {
+      out(`key:  ${key}`);
+      out("      (shown this once: keyturn keeps only its hash)");
+      printLicense(view);
+    }
+  };
   try {
     if (sub === "create") {
-      for (const name of ["licensee", "organization", "plan", "plan-title", "seats", "channels"])
+      for (const name of ["licensee", "plan", "seats", "channels"])
         if (typeof f[name] !== "string" || !(f[name] as string).trim()) throw new UsageError(USAGE, `--${name} is required`);
       const seats = Number(f.seats);
       if (!/^\d+$/.test(f.seats as string) || seats < 1) throw new UsageError(USAGE, "--seats must be a whole number of at least 1");
       const expires = parseIsoFlag(USAGE, "expires", f.expires as string | undefined);
       const created = await createLicense(ctx.deps, CLI_CALLER, {
         licensee: f.licensee as string,
-        organization: f.organization as string,
+        ...(typeof f.organization === "string" ? { organization: f.organization } : {}),
         plan: f.plan as string,
-        planTitle: f["plan-title"] as string,
+        ...(typeof f["plan-title"] === "string" ? { planTitle: f["plan-title"] } : {}),
         seats,
         channels: parseList(f.channels as string),
         ...(expires === null ? {} : { expires: new Date(expires).toISOString() }),
         ...(typeof f.email === "string" ? { email: f.email } : {}),
+        ...(ttl !== undefined ? { tokenTtl: ttl } : {}),
+        ...seatLeaseFlag(f),
       });
-      const key = created.key;
-      const license = (await ctx.store.getLicense(created.license.id))!;
-      if (json) printJson({ key, ...licenseView(license) });
-      else {
-        out(`key:  ${key}`);
-        out("      (shown this once: keyturn keeps only its hash)");
-        printLicense(licenseView(license));
-      }
+      await printWithKey(created.key, created.license.id);
       return 0;
     }
     if (sub === "list") {
@@ -114,10 +170,15 @@ export async function licenseCommand(args: string[], env: Record<string, string 
     const target = ctx.positionals[0];
     if (!target || ctx.positionals.length > 1) throw new UsageError(USAGE, `license ${sub} needs one KEY or ID`);
     let license: LicenseRecord;
+    if (sub === "rekey") {
+      const rekeyed = await rekeyLicense(ctx.deps, CLI_CALLER, target);
+      await printWithKey(rekeyed.key, rekeyed.license.id, true);
+      return 0;
+    }
     if (sub === "show") license = await ctx.admin.findLicense(target);
     else if (sub === "revoke") license = await ctx.admin.revokeLicense(target);
     else {
-      const { id } = sub === "update" ? (await updateLicense(ctx.deps, CLI_CALLER, target, updateBody(f))).license : await reinstateLicense(ctx.deps, CLI_CALLER, target);
+      const { id } = sub === "update" ? (await updateLicense(ctx.deps, CLI_CALLER, target, updateBody(f, ttl))).license : await reinstateLicense(ctx.deps, CLI_CALLER, target);
       license = (await ctx.store.getLicense(id))!;
     }
     const view = licenseView(license, await ctx.store.countActiveSeats(license.id));

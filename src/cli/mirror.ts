@@ -1,7 +1,8 @@
 import { readdirSync } from "node:fs";
-import { mirrorConfig, readSettings } from "../config/config";
+import { mirrorConfig, parseLaneList, readSettings } from "../config/config";
+import { settingDefault } from "../config/settings";
 import { ConfigError } from "../config/parse";
-import { VARIANTS, type Variant, type VariantName } from "../config/variants";
+import { VARIANTS, withLanes, type Variant, type VariantName } from "../config/variants";
 import { loadKeyRing, parseKid, privateKeyFiles } from "../domain/keys";
 import { FeedProblem } from "../domain/mirror/feed-answer";
 import { fetchFeedPage } from "../domain/mirror/feed-client";
@@ -34,7 +35,11 @@ async function check(args: string[], env: Record<string, string | undefined>): P
   const get = (flag: string) => settings[flag]?.trim() || undefined;
   const variantName = get("variant");
   if (!variantName || !Object.hasOwn(VARIANTS, variantName)) throw new ConfigError("variant", "required: alpha, beta or gamma");
-  const variant = VARIANTS[variantName as VariantName];
+  // The vendor's channels and platforms (--channels, --platforms): the copy is checked as the mirror will serve it.
+  const variant = withLanes(VARIANTS[variantName as VariantName], {
+    channels: parseLaneList("channels", get("channels") ?? settingDefault("channels")),
+    platforms: parseLaneList("platforms", get("platforms") ?? settingDefault("platforms")),
+  });
   const mirror = mirrorConfig(get, false);
   if (!mirror) throw new ConfigError("mirror-of", "required: the vendor site this mirror copies");
   const keysDir = get("keys") ?? "./keys";

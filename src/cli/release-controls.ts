@@ -21,7 +21,7 @@ export async function releaseControlCommand(op: ReleaseControlOp, args: string[]
     if (ctx.positionals.length > 0) throw new UsageError(USAGE, `unexpected argument "${ctx.positionals[0]!}"`);
     const controls = new ReleaseControls(ctx.store, systemClock, ctx.config.variant);
     const admin = { variant: ctx.config.variant, store: ctx.store, clock: systemClock, tokenTtlSeconds: ctx.config.tokenTtlSeconds };
-    const change = await controls.apply(op, lane, version, null, adminAudit(admin, CLI_CALLER, `release-${op}`));
+    const change = await controls.applyToKnown(op, lane, version, null, adminAudit(admin, CLI_CALLER, `release-${op}`));
     const c = change.control;
     if (ctx.flags.json === true) {
       printJson({

@@ -3,8 +3,11 @@ import { readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { resolveSetting, type Environment } from "../config/settings";
-import { VARIANT_NAMES, VARIANTS, type Variant, type VariantName } from "../config/variants";
+import { parseLaneList } from "../config/config";
+import { ConfigError } from "../config/parse";
+import { VARIANT_NAMES, VARIANTS, withLanes, type Variant, type VariantName } from "../config/variants";
 import { loadKeyRing, parseKid } from "../domain/keys";
+import { checkFeedFiles } from "../domain/releases/feed-files";
 import { readRegularFile } from "../domain/releases/files";
 import { parseManifest } from "../domain/releases/manifest";
 import { ReleaseProblem } from "../domain/releases/problem";
@@ -14,8 +17,8 @@ import { err, out, UsageError } from "./io";
 import { releaseControlCommand } from "./release-controls";
 
 const USAGE = [
-  "keyturn release sign --key KID.pem MANIFEST              (writes MANIFEST.sig)",
-  "       keyturn release check [--releases DIR] [--keys DIR] [--variant V]",
+  "keyturn release sign --key KID.pem [--channels C,...] [--platforms P,...] MANIFEST   (writes MANIFEST.sig)",
+  "       keyturn release check [--releases DIR] [--keys DIR] [--variant V] [--channels C,...] [--platforms P,...]",
   "       keyturn release halt|resume|withdraw|restore --lane L --version V [--json]",
 ].join("\n");
 
@@ -30,7 +33,7 @@ function parse(args: string[], options: Record<string, { type: "string" }>) {
 /** `keyturn release sign|check|halt|resume|withdraw|restore`. */
 export async function releaseCommand(args: string[], env: Environment): Promise<number> {
   const [sub, ...rest] = args;
-  if (sub === "sign") return sign(rest);
+  if (sub === "sign") return sign(rest, env);
   if (sub === "check") return check(rest, env);
   if (sub === "halt" || sub === "resume" || sub === "withdraw" || sub === "restore") return releaseControlCommand(sub, rest, env);
   throw new UsageError(USAGE, sub ? `unknown release command "${sub}"` : "missing release command");
@@ -40,15 +43,15 @@ export async function releaseCommand(args: string[], env: Environment): Promise<
  * Signs a manifest on the vendor's build machine, after checking it the way keyturn will: fields,
  * agreement with its folder, and its installer's size and SHA-256 (hashed here).
  */
-function sign(args: string[]): number {
-  const { values, positionals } = parse(args, { key: { type: "string" } });
+function sign(args: string[], env: Environment): number {
+  const { values, positionals } = parse(args, { key: { type: "string" }, ...LANE_FLAGS });
   if (!values.key) throw new UsageError(USAGE, "release sign needs --key FILE (a <variant>-release-YYYY-MM.pem private key)");
   if (positionals.length !== 1) throw new UsageError(USAGE, "release sign needs one MANIFEST");
   const kid = basename(values.key).replace(/\.pem$/, "");
   const parsedKid = parseKid(kid);
   if (!values.key.endsWith(".pem") || !parsedKid || parsedKid.purpose !== "release")
     throw new UsageError(USAGE, `--key must be a release private key named <variant>-release-YYYY-MM.pem (got "${basename(values.key)}")`);
-  const variant = VARIANTS[parsedKid.variant as VariantName];
+  const variant = siteVariant(VARIANTS[parsedKid.variant as VariantName], values, env);
   let privateKey;
   try {
     privateKey = createPrivateKey(readFileSync(values.key, "utf8"));
@@ -66,6 +69,7 @@ function sign(args: string[]): number {
     const installer = join(dirname(manifestPath), manifest.installer);
     checkInstallerSize(installer, manifest);
     checkInstallerHash(installer, manifest);
+    checkFeedFiles(dirname(manifestPath), manifest.feeds);
   } catch (e) {
     if (!(e instanceof ReleaseProblem)) throw e;
     err(`keyturn: not signed: ${positionals[0]}: ${e.message}`);
@@ -81,24 +85,29 @@ function sign(args: string[]): number {
 
 /**
  * Walks a tree as the server does, and also hashes every installer: prints each release folder as
- * live or with the reason it is not. Exit code 1 when anything is wrong.
+ * live or with the reason it is not. Exit code 1 when anything is wrong, or when --keys holds no
+ * release key of the variant (public or private) to check the signatures with.
  */
 async function check(args: string[], env: Environment): Promise<number> {
-  const { values, positionals } = parse(args, { releases: { type: "string" }, keys: { type: "string" }, variant: { type: "string" } });
+  const { values, positionals } = parse(args, { releases: { type: "string" }, keys: { type: "string" }, variant: { type: "string" }, ...LANE_FLAGS });
   if (positionals.length > 0) throw new UsageError(USAGE, `unexpected argument "${positionals[0]}"`);
   const root = resolveSetting("releases", { given: values.releases, env })!;
   const keysDir = resolveSetting("keys", { given: values.keys, env })!;
-  const variant = chooseVariant(resolveSetting("variant", { given: values.variant, env }), root);
+  const variant = siteVariant(chooseVariant(resolveSetting("variant", { given: values.variant, env }), root), values, env);
 
   const ring = await loadKeyRing(keysDir, variant);
   const releaseKeys = releaseKeysOf(ring);
-  if (releaseKeys.size === 0) out(`note: no ${variant.name}-release-* public key in ${keysDir}: signatures not checked`);
   let result;
   try {
     result = await scanReleaseTree(root, { variant, releaseKeys, hashInstallers: true });
   } catch (e) {
     if (!(e instanceof ReleaseTreeUnreadable)) throw e;
     err(`keyturn: ${e.message}`);
+    return 1;
+  }
+  // Without a release key every signature would go unchecked: a check that checks nothing must not pass.
+  if (releaseKeys.size === 0) {
+    err(`keyturn: no ${variant.name}-release-* key (.pub.pem or .pem) in ${keysDir}: signatures cannot be checked; give --keys the directory of the release keys`);
     return 1;
   }
   const lines = [
@@ -108,6 +117,21 @@ async function check(args: string[], env: Environment): Promise<number> {
   for (const line of lines) out(line.text);
   out(`${variant.name} tree ${root}: ${result.index.size} live, ${result.problems.length} with problems`);
   return result.problems.length > 0 ? 1 : 0;
+}
+
+const LANE_FLAGS = { channels: { type: "string" }, platforms: { type: "string" } } as const;
+
+/** The variant with the site's channels and platforms (--channels, --platforms, as `serve` reads them). */
+function siteVariant(v: Variant, given: { channels?: string; platforms?: string }, env: Environment): Variant {
+  try {
+    return withLanes(v, {
+      channels: parseLaneList("channels", resolveSetting("channels", { given: given.channels, env })!),
+      platforms: parseLaneList("platforms", resolveSetting("platforms", { given: given.platforms, env })!),
+    });
+  } catch (e) {
+    if (e instanceof ConfigError) throw new UsageError(USAGE, `--${e.setting}: ${e.message}`);
+    throw e;
+  }
 }
 
 /** The variant named, or the one whose top level (products, or channels for gamma) the tree has. */

@@ -2,7 +2,7 @@ import { readSettings, toConfig } from "../config/config";
 import { ConfigError } from "../config/parse";
 import { SETTINGS, envName } from "../config/settings";
 import { Admin } from "../domain/admin";
-import { privateKeyFiles } from "../domain/keys";
+import { privateKeyFiles, unusableLicenseKeys } from "../domain/keys";
 import { startRetention } from "../domain/retention";
 import { WebhookWorker } from "../domain/webhooks/worker";
 import { createApp } from "../http/app";
@@ -31,7 +31,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   const read = readSettings(args, env);
   const settings = { ...read.settings };
   if (settings.demo === "true") {
-    demoSettings(settings, read.explicit);
+    await demoSettings(settings, read.explicit);
   }
   const config = toConfig(settings, "serve");
   if (config.mirror) {
@@ -41,6 +41,10 @@ export async function serveCommand(args: string[], env: Record<string, string | 
       throw new ConfigError("keys", `a mirror holds no private key: remove ${privates.join(", ")} from ${config.keysDir} (keep only *.pub.pem)`);
   }
   if (config.demo) await ensureDemoKeys(config);
+  // A license key that is there but cannot be used would leave licensing off behind a warning.
+  const unusable = unusableLicenseKeys(config.keysDir, config.variant);
+  if (unusable.length > 0)
+    throw new ConfigError("keys", `${unusable.map((u) => `${u.path} ${u.why}`).join("; ")}; without it every activation would answer 503 licensing_unavailable`);
 
   const { store, keys, services, rateLimitStore, mirror } = await compose(config, { watchReleases: true });
   const log = services.log;
@@ -51,49 +55,67 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   }
   else if (!keys.signing) log.warn("no license signing key: activate, refresh and sign-in answer licensing_unavailable", { keys: config.keysDir });
   const retention = startRetention({ store, clock: services.clock, log, auditRetentionSeconds: config.auditRetentionSeconds });
-  const webhooks = new WebhookWorker({ store, clock: services.clock, log });
-  webhooks.start();
+  const webhooks = new WebhookWorker({
+    store,
+    clock: services.clock,
+    log,
+    destinations: { allowHosts: config.webhookAllowHosts },
+    seal: services.admin.seal,
+  });
   const app = createApp(services);
   const transport = startTransport(config, app.handle, log);
   const metricsListener = config.metricsListen && services.metrics ? startMetricsListener(config.metricsListen, services.metrics, log) : null;
+
+  // The signal handlers come first, before anything is awaited or printed: from the moment the
+  // server listens, SIGTERM or SIGINT (Ctrl-C on the demo) stops it in order, never mid-write.
+  let resolveExit!: (code: number) => void;
+  const exited = new Promise<number>((r) => (resolveExit = r));
+  let stopping = false;
+  // The demo's licence and token are written to the records: a stop waits for them before closing the store.
+  let demoReady: Promise<void> = Promise.resolve();
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info("shutting down: no new connections, finishing requests in flight", { signal, timeoutSeconds: config.shutdownTimeoutSeconds });
+    services.releases.close();
+    retention.stop();
+    await mirror?.stop();
+    void metricsListener?.stop(true);
+    const { drained } = await transport.stop(config.shutdownTimeoutSeconds * 1000);
+    if (!drained) log.warn("shutdown timeout: closed connections whose requests had not finished");
+    await webhooks.stop();
+    await demoReady.catch(() => undefined);
+    await services.adoption.close();
+    await rateLimitStore.close();
+    await store.close();
+    log.info("stopped", { signal });
+    resolveExit(0);
+  };
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+  process.on("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGHUP", () => {
+    log.info(transport.tls ? "SIGHUP: re-reading the release tree and the certificate" : "SIGHUP: re-reading the release tree");
+    void services.releases.rescan();
+    if (transport.tls) void transport.reloadTls();
+  });
+
+  webhooks.start();
   const listenUrl = transport.url;
   const { mode, why } = transportMode(config);
   log.info("transport", { mode, why });
   if (!config.tls && config.trustProxy.length === 0 && !config.demo)
     log.warn("no --trust-proxy: behind a reverse proxy every client counts as the proxy's address (rate limits, audit)");
 
-  if (config.demo) {
+  if (config.demo) demoReady = demoBanner();
+  async function demoBanner(): Promise<void> {
     const admin = new Admin(config.variant, store, services.clock, services.audit);
-    printDemoBanner(config, await ensureDemoLicense(config, store, admin), await ensureDemoAdminToken(config, services.admin), listenUrl);
+    const key = await ensureDemoLicense(config, store, admin);
+    const token = await ensureDemoAdminToken(config, services.admin);
+    if (!stopping) printDemoBanner(config, key, token, listenUrl);
   }
-  process.on("SIGHUP", () => {
-    log.info(transport.tls ? "SIGHUP: re-reading the release tree and the certificate" : "SIGHUP: re-reading the release tree");
-    void services.releases.rescan();
-    if (transport.tls) void transport.reloadTls();
-  });
+  await demoReady;
+  if (stopping) return exited;
   mirror?.start();
   log.info("keyturn listening", { url: listenUrl, variant: config.variant.name, version: VERSION, baseUrl: config.baseUrl, signingKid: keys.signing?.kid ?? null });
-
-  return new Promise<number>((resolveExit) => {
-    let stopping = false;
-    const stop = async (signal: string) => {
-      if (stopping) return;
-      stopping = true;
-      log.info("shutting down: no new connections, finishing requests in flight", { signal, timeoutSeconds: config.shutdownTimeoutSeconds });
-      services.releases.close();
-      retention.stop();
-      await mirror?.stop();
-      void metricsListener?.stop(true);
-      const { drained } = await transport.stop(config.shutdownTimeoutSeconds * 1000);
-      if (!drained) log.warn("shutdown timeout: closed connections whose requests had not finished");
-      await webhooks.stop();
-      await services.adoption.close();
-      await rateLimitStore.close();
-      await store.close();
-      log.info("stopped", { signal });
-      resolveExit(0);
-    };
-    process.on("SIGTERM", () => void stop("SIGTERM"));
-    process.on("SIGINT", () => void stop("SIGINT"));
-  });
+  return exited;
 }

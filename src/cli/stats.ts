@@ -8,7 +8,7 @@ import { collectStats, STATS_DAYS } from "../domain/stats";
 import { openAdmin } from "./admin-context";
 import { out, printJson, UsageError } from "./io";
 
-const USAGE = "keyturn stats [--json]   (adoption by version per lane, rollouts' reach, activations per day, licenses expiring)";
+const USAGE = "keyturn stats [--json]   (adoption by version per lane, rollouts' reach, activations per day, seats in use and lapsed, licenses expiring)";
 
 /** `keyturn stats`: what GET /admin/stats answers, from the records and the release tree (for rollouts' reach). */
 export async function statsCommand(args: string[], env: Record<string, string | undefined>): Promise<number> {
@@ -40,6 +40,7 @@ export async function statsCommand(args: string[], env: Record<string, string | 
     }
     out("activations / seat_limit refusals per day:");
     for (const d of stats.activationsPerDay) if (d.activations > 0 || d.seatLimitRefusals > 0) out(`  ${d.day}  ${d.activations} / ${d.seatLimitRefusals}`);
+    out(`seats: ${stats.seats.inUse} in use, ${stats.seats.lapsed} lapsed (leased, not seen within the lease: free to the next activation)`);
     out(`licenses expiring in the next ${STATS_DAYS} days:`);
     if (stats.expiringLicenses.length === 0) out("  none");
     for (const l of stats.expiringLicenses) out(`  ${l.id}  ${l.expires}  ${l.licensee} (${l.organization})`);

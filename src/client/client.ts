@@ -39,8 +39,16 @@ export interface Entitlement {
   readonly planTitle: string;
   readonly channels: readonly string[];
   readonly issued: string;
+  /** When the token expires (refresh before then): at most the token lifetime after `issued`. */
   readonly expires: string;
+  /** When the license itself ends (its term), null when it never does; no refresh goes past it. */
+  readonly licenseExpires: string | null;
   readonly seats: { readonly used: number; readonly total: number };
+  /**
+   * Only on a license with a seat lease: the lease (`10m`, `30d`), in seconds, and when this seat
+   * lapses unless the installation is seen again (any request with the token, or a refresh).
+   */
+  readonly seatLease?: { readonly lease: string; readonly seconds: number; readonly lapses: string };
 }
 
 /** What activate, refresh and exchange give: the token (already verified offline) and the entitlement. */
@@ -127,6 +135,24 @@ export class KeyturnClient {
   /** POST /licenses/activate. */
   activate(key: string, device: Device, signal?: AbortSignal): Promise<Activation> {
     return this.activation("/licenses/activate", { key, device }, device, undefined, signal);
+  }
+
+  /**
+   * When (ms since the epoch) to refresh: halfway from the token's issue to the earlier of its
+   * expiry and, on a leased license, the seat's lapse. Refreshing then keeps a leased seat (a
+   * floating license's) while the program runs, and the token fresh; a missed time still leaves
+   * the other half before anything is lost.
+   */
+  refreshAt(entitlement: Pick<Entitlement, "issued" | "expires" | "seatLease">): number {
+    const issued = Date.parse(entitlement.issued);
+    const lapses = entitlement.seatLease ? Date.parse(entitlement.seatLease.lapses) : Infinity;
+    const end = Math.min(Date.parse(entitlement.expires), lapses);
+    return issued + Math.floor((end - issued) / 2);
+  }
+
+  /** Whether refreshAt has come (by the client's clock). */
+  refreshDue(entitlement: Pick<Entitlement, "issued" | "expires" | "seatLease">): boolean {
+    return this.now() >= this.refreshAt(entitlement);
   }
 
   /** POST /entitlements/refresh: a new token for the same installation. */

@@ -39,4 +39,9 @@ export class KeyturnClientError extends Error {
   get reason(): string | undefined {
     return this.details.reason;
   }
+
+  /** The site's `ref` for a refusal: its line in the site's audit trail (`keyturn audit --ref`). */
+  get ref(): string | undefined {
+    return this.details.ref;
+  }
 }

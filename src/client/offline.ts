@@ -3,9 +3,10 @@ import type { Device } from "./device.js";
 
 /**
  * Offline activation, for a computer that cannot reach the site. The request code is the body of
- * `POST /licenses/activate` (`{ key?, device }`) as padded base64url JSON, so any machine that can
- * reach the site turns it into an answer with curl (docs/clients.md). The answer code is the
- * entitlement token itself; the program verifies it offline like any token.
+ * `POST /licenses/activate` (`{ key?, device }`) as padded base64url JSON; the vendor turns it into
+ * the answer code with `keyturn activation offline` or POST /admin/activations/offline
+ * (docs/clients.md). The answer code is the entitlement token itself; the program verifies it
+ * offline like any token.
  */
 export interface OfflineRequest {
   readonly key?: string;

@@ -19,6 +19,8 @@ export interface EntitlementClaims {
   readonly plan: string;
   readonly chn: readonly string[];
   readonly dev: string;
+  /** The license's own expiry (seconds since the epoch); absent when the license has none. */
+  readonly lex?: number;
 }
 
 export interface VerifiedToken {
@@ -97,6 +99,7 @@ export async function verifyEntitlementToken(token: string, c: TokenCheck): Prom
   if (!isText(claims.sub) || !isTime(claims.iat) || !isTime(claims.nbf) || !isTime(claims.exp) || !isText(claims.dev) ||
     !Array.isArray(claims.chn) || !claims.chn.every(isText) || !isText(claims.lic) || (claims.kind !== "license" && claims.kind !== "staff"))
     refuse("claims", "token lacks a required claim (sub, iat, nbf, exp, kind, lic, chn, dev)");
+  if (claims.lex !== undefined && !isTime(claims.lex)) refuse("claims", "token lex (the license's expiry) is not a time");
 
   const tol = c.toleranceSec * 1000;
   if (c.now >= claims.exp * 1000 + tol) refuse("exp", "The token is expired. Refresh it, or activate again.");

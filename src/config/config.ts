@@ -1,12 +1,13 @@
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
-import { VARIANTS, type Variant, type VariantName } from "./variants";
+import { isLaneWord, LANE_LIST_MAX, LANE_WORD_MAX, VARIANTS, withLanes, type Variant, type VariantName } from "./variants";
 import { CONFIG_FILE_ENV, envName, MAX_IDENTITY_MAX_AGE, MAX_SHUTDOWN_TIMEOUT, MAX_TOKEN_TTL, resolveSetting, settingDefault, SETTINGS, type Environment } from "./settings";
 import {
   ConfigError,
   parseBoolean,
   parseCidr,
   parseDuration,
+  parseHost,
   parseInteger,
   parseList,
   parseRate,
@@ -65,6 +66,8 @@ export interface Config {
   readonly shutdownTimeoutSeconds: number;
   /** Where GET /metrics is served (a listener of its own), or null when metrics are off. */
   readonly metricsListen: { readonly host: string; readonly port: number } | null;
+  /** Hosts (names and canonical addresses) webhooks may reach although internal. */
+  readonly webhookAllowHosts: readonly string[];
   readonly demo: boolean;
   /** null unless this site is a mirror of a vendor's site. */
   readonly mirror: MirrorConfig | null;
@@ -84,15 +87,17 @@ export interface ReadSettings {
 
 /**
  * Reads flags, `KEYTURN_*` environment and the optional `--config` TOML file into plain strings.
- * `extra` declares the command's own flags (e.g. `--json`); they are not settings.
+ * `extra` declares the command's own flags (e.g. `--json`); they are not settings, even one named
+ * like a setting.
  */
 export function readSettings(
   args: readonly string[],
   env: Environment,
   extra: ParseArgsOptionsConfig = {},
 ): ReadSettings {
-  const options: ParseArgsOptionsConfig = { config: { type: "string" }, ...extra };
+  const options: ParseArgsOptionsConfig = { config: { type: "string" } };
   for (const s of SETTINGS) options[s.flag] = { type: s.kind };
+  Object.assign(options, extra);
   let parsed;
   try {
     parsed = parseArgs({ args: [...args], options, allowPositionals: true, strict: true });
@@ -106,7 +111,9 @@ export function readSettings(
   const settings: Record<string, string | undefined> = {};
   const explicit = new Set<string>();
   for (const s of SETTINGS) {
-    const fromFlag = values[s.flag];
+    // A command's own flag of a setting's name (`license create --channels`: the licence's) is the
+    // command's; that setting then comes from the environment, the file or its default.
+    const fromFlag = Object.hasOwn(extra, s.flag) ? undefined : values[s.flag];
     const given = fromFlag === undefined ? undefined : String(fromFlag);
     settings[s.flag] = resolveSetting(s.flag, { given, env, file });
     if (given !== undefined || env[envName(s.flag)] !== undefined) explicit.add(s.flag);
@@ -139,6 +146,20 @@ function readToml(path: string): Record<string, string> {
 }
 
 /**
+ * A site's channels or platforms (--channels, --platforms): 1 to LANE_LIST_MAX distinct names, each
+ * a lower-case word or words joined by dashes (they become directories and URL segments).
+ */
+export function parseLaneList(flag: "channels" | "platforms", text: string): string[] {
+  const list = parseList(text);
+  if (list.length === 0 || list.length > LANE_LIST_MAX) throw new ConfigError(flag, `must list 1 to ${LANE_LIST_MAX} names`);
+  const bad = list.find((name) => !isLaneWord(name));
+  if (bad !== undefined)
+    throw new ConfigError(flag, `"${bad}" is not a name of lower-case letters and digits joined by dashes (at most ${LANE_WORD_MAX} characters)`);
+  if (new Set(list).size !== list.length) throw new ConfigError(flag, "names a value twice");
+  return list;
+}
+
+/**
  * Validates the merged settings once, into one frozen object. Throws ConfigError naming the setting.
  * A setting missing or blank in `settings` takes its default from SETTINGS (so tests may pass only
  * the settings they care about).
@@ -152,7 +173,10 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
   if (!variantName) throw new ConfigError("variant", "required: alpha, beta or gamma");
   if (!Object.hasOwn(VARIANTS, variantName))
     throw new ConfigError("variant", `unknown variant "${variantName}" (use alpha, beta or gamma)`);
-  const variant = VARIANTS[variantName as VariantName];
+  const variant = withLanes(VARIANTS[variantName as VariantName], {
+    channels: parseLaneList("channels", value("channels")),
+    platforms: parseLaneList("platforms", value("platforms")),
+  });
 
   const port = parseInteger("port", value("port"), 0, 65535);
   const baseUrlText = get("base-url") ?? (demo || mode === "admin" ? `https://localhost:${port}` : undefined);
@@ -223,6 +247,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     idleTimeoutSeconds: idleTimeout(value("idle-timeout")),
     shutdownTimeoutSeconds: parseDuration("shutdown-timeout", value("shutdown-timeout"), MAX_SHUTDOWN_TIMEOUT),
     metricsListen: listenAddress("metrics-listen", get("metrics-listen")),
+    webhookAllowHosts: parseList(value("webhook-allow-hosts")).map((h) => parseHost("webhook-allow-hosts", h)),
     demo,
     mirror: mirrorConfig(get, databaseUrl !== null),
   };

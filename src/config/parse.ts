@@ -95,3 +95,13 @@ export function parseCidr(setting: string, text: string): string {
     throw new ConfigError(setting, `not an address or CIDR: "${text}"`);
   return text.trim();
 }
+
+const HOST_NAME = /^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
+
+/** A host name or IP address as a URL's hostname gives it: lower case, IPv6 canonical and without brackets, no trailing dot. */
+export function parseHost(setting: string, text: string): string {
+  const t = text.trim().toLowerCase().replace(/^\[|\]$/g, "").replace(/\.$/, "");
+  if (isIP(t) === 6) return new URL(`http://[${t}]/`).hostname.slice(1, -1);
+  if (isIP(t) === 4 || HOST_NAME.test(t)) return t;
+  throw new ConfigError(setting, `not a host name or address: "${text}"`);
+}

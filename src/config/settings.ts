@@ -28,6 +28,8 @@ export type Environment = Readonly<Record<string, string | undefined>>;
 
 export const SETTINGS: readonly SettingSpec[] = [
   { flag: "variant", kind: "string", help: "alpha, beta or gamma (required; the demo defaults to alpha)" },
+  { flag: "channels", kind: "string", default: "stable,preview", help: "the site's update channels (comma-separated, lower-case words and dashes); the spec's stable,preview unless a site adds its own" },
+  { flag: "platforms", kind: "string", default: "win-x64", help: "the site's platforms (comma-separated, e.g. win-x64,mac-arm64,linux-x64); the spec's win-x64 unless a site adds its own" },
   { flag: "base-url", kind: "string", help: "the site's https address; the iss of every token (required)" },
   { flag: "data", kind: "string", default: "./data", help: "directory of the SQLite records" },
   { flag: "database", kind: "string", help: "postgres://... URL; records in PostgreSQL instead of --data" },
@@ -61,6 +63,7 @@ export const SETTINGS: readonly SettingSpec[] = [
   { flag: "idle-timeout", kind: "string", default: "10s", help: "close a connection that sends or takes nothing this long (at most 255s)" },
   { flag: "shutdown-timeout", kind: "string", default: "10s", help: `on SIGTERM/SIGINT, how long in-flight requests may take to finish, at most ${MAX_SHUTDOWN_TIMEOUT}` },
   { flag: "metrics-listen", kind: "string", help: "HOST:PORT of a separate listener serving GET /metrics (Prometheus text format); off when unset" },
+  { flag: "webhook-allow-hosts", kind: "string", default: "", help: "host names and addresses webhooks may reach although internal (comma-separated; also over http)" },
   { flag: "mirror-of", kind: "string", help: "serve as a mirror of this vendor site (its https address): its tokens, a copied release tree" },
   { flag: "mirror-token", kind: "string", help: "admin token (kta_..., scope feed:read) of the vendor's feed; a secret: prefer the environment" },
   { flag: "mirror-poll", kind: "string", default: "30s", help: "how often a mirror reads the vendor's feed" },

@@ -26,6 +26,40 @@ export interface Variant {
   readonly installationBy: "device" | "device+product";
   /** How seat_limit's message names the holders of the seats. */
   readonly seatHolders: "installations" | "computers";
+  /** The site's update channels: the spec's (CHANNELS) unless configured (--channels). */
+  readonly channels: readonly string[];
+  /** The site's platforms: the spec's (PLATFORMS) unless configured (--platforms). */
+  readonly platforms: readonly string[];
+}
+
+/** The spec's update channels and platforms, the same in every variant: a site's defaults. */
+export const CHANNELS = ["stable", "preview"] as const;
+export const PLATFORMS = ["win-x64"] as const;
+
+/**
+ * A channel or platform name: it is a directory of the release tree, a segment of the update path
+ * and part of a lane's name, so plain lower-case words joined by dashes, nothing else.
+ */
+export const LANE_WORD = /^[a-z0-9]+(-[a-z0-9]+)*$/;
+export const LANE_WORD_MAX = 32;
+/** Upper bound on a site's channels and platforms each (every lane is kept in memory). */
+export const LANE_LIST_MAX = 16;
+
+/** Whether a name can be a channel or platform (LANE_WORD, at most LANE_WORD_MAX characters). */
+export function isLaneWord(name: string): boolean {
+  return name.length <= LANE_WORD_MAX && LANE_WORD.test(name);
+}
+
+/**
+ * A variant with the site's own channels and platforms (design.md "Platforms and channels beyond
+ * the spec's"); the lists are checked by the caller (config.ts).
+ */
+export function withLanes(v: Variant, lanes: { readonly channels?: readonly string[]; readonly platforms?: readonly string[] }): Variant {
+  return Object.freeze({
+    ...v,
+    channels: Object.freeze([...(lanes.channels ?? v.channels)]),
+    platforms: Object.freeze([...(lanes.platforms ?? v.platforms)]),
+  });
 }
 
 export const VARIANTS: Readonly<Record<VariantName, Variant>> = Object.freeze({
@@ -41,6 +75,8 @@ export const VARIANTS: Readonly<Record<VariantName, Variant>> = Object.freeze({
     products: ["alpha", "alpha-cli"],
     installationBy: "device",
     seatHolders: "installations",
+    channels: CHANNELS,
+    platforms: PLATFORMS,
   },
   beta: {
     name: "beta",
@@ -54,6 +90,8 @@ export const VARIANTS: Readonly<Record<VariantName, Variant>> = Object.freeze({
     products: ["beta", "beta-studio"],
     installationBy: "device+product",
     seatHolders: "installations",
+    channels: CHANNELS,
+    platforms: PLATFORMS,
   },
   gamma: {
     name: "gamma",
@@ -67,15 +105,13 @@ export const VARIANTS: Readonly<Record<VariantName, Variant>> = Object.freeze({
     products: [],
     installationBy: "device",
     seatHolders: "computers",
+    channels: CHANNELS,
+    platforms: PLATFORMS,
   },
 });
 
 export const VARIANT_NAMES = Object.keys(VARIANTS) as VariantName[];
 
-/** Update channels and platforms are the same in every variant. */
-export const CHANNELS = ["stable", "preview"] as const;
-export type Channel = (typeof CHANNELS)[number];
-export const PLATFORMS = ["win-x64"] as const;
 
 export function hasProducts(v: Variant): boolean {
   return v.products.length > 0;

@@ -16,6 +16,8 @@ export interface NewLicense {
   readonly seats: number;
   readonly channels: readonly string[];
   readonly expires: number | null;
+  /** A duration (`30d`), or null/absent for seats that never lapse. */
+  readonly seatLease?: string | null;
 }
 
 /**

@@ -6,6 +6,9 @@ import { newId } from "./ids";
 /** Who asked: the network address as http/ determined it (after trusted proxies). */
 export interface RequestContext {
   readonly address: string | null;
+  /** Who acted: the admin token that asked ("tok_… (name)"), once it was found good; or who acted for
+   * the device when not the device itself (an admin answering an offline request). */
+  readonly actor?: string;
 }
 
 export type AuditAction =
@@ -18,12 +21,23 @@ export type AuditAction =
   | "update"
   | "releases"
   | "request"
-  | "admin-read"
+  | "license-list"
+  | "license-show"
+  | "activation-list"
+  | "audit-read"
+  | "feed-read"
+  | "webhook-list"
+  | "delivery-list"
+  | "delivery-show"
+  | "release-list"
+  | "stats-read"
   | "license-create"
   | "license-update"
   | "license-revoke"
   | "license-reinstate"
+  | "license-rekey"
   | "activation-deactivate"
+  | "reclaim"
   | "admin-token-create"
   | "admin-token-revoke"
   | "webhook-add"
@@ -58,7 +72,7 @@ export class Audit {
   /** The line of a success that the store writes in the transaction of the change itself. */
   okLine(action: AuditAction, ctx: RequestContext, licenseId: string): Omit<AuditRecord, "activationId"> {
     const time = this.clock();
-    return { ref: newId("ref", time), time, address: ctx.address, action, licenseId, outcome: "ok", error: null };
+    return { ref: newId("ref", time), time, address: ctx.address, action, licenseId, outcome: "ok", error: null, ...(ctx.actor ? { actor: ctx.actor } : {}) };
   }
 
   private async write(
@@ -79,6 +93,7 @@ export class Audit {
       licenseId: ids.licenseId ?? null,
       outcome,
       error,
+      ...(ctx.actor ? { actor: ctx.actor } : {}),
     });
     return ref;
   }

@@ -1,4 +1,4 @@
-import { PLATFORMS, hasProducts, type Variant } from "../config/variants";
+import { hasProducts, type Variant } from "../config/variants";
 import { KeyturnError } from "./errors";
 
 /** A device as sent by an installation, after the spec's rules have been checked. */
@@ -31,8 +31,8 @@ export function parseDevice(variant: Variant, raw: unknown): Device {
   if (!HASH.test(hash))
     throw new KeyturnError("invalid_request", "device.hash must be 43 base64url characters (SHA-256 of the device text)");
   const platform = text(d, "platform");
-  if (!(PLATFORMS as readonly string[]).includes(platform))
-    throw new KeyturnError("invalid_request", `device.platform must be one of: ${PLATFORMS.join(", ")}`);
+  if (!variant.platforms.includes(platform))
+    throw new KeyturnError("invalid_request", `device.platform must be one of: ${variant.platforms.join(", ")}`);
   let product: string | null = null;
   if (hasProducts(variant)) {
     product = text(d, "product");

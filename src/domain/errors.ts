@@ -38,6 +38,8 @@ export const ERROR_CODES = [
   "insufficient_scope",
   "idempotency_conflict",
   "seats_in_use",
+  // issue 21: a second deactivation by an operator is a conflict, not a refused token
+  "already_deactivated",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

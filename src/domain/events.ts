@@ -2,6 +2,7 @@ import type { ActivateResult, ActivationRecord, EventRecord, LicenseRecord, NewE
 import { isoTime } from "./clock";
 import type { Device } from "./device";
 import { newId } from "./ids";
+import { formatSeatLease } from "./seat-lease";
 
 /** Every event type (EVENTS-CONTRACT.md); webhook endpoints subscribe to a list of these. */
 export const EVENT_TYPES = [
@@ -12,6 +13,7 @@ export const EVENT_TYPES = [
   "activation.created",
   "activation.deactivated",
   "activation.refused",
+  "activation.reclaimed",
   "staff.signed_in",
   "release.published",
   "release.halted",
@@ -49,6 +51,10 @@ export interface LicenseView {
   readonly revoked: string | null;
   readonly email: string | null;
   readonly metadata: Readonly<Record<string, string>>;
+  /** This license's token lifetime in seconds; null: the site's --token-ttl. */
+  readonly tokenTtl: number | null;
+  /** The seat lease (`30d`), null when seats never lapse. */
+  readonly seatLease: string | null;
 }
 
 export interface ActivationView {
@@ -81,6 +87,8 @@ export function licenseView(l: LicenseRecord, seatsUsed?: number): LicenseView {
     revoked: isoOrNull(l.revoked),
     email: l.email ?? null,
     metadata: l.metadata ?? {},
+    tokenTtl: l.tokenTtl ?? null,
+    seatLease: l.seatLease == null ? null : formatSeatLease(l.seatLease),
   };
 }
 
@@ -127,6 +135,15 @@ export function envelope(e: Pick<EventRecord, "type" | "time" | "data">): string
 }
 
 /**
+ * The token lifetime to assume when an entitlement of `license` is revoked: the longer of the site's
+ * and the license's own. A token issued under a lifetime lowered since may outlive the time this
+ * gives (docs/admin-api.md "Token lifetime" says so).
+ */
+export function revocationTtl(siteTtlSeconds: number, license: Pick<LicenseRecord, "tokenTtl"> | null): number {
+  return Math.max(siteTtlSeconds, license?.tokenTtl ?? 0);
+}
+
+/**
  * The latest expiry any token of an entitlement can have once it is revoked now: the latest `exp`
  * issued to it, as recorded (`issuedExp`); for activations older than that record, the token TTL
  * (none outlives its license).
@@ -156,4 +173,16 @@ export function activationEvent(action: "activate" | "sign-in", licenseId: strin
     if (action === "sign-in") return newEvent("staff.signed_in", { activation: activationView(result.activation) }, now);
     return result.outcome === "created" ? newEvent("activation.created", { activation: activationView(result.activation) }, now) : null;
   };
+}
+
+/**
+ * What a reclaim writes: the lapsed seat's deactivation (a feed event: mirrors refuse its tokens)
+ * and `activation.reclaimed`, naming the installation that lost its seat and the one that took it.
+ */
+export function reclaimEvents(reclaimed: ActivationRecord, by: ActivationRecord, now: number, ttlSeconds: number): NewEvent[] {
+  const validUntil = tokensValidUntil(now, ttlSeconds, null, reclaimed.tokenExp);
+  return [
+    newEvent("activation.deactivated", { activation: activationView(reclaimed), tokensValidUntil: validUntil }, now),
+    newEvent("activation.reclaimed", { activation: activationView(reclaimed), by: activationView(by), tokensValidUntil: validUntil }, now),
+  ];
 }

@@ -80,8 +80,8 @@ export async function loadKeyRing(dir: string, variant: Variant): Promise<KeyRin
         if (!isP256(key)) throw new Error("not a P-256 key");
         publics.set(kid, key);
       } else {
-        if ((statSync(path).mode & 0o077) !== 0)
-          warnings.push(`key file ${path} is readable by others (mode ${(statSync(path).mode & 0o777).toString(8)}); chmod 600 it`);
+        const loose = looseMode(statSync(path).mode);
+        if (loose) warnings.push(`key file ${path} ${loose}`);
         const key = createPrivateKey(pem);
         if (!isP256(key)) throw new Error("not a P-256 key");
         privates.set(kid, key);
@@ -106,6 +106,56 @@ export async function loadKeyRing(dir: string, variant: Variant): Promise<KeyRin
     verify,
     warnings,
   };
+}
+
+/**
+ * The rule for a private key file (docs/operating.md "Signing keys and rotation"): readable by the
+ * service and no one else; written by its owner only. So 0600 owned by the service user, or 0640
+ * owned by root with the service's group. Anything more open is named (a warning at start).
+ */
+export function looseMode(mode: number): string | null {
+  const bits = mode & 0o777;
+  if ((bits & 0o027) === 0) return null;
+  const what = bits & 0o007 ? "is open to every user" : "is writable by its group";
+  return `${what} (mode ${bits.toString(8).padStart(4, "0")}): make it 0600 owned by the service user, or 0640 owned by root with the service's group`;
+}
+
+/**
+ * The license private keys of this variant in `dir` that cannot be used, each with why (cannot be
+ * read by this process, not a P-256 PKCS#8 key); also the directory itself when it exists but cannot
+ * be listed. `serve` refuses to start on any: licensing would be silently off (every activation 503).
+ */
+export function unusableLicenseKeys(dir: string, variant: Variant): { path: string; why: string }[] {
+  if (!existsSync(dir)) return [];
+  let names: string[];
+  try {
+    names = readdirSync(dir).sort();
+  } catch (e) {
+    return [{ path: dir, why: `cannot be listed: ${describe(e)}` }];
+  }
+  const found: { path: string; why: string }[] = [];
+  for (const name of names) {
+    const m = /^(.+)\.pem$/.exec(name);
+    if (!m || name.endsWith(".pub.pem")) continue;
+    const parsed = parseKid(m[1]!);
+    if (!parsed || parsed.variant !== variant.name || parsed.purpose !== "license") continue;
+    const path = join(dir, name);
+    try {
+      const key = createPrivateKey(readFileSync(path, "utf8"));
+      if (!isP256(key)) found.push({ path, why: "is not a P-256 key" });
+    } catch (e) {
+      found.push({ path, why: `cannot be read as a private key: ${describe(e)}` });
+    }
+  }
+  return found;
+}
+
+function describe(e: unknown): string {
+  const err = e as NodeJS.ErrnoException;
+  if (err.code === "EACCES" || err.code === "EPERM")
+    return `permission denied to uid ${process.getuid?.() ?? "?"} (make it 0600 owned by the service user, or 0640 with the service's group)`;
+  if (err.code === "EISDIR") return "it is a directory";
+  return err.code ? `${err.code} ${err.message}` : err.message;
 }
 
 /** The private key files (`*.pem` but not `*.pub.pem`, of any variant) in `dir`: a mirror must hold none. */

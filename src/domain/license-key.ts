@@ -9,28 +9,26 @@ export function generateLicenseKey(variant: Variant): string {
 
 const READ_AS: Record<string, string> = { O: "0", I: "1", L: "1" };
 
+/** Spaces, hyphens and the dashes a word processor or a phone puts in their place. */
+const SEPARATORS = /[\s\-\u2010-\u2015\u2212]+/g;
+
 /**
  * The canonical form of a typed key, or null when it cannot be one of this variant's keys.
- * Trimmed and upper-cased; inside the groups O reads as 0 and I or L as 1 (docs/architecture.md).
+ * Upper-cased, with every space and dash dropped and the dashes put back where they belong, so a
+ * key typed without dashes, with spaces or split across lines is the same key; inside the groups
+ * O reads as 0 and I or L as 1 (docs/architecture.md "License key groups").
  */
 export function normalizeLicenseKey(variant: Variant, input: string): string | null {
-  const text = input.trim().toUpperCase();
-  const prefix = `${variant.keyPrefix}-`;
-  if (!text.startsWith(prefix)) return null;
-  const groups = text.slice(prefix.length).split("-");
-  if (groups.length !== 5) return null;
-  const canonical: string[] = [];
-  for (const group of groups) {
-    if (group.length !== 5) return null;
-    let g = "";
-    for (const ch of group) {
-      const c = READ_AS[ch] ?? ch;
-      if (!CROCKFORD.includes(c)) return null;
-      g += c;
-    }
-    canonical.push(g);
+  const text = input.toUpperCase().replace(SEPARATORS, "");
+  if (!text.startsWith(variant.keyPrefix) || text.length !== variant.keyPrefix.length + 25) return null;
+  let body = "";
+  for (const ch of text.slice(variant.keyPrefix.length)) {
+    const c = READ_AS[ch] ?? ch;
+    if (!CROCKFORD.includes(c)) return null;
+    body += c;
   }
-  return `${prefix}${canonical.join("-")}`;
+  const groups = Array.from({ length: 5 }, (_, i) => body.slice(i * 5, i * 5 + 5));
+  return `${variant.keyPrefix}-${groups.join("-")}`;
 }
 
 /** What the records keep instead of the key. */

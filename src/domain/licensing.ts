@@ -6,9 +6,10 @@ import { isoTime, type Clock } from "./clock";
 import { installationOf, parseDevice, type Device } from "./device";
 import type { EntitlementStatusSource } from "./entitlement-status";
 import { KeyturnError } from "./errors";
-import { activationEvent, activationView, newEvent, tokensValidUntil } from "./events";
+import { activationEvent, activationView, newEvent, reclaimEvents, revocationTtl, tokensValidUntil } from "./events";
 import { newId } from "./ids";
 import { hashLicenseKey, normalizeLicenseKey } from "./license-key";
+import { capTokenTtlToLease, seatLeaseView, type SeatLeaseView } from "./seat-lease";
 import type { EntitlementClaims, TokenSigner, TokenVerifier } from "./tokens";
 
 /** The spec's Entitlement object. */
@@ -21,8 +22,13 @@ export interface Entitlement {
   readonly planTitle: string;
   readonly channels: readonly string[];
   readonly issued: string;
+  /** The token's expiry (the spec's field): at most the token lifetime from `issued`. */
   readonly expires: string;
+  /** The license's own expiry, null when it has none (keyturn's addition; the end of the term). */
+  readonly licenseExpires: string | null;
   readonly seats: { readonly used: number; readonly total: number };
+  /** Only on a license with a seat lease: the lease and when this seat lapses unless seen again. */
+  readonly seatLease?: SeatLeaseView;
 }
 
 export interface ActivationAnswer {
@@ -61,7 +67,7 @@ export interface LicensingDeps {
   readonly tokenTtlSeconds: number;
   /** The vendor's address when this site is a mirror: it holds no records to license from. */
   readonly mirrorOf?: string | null;
-  /** Records entitlements/current as a sighting of the installation (adoption.ts). */
+  /** Records every bearer request (entitlements/current, update files, feeds, …) as a sighting of the installation (adoption.ts). */
   readonly adoption?: AdoptionRecorder;
 }
 
@@ -120,6 +126,10 @@ export class Licensing {
       tokenExp: this.tokenExpiry(license, now),
       audit: this.d.audit.okLine(action, ctx, license.id),
       event: activationEvent(action, license.id, device, now),
+      reclaim: (reclaimed, by) => ({
+        audit: { ...this.d.audit.okLine("reclaim", ctx, license.id), activationId: reclaimed.id, actor: by.id },
+        events: reclaimEvents(reclaimed, by, now, capTokenTtlToLease(revocationTtl(this.d.tokenTtlSeconds, license), license)),
+      }),
     });
     if (result.outcome === "seat_limit")
       throw new KeyturnError("seat_limit", this.seatLimitMessage(license, result.holders), ids);
@@ -148,9 +158,10 @@ export class Licensing {
   async deactivate(principal: Principal, ctx: RequestContext): Promise<void> {
     this.requireRecords();
     const { sub, lic } = principal.claims;
+    const ttl = revocationTtl(this.d.tokenTtlSeconds, await this.d.store.getLicense(lic));
     const now = this.d.clock();
     const event = (a: ActivationRecord) =>
-      newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, this.d.tokenTtlSeconds, null, a.tokenExp) }, now);
+      newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, ttl, null, a.tokenExp) }, now);
     if (!(await this.d.store.deactivate(sub, now, { event })))
       throw new KeyturnError("entitlement_revoked", "The installation was deactivated.", { licenseId: lic, activationId: sub });
     await this.d.audit.ok("deactivate", ctx, { licenseId: lic, activationId: sub });
@@ -164,9 +175,8 @@ export class Licensing {
     if (!found) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
     const { activation, license, seatsUsed } = found;
     this.requireLive(license, ids);
-    this.d.adoption?.seen(activation.id, null);
     return {
-      entitlement: entitlementOf(license, activation.id, claims.iat, claims.exp, seatsUsed),
+      entitlement: entitlementOf(license, activation.id, claims.iat, claims.exp, seatsUsed, this.d.clock()),
       activation: {
         id: activation.id,
         ...(activation.product !== null ? { product: activation.product } : {}),
@@ -186,6 +196,8 @@ export class Licensing {
   async authenticate(token: string): Promise<Principal> {
     const claims = await this.d.verifier.verify(token);
     await this.d.status.check(claims);
+    // Every bearer request keeps a leased seat; a mirror holds no activations to record it on.
+    if (!this.d.mirrorOf) this.d.adoption?.seen(claims.sub, null);
     return { claims };
   }
 
@@ -195,9 +207,13 @@ export class Licensing {
       throw new KeyturnError("license_expired", "The license is expired.", ids);
   }
 
-  /** The `exp` of a token issued now: recorded with the activation (the feed's tokensValidUntil) before it is signed. */
+  /**
+   * The `exp` of a token issued now: the license's own lifetime (an offline licence issued for its
+   * term), else the site's, capped to its seat lease, never past the license's expiry. Recorded with the activation (the
+   * feed's tokensValidUntil) before it is signed.
+   */
   private tokenExpiry(license: LicenseRecord, now: number): number {
-    const ttlEnd = now + this.d.tokenTtlSeconds * 1000;
+    const ttlEnd = now + capTokenTtlToLease(license.tokenTtl ?? this.d.tokenTtlSeconds, license) * 1000;
     return license.expires !== null ? Math.min(ttlEnd, license.expires) : ttlEnd;
   }
 
@@ -213,11 +229,12 @@ export class Licensing {
         plan: license.plan,
         chn: license.channels,
         dev: activation.deviceHash,
+        ...(license.expires !== null ? { lex: Math.floor(license.expires / 1000) } : {}),
       },
       now,
       exp,
     );
-    return { token, entitlement: entitlementOf(license, activation.id, claims.iat, claims.exp, seatsUsed) };
+    return { token, entitlement: entitlementOf(license, activation.id, claims.iat, claims.exp, seatsUsed, now) };
   }
 
   private requireSigner(): TokenSigner {
@@ -237,7 +254,9 @@ export class Licensing {
   }
 }
 
-function entitlementOf(license: LicenseRecord, activationId: string, iat: number, exp: number, seatsUsed: number): Entitlement {
+/** `seenAt`: the sighting this answer is (the seat lapses a lease after it). */
+function entitlementOf(license: LicenseRecord, activationId: string, iat: number, exp: number, seatsUsed: number, seenAt: number): Entitlement {
+  const lease = seatLeaseView(license, seenAt);
   return {
     id: activationId,
     kind: license.kind,
@@ -248,6 +267,8 @@ function entitlementOf(license: LicenseRecord, activationId: string, iat: number
     channels: license.channels,
     issued: isoTime(iat * 1000),
     expires: isoTime(exp * 1000),
+    licenseExpires: license.expires === null ? null : isoTime(license.expires),
     seats: { used: seatsUsed, total: license.seats },
+    ...(lease ? { seatLease: lease } : {}),
   };
 }

@@ -8,9 +8,7 @@ import { KeyturnError } from "./errors";
 import { activationView, licenseView, type ActivationView, type LicenseView } from "./events";
 import { hashLicenseKey, normalizeLicenseKey } from "./license-key";
 import type { ActivationAnswer, Licensing } from "./licensing";
-
-/** The longest request code read (the client kit makes them far shorter). */
-const MAX_CODE = 16 * 1024;
+import { readOfflineRequest } from "./offline-activation";
 
 /**
  * The customer's side of a license, for the portal: they sign in with the key, see and free their
@@ -40,9 +38,9 @@ export async function portalDeactivate(d: AdminDeps, licenseId: string, address:
 }
 
 /**
- * Offline activation: the request code the client kit made (padded base64url of the activate
- * body, src/client/offline.ts) turned into the answer code (the entitlement token). A key inside
- * the code must be this license's.
+ * Offline activation from the portal: the kit's request code (read by offline-activation.ts, as
+ * the admin API reads it) activated on the signed-in license. A key inside the code must be this
+ * license's; a code without one is this license's by the sign-in.
  */
 export async function offlineAnswer(
   d: { variant: Variant; licensing: Licensing; store: AdminDeps["store"] },
@@ -50,7 +48,7 @@ export async function offlineAnswer(
   code: unknown,
   ctx: RequestContext,
 ): Promise<ActivationAnswer> {
-  const request = readRequestCode(code);
+  const request = readOfflineRequest(code);
   const license = await d.store.getLicense(licenseId);
   if (!license) throw new KeyturnError("license_unknown", "The license is no longer known.");
   if (request.key !== undefined) {
@@ -59,21 +57,4 @@ export async function offlineAnswer(
       throw new KeyturnError("invalid_request", "The request code was made for another license key.");
   }
   return d.licensing.grantSeat(license, parseDevice(d.variant, request.device), ctx, "activate");
-}
-
-function readRequestCode(code: unknown): { key?: string; device: unknown } {
-  const bad = () => new KeyturnError("invalid_request", "The request code is not one the program made: paste it whole.");
-  if (typeof code !== "string") throw bad();
-  const text = code.replace(/\s+/g, "");
-  if (text.length === 0 || text.length > MAX_CODE || !/^[A-Za-z0-9_-]+={0,2}$/.test(text)) throw bad();
-  try {
-    const doc: unknown = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.fromBase64(text, { alphabet: "base64url" })));
-    if (typeof doc === "object" && doc !== null && !Array.isArray(doc)) {
-      const o = doc as Record<string, unknown>;
-      if (typeof o.device === "object" && o.device !== null && (o.key === undefined || typeof o.key === "string")) return { key: o.key as string | undefined, device: o.device };
-    }
-  } catch {
-    // falls through to the one refusal
-  }
-  throw bad();
 }

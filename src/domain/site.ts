@@ -50,6 +50,8 @@ export type RateLimitMode = "per-process" | "shared" | "per-process (shared stor
 /** Details of a healthy answer: what an operator wants to see at a glance. */
 export interface HealthDetails {
   readonly rateLimits: RateLimitMode;
+  /** on: tokens can be issued; off: no license key (by design before one exists: beta); at-vendor: a mirror. */
+  readonly licensing: "on" | "off" | "at-vendor";
   readonly mirror?: MirrorStatus;
   /** Only when the tree cannot be watched: how it is re-scanned instead, and why. */
   readonly releaseChanges?: string;
@@ -77,6 +79,7 @@ export class Site {
     const changes = tree?.changes;
     return {
       rateLimits: this.d.rateLimits(),
+      licensing: this.d.mirror ? "at-vendor" : this.d.keys.signing ? "on" : "off",
       ...(this.d.mirror ? { mirror: this.d.mirror() } : {}),
       ...(changes?.mode === "periodic" ? { releaseChanges: `re-scanned every ${changes.everyMs / 1000} s: ${changes.reason}` } : {}),
       ...(tree && tree.installersVerifying > 0 ? { installersVerifying: tree.installersVerifying } : {}),

@@ -35,6 +35,8 @@ export interface Stats {
   }[];
   /** Per UTC day of the window (every day, zeros included), oldest first. */
   readonly activationsPerDay: readonly { readonly day: string; readonly activations: number; readonly seatLimitRefusals: number }[];
+  /** Seats held on licenses (not revoked) now: in use, and lapsed (a leased seat not seen within its lease, free to the next activation). */
+  readonly seats: { readonly inUse: number; readonly lapsed: number };
   /** Licenses (not revoked) expiring in the next STATS_DAYS days, soonest first. */
   readonly expiringLicenses: readonly { readonly id: string; readonly licensee: string; readonly organization: string; readonly expires: string }[];
 }
@@ -51,11 +53,12 @@ export async function collectStats(d: { store: Store; clock: Clock; controls: Re
   const since = now - STATS_DAYS * DAY_MS;
   /** The first of the STATS_DAYS UTC days counted, today the last. */
   const firstDay = Math.floor(now / DAY_MS) * DAY_MS - (STATS_DAYS - 1) * DAY_MS;
-  const [seen, perDay, expiring, controls] = await Promise.all([
+  const [seen, perDay, expiring, controls, seats] = await Promise.all([
     d.store.installationsSeen(since),
     d.store.activationsPerDay(firstDay),
     d.store.licensesExpiring(now, now + STATS_DAYS * DAY_MS, EXPIRING_LIMIT),
     d.controls.current(),
+    d.store.seatCounts(now),
   ]);
 
   const rollouts: Stats["rollouts"][number][] = [];
@@ -97,6 +100,7 @@ export async function collectStats(d: { store: Store; clock: Clock; controls: Re
     installations: seen.map((s) => ({ ...s, channel: s.lane === null ? null : channelOf(s.lane) })),
     rollouts,
     activationsPerDay,
+    seats,
     expiringLicenses: expiring.map((l) => ({ id: l.id, licensee: l.licensee, organization: l.organization, expires: isoTime(l.expires!) })),
   };
 }

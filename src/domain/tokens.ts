@@ -23,6 +23,8 @@ export interface EntitlementClaims {
   readonly plan: string;
   readonly chn: readonly string[];
   readonly dev: string;
+  /** keyturn's addition: the license's own expiry (NumericDate); absent when the license has none. */
+  readonly lex?: number;
 }
 
 export type ClaimsInput = Omit<EntitlementClaims, "iss" | "aud" | "jti" | "iat" | "nbf" | "exp">;
@@ -66,6 +68,7 @@ export class TokenSigner {
       plan: input.plan,
       chn: input.chn,
       dev: input.dev,
+      ...(input.lex !== undefined ? { lex: input.lex } : {}),
     };
     const signingInput = `${this.headerPart}.${b64url(JSON.stringify(claims))}`;
     const signature = signDigest("sha256", Buffer.from(signingInput), { key: this.signing.privateKey, dsaEncoding: "ieee-p1363" });

@@ -1,10 +1,11 @@
 import "./formats";
 import { Type, type TSchema } from "@sinclair/typebox";
 import { SCOPES } from "../domain/admin/deps";
-import { METADATA_LIMITS } from "../domain/admin/input";
+import { METADATA_LIMITS, TOKEN_TTL_MAX, TOKEN_TTL_MIN } from "../domain/admin/input";
 import { SEATS_MAX } from "../domain/admin/licenses";
-import { CHANNELS } from "../config/variants";
+import { LANE_LIST_MAX, LANE_WORD, LANE_WORD_MAX } from "../config/variants";
 import { EVENT_TYPES } from "../domain/events";
+import { Entitlement } from "./answer-schemas";
 
 /**
  * The admin API's request bodies, query strings and answers as TypeBox schemas (shape and sizes;
@@ -26,21 +27,40 @@ const Metadata = Type.Record(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,40}$" }),
   maxProperties: METADATA_LIMITS.keys,
   description: `At most ${METADATA_LIMITS.keys} keys of [A-Za-z0-9_.-]{1,40}, values up to ${METADATA_LIMITS.valueLength} characters`,
 });
-const Channels = Type.Array(Type.Union(CHANNELS.map((c) => Type.Literal(c))), { minItems: 1, maxItems: CHANNELS.length });
+const Channels = Type.Array(Type.String({ maxLength: LANE_WORD_MAX, pattern: LANE_WORD.source }), {
+  minItems: 1,
+  maxItems: LANE_LIST_MAX,
+  description: "Among the site's channels (--channels; the spec's stable and preview unless configured)",
+});
+const SeatLease = Nullable(
+  Type.String({
+    maxLength: 12,
+    description: "How long an installation keeps its seat unless seen (10m, 12h, 30d; at least 60s); null: seats never lapse",
+  }),
+);
 const Email = Type.String({ maxLength: 254, pattern: "^[^\\s@]+@[^\\s@]+$" });
+const TokenTtl = Nullable(
+  Type.Integer({
+    minimum: TOKEN_TTL_MIN,
+    maximum: TOKEN_TTL_MAX,
+    description: "This license's token lifetime in seconds (at most 366 days; never past the license's expiry); null: the site's --token-ttl",
+  }),
+);
 
 // ---- request bodies ----
 
 export const AdminLicenseCreateBody = closed({
   licensee: Type.String({ minLength: 1, maxLength: 200 }),
-  organization: Type.String({ minLength: 1, maxLength: 200 }),
+  organization: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "Absent: none (\"\"), as for a licence sold to a person" })),
   plan: Type.String({ minLength: 1, maxLength: 64 }),
-  planTitle: Type.String({ minLength: 1, maxLength: 200 }),
+  planTitle: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "Absent: the plan" })),
   seats: Type.Integer({ minimum: 1, maximum: SEATS_MAX }),
   channels: Channels,
   expires: Type.Optional(Nullable(TimeInput)),
   email: Type.Optional(Nullable(Email)),
   metadata: Type.Optional(Metadata),
+  tokenTtl: Type.Optional(TokenTtl),
+  seatLease: Type.Optional(SeatLease),
 });
 
 export const AdminLicenseUpdateBody = closed(
@@ -54,9 +74,16 @@ export const AdminLicenseUpdateBody = closed(
     expires: Type.Optional(Nullable(TimeInput)),
     email: Type.Optional(Nullable(Email)),
     metadata: Type.Optional(Metadata),
+    tokenTtl: Type.Optional(TokenTtl),
+    seatLease: Type.Optional(SeatLease),
   },
   "Only the fields to change; metadata is replaced whole. Seats below those in use: 409 seats_in_use",
 );
+
+export const AdminOfflineActivationBody = closed({
+  code: Type.String({ minLength: 1, maxLength: 12_000, description: "The request code the client kit made (offlineRequestCode): base64url of { key?, device }" }),
+  key: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "The license key, when the code does not carry it (it wins over the code's)" })),
+});
 
 export const IdempotencyKeyHeader = Type.String({ minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$", description: "Idempotency-Key" });
 
@@ -88,6 +115,7 @@ export const AdminLicenseQuery = closed({
 export const AdminActivationQuery = closed({ license: Type.String({ minLength: 1, maxLength: 200, description: "License id or key" }) });
 
 export const AdminAuditQuery = closed({
+  ref: Type.Optional(Type.String({ maxLength: 100, description: "The ref an answer gave (ref_…): its one audit line" })),
   license: Type.Optional(Type.String({ maxLength: 100 })),
   activation: Type.Optional(Type.String({ maxLength: 100 })),
   error: Type.Optional(Type.String({ maxLength: 64 })),
@@ -127,6 +155,8 @@ export const LicenseView = Type.Object({
   revoked: Nullable(Timestamp),
   email: Nullable(Type.String()),
   metadata: Type.Record(Type.String(), Type.String()),
+  tokenTtl: Nullable(Type.Integer({ description: "Token lifetime in seconds; null: the site's" })),
+  seatLease: Nullable(Type.String({ description: "The seat lease (e.g. 30d); null when seats never lapse" })),
 });
 
 export const ActivationView = Type.Object({
@@ -150,6 +180,11 @@ export const AdminOkAnswer = Type.Object({ ok: Ok });
 export const AdminLicenseAnswer = Type.Object({ ok: Ok, license: LicenseView });
 export const AdminActivationList = Type.Object({ ok: Ok, activations: Type.Array(ActivationView) });
 export const AdminActivationAnswer = Type.Object({ ok: Ok, activation: ActivationView });
+export const AdminOfflineActivationAnswer = Type.Object({
+  ok: Ok,
+  answer: Type.String({ description: "The answer code to give back to the offline computer (the entitlement token)" }),
+  entitlement: Entitlement,
+});
 
 export const AuditLineView = Type.Object({
   ref: Type.String(),
@@ -271,6 +306,9 @@ export const AdminReleaseOverview = Type.Object({
           rollout: RolloutView,
           share: Type.Number({ description: "Percent of installations admitted now (0 when withdrawn)" }),
           ...ControlState,
+          feeds: Type.Array(Type.Union(["electron", "electron.blockmap", "tauri", "sparkle", "velopack"].map((f) => Type.Literal(f))), {
+            description: "The feeds under /feeds that offer it: electron (electron.blockmap: differential updates), tauri, sparkle, velopack",
+          }),
         }),
         { description: "Live releases, newest first, with their rollout state now" },
       ),
@@ -308,5 +346,9 @@ export const AdminStats = Type.Object({
     }),
   ),
   activationsPerDay: Type.Array(Type.Object({ day: Type.String(), activations: Type.Integer(), seatLimitRefusals: Type.Integer() })),
+  seats: Type.Object(
+    { inUse: Type.Integer(), lapsed: Type.Integer() },
+    { description: "Seats held on licenses (not revoked): in use, and lapsed (leased seats not seen within their lease: the next activation on a full license takes one)" },
+  ),
   expiringLicenses: Type.Array(Type.Object({ id: Type.String(), licensee: Type.String(), organization: Type.String(), expires: Timestamp })),
 });

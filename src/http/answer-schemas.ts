@@ -28,8 +28,24 @@ export const Entitlement = Type.Object({
   planTitle: Type.String(),
   channels: Type.Array(Type.String()),
   issued: Timestamp,
-  expires: Timestamp,
+  expires: Type.String({
+    format: "date-time",
+    description: "When the token expires (the spec's field): at most the token lifetime after issued, never past the license's expiry",
+  }),
+  licenseExpires: Type.Union([Type.String({ format: "date-time" }), Type.Null()], {
+    description: "When the license itself expires (the end of its term); null when it never does. keyturn's addition to the spec's entitlement",
+  }),
   seats: Type.Object({ used: Type.Integer(), total: Type.Integer() }),
+  seatLease: Type.Optional(
+    Type.Object(
+      {
+        lease: Type.String({ description: "The license's seat lease, e.g. 30d" }),
+        seconds: Type.Integer(),
+        lapses: Timestamp,
+      },
+      { description: "Only on a license with a seat lease: the seat lapses at `lapses` unless the installation is seen again (refresh before)" },
+    ),
+  ),
 });
 
 export const ActivationAnswer = Type.Object({
@@ -68,6 +84,9 @@ export const HealthAnswer = Type.Object({
   ok: Ok,
   rateLimits: Type.Union([Type.Literal("per-process"), Type.Literal("shared"), Type.Literal("per-process (shared store unreachable)")], {
     description: "where the rate-limit counters live right now",
+  }),
+  licensing: Type.Union([Type.Literal("on"), Type.Literal("off"), Type.Literal("at-vendor")], {
+    description: "on: activate, refresh and sign-in can issue tokens; off: no license key is configured (activations answer 503 licensing_unavailable); at-vendor: a mirror",
   }),
   releaseChanges: Type.Optional(Type.String({ description: "Only when the release tree cannot be watched: how it is re-scanned instead, and why" })),
   installersVerifying: Type.Optional(Type.Integer({ description: "Only while some are: installers being hashed, whose releases are not served yet" })),

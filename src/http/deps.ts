@@ -8,6 +8,7 @@ import type { StaffSignIn } from "../domain/identity/staff-sign-in";
 import type { ConsoleOpenId } from "../domain/identity/console-sign-in";
 import type { ConsoleSessions } from "../domain/console-sessions";
 import type { AdoptionRecorder } from "../domain/adoption";
+import type { FeedService } from "../domain/releases/feeds";
 import type { ReleaseHolder } from "../domain/releases/holder";
 import type { ReleaseSelection } from "../domain/releases/release-selection";
 import type { Site } from "../domain/site";
@@ -30,6 +31,8 @@ export interface AppServices {
   readonly releases: ReleaseHolder;
   /** Which release each installation is served (staged rollouts, release controls). */
   readonly selection: ReleaseSelection;
+  /** The feeds of the updaters vendors already use (electron-updater, Tauri, Sparkle, Velopack). */
+  readonly feeds: FeedService;
   /** Last-seen times and lanes of installations, written in batches. */
   readonly adoption: AdoptionRecorder;
   /**

@@ -1,18 +1,21 @@
 import type { Logger } from "../config/log";
 import { KeyturnError } from "../domain/errors";
 import { clientAddressResolver } from "./client-address";
-import type { Budget } from "./endpoint";
+import { API_PREFIX, type Budget } from "./endpoint";
 import { addressGroup, formatIp } from "./ip";
+import { loggedPath } from "./logged-path";
 import type { RateLimiter } from "./rate-limit";
 import { errorResponse } from "./respond";
 import type { Target } from "./target";
 
 /** Path and query longer than this are refused (400) before any other work. */
 export const MAX_URL_BYTES = 8 * 1024;
-/** Paths in log lines are cut here, so a hostile path cannot make a log line huge. */
-const MAX_LOGGED_PATH = 512;
 /** Client addresses remembered in their parsed forms; the memory is dropped whole when full. */
 const MAX_REMEMBERED_CLIENTS = 10_000;
+
+const NO_STORE = { "cache-control": "no-store" } as const;
+const ADMIN_PREFIX = `${API_PREFIX}/admin`;
+const isAdminPath = (path: string) => path === ADMIN_PREFIX || path.startsWith(ADMIN_PREFIX + "/");
 
 /** What the front door knows of one request while it is answered. */
 export interface RequestState {
@@ -25,6 +28,8 @@ export interface RequestState {
   ref?: string;
   /** The error code of the request's refusal, for metrics. */
   code?: string;
+  /** The admin token that asked, once found good: a refusal's audit line names it. */
+  actor?: string;
 }
 
 interface FrontDoorDeps {
@@ -64,31 +69,33 @@ export function frontDoor(deps: FrontDoorDeps) {
 
     /**
      * The rate limit, then the URL size limit. Answers a limited request (429) itself; throws the
-     * URL-size refusal; otherwise gives the RateLimit headers every answer carries.
+     * URL-size refusal; otherwise gives the headers every answer carries: RateLimit, and on admin
+     * paths Cache-Control: no-store.
      */
     async admit(s: RequestState, budget: Budget, target: Target): Promise<{ limited: Response | null; headers: Record<string, string> | null }> {
       const decision = await deps.rateLimiter.check(budget, s.group);
+      // Admin answers hold licences, keys and records: no cache (browser, proxy) may keep any of them.
+      const noStore = isAdminPath(target.path) ? NO_STORE : null;
       if (decision?.limited) {
         s.code = "rate_limited";
         const limited = errorResponse(
           new KeyturnError("rate_limited", `Too many requests from this address; try again in ${decision.retryAfter} s.`),
-          { ...decision.headers },
+          { ...decision.headers, ...noStore },
         );
         return { limited, headers: null };
       }
       // The runtime percent-encodes the URL, so its characters are its bytes.
       if (target.path.length + (target.query ? target.query.length + 1 : 0) > MAX_URL_BYTES)
         throw new KeyturnError("invalid_request", `The path and query are limited to ${MAX_URL_BYTES} bytes.`);
-      return { limited: null, headers: decision?.headers ?? null };
+      return { limited: null, headers: noStore ? { ...decision?.headers, ...noStore } : (decision?.headers ?? null) };
     },
 
     /** The request's one log line. */
     logLine(method: string, target: Target, s: RequestState, status: number) {
-      const path = target.path;
       deps.log.info("request", {
         address: s.address,
         method,
-        path: path.length > MAX_LOGGED_PATH ? path.slice(0, MAX_LOGGED_PATH) + "…" : path,
+        path: loggedPath(target.path),
         status,
         ms: Math.round((performance.now() - s.start) * 10) / 10,
         ...(s.ref ? { ref: s.ref } : {}),

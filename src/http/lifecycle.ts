@@ -3,7 +3,7 @@ import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { AuditAction } from "../domain/audit";
 import { KeyturnError } from "../domain/errors";
 import type { Principal } from "../domain/licensing";
-import { requireScope, type AdminCaller, type AdminPrincipal } from "../domain/admin/deps";
+import { actorOf, requireScope, type AdminCaller, type AdminPrincipal } from "../domain/admin/deps";
 import { describeBodyError, queryReader, readJsonBody, type QueryReader } from "./body";
 import { parseCookies } from "./cookies";
 import type { Call, Endpoint } from "./endpoint";
@@ -96,6 +96,7 @@ export function lifecycle(deps: LifecycleDeps) {
     if (e.auth === "entitlement") f.principal = await deps.authenticate(f.request);
     else if (typeof e.auth === "object") {
       const holder = await deps.authenticateAdmin(f.request);
+      f.s.actor = actorOf(holder);
       requireScope(holder, e.auth.scope);
       f.admin = { principal: holder, address: f.s.address };
     }

@@ -41,7 +41,7 @@ export function refusals(deps: RefusalDeps) {
     }
     if (err.ref === undefined && audited(err, s)) {
       try {
-        err.ref = await deps.audit.refused(action, { address: s.address }, err);
+        err.ref = await deps.audit.refused(action, { address: s.address, ...(s.actor ? { actor: s.actor } : {}) }, err);
       } catch (e) {
         deps.log.error("audit write failed", { error: String(e) });
       }

@@ -2,11 +2,13 @@ import type { ConsoleDeps } from "../console/deps";
 import type { AppServices } from "./deps";
 import type { Endpoint } from "./endpoint";
 import { adminLicenseEndpoints } from "./endpoints/admin-licenses";
+import { adminOfflineEndpoints } from "./endpoints/admin-offline";
 import { adminRecordEndpoints } from "./endpoints/admin-records";
 import { adminReleaseEndpoints } from "./endpoints/admin-releases";
 import { adminWebhookEndpoints } from "./endpoints/admin-webhooks";
 import { consoleEndpoints } from "./endpoints/console";
 import { portalEndpoints } from "./endpoints/portal";
+import { feedEndpoints } from "./endpoints/feeds";
 import { identityEndpoints } from "./endpoints/identity";
 import { licensingEndpoints } from "./endpoints/licensing";
 import { releasesEndpoints } from "./endpoints/releases";
@@ -29,9 +31,11 @@ export function routeTable(s: AppServices, openapi: () => string): Endpoint[] {
     ...licensingEndpoints(s.licensing),
     ...updateEndpoints(s.variant, s.releases, s.selection, s.adoption),
     ...releasesEndpoints(s.variant, s.releases, s.selection),
+    ...feedEndpoints(s.feeds, s.adoption),
     ...identityEndpoints(s.staffSignIn),
     ...siteEndpoints(s.site, openapi),
     ...adminLicenseEndpoints(s.admin),
+    ...adminOfflineEndpoints(s.licensing),
     ...adminRecordEndpoints(s.admin),
     ...adminWebhookEndpoints(s.admin),
     ...adminReleaseEndpoints(s.admin, s.releases, s.selection.controls, s.clock),

@@ -34,4 +34,5 @@ export const STATUS_OF: Readonly<Record<ErrorCode, number>> = Object.freeze({
   insufficient_scope: 403,
   idempotency_conflict: 409,
   seats_in_use: 409,
+  already_deactivated: 409,
 });

@@ -1,19 +1,34 @@
 import type { SQL } from "bun";
 import type { Database } from "bun:sqlite";
 
+interface Table {
+  readonly name: string;
+  readonly key: string;
+  readonly order: string;
+  readonly columns: readonly string[];
+  /** Columns that are 0/1 in SQLite and BOOLEAN in PostgreSQL. */
+  readonly booleans?: readonly string[];
+  /** A column PostgreSQL numbers itself (GENERATED ALWAYS AS IDENTITY): copied as it is, the numbering moved past it. */
+  readonly identity?: string;
+  /** A table a migration seeds with its rows: always overwritten, and not counted as records held. */
+  readonly seeded?: boolean;
+}
+
 /**
- * The tables `keyturn copy` moves, parents first, each in an order that replays its history. Not
- * moved: admin tokens and webhook endpoints (made again on the new records: their secrets are shown
- * once), console and portal sessions (signed in again), the outbox with its deliveries (deliver or
- * drain them before moving), and the feed's epoch: the target keeps the one its migration made, so
- * a mirror of the old records reads a snapshot.
+ * The tables `keyturn copy` moves, parents first, each in an order that replays its history. The
+ * admin tokens (their hashes: the tokens keep working), the webhook endpoints and the outbox (the
+ * events with their numbers, where the fan-out stands, the deliveries and their attempts) move too,
+ * so no change made before the move goes unannounced after it. Leases are not moved: a delivery
+ * leased by the old process is due again at once. Idempotency answers are not moved either: they
+ * hold licence keys and live 24 hours. The feed's epoch is not moved: the target keeps the one its migration made, so
+ * a mirror of the old records reads a snapshot rather than trusting a seq. Console and portal sessions are not moved: their people sign in again.
  */
 const TABLES = [
   {
     name: "licenses",
     key: "id",
     order: "issued, id",
-    columns: ["id", "kind", "key_hash", "licensee", "organization", "plan", "plan_title", "channels", "seats", "issued", "expires", "revoked", "email", "metadata"],
+    columns: ["id", "kind", "key_hash", "licensee", "organization", "plan", "plan_title", "channels", "seats", "issued", "expires", "revoked", "email", "metadata", "token_ttl", "seat_lease"],
   },
   {
     name: "activations",
@@ -30,7 +45,26 @@ const TABLES = [
   },
   { name: "release_controls", key: "lane, version", order: "lane, version", columns: ["lane", "version", "halted", "halted_ms", "withdrawn", "updated"] },
   { name: "known_releases", key: "lane, version", order: "lane, version", columns: ["lane", "version", "first_seen"] },
-] as const;
+  { name: "known_releases_baseline", key: "id", order: "id", columns: ["id", "taken"] },
+  { name: "record_key_check", key: "id", order: "id", columns: ["id", "value"] },
+  { name: "admin_tokens", key: "id", order: "created, id", columns: ["id", "name", "secret_hash", "scopes", "created", "expires", "revoked", "last_used"] },
+  { name: "events", key: "seq", order: "seq", columns: ["seq", "id", "type", "time", "data"], identity: "seq" },
+  {
+    name: "webhook_endpoints",
+    key: "id",
+    order: "created, id",
+    columns: ["id", "url", "types", "secret", "enabled", "disabled_reason", "created", "after_seq"],
+    booleans: ["enabled"],
+  },
+  { name: "webhook_fanout", key: "name", order: "name", columns: ["name", "seq"], seeded: true },
+  {
+    name: "webhook_deliveries",
+    key: "id",
+    order: "created, id",
+    columns: ["id", "endpoint_id", "event_seq", "event_id", "status", "attempts", "next_attempt", "created", "last_attempt"],
+  },
+  { name: "webhook_attempts", key: "delivery_id, attempt", order: "delivery_id, attempt", columns: ["delivery_id", "attempt", "time", "duration_ms", "status_code", "error"] },
+] as const satisfies readonly Table[];
 
 export type TableName = (typeof TABLES)[number]["name"];
 export type RowCounts = Record<TableName, number>;
@@ -56,7 +90,7 @@ export async function copySqliteToPostgres(source: Database, target: SQL, opts: 
     return await target.begin(async (tx) => {
       if (!opts.merge) {
         const present = await countRows(tx);
-        if (Object.values(present).some((n) => n > 0)) throw new TargetNotEmptyError(present);
+        if (TABLES.some((t) => !("seeded" in t) && present[t.name] > 0)) throw new TargetNotEmptyError(present);
       }
       const copied = {} as RowCounts;
       for (const table of TABLES) {
@@ -74,6 +108,10 @@ export async function copySqliteToPostgres(source: Database, target: SQL, opts: 
           if (batch.length === BATCH) await flush();
         }
         await flush();
+        if ("identity" in table)
+          await tx.unsafe(
+            `SELECT setval(pg_get_serial_sequence('${table.name}', '${table.identity}'), GREATEST(max(${table.identity}), 1), count(*) > 0) FROM ${table.name}`,
+          );
       }
       return copied;
     });
@@ -89,12 +127,16 @@ export async function countRows(sql: SQL): Promise<RowCounts> {
   return counts;
 }
 
-async function insertBatch(tx: SQL, table: (typeof TABLES)[number], rows: Record<string, unknown>[], merge: boolean): Promise<void> {
+async function insertBatch(tx: SQL, table: Table, rows: Record<string, unknown>[], merge: boolean): Promise<void> {
   const cols = table.columns;
+  const keys = table.key.split(", ");
   const params: unknown[] = [];
-  const tuples = rows.map((row) => `(${cols.map((c) => (params.push(row[c] ?? null), `$${params.length}`)).join(", ")})`);
-  const conflict = merge
-    ? ` ON CONFLICT (${table.key}) DO UPDATE SET ${cols.filter((c) => c !== table.key).map((c) => `${c} = excluded.${c}`).join(", ")}`
-    : "";
-  await tx.unsafe(`INSERT INTO ${table.name} (${cols.join(", ")}) VALUES ${tuples.join(", ")}${conflict}`, params);
+  const value = (row: Record<string, unknown>, c: string) => (table.booleans?.includes(c) ? row[c] === 1 : (row[c] ?? null));
+  const tuples = rows.map((row) => `(${cols.map((c) => (params.push(value(row, c)), `$${params.length}`)).join(", ")})`);
+  const conflict =
+    merge || table.seeded
+      ? ` ON CONFLICT (${table.key}) DO UPDATE SET ${cols.filter((c) => !keys.includes(c)).map((c) => `${c} = excluded.${c}`).join(", ")}`
+      : "";
+  const overriding = table.identity ? " OVERRIDING SYSTEM VALUE" : "";
+  await tx.unsafe(`INSERT INTO ${table.name} (${cols.join(", ")})${overriding} VALUES ${tuples.join(", ")}${conflict}`, params);
 }

@@ -459,6 +459,52 @@ export const MIGRATIONS: readonly Migration[] = [
       `,
   },
   {
+    version: 7,
+    name: "the first scan of the release tree is a baseline (no release.published for it); the check value of the key sealing secrets in the records",
+    // Records that already know releases took their baseline when they first scanned.
+    sqlite: `
+      CREATE TABLE known_releases_baseline (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        taken INTEGER NOT NULL
+      ) STRICT;
+      INSERT INTO known_releases_baseline (id, taken) SELECT 1, min(first_seen) FROM known_releases HAVING count(*) > 0;
+      CREATE TABLE record_key_check (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        value TEXT NOT NULL
+      ) STRICT;
+    `,
+    postgres: `
+      CREATE TABLE known_releases_baseline (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        taken BIGINT NOT NULL
+      );
+      INSERT INTO known_releases_baseline (id, taken) SELECT 1, min(first_seen) FROM known_releases HAVING count(*) > 0;
+      CREATE TABLE record_key_check (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        value TEXT NOT NULL
+      );
+    `,
+  },
+  {
+    version: 8,
+    name: "a license's own token lifetime (null: the site's --token-ttl)",
+    sqlite: `ALTER TABLE licenses ADD COLUMN token_ttl INTEGER;`,
+    postgres: `ALTER TABLE licenses ADD COLUMN token_ttl BIGINT;`,
+  },
+  {
+    version: 9,
+    name: "licenses.seat_lease: seats that lapse when their installation is not seen",
+    // The reclaim's search: the license's held seats by last sighting, without its deactivated history.
+    sqlite: `
+      ALTER TABLE licenses ADD COLUMN seat_lease INTEGER;
+      CREATE INDEX activations_held_by_seen ON activations(license_id, last_seen) WHERE deactivated IS NULL;
+    `,
+    postgres: `
+      ALTER TABLE licenses ADD COLUMN seat_lease BIGINT;
+      CREATE INDEX activations_held_by_seen ON activations(license_id, last_seen) WHERE deactivated IS NULL;
+    `,
+  },
+  {
     version: 10,
     name: "console and portal sessions: hashed ids, server-side expiry and revocation",
     sqlite: `

@@ -239,7 +239,7 @@ export class PostgresStore implements Store {
   // this transaction ends. Activations of different licenses do not wait for each other.
   async activate(input: ActivateInput): Promise<ActivateResult> {
     return this.sql.begin(async (tx): Promise<ActivateResult> => {
-      const [license] = await tx`SELECT seats FROM licenses WHERE id = ${input.licenseId} FOR UPDATE`;
+      const [license] = await tx`SELECT seats, seat_lease FROM licenses WHERE id = ${input.licenseId} FOR UPDATE`;
       if (!license) throw new Error(`no license ${input.licenseId}`);
       const [existing] = await tx`SELECT id FROM activations
         WHERE license_id = ${input.licenseId} AND installation = ${input.installation} AND deactivated IS NULL`;
@@ -266,10 +266,24 @@ export class PostgresStore implements Store {
         return withEvent({ outcome: "reused", activation: activationFromRow(reused), seatsUsed: await countActive() });
       }
       const used = await countActive();
+      let reclaimed: ActivationRecord | undefined;
       if (used >= num(license.seats)) {
-        const holders = await tx`SELECT * FROM activations
-          WHERE license_id = ${input.licenseId} AND deactivated IS NULL ORDER BY created, id`;
-        return withEvent({ outcome: "seat_limit", holders: holders.map(activationFromRow) });
+        // The license row's lock orders activations; the cutoff is checked again on the row updated,
+        // so a sighting committed meanwhile keeps its seat.
+        const cutoff = license.seat_lease === null ? null : input.now - num(license.seat_lease);
+        const [lapsed] =
+          cutoff === null
+            ? []
+            : await tx`UPDATE activations SET deactivated = ${input.now}
+                WHERE id = (SELECT id FROM activations WHERE license_id = ${input.licenseId} AND deactivated IS NULL
+                  AND last_seen < ${cutoff} ORDER BY last_seen, id LIMIT 1)
+                AND deactivated IS NULL AND last_seen < ${cutoff} RETURNING *`;
+        if (!lapsed) {
+          const holders = await tx`SELECT * FROM activations
+            WHERE license_id = ${input.licenseId} AND deactivated IS NULL ORDER BY created, id`;
+          return withEvent({ outcome: "seat_limit", holders: holders.map(activationFromRow) });
+        }
+        reclaimed = activationFromRow(lapsed);
       }
       const [row] = await tx`INSERT INTO activations ${tx({
         id: input.newId,
@@ -286,7 +300,14 @@ export class PostgresStore implements Store {
         token_exp: input.tokenExp ?? null,
       })} RETURNING *`;
       await audit(row.id);
-      return withEvent({ outcome: "created", activation: activationFromRow(row), seatsUsed: used + 1 });
+      const activation = activationFromRow(row);
+      if (!reclaimed) return withEvent({ outcome: "created", activation, seatsUsed: used + 1 });
+      const j = input.reclaim?.(reclaimed, activation);
+      if (j) {
+        await tx`INSERT INTO audit ${tx(auditRow(j.audit))}`;
+        for (const e of j.events) await insertEvent(tx, e);
+      }
+      return withEvent({ outcome: "created", activation, seatsUsed: used, reclaimed });
     });
   }
 
@@ -372,6 +393,7 @@ export class PostgresStore implements Store {
       params.push(value);
       where.push(clause.replace("?", `$${params.length}`));
     };
+    if (f.ref !== undefined) add("ref = ?", f.ref);
     if (f.licenseId !== undefined) add("license_id = ?", f.licenseId);
     if (f.activationId !== undefined) add("activation_id = ?", f.activationId);
     if (f.error !== undefined) add("error = ?", f.error);
@@ -544,10 +566,14 @@ export class PostgresStore implements Store {
 
   async claimDeliveries(now: number, leaseUntil: number, owner: string, limit: number): Promise<ClaimedDelivery[]> {
     const rows = await this.sql`UPDATE webhook_deliveries d SET lease_until = ${leaseUntil}, lease_owner = ${owner}
-      FROM (SELECT d2.id FROM webhook_deliveries d2 JOIN webhook_endpoints e ON e.id = d2.endpoint_id
-            WHERE d2.status = 'pending' AND d2.next_attempt <= ${now} AND (d2.lease_until IS NULL OR d2.lease_until < ${now}) AND e.enabled
-            ORDER BY d2.next_attempt, d2.event_seq LIMIT ${limit} FOR UPDATE OF d2 SKIP LOCKED) due
-      WHERE d.id = due.id RETURNING d.*`;
+      FROM (SELECT id FROM (
+              SELECT d2.id, d2.next_attempt, d2.event_seq,
+                row_number() OVER (PARTITION BY d2.endpoint_id ORDER BY d2.next_attempt, d2.event_seq) AS n
+              FROM webhook_deliveries d2 JOIN webhook_endpoints e ON e.id = d2.endpoint_id
+              WHERE d2.status = 'pending' AND d2.next_attempt <= ${now} AND (d2.lease_until IS NULL OR d2.lease_until < ${now}) AND e.enabled
+                AND NOT EXISTS (SELECT 1 FROM webhook_deliveries b WHERE b.endpoint_id = d2.endpoint_id AND b.status = 'pending' AND b.lease_until >= ${now})) x
+            WHERE n = 1 ORDER BY next_attempt, event_seq LIMIT ${limit}) due
+      WHERE d.id = due.id AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < ${now}) RETURNING d.*`;
     const claimed: ClaimedDelivery[] = [];
     for (const r of rows) {
       const [e] = await this.sql`SELECT * FROM webhook_endpoints WHERE id = ${r.endpoint_id}`;
@@ -647,16 +673,29 @@ export class PostgresStore implements Store {
     return c.reading;
   }
 
+  async recordKeyCheck(candidate: string): Promise<string> {
+    await this.sql`INSERT INTO record_key_check (id, value) VALUES (1, ${candidate}) ON CONFLICT DO NOTHING`;
+    const [row] = await this.sql`SELECT value FROM record_key_check WHERE id = 1`;
+    return row.value as string;
+  }
+
   async recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]> {
     if (releases.length === 0) return [];
     return this.sql.begin(async (tx) => {
+      const baseline = (await tx`INSERT INTO known_releases_baseline (id, taken) VALUES (1, ${now}) ON CONFLICT DO NOTHING RETURNING id`).length > 0;
       const rows = await tx`INSERT INTO known_releases (lane, version, first_seen)
         SELECT lane, version, ${now} FROM unnest(${tx.array(releases.map((r) => r.lane), "TEXT")}::text[], ${tx.array(releases.map((r) => r.version), "TEXT")}::text[]) AS k(lane, version)
         ON CONFLICT DO NOTHING RETURNING lane, version`;
+      if (baseline) return [];
       const added: ReleaseKey[] = rows.map((r: Row) => ({ lane: r.lane, version: r.version }));
       if (eventOf) for (const r of added) await insertEvent(tx, eventOf(r));
       return added;
     });
+  }
+
+  async listKnownReleases(): Promise<ReleaseKey[]> {
+    const rows = await this.sql`SELECT lane, version FROM known_releases ORDER BY lane, version`;
+    return rows.map((r: Row) => ({ lane: r.lane as string, version: r.version as string }));
   }
 
   async recordSightings(sightings: readonly Sighting[]): Promise<void> {
@@ -691,6 +730,15 @@ export class PostgresStore implements Store {
     return rows.map((r: Row) => ({ day: num(r.day) * DAY_MS, activations: num(r.activations), seatLimitRefusals: num(r.refusals) }));
   }
 
+  async seatCounts(now: number): Promise<{ inUse: number; lapsed: number }> {
+    const [r] = await this.sql`SELECT
+        count(*) FILTER (WHERE l.seat_lease IS NULL OR a.last_seen >= ${now} - l.seat_lease) AS in_use,
+        count(*) FILTER (WHERE l.seat_lease IS NOT NULL AND a.last_seen < ${now} - l.seat_lease) AS lapsed
+      FROM activations a JOIN licenses l ON l.id = a.license_id
+      WHERE a.deactivated IS NULL AND l.kind = 'license' AND l.revoked IS NULL`;
+    return { inUse: num(r.in_use), lapsed: num(r.lapsed) };
+  }
+
   async licensesExpiring(from: number, to: number, limit: number): Promise<LicenseRecord[]> {
     const rows = await this.sql`SELECT * FROM licenses WHERE kind = 'license' AND revoked IS NULL
       AND expires >= ${from} AND expires < ${to} ORDER BY expires, id LIMIT ${limit}`;
@@ -723,6 +771,8 @@ export function licenseRow(l: LicenseRecord) {
     revoked: l.revoked,
     email: l.email ?? null,
     metadata: JSON.stringify(l.metadata ?? {}),
+    token_ttl: l.tokenTtl ?? null,
+    seat_lease: l.seatLease ?? null,
   };
 }
 
@@ -772,7 +822,7 @@ const FEED_STATE_SQL = {
 
 const ACTIVATION_WITH_LICENSE_COLUMNS = `a.*, l.kind AS l_kind, l.key_hash AS l_key_hash, l.licensee AS l_licensee,
   l.organization AS l_organization, l.plan AS l_plan, l.plan_title AS l_plan_title, l.channels AS l_channels,
-  l.seats AS l_seats, l.issued AS l_issued, l.expires AS l_expires, l.revoked AS l_revoked, l.active_seats AS l_active_seats`;
+  l.seats AS l_seats, l.issued AS l_issued, l.expires AS l_expires, l.revoked AS l_revoked, l.active_seats AS l_active_seats, l.token_ttl AS l_token_ttl, l.seat_lease AS l_seat_lease`;
 
 const activationWithLicenseFromRow = (r: Row): ActivationWithLicense => ({
   activation: activationFromRow(r),
@@ -789,6 +839,8 @@ const activationWithLicenseFromRow = (r: Row): ActivationWithLicense => ({
     issued: r.l_issued,
     expires: r.l_expires,
     revoked: r.l_revoked,
+    token_ttl: r.l_token_ttl,
+    seat_lease: r.l_seat_lease,
   }),
   seatsUsed: num(r.l_active_seats),
 });

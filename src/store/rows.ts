@@ -35,6 +35,9 @@ export const licenseFromRow = (r: Row): LicenseRecord => ({
   revoked: numOrNull(r.revoked),
   email: r.email ?? null,
   metadata: r.metadata ? JSON.parse(r.metadata) : {},
+  tokenTtl: numOrNull(r.token_ttl),
+  // Absent without a lease, so such a record reads back exactly as before migration 9.
+  ...(r.seat_lease === null || r.seat_lease === undefined ? {} : { seatLease: num(r.seat_lease) }),
 });
 
 export const activationFromRow = (r: Row): ActivationRecord => ({
@@ -148,6 +151,7 @@ export function subscribers(endpoints: readonly WebhookEndpointRecord[], event: 
 /** The columns a license patch sets, with their values as both stores bind them. */
 export function patchColumns(patch: LicensePatch): { sets: string[]; params: Record<string, string | number | null> } {
   const params: Record<string, string | number | null> = {};
+  if (patch.keyHash !== undefined) params.key_hash = patch.keyHash;
   if (patch.licensee !== undefined) params.licensee = patch.licensee;
   if (patch.organization !== undefined) params.organization = patch.organization;
   if (patch.plan !== undefined) params.plan = patch.plan;
@@ -157,6 +161,8 @@ export function patchColumns(patch: LicensePatch): { sets: string[]; params: Rec
   if (patch.expires !== undefined) params.expires = patch.expires;
   if (patch.email !== undefined) params.email = patch.email;
   if (patch.metadata !== undefined) params.metadata = JSON.stringify(patch.metadata);
+  if (patch.tokenTtl !== undefined) params.token_ttl = patch.tokenTtl;
+  if (patch.seatLease !== undefined) params.seat_lease = patch.seatLease;
   return { sets: Object.keys(params), params };
 }
 export const releaseControlFromRow = (r: Row): ReleaseControlRecord => ({

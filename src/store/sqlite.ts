@@ -157,11 +157,11 @@ export class SqliteStore implements Store {
     const s = (sql: string): Statement => db.prepare(sql);
     return {
       insertLicense: s(`INSERT INTO licenses (id, kind, key_hash, licensee, organization, plan, plan_title,
-        channels, seats, issued, expires, revoked, email, metadata) VALUES ($id, $kind, $keyHash, $licensee, $organization,
-        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata)`),
+        channels, seats, issued, expires, revoked, email, metadata, token_ttl, seat_lease) VALUES ($id, $kind, $keyHash, $licensee, $organization,
+        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata, $tokenTtl, $seatLease)`),
       upsertStaff: s(`INSERT INTO licenses (id, kind, key_hash, licensee, organization, plan, plan_title,
-        channels, seats, issued, expires, revoked, email, metadata) VALUES ($id, $kind, $keyHash, $licensee, $organization,
-        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata)
+        channels, seats, issued, expires, revoked, email, metadata, token_ttl) VALUES ($id, $kind, $keyHash, $licensee, $organization,
+        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata, $tokenTtl)
         ON CONFLICT(id) DO UPDATE SET licensee = excluded.licensee, organization = excluded.organization,
         channels = excluded.channels, seats = excluded.seats RETURNING *`),
       licenseById: s("SELECT * FROM licenses WHERE id = ?"),
@@ -172,7 +172,12 @@ export class SqliteStore implements Store {
       activeHolders: s("SELECT * FROM activations WHERE license_id = ? AND deactivated IS NULL ORDER BY created, id"),
       // Kept by the database (migration 2), so reading it does not scan the license's seats.
       countActive: s("SELECT active_seats AS n FROM licenses WHERE id = ?"),
-      seatsOf: s("SELECT seats, active_seats FROM licenses WHERE id = ?"),
+      seatsOf: s("SELECT seats, active_seats, seat_lease FROM licenses WHERE id = ?"),
+      // The held seat seen longest ago, if its lease ran out (last seen before the cutoff). Ties go in
+      // index order (rowid): an id in the ORDER BY would sort in a temporary b-tree. Read, then
+      // deactivated by id: 3x cheaper than one UPDATE … WHERE id = (subquery) (bench/README.md).
+      lapsedSeat: s(`SELECT * FROM activations WHERE license_id = ? AND deactivated IS NULL AND last_seen < ?
+        ORDER BY last_seen LIMIT 1`),
       insertActivation: s(`INSERT INTO activations (id, license_id, kind, installation, device_hash, product, name,
         platform, version, created, last_seen, token_exp) VALUES ($id, $licenseId, $kind, $installation, $deviceHash,
         $product, $name, $platform, $version, $now, $now, $tokenExp)`),
@@ -211,6 +216,7 @@ export class SqliteStore implements Store {
       controlsGeneration: s("SELECT generation FROM release_controls_generation WHERE id = 1"),
       listControls: s("SELECT * FROM release_controls ORDER BY lane, version"),
       insertKnown: s("INSERT INTO known_releases (lane, version, first_seen) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"),
+      listKnown: s("SELECT lane, version FROM known_releases ORDER BY lane, version"),
       sighting: s(`UPDATE activations SET last_seen = max(last_seen, $lastSeen), lane = coalesce($lane, lane) WHERE id = $id`),
     };
   }
@@ -346,8 +352,15 @@ export class SqliteStore implements Store {
     }
     const license = q.seatsOf.get(input.licenseId) as Row;
     const used = license.active_seats as number;
-    if (used >= license.seats)
-      return this.withEvent(input, { outcome: "seat_limit", holders: (q.activeHolders.all(input.licenseId) as Row[]).map(activationFromRow) });
+    let reclaimed: ActivationRecord | undefined;
+    if (used >= license.seats) {
+      const lapsed = license.seat_lease === null ? null : (q.lapsedSeat.get(input.licenseId, input.now - license.seat_lease) as Row | null);
+      if (!lapsed)
+        return this.withEvent(input, { outcome: "seat_limit", holders: (q.activeHolders.all(input.licenseId) as Row[]).map(activationFromRow) });
+      // Within the write transaction: nothing can have changed the row since it was read.
+      q.deactivate.run(input.now, lapsed.id);
+      reclaimed = activationFromRow({ ...lapsed, deactivated: input.now });
+    }
     q.insertActivation.run({
       ...deviceFields(input),
       id: input.newId,
@@ -369,7 +382,13 @@ export class SqliteStore implements Store {
       deactivated: null,
       tokenExp: input.tokenExp ?? null,
     };
-    return this.withEvent(input, { outcome: "created", activation, seatsUsed: used + 1 });
+    if (!reclaimed) return this.withEvent(input, { outcome: "created", activation, seatsUsed: used + 1 });
+    const journal = input.reclaim?.(reclaimed, activation);
+    if (journal) {
+      q.insertAudit.run(auditParams(journal.audit));
+      for (const e of journal.events) this.insertEvent(e);
+    }
+    return this.withEvent(input, { outcome: "created", activation, seatsUsed: used, reclaimed });
   }
 
   private auditSeat(input: ActivateInput, activationId: string): void {
@@ -461,6 +480,7 @@ export class SqliteStore implements Store {
   async listAudit(f: AuditFilter): Promise<AuditRecord[]> {
     const where: string[] = [];
     const params: Record<string, string | number> = {};
+    if (f.ref !== undefined) (where.push("ref = $ref"), (params.ref = f.ref));
     if (f.licenseId !== undefined) (where.push("license_id = $licenseId"), (params.licenseId = f.licenseId));
     if (f.activationId !== undefined) (where.push("activation_id = $activationId"), (params.activationId = f.activationId));
     if (f.error !== undefined) (where.push("error = $error"), (params.error = f.error));
@@ -632,11 +652,15 @@ export class SqliteStore implements Store {
   async claimDeliveries(now: number, leaseUntil: number, owner: string, limit: number): Promise<ClaimedDelivery[]> {
     return this.groupCommit.write(() => {
       const rows = this.db
-        .query(`UPDATE webhook_deliveries SET lease_until = ?, lease_owner = ? WHERE id IN (
-            SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-            WHERE d.status = 'pending' AND d.next_attempt <= ? AND (d.lease_until IS NULL OR d.lease_until < ?) AND e.enabled = 1
-            ORDER BY d.next_attempt, d.event_seq LIMIT ?) RETURNING *`)
-        .all(leaseUntil, owner, now, now, limit) as Row[];
+        .query(`UPDATE webhook_deliveries SET lease_until = $leaseUntil, lease_owner = $owner WHERE id IN (
+            SELECT id FROM (
+              SELECT d.id, d.next_attempt, d.event_seq,
+                ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt, d.event_seq) AS n
+              FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+              WHERE d.status = 'pending' AND d.next_attempt <= $now AND (d.lease_until IS NULL OR d.lease_until < $now) AND e.enabled = 1
+                AND NOT EXISTS (SELECT 1 FROM webhook_deliveries b WHERE b.endpoint_id = d.endpoint_id AND b.status = 'pending' AND b.lease_until >= $now))
+            WHERE n = 1 ORDER BY next_attempt, event_seq LIMIT $limit) RETURNING *`)
+        .all({ leaseUntil, owner, now, limit }) as Row[];
       return rows.map((r) => ({
         delivery: deliveryFromRow(r),
         endpoint: endpointFromRow(this.db.query("SELECT * FROM webhook_endpoints WHERE id = ?").get(r.endpoint_id) as Row),
@@ -724,13 +748,26 @@ export class SqliteStore implements Store {
     return this.controlsGeneration;
   }
 
+  async recordKeyCheck(candidate: string): Promise<string> {
+    return this.groupCommit.write(() => {
+      this.db.query("INSERT INTO record_key_check (id, value) VALUES (1, ?) ON CONFLICT DO NOTHING").run(candidate);
+      return (this.db.query("SELECT value FROM record_key_check WHERE id = 1").get() as Row).value as string;
+    });
+  }
+
   async recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]> {
     if (releases.length === 0) return [];
     return this.groupCommit.write(() => {
+      const baseline = this.db.query("INSERT INTO known_releases_baseline (id, taken) VALUES (1, ?) ON CONFLICT DO NOTHING").run(now).changes > 0;
       const added = releases.filter((r) => this.q.insertKnown.run(r.lane, r.version, now).changes > 0);
+      if (baseline) return [];
       if (eventOf) for (const r of added) this.insertEvent(eventOf(r));
       return added;
     });
+  }
+
+  async listKnownReleases(): Promise<ReleaseKey[]> {
+    return (this.q.listKnown.all() as Row[]).map((r) => ({ lane: r.lane as string, version: r.version as string }));
   }
 
   async recordSightings(sightings: readonly Sighting[]): Promise<void> {
@@ -765,6 +802,11 @@ export class SqliteStore implements Store {
     return rows.map((r) => ({ day: r.day * DAY_MS, activations: r.activations ?? 0, seatLimitRefusals: r.refusals ?? 0 }));
   }
 
+  async seatCounts(now: number): Promise<{ inUse: number; lapsed: number }> {
+    const r = this.db.query(SEATS_IN_USE_SQL).get({ now }) as Row;
+    return { inUse: r.in_use ?? 0, lapsed: r.lapsed ?? 0 };
+  }
+
   async licensesExpiring(from: number, to: number, limit: number): Promise<LicenseRecord[]> {
     const rows = this.db
       .query(`SELECT * FROM licenses WHERE kind = 'license' AND revoked IS NULL AND expires >= ? AND expires < ?
@@ -789,8 +831,14 @@ export class SqliteStore implements Store {
   }
 }
 
+/** Active seats of licenses (not staff, not revoked): lapsed when their license's lease ran out since the last sighting. */
+const SEATS_IN_USE_SQL = `SELECT sum(CASE WHEN l.seat_lease IS NOT NULL AND a.last_seen < $now - l.seat_lease THEN 0 ELSE 1 END) AS in_use,
+  sum(CASE WHEN l.seat_lease IS NOT NULL AND a.last_seen < $now - l.seat_lease THEN 1 ELSE 0 END) AS lapsed
+  FROM activations a JOIN licenses l ON l.id = a.license_id
+  WHERE a.deactivated IS NULL AND l.kind = 'license' AND l.revoked IS NULL`;
+
 function licenseParams(l: LicenseRecord) {
-  return { ...l, channels: JSON.stringify(l.channels), email: l.email ?? null, metadata: JSON.stringify(l.metadata ?? {}) };
+  return { ...l, channels: JSON.stringify(l.channels), email: l.email ?? null, metadata: JSON.stringify(l.metadata ?? {}), tokenTtl: l.tokenTtl ?? null, seatLease: l.seatLease ?? null };
 }
 
 function auditParams(a: AuditRecord) {

@@ -22,6 +22,13 @@ export interface LicenseRecord {
   /** Absent on records made before migration 3 (read back as null and {}). */
   readonly email?: string | null;
   readonly metadata?: Readonly<Record<string, string>>;
+  /** The lifetime of this license's tokens in seconds; null or absent: the site's --token-ttl. */
+  readonly tokenTtl?: number | null;
+  /**
+   * How long (ms) an installation keeps its seat without being seen; null or absent: seats never
+   * lapse. A full license's activation reclaims the seat seen longest ago whose lease ran out.
+   */
+  readonly seatLease?: number | null;
 }
 
 export interface ActivationRecord {
@@ -64,10 +71,18 @@ export interface ActivateInput extends DeviceFields {
   readonly audit?: Omit<AuditRecord, "activationId">;
   /** The outbox event of the outcome, if any, written in the same transaction. */
   readonly event?: (result: ActivateResult) => NewEvent | null;
+  /** What a reclaim writes besides the new seat, in the same transaction (the lapsed seat's audit line and events). */
+  readonly reclaim?: (reclaimed: ActivationRecord, by: ActivationRecord) => { readonly audit: AuditRecord; readonly events: readonly NewEvent[] };
 }
 
 export type ActivateResult =
-  | { readonly outcome: "created" | "reused"; readonly activation: ActivationRecord; readonly seatsUsed: number }
+  | {
+      readonly outcome: "created" | "reused";
+      readonly activation: ActivationRecord;
+      readonly seatsUsed: number;
+      /** The activation whose lapsed seat this one took (deactivated in the same transaction). */
+      readonly reclaimed?: ActivationRecord;
+    }
   | { readonly outcome: "seat_limit"; readonly holders: readonly ActivationRecord[] };
 
 /** An activation with its license and the license's active seats, read together. */
@@ -112,6 +127,8 @@ export interface AuditRecord {
 }
 
 export interface AuditFilter {
+  /** The one line a refusal's `ref` names. */
+  readonly ref?: string;
   readonly licenseId?: string;
   readonly activationId?: string;
   readonly error?: string;
@@ -199,6 +216,8 @@ export type IdempotentCreate =
   | { readonly outcome: "replayed"; readonly record: IdempotencyRecord };
 
 export interface LicensePatch {
+  /** A new key's hash (rekey): the old key stops matching in the same write. */
+  readonly keyHash?: string;
   readonly licensee?: string;
   readonly organization?: string;
   readonly plan?: string;
@@ -208,6 +227,9 @@ export interface LicensePatch {
   readonly expires?: number | null;
   readonly email?: string | null;
   readonly metadata?: Readonly<Record<string, string>>;
+  /** null: back to the site's token lifetime. */
+  readonly tokenTtl?: number | null;
+  readonly seatLease?: number | null;
 }
 
 export type UpdateLicenseResult =
@@ -400,7 +422,9 @@ export interface Store {
 
   /**
    * Takes a seat atomically: reuses the installation's active activation (updating its device
-   * fields), or creates one when a seat is free, or reports seat_limit with the current holders.
+   * fields), or creates one when a seat is free, or (license with a seat lease, every seat taken)
+   * deactivates the active installation seen longest ago whose last sighting is older than
+   * `now - seatLease` and creates one in its seat, or reports seat_limit with the current holders.
    */
   activate(input: ActivateInput): Promise<ActivateResult>;
   getActivation(id: string): Promise<ActivationRecord | null>;
@@ -466,8 +490,10 @@ export interface Store {
    */
   fanOutEvents(now: number, limit: number, newDeliveryId: () => string): Promise<number>;
   /**
-   * Leases up to `limit` due deliveries of enabled endpoints to `owner` until `leaseUntil`. With
-   * several processes a delivery is leased by one at a time (row locks skipped, not waited on).
+   * Leases up to `limit` due deliveries of enabled endpoints to `owner` until `leaseUntil`: the
+   * oldest due one of each endpoint that has none leased, so one endpoint's slow receiver holds one
+   * lease, never the others' turn. With several processes a delivery is leased by one at a time
+   * (a row leased meanwhile by another is passed over when its lease is checked again under lock).
    */
   claimDeliveries(now: number, leaseUntil: number, owner: string, limit: number): Promise<ClaimedDelivery[]>;
   /** Records an attempt and its outcome, if `owner` still holds the lease; false otherwise. */
@@ -492,8 +518,20 @@ export interface Store {
    * it at most once every `controlsPollMs` (openPostgresStore), the bound on how late a process learns.
    */
   releaseControlsGeneration(): Promise<number>;
-  /** Records the releases as known; returns those no process had recorded before (newly published). */
+  /**
+   * The check value of the key that seals secrets in the records (src/domain/record-seal.ts): the
+   * first caller's `candidate` is kept; every call answers the value kept.
+   */
+  recordKeyCheck(candidate: string): Promise<string>;
+  /**
+   * Records the releases as known; returns those no process had recorded before (newly published).
+   * The first call that records anything on these records takes the baseline: it records and
+   * returns none (what a first scan finds was published before: at a first start, or the first
+   * start after the upgrade that brought release events).
+   */
   recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]>;
+  /** Every release ever recorded as known (live at some scan), by lane and version. */
+  listKnownReleases(): Promise<ReleaseKey[]>;
   /** Writes sightings in one transaction: last_seen moves forward only; lane set when given. */
   recordSightings(sightings: readonly Sighting[]): Promise<void>;
   /** Active installations seen at or after `since`, by product, lane and version. */
@@ -502,6 +540,8 @@ export interface Store {
   devicesOnLane(lane: string, since: number, limit: number): Promise<{ deviceHash: string; kind: EntitlementKind }[]>;
   /** Granted activations (activate, sign-in) and seat_limit refusals per UTC day, from the audit trail. */
   activationsPerDay(since: number): Promise<DayCount[]>;
+  /** Seats held on licenses (not staff, not revoked): in use, and lapsed at `now` (a leased seat not seen within its lease: the next activation may reclaim it). */
+  seatCounts(now: number): Promise<{ inUse: number; lapsed: number }>;
   /** Licenses (not staff, not revoked) whose expiry falls in [from, to), soonest first. */
   licensesExpiring(from: number, to: number, limit: number): Promise<LicenseRecord[]>;
 

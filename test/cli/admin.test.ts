@@ -35,6 +35,13 @@ test("admin-token create shows the secret once and stores its hash; list shows n
   expect(keyturn("admin-token", "create", "--name", "x").code).toBe(2);
 }, 30_000);
 
+test("a licence sold to a person: no --organization or --plan-title needed (none, and the plan's name)", () => {
+  const lic = json("license", "create", "--licensee", "Ada", "--plan", "pro", "--seats", "1", "--channels", "stable");
+  expect(lic).toMatchObject({ licensee: "Ada", organization: "", plan: "pro", planTitle: "pro" });
+  expect(keyturn("license", "show", lic.id).stdout).toStartWith(`${lic.id}  Ada\n`);
+  expect(keyturn("license", "create", "--plan", "pro", "--seats", "1", "--channels", "stable").code).toBe(2);
+});
+
 test("license update and reinstate; webhook add, list, deliveries, retry, remove", () => {
   const lic = json("license", "create", "--licensee", "Ada", "--organization", "E", "--plan", "pro", "--plan-title", "Pro", "--seats", "2", "--channels", "stable", "--email", "ada@e.example");
   expect(lic.email).toBe("ada@e.example");

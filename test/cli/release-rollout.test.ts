@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { generateKeyFiles } from "../../src/domain/keys";
 import { openSqliteStore } from "../../src/store/sqlite";
 import { deviceHash, tempDir } from "../helpers";
 import { ReleaseTree } from "../release-tree";
@@ -59,10 +60,35 @@ describe("a malformed rollout keeps the folder out", () => {
   });
 });
 
+describe("release check and the release keys", () => {
+  test("release check on the build machine: with the release keys' directory (private .pem only) it checks signatures; with no release key it fails loudly", async () => {
+    const t = tree("gamma");
+    t.add({ version: "1.0.0" });
+    const signed = await run(["release", "check", "--releases", t.root, "--keys", dirname(t.privateKeyFile), "--variant", "gamma"]);
+    expect(signed.code).toBe(0);
+    expect(signed.stdout).toContain("live     stable/win-x64/1.0.0  (1.0.0)");
+    // A manifest changed after signing is caught with those keys.
+    const other = tree("gamma");
+    const r = other.add({ version: "1.0.0" });
+    writeFileSync(r.manifestPath, readFileSync(r.manifestPath, "utf8").replace("\n}", ',\n  "notes": "changed"\n}'));
+    const changed = await run(["release", "check", "--releases", other.root, "--keys", dirname(other.privateKeyFile), "--variant", "gamma"]);
+    expect(changed.code).toBe(1);
+    expect(changed.stdout).toContain("PROBLEM  stable/win-x64/1.0.0: signature");
+    const none = tempDir();
+    generateKeyFiles(none, "gamma-license-2026-09");
+    const unchecked = await run(["release", "check", "--releases", t.root, "--keys", none, "--variant", "gamma"]);
+    expect(unchecked.code).toBe(1);
+    expect(unchecked.stderr).toContain(`no gamma-release-* key (.pub.pem or .pem) in ${none}: signatures cannot be checked`);
+  });
+});
+
 describe("keyturn release halt|resume|withdraw|restore", () => {
   test("each changes the control in the records once, says so, and writes an audit line", async () => {
     const data = tempDir();
     const common = ["--variant", "beta", "--data", data, "--lane", "beta-studio/preview/win-x64", "--version", "3.0.0"];
+    const known = openSqliteStore(data);
+    await known.recordKnownReleases([{ lane: "beta-studio/preview/win-x64", version: "3.0.0" }], Date.now());
+    await known.close();
     const halt = await run(["release", "halt", ...common]);
     expect(halt.code).toBe(0);
     expect(halt.stdout).toMatch(/^beta-studio\/preview\/win-x64 3\.0\.0: halted \(halted since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\)\n$/);
@@ -84,6 +110,33 @@ describe("keyturn release halt|resume|withdraw|restore", () => {
       const events = await store.listEvents({ after: 0, limit: 100, types: ["release.halted", "release.resumed", "release.withdrawn", "release.restored"] });
       expect(events.map((e) => e.type)).toEqual(["release.halted", "release.withdrawn", "release.resumed", "release.restored"]);
       expect(JSON.parse(events[1]!.data)).toEqual({ release: { lane: "beta-studio/preview/win-x64", version: "3.0.0" }, share: null });
+    } finally {
+      await store.close();
+    }
+  });
+
+  test("a version or lane this site does not know is refused on every control (exit 1, naming what exists); nothing is written", async () => {
+    const data = tempDir();
+    const lane = "stable/win-x64";
+    const seed = openSqliteStore(data);
+    await seed.recordKnownReleases([{ lane, version: "2.1.0" }, { lane, version: "2.0.0" }], Date.now());
+    await seed.close();
+    for (const op of ["halt", "resume", "withdraw", "restore"]) {
+      const r = await run(["release", op, "--variant", "gamma", "--data", data, "--lane", lane, "--version", "2.1"]);
+      expect(r.code).toBe(1);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toContain("stable/win-x64 has no release 2.1; its releases: 2.1.0, 2.0.0.");
+    }
+    const empty = await run(["release", "withdraw", "--variant", "gamma", "--data", data, "--lane", "preview/win-x64", "--version", "2.1.0"]);
+    expect(empty.code).toBe(1);
+    expect(empty.stderr).toContain("preview/win-x64 has no releases");
+    // A withdrawn release whose folder was later removed is still known, so it can be restored.
+    expect((await run(["release", "withdraw", "--variant", "gamma", "--data", data, "--lane", lane, "--version", "2.0.0"])).code).toBe(0);
+    const store = openSqliteStore(data);
+    try {
+      expect((await store.listAudit({})).map((l) => l.action)).toEqual(["release-withdraw"]);
+      expect((await store.listEvents({ after: 0, limit: 100, types: ["release.withdrawn", "release.halted", "release.resumed", "release.restored"] })).length).toBe(1);
+      expect((await store.listReleaseControls()).map((c) => c.version)).toEqual(["2.0.0"]);
     } finally {
       await store.close();
     }

@@ -71,6 +71,7 @@ describe("client kit against the compiled executable", () => {
     const key = await site.createLicense();
     const activation = await client.activate(key, device);
     expect(activation.entitlement.channels).toEqual(["stable", "preview"]);
+    expect(activation.entitlement.licenseExpires).toBeNull(); // a license with no end; the token's own end is `expires`
     const offline = await client.verifyToken(activation.token, { deviceHash: device.hash });
     expect(offline.claims.iss).toBe(ISSUER);
     expect(offline.claims.sub).toBe(activation.entitlement.id);
@@ -109,6 +110,7 @@ describe("client kit against the compiled executable", () => {
     await client.deactivate(refreshed.token);
     const refused = await refusalOf(client.current(refreshed.token));
     expect(refused.code).toBe("entitlement_revoked");
+    expect(refused.ref).toMatch(/^ref_/); // the site's audit line, as docs/clients.md says the error carries
     expect(refused.status).toBe(401);
     expect((await refusalOf(client.checkForUpdate("1.0.0", { token: activation.token }))).code).toBe("entitlement_revoked");
   }, 60_000);
@@ -175,22 +177,17 @@ describe("client kit against the compiled executable", () => {
     expect(await refusalOf(other.activate(await site.createLicense(), await newDevice()))).toMatchObject({ code: "entitlement_invalid", reason: "iss" });
   }, 60_000);
 
-  test("offline activation: the request code through the documented curl pipeline gives an answer code the kit accepts", async () => {
+  test("offline activation: the request code through `keyturn activation offline` gives an answer code the kit accepts", async () => {
     const client = kit();
     const device = await newDevice();
     const code = client.offlineRequestCode({ device });
-    // As docs/clients.md has it, the key added on the online machine (the code was made without it).
-    const script = `printf %s "$CODE" | basenc --base64url -d | jq -c --arg key "$KEY" '. + {key: $key}' \\
-      | curl -sS --fail-with-body "$SITE/api/v1/licenses/activate" -H 'content-type: application/json' --data-binary @- | jq -r .token`;
-    const answer = Bun.spawnSync(["bash", "-euo", "pipefail", "-c", script], {
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", CODE: code, KEY: await site.createLicense(), SITE: site.url },
-    });
-    expect(answer.stderr.toString()).toBe("");
-    const wrapped = answer.stdout.toString().replace(/(.{64})/g, "$1\n");
+    // As docs/clients.md has it, the key added on the online side (the code was made without it).
+    const text = await site.answerOffline(code, await site.createLicense());
+    const wrapped = text.replace(/(.{64})/g, "$1\n");
     const verified = await client.acceptAnswerCode(wrapped, { deviceHash: device.hash });
     expect(verified.claims.dev).toBe(device.hash);
     expect((await client.current(verified.token)).entitlement.id).toBe(verified.claims.sub);
-    expect((await refusalOf(client.acceptAnswerCode(answer.stdout.toString(), { deviceHash: (await newDevice()).hash }))).reason).toBe("device");
+    expect((await refusalOf(client.acceptAnswerCode(text, { deviceHash: (await newDevice()).hash }))).reason).toBe("device");
   });
 
   test("the built kit imports only Node built-ins (jose is bundled), uses no Bun API, and ships declarations", () => {

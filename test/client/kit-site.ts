@@ -33,6 +33,8 @@ export interface KitSite {
   readonly releaseKeys: Record<string, string>;
   readonly proc: Bun.Subprocess;
   createLicense(seats?: number): Promise<string>;
+  /** `keyturn activation offline CODE --key KEY` with the site's settings, as docs/clients.md has it: the answer code. */
+  answerOffline(code: string, key: string): Promise<string>;
   /**
    * Asks the site to read the release tree again (as an operator's SIGHUP does) and resolves once
    * that scan is done and every installer it found is hashed (until then their releases are not served).
@@ -88,6 +90,9 @@ export async function startKitSite(exe: string, variant: VariantName, dir = temp
       const out = await run(exe, ["license", "create", ...common, "--licensee", "Kit Tester", "--organization", "Kit Org", "--plan", "pro",
         "--plan-title", "Pro", "--seats", String(seats), "--channels", "stable,preview", "--json"]);
       return (JSON.parse(out) as { key: string }).key;
+    },
+    async answerOffline(code: string, key: string) {
+      return run(exe, ["activation", "offline", code, "--key", key, ...common, "--base-url", ISSUER, "--keys", keys]);
     },
     async rescan() {
       const before = scans;

@@ -74,6 +74,18 @@ describe("offline token checks: tolerance and the clock-rollback guard", () => {
     expect((await check(t0, t0 + 1000)).seen).toBe(t0 + 1000);
     expect(await codeOf(check(t0 + 10_000, t0 + 10 * 60_000))).toBe("clock_rollback");
   });
+
+  test("a token carries the license's own expiry as lex, which the kit reads back; a lex that is not a time is refused", async () => {
+    const end = Date.parse("2027-12-31T00:00:00Z") / 1000;
+    const claims = { sub: "act_x", kind: "license" as const, lic: "lic_x", name: "N", org: "O", plan: "p", chn: ["stable"], dev };
+    const withTerm = signer.sign({ ...claims, lex: end }, t0, t0 + 3600_000).token;
+    const keys = new KeySet({ [kid]: spki });
+    const opts = { variant: CLIENT_VARIANTS.gamma, issuer: "https://licenses.example.com", keys, deviceHash: dev, now: t0, toleranceSec: 60 };
+    expect((await verifyEntitlementToken(withTerm, opts)).claims.lex).toBe(end);
+    expect((await check(t0)).claims.lex).toBeUndefined();
+    const bad = signer.sign({ ...claims, lex: "2027" as unknown as number }, t0, t0 + 3600_000).token;
+    expect(await verifyEntitlementToken(bad, opts).then(() => "valid", (e: KeyturnClientError) => e.reason)).toBe("claims");
+  });
 });
 
 test("the client takes the site's iss and the transport URL apart, and refuses plain http off loopback", () => {

@@ -8,7 +8,7 @@ import { InstallerVerifier } from "../../src/domain/releases/installer-verificat
 import { scanReleaseTree } from "../../src/domain/releases/scan";
 import { releaseKeysOf } from "../../src/domain/releases/signature";
 import type { Every } from "../../src/domain/releases/tree-watch";
-import { matchesIfNoneMatch, parseRange, serveFile } from "../../src/http/file-serving";
+import { matchesIfNoneMatch, parseRange, parseRanges, serveFile } from "../../src/http/file-serving";
 import { ReleaseTree } from "../release-tree";
 
 const cleanup: (() => void)[] = [];
@@ -42,6 +42,31 @@ describe("Range header (RFC 9110 14.1.2), for a body of 1000 bytes", () => {
     expect(parseRange("bytes=0-", 0)).toBe("unsatisfiable");
     expect(parseRange("bytes=-1", 0)).toBe("unsatisfiable");
     expect(parseRange(null, 0)).toBeNull();
+  });
+});
+
+describe("Range with several ranges (the electron feed's installers: parseRanges)", () => {
+  test.each([
+    ["bytes=0-1, 5-9", [{ start: 0, end: 1 }, { start: 5, end: 9 }]],
+    ["bytes=5-9,0-1", [{ start: 5, end: 9 }, { start: 0, end: 1 }]],
+    ["bytes = 0-1 ,  -5", [{ start: 0, end: 1 }, { start: 995, end: 999 }]],
+    ["bytes=990-2000, 0-0", [{ start: 990, end: 999 }, { start: 0, end: 0 }]],
+    ["bytes=0-9", [{ start: 0, end: 9 }]],
+    ["bytes=0-9, 9-12", null],
+    ["bytes=0-9, -991", null],
+    ["bytes=0-9, 20-10", null],
+    ["bytes=0-9,", null],
+    ["items=0-1, 5-9", null],
+    ["bytes=0-9, 1000-1001", "unsatisfiable"],
+    ["bytes=0-9, -0", "unsatisfiable"],
+  ])("%p → %p", (header, expected) => {
+    expect(parseRanges(header, 1000)).toEqual(expected as never);
+  });
+
+  test("at most 1000 ranges; one more and the whole file is sent", () => {
+    const list = (n: number) => `bytes=${Array.from({ length: n }, (_, i) => `${i}-${i}`).join(",")}`;
+    expect((parseRanges(list(1000), 1000) as unknown[]).length).toBe(1000);
+    expect(parseRanges(list(1001), 2000)).toBeNull();
   });
 });
 

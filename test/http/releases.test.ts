@@ -48,13 +48,30 @@ describe.each(["alpha", "beta", "gamma"] as VariantName[])("GET /releases, %s", 
       installer: `${products[0] ?? variant}-1.1.1-win-x64.exe`,
       size: 10000,
       sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
-      manifest: `/api/v1/updates/${lane}/${v.manifestFile}`,
+      manifest: `/api/v1/updates/${lane}/${v.manifestFile}?version=1.1.1`,
     });
     const idx = (version: string) => body.releases.findIndex((r) => r.version === version && r.product === first.product);
     expect(idx("1.1.0")).toBe(idx("1.1.1") + 1);
     expect(body.releases.find((r) => r.version === "1.1.0")!.released).toMatch(/T10:00:00\+00:00$/);
     const manifest = await s.site.request("GET", first.manifest.replace("/api/v1", ""), { token: both });
     expect(manifest.status).toBe(200);
+  });
+
+  test("each release has its own manifest address: an older one's is its manifest and signature, not the lane's newest", async () => {
+    const { body } = await list(both);
+    const older = body.releases.find((r) => r.version === "1.1.0" && r.product === (products[0] ?? undefined))!;
+    const newest = body.releases.find((r) => r.version === "1.1.1")!;
+    expect(older.manifest).not.toBe(newest.manifest);
+    const get = (path: string) => s.site.request("GET", path.replace("/api/v1", ""), { token: both });
+    const manifest = await get(older.manifest);
+    expect(manifest.status).toBe(200);
+    expect(((await manifest.json()) as { version: string }).version).toBe("1.1.0");
+    const sig = await get(older.manifest.replace("?version=", ".sig?version="));
+    expect(sig.status).toBe(200);
+    expect(sig.headers.get("content-type")).toContain("application/jose");
+    // The lane's plain address is the release served now; a version the lane does not have is not found.
+    expect(((await (await get(older.manifest.split("?")[0]!)).json()) as { version: string }).version).toBe("1.1.1");
+    expect((await get(older.manifest.replace("1.1.0", "9.9.9"))).status).toBe(404);
   });
 
   test("a stable-only entitlement sees no preview release", async () => {

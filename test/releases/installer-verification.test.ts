@@ -115,7 +115,7 @@ describe("verification in the background", () => {
     await s.holder.verified();
     expect((await manifest()).status).toBe(200);
     expect((await bytesOf(await s.site.request("GET", `/updates/${big.lane}/${big.installer}`, { token }))).equals(Buffer.from(big.installerBytes))).toBe(true);
-    expect(await (await s.site.request("GET", "/health")).json()).toEqual({ ok: true, rateLimits: "per-process" });
+    expect(await (await s.site.request("GET", "/health")).json()).toEqual({ ok: true, rateLimits: "per-process", licensing: "on" });
   });
 
   async function holderOf(t: ReleaseTree, installers: InstallerVerifier, snapshotFile?: string) {
@@ -167,6 +167,35 @@ describe("verification in the background", () => {
     const changed = await restarted.holder.rescan();
     expect(changed.latest(null, "stable", "win-x64")!.manifest.version).toBe("1.0.0");
     expect((await restarted.holder.verified()).latest(null, "stable", "win-x64")!.manifest.version).toBe("1.1.0");
+  });
+
+  test("the SHA-512 (base64, for electron-updater) is hashed in the same pass, kept with the verified identity across restarts; a cache line without it is hashed again", async () => {
+    const t = new ReleaseTree("gamma");
+    cleanup.push(() => t.remove());
+    const cache = join(t.dir, "release-installers.cache");
+    const small = t.add({ version: "1.0.0", installerBytes: new Uint8Array(1000).fill(7) });
+    const big = t.add({ version: "1.1.0", channel: "preview", installerBytes: new Uint8Array(2 << 20).fill(8) });
+    const sha512 = (b: Uint8Array) => new Bun.CryptoHasher("sha512").update(b).digest("base64");
+    const { holder } = await holderOf(t, InstallerVerifier.open(cache));
+    await holder.rescan();
+    const index = await holder.verified();
+    const releaseOf = (r: typeof small) => index.all.find((x) => x.manifest.version === (r === small ? "1.0.0" : "1.1.0"))!;
+    // Hashed inline during the scan (small) and in the background (big).
+    expect(holder.installerSha512(releaseOf(small))).toBe(sha512(small.installerBytes));
+    expect(holder.installerSha512(releaseOf(big))).toBe(sha512(big.installerBytes));
+
+    const restarted = await holderOf(t, InstallerVerifier.open(cache, { inlineMaxBytes: 0 }));
+    const again = await restarted.holder.rescan();
+    expect(restarted.holder.installersVerifying).toBe(0);
+    expect(restarted.holder.installerSha512(again.all.find((r) => r.manifest.version === "1.1.0")!)).toBe(sha512(big.installerBytes));
+
+    // A cache written before the SHA-512 was kept: its lines name no SHA-512, so the installers are hashed again.
+    const lines = (await Bun.file(cache).text()).trim().split("\n");
+    writeFileSync(cache, lines.map((l) => l.slice(0, l.lastIndexOf(" "))).join("\n") + "\n");
+    const old = await holderOf(t, InstallerVerifier.open(cache, { inlineMaxBytes: 0 }));
+    expect((await old.holder.rescan()).size).toBe(0);
+    expect(old.holder.installersVerifying).toBe(2);
+    expect((await old.holder.verified()).size).toBe(2);
   });
 
   test("an index snapshot serves no release whose installer is not among the verified identities (cache deleted, or written by a keyturn that did not verify)", async () => {

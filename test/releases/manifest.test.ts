@@ -29,7 +29,7 @@ const problemOf = (doc: unknown, v = alpha, p: typeof place | { product: null; c
 describe("manifest (design.md: product, channel, platform, version, released, installer, size, sha256, notes?, minimumVersion?, critical?)", () => {
   test("a valid manifest parses, with released in ms; the optional fields are checked but not kept (clients get them in the bytes)", () => {
     const m = parseManifest(bytes({ ...good, notes: "n", minimumVersion: "1.0.0", critical: true, vendorField: 1 }), alpha, place);
-    expect(m).toEqual({ ...good, released: Date.parse("2026-11-01T08:00:00Z"), rollout: null });
+    expect(m).toEqual({ ...good, released: Date.parse("2026-11-01T08:00:00Z"), rollout: null, feeds: null });
   });
 
   test.each([

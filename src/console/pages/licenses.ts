@@ -1,4 +1,3 @@
-import { CHANNELS } from "../../config/variants";
 import { createLicense, deactivateActivation, reinstateLicense, revokeLicense, searchLicenses, showLicense, updateLicense } from "../../domain/admin/licenses";
 import { normalizeLicenseKey } from "../../domain/license-key";
 import { sessionHas, type Session } from "../../domain/console-sessions";
@@ -13,13 +12,13 @@ const licensePath = (id: string) => `/console/licenses/${encodeURIComponent(id)}
 const statusOf = (l: LicenseView, now: number) =>
   l.revoked ? "revoked" : l.expires !== null && Date.parse(l.expires) <= now ? "expired" : "active";
 
-function channelBoxes(checked: readonly string[]): Html {
-  return html`<fieldset><legend>Channels</legend>${CHANNELS.map(
+function channelBoxes(channels: readonly string[], checked: readonly string[]): Html {
+  return html`<fieldset><legend>Channels</legend>${channels.map(
     (c) => html`<label><input type="checkbox" name="channels" value="${c}"${checked.includes(c) ? html` checked` : ""}> ${c}</label>`,
   )}</fieldset>`;
 }
 
-function createForm(s: Session): Html {
+function createForm(d: ConsoleDeps, s: Session): Html {
   return html`<h2>Create a licence</h2><form class="stack" method="post" action="/console/licenses">${csrfField(s)}
 <label>Licensee <input name="licensee" required maxlength="200" autocomplete="off"></label>
 <label>Organisation <input name="organization" required maxlength="200" autocomplete="off"></label>
@@ -28,7 +27,8 @@ function createForm(s: Session): Html {
 <label>Plan title <input name="planTitle" required maxlength="200" value="Standard"></label>
 <label>Seats <input name="seats" type="number" min="1" required value="1"></label>
 <label>Expires (empty: never) <input name="expires" type="date"></label>
-${channelBoxes(["stable"])}<button type="submit">Create licence</button></form>`;
+<label>Seat lease (empty: none; e.g. 30d: a seat not seen that long is freed) <input name="seatLease" maxlength="16" autocomplete="off"></label>
+${channelBoxes(d.variant.channels, [d.variant.channels[0]!])}<button type="submit">Create licence</button></form>`;
 }
 
 /** Licences (scope licenses:read): search by key, licensee, organisation or email; the create form with licenses:write. */
@@ -49,7 +49,7 @@ export async function licensesPage(d: ConsoleDeps, s: Session, address: string |
   )}</tbody></table></div>
 ${page.licenses.length === 0 ? html`<p>No licence matches.</p>` : ""}
 ${page.next ? html`<p><a href="/console/licenses?${new URLSearchParams({ ...(q ? { query: q } : {}), cursor: page.next }).toString()}">Next page</a></p>` : ""}
-${sessionHas(s, "licenses:write") ? createForm(s) : ""}`;
+${sessionHas(s, "licenses:write") ? createForm(d, s) : ""}`;
   return { page: consolePage({ title: "Licences", session: s, current: "/console/licenses", body }) };
 }
 
@@ -66,6 +66,7 @@ export async function createLicenseAction(d: ConsoleDeps, s: Session, address: s
     channels: f.getAll("channels"),
     ...(expires ? { expires } : {}),
     ...(email ? { email } : {}),
+    ...(field(f, "seatLease") ? { seatLease: field(f, "seatLease") } : {}),
   });
   const body = html`${notice("The licence was created. Its key is shown this once: copy it now and give it to the customer.")}
 <p><span class="key" id="license-key">${created.key}</span> <button type="button" class="plain" data-copy="license-key" hidden>Copy key</button></p>
@@ -83,11 +84,12 @@ function installationRows(s: Session, activations: readonly ActivationView[]): H
   )}</tbody></table></div>${activations.length === 0 ? html`<p>No installation yet.</p>` : ""}`;
 }
 
-function editForm(s: Session, l: LicenseView): Html {
+function editForm(d: ConsoleDeps, s: Session, l: LicenseView): Html {
   return html`<h2>Edit</h2><form class="stack" method="post" action="${licensePath(l.id)}">${csrfField(s)}
 <label>Seats <input name="seats" type="number" min="1" required value="${l.seats}"></label>
 <label>Expires (empty: never) <input name="expires" type="date" value="${l.expires ? l.expires.slice(0, 10) : ""}"></label>
-${channelBoxes(l.channels)}<button type="submit">Save changes</button></form>`;
+<label>Seat lease (empty: none) <input name="seatLease" maxlength="16" value="${l.seatLease ?? ""}" autocomplete="off"></label>
+${channelBoxes(d.variant.channels, l.channels)}<button type="submit">Save changes</button></form>`;
 }
 
 /** A licence with its installations (scope licenses:read); edit, revoke, reinstate with licenses:write; deactivate with activations:write. */
@@ -98,11 +100,11 @@ export async function licensePage(d: ConsoleDeps, s: Session, address: string | 
 <div><dt>Licensee</dt><dd id="licensee">${l.licensee}</dd></div><div><dt>Organisation</dt><dd id="organization">${l.organization}</dd></div>
 <div><dt>Email</dt><dd>${l.email ?? "—"}</dd></div><div><dt>Plan</dt><dd>${l.planTitle} (${l.plan})</dd></div>
 <div><dt>Seats used</dt><dd id="seats">${l.seatsUsed ?? 0} / ${l.seats}</dd></div><div><dt>Channels</dt><dd>${l.channels.join(", ")}</dd></div>
-<div><dt>Issued</dt><dd>${when(l.issued)}</dd></div><div><dt>Expires</dt><dd>${when(l.expires)}</dd></div>
+<div><dt>Seat lease</dt><dd>${l.seatLease ?? "none"}</dd></div><div><dt>Issued</dt><dd>${when(l.issued)}</dd></div><div><dt>Expires</dt><dd>${when(l.expires)}</dd></div>
 <div><dt>Status</dt><dd id="status">${statusOf(l, d.clock())}</dd></div><div><dt>Id</dt><dd><code>${l.id}</code></dd></div></dl>
 ${write ? (l.revoked ? actionForm(s, `${licensePath(l.id)}/reinstate`, "Reinstate licence") : actionForm(s, `${licensePath(l.id)}/revoke`, "Revoke licence", true)) : ""}
 <h2>Installations</h2>${installationRows(s, activations)}
-${write ? editForm(s, l) : ""}
+${write ? editForm(d, s, l) : ""}
 <p><a href="/console/audit?license=${encodeURIComponent(l.id)}">Audit trail of this licence</a></p>`;
   return { page: consolePage({ title: `Licence of ${l.licensee}`, session: s, current: "/console/licenses", body }) };
 }
@@ -113,6 +115,7 @@ export async function updateLicenseAction(d: ConsoleDeps, s: Session, address: s
     seats: numberField(f, "seats"),
     channels: f.getAll("channels"),
     expires: expires ?? null,
+    seatLease: field(f, "seatLease") ?? null,
   });
   return { redirect: licensePath(id) };
 }

@@ -1,4 +1,3 @@
-import { PLATFORMS } from "../../config/variants";
 import type { Session } from "../../domain/console-sessions";
 import { KeyturnError } from "../../domain/errors";
 import { offlineAnswer, portalDeactivate, portalLicense } from "../../domain/portal";
@@ -29,7 +28,7 @@ async function downloads(d: ConsoleDeps, licenseId: string, channels: readonly s
   const out = [];
   for (const product of products)
     for (const channel of channels)
-      for (const platform of PLATFORMS) {
+      for (const platform of d.variant.platforms) {
         const release = await d.selection.served(index, portalInstallation(licenseId), product, channel, platform);
         if (release) out.push({ product, channel, platform, release });
       }
@@ -71,7 +70,7 @@ export async function portalInstaller(d: ConsoleDeps, s: Session, product: strin
   if (license.revoked !== null) throw new KeyturnError("license_revoked", "The licence is revoked.");
   if (license.expires !== null && Date.parse(license.expires) <= d.clock()) throw new KeyturnError("license_expired", "The licence is expired.");
   const p = product === "-" ? null : product;
-  const known = (p === null ? d.variant.products.length === 0 : d.variant.products.includes(p)) && license.channels.includes(channel) && (PLATFORMS as readonly string[]).includes(platform);
+  const known = (p === null ? d.variant.products.length === 0 : d.variant.products.includes(p)) && license.channels.includes(channel) && d.variant.platforms.includes(platform);
   const index = known ? await d.releases.ready() : null;
   const release = index ? await d.selection.served(index, portalInstallation(license.id), p, channel, platform) : null;
   if (!release) throw new KeyturnError("not_found", "There is no installer here for your licence.");

@@ -3,6 +3,8 @@ import type { AuditRecord, Store } from "../../store/types";
 import type { AuditAction } from "../audit";
 import type { Clock } from "../clock";
 import { KeyturnError } from "../errors";
+import type { RecordSeal } from "../record-seal";
+import type { DestinationPolicy } from "../webhooks/destination";
 import { newId } from "../ids";
 
 export const SCOPES = [
@@ -45,6 +47,10 @@ export interface AdminDeps {
   readonly clock: Clock;
   /** To state how long the tokens of a revoked license or deactivated installation may still be presented. */
   readonly tokenTtlSeconds: number;
+  /** Where webhooks may go; none but public hosts when absent. */
+  readonly webhookDestinations?: DestinationPolicy;
+  /** Seals webhook secrets and idempotent answers in the records; kept in clear when absent (tests of other things). */
+  readonly seal?: RecordSeal;
 }
 
 /** `admin` holds every scope. */

@@ -3,6 +3,7 @@ import { FEED_TYPES } from "../events";
 import { requireScope, type AdminCaller, type AdminDeps } from "./deps";
 import { feedItem, type FeedItem } from "./feed-items";
 import { readSnapshotPlace, snapshotPage } from "./feed-snapshot";
+import { auditRead } from "./read-audit";
 import { pageLimit, readObject } from "./input";
 
 export type { FeedItem } from "./feed-items";
@@ -49,6 +50,12 @@ const CURSOR = /^(?:([0-9a-z]{1,64})\.)?(0|[1-9]\d{0,18})$/;
 
 export async function readFeed(d: AdminDeps, caller: AdminCaller, input: unknown): Promise<FeedAnswer> {
   requireScope(caller.principal, "feed:read");
+  const answer = await answerFeed(d, input);
+  await auditRead(d, caller, "feed-read");
+  return answer;
+}
+
+async function answerFeed(d: AdminDeps, input: unknown): Promise<FeedAnswer> {
   const o = readObject(input ?? {}, ["after", "snapshot", "limit"], "query");
   const limit = pageLimit(o.limit, 500, 1000);
   if (o.after !== undefined && o.snapshot !== undefined) throw new KeyturnError("invalid_request", "give after or snapshot, not both");

@@ -1,3 +1,5 @@
+import { parseDuration } from "../../config/parse";
+import { MAX_TOKEN_TTL } from "../../config/settings";
 import { KeyturnError } from "../errors";
 
 /** Checks of untrusted admin input: every entry point refuses wrong types, excess length and unknown fields. */
@@ -35,6 +37,15 @@ export function wholeNumber(o: Record<string, unknown>, field: string, min: numb
 
 export function optWholeNumber(o: Record<string, unknown>, field: string, min: number, max: number): number | undefined {
   return o[field] === undefined ? undefined : wholeNumber(o, field, min, max);
+}
+
+/** A license's own token lifetime in seconds: at least a minute, at most the site's cap (366 days); null: the site's. */
+export const TOKEN_TTL_MIN = 60;
+export const TOKEN_TTL_MAX = parseDuration("token-ttl", MAX_TOKEN_TTL);
+
+export function tokenTtl(o: Record<string, unknown>, field: string): number | null | undefined {
+  if (o[field] === undefined || o[field] === null) return o[field] as null | undefined;
+  return wholeNumber(o, field, TOKEN_TTL_MIN, TOKEN_TTL_MAX);
 }
 
 export function textList(o: Record<string, unknown>, field: string, allowed: readonly string[], maxItems: number): string[] {

@@ -1,12 +1,13 @@
-import { CHANNELS } from "../../config/variants";
 import type { ActivationRecord, LicensePatch, LicenseRecord, LicenseStatus } from "../../store/types";
 import { KeyturnError } from "../errors";
-import { activationView, licenseView, newEvent, tokensValidUntil, type ActivationView, type LicenseView } from "../events";
+import { activationView, licenseView, newEvent, revocationTtl, tokensValidUntil, type ActivationView, type LicenseView } from "../events";
 import { newId, sha256Hex } from "../ids";
+import { parseSeatLease } from "../seat-lease";
 import { generateLicenseKey, hashLicenseKey, normalizeLicenseKey } from "../license-key";
 import { decodeCursor, encodeCursor } from "./cursor";
+import { auditRead } from "./read-audit";
 import { adminAudit, requireScope, type AdminCaller, type AdminDeps } from "./deps";
-import { canonicalJson, email, expiry, idParam, metadata, optText, optWholeNumber, pageLimit, readObject, text, textList, wholeNumber } from "./input";
+import { canonicalJson, email, expiry, idParam, metadata, optText, optWholeNumber, pageLimit, readObject, text, textList, tokenTtl, wholeNumber } from "./input";
 
 const NAME_MAX = 200;
 const PLAN_MAX = 64;
@@ -16,8 +17,16 @@ export const SEATS_MAX = 1_000_000_000;
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
-const CREATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats", "channels", "expires", "email", "metadata"];
-const UPDATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats", "channels", "expires", "email", "metadata"] as const;
+const CREATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats", "channels", "expires", "email", "metadata", "tokenTtl", "seatLease"];
+const UPDATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats", "channels", "expires", "email", "metadata", "tokenTtl", "seatLease"] as const;
+
+/** `seatLease`: a duration (`10m`, `30d`) or null for none; undefined when absent. */
+function seatLease(o: Record<string, unknown>): number | null | undefined {
+  const v = o.seatLease;
+  if (v === undefined) return undefined;
+  if (v !== null && typeof v !== "string") throw new KeyturnError("invalid_request", "seatLease must be a duration such as 30d, or null");
+  return parseSeatLease(v);
+}
 
 export interface CreatedLicense {
   readonly license: LicenseView;
@@ -38,21 +47,25 @@ export async function createLicense(d: AdminDeps, caller: AdminCaller, body: unk
   const o = readObject(body, CREATE_FIELDS);
   const now = d.clock();
   const key = generateLicenseKey(d.variant);
+  const plan = text(o, "plan", PLAN_MAX);
   const license: LicenseRecord = {
     id: newId("lic", now),
     kind: "license",
     keyHash: hashLicenseKey(key),
     licensee: text(o, "licensee", NAME_MAX),
-    organization: text(o, "organization", NAME_MAX),
-    plan: text(o, "plan", PLAN_MAX),
-    planTitle: text(o, "planTitle", NAME_MAX),
-    channels: textList(o, "channels", CHANNELS, CHANNELS.length),
+    // A licence sold to a person has no organisation (""), and a plan may need no title of its own.
+    organization: optText(o, "organization", NAME_MAX) ?? "",
+    plan,
+    planTitle: optText(o, "planTitle", NAME_MAX) ?? plan,
+    channels: textList(o, "channels", d.variant.channels, d.variant.channels.length),
     seats: wholeNumber(o, "seats", 1, SEATS_MAX),
     issued: now,
     expires: expiry(o, "expires", now),
     revoked: null,
     email: email(o, "email") ?? null,
     metadata: metadata(o, "metadata") ?? {},
+    tokenTtl: tokenTtl(o, "tokenTtl") ?? null,
+    seatLease: seatLease(o) ?? null,
   };
   const answer: CreatedLicense = { license: licenseView(license, 0), key };
   const journal = {
@@ -65,19 +78,22 @@ export async function createLicense(d: AdminDeps, caller: AdminCaller, body: unk
   }
   const requestHash = sha256Hex(canonicalJson(o));
   const scope = caller.principal.tokenId ?? "cli";
+  // The answer holds the licence key: sealed, bound to its scope and Idempotency-Key.
+  const context = `idempotency\n${scope}\n${idempotencyKey}`;
+  const stored = d.seal ? await d.seal.seal(JSON.stringify(answer), context) : JSON.stringify(answer);
   const result = await d.store.createLicenseIdempotent(
     license,
-    { scope, key: idempotencyKey, requestHash, answer: JSON.stringify(answer), created: now },
+    { scope, key: idempotencyKey, requestHash, answer: stored, created: now },
     journal,
     now - IDEMPOTENCY_WINDOW_MS,
   );
   if (result.outcome === "created") return answer;
   if (result.record.requestHash !== requestHash)
     throw new KeyturnError("idempotency_conflict", "this Idempotency-Key was used with another body in the last 24 hours");
-  return JSON.parse(result.record.answer) as CreatedLicense;
+  return JSON.parse(d.seal ? await d.seal.open(result.record.answer, context) : result.record.answer) as CreatedLicense;
 }
 
-/** A license by its `lic_`/`staff:` id or by its key as typed; license_unknown otherwise. */
+/** A license by its `lic_`/`staff:` id or by its key as typed; not_found otherwise (the admin token is not at fault). */
 export async function findLicense(d: AdminDeps, keyOrId: unknown): Promise<LicenseRecord> {
   const t = idParam(keyOrId, "license", 200);
   let license: LicenseRecord | null = null;
@@ -86,7 +102,7 @@ export async function findLicense(d: AdminDeps, keyOrId: unknown): Promise<Licen
     const canonical = normalizeLicenseKey(d.variant, t);
     if (canonical) license = await d.store.findLicenseByKeyHash(hashLicenseKey(canonical));
   }
-  if (!license) throw new KeyturnError("license_unknown", `no license matches ${JSON.stringify(t.slice(0, 60))}`);
+  if (!license) throw new KeyturnError("not_found", `no license matches ${JSON.stringify(t.slice(0, 60))}`);
   return license;
 }
 
@@ -105,6 +121,7 @@ export async function searchLicenses(d: AdminDeps, caller: AdminCaller, input: u
   const bound = { query: textQuery, status };
   const after = decodeCursor(o.cursor, bound, isLicensePosition);
   const rows = await d.store.searchLicenses({ text: textQuery, status, now: d.clock(), after, limit: limit + 1 });
+  await auditRead(d, caller, "license-list");
   const page = rows.slice(0, limit);
   const last = page.at(-1)?.license;
   return {
@@ -118,6 +135,7 @@ export async function showLicense(d: AdminDeps, caller: AdminCaller, keyOrId: un
   requireScope(caller.principal, "licenses:read");
   const license = await findLicense(d, keyOrId);
   const [seatsUsed, activations] = await Promise.all([d.store.countActiveSeats(license.id), d.store.listActivations(license.id)]);
+  await auditRead(d, caller, "license-show", license.id);
   return { license: licenseView(license, seatsUsed), activations: activations.map(activationView) };
 }
 
@@ -135,15 +153,17 @@ export async function updateLicense(d: AdminDeps, caller: AdminCaller, keyOrId: 
     organization: optText(o, "organization", NAME_MAX),
     plan: optText(o, "plan", PLAN_MAX),
     planTitle: optText(o, "planTitle", NAME_MAX),
-    channels: o.channels === undefined ? undefined : textList(o, "channels", CHANNELS, CHANNELS.length),
+    channels: o.channels === undefined ? undefined : textList(o, "channels", d.variant.channels, d.variant.channels.length),
     seats: optWholeNumber(o, "seats", 1, SEATS_MAX),
     expires: o.expires === undefined ? undefined : expiry(o, "expires", now),
     email: email(o, "email"),
     metadata: metadata(o, "metadata"),
+    tokenTtl: tokenTtl(o, "tokenTtl"),
+    seatLease: seatLease(o),
   };
   const current = await findLicense(d, keyOrId);
   if (current.kind !== "license") throw new KeyturnError("invalid_request", "staff entitlements follow the identity provider and are not edited");
-  const before = { ...current, email: current.email ?? null, metadata: current.metadata ?? {} };
+  const before = { ...current, email: current.email ?? null, metadata: current.metadata ?? {}, tokenTtl: current.tokenTtl ?? null, seatLease: current.seatLease ?? null };
   const changed = UPDATE_FIELDS.filter((f) => patch[f] !== undefined && canonicalJson(patch[f]) !== canonicalJson(before[f]));
   const effective = Object.fromEntries(changed.map((f) => [f, patch[f]])) as LicensePatch;
   if (changed.length === 0) return { license: licenseView(current, await d.store.countActiveSeats(current.id)), changed: [] };
@@ -151,7 +171,7 @@ export async function updateLicense(d: AdminDeps, caller: AdminCaller, keyOrId: 
     audit: adminAudit(d, caller, "license-update", { licenseId: current.id }),
     event: (l) => newEvent("license.updated", { license: licenseView(l), changed }, now),
   });
-  if (result.outcome === "unknown") throw new KeyturnError("license_unknown", `no license ${current.id}`);
+  if (result.outcome === "unknown") throw new KeyturnError("not_found", `no license ${current.id}`);
   if (result.outcome === "seats_in_use")
     throw new KeyturnError("seats_in_use", `${result.seatsUsed} seats are in use: deactivate installations before lowering seats to ${effective.seats}`);
   return { license: licenseView(result.license, result.seatsUsed), changed };
@@ -164,7 +184,7 @@ export async function revokeLicense(d: AdminDeps, caller: AdminCaller, keyOrId: 
   const now = d.clock();
   const revoked = await d.store.revokeLicense(license.id, now, {
     audit: adminAudit(d, caller, "license-revoke", { licenseId: license.id }),
-    event: (l) => newEvent("license.revoked", { license: licenseView(l), tokensValidUntil: tokensValidUntil(now, d.tokenTtlSeconds, l.expires, l.tokensExpire) }, now),
+    event: (l) => newEvent("license.revoked", { license: licenseView(l), tokensValidUntil: tokensValidUntil(now, revocationTtl(d.tokenTtlSeconds, l), l.expires, l.tokensExpire) }, now),
   });
   if (!revoked) throw new KeyturnError("license_revoked", `license ${license.id} was already revoked`);
   return licenseView((await d.store.getLicense(license.id))!, await d.store.countActiveSeats(license.id));
@@ -183,31 +203,54 @@ export async function reinstateLicense(d: AdminDeps, caller: AdminCaller, keyOrI
   return licenseView(reinstated, await d.store.countActiveSeats(license.id));
 }
 
+/**
+ * Gives a license a new key, for one lost or leaked (scope licenses:write; audit license-rekey;
+ * event license.updated with changed ["key"]). Only the key's hash is kept, so the old key cannot be
+ * shown again; from this write on it is license_unknown. Installations keep their seats and their
+ * tokens, which name the activation and the license, not the key. Staff entitlements have no key.
+ */
+export async function rekeyLicense(d: AdminDeps, caller: AdminCaller, keyOrId: unknown): Promise<CreatedLicense> {
+  requireScope(caller.principal, "licenses:write");
+  const current = await findLicense(d, keyOrId);
+  if (current.kind !== "license") throw new KeyturnError("invalid_request", "staff entitlements have no license key");
+  const now = d.clock();
+  const key = generateLicenseKey(d.variant);
+  const result = await d.store.updateLicense(current.id, { keyHash: hashLicenseKey(key) }, {
+    audit: adminAudit(d, caller, "license-rekey", { licenseId: current.id }),
+    event: (l) => newEvent("license.updated", { license: licenseView(l), changed: ["key"] }, now),
+  });
+  if (result.outcome !== "updated") throw new KeyturnError("not_found", `no license ${current.id}`);
+  return { license: licenseView(result.license, result.seatsUsed), key };
+}
+
 /** Every installation of a license, active or not, oldest first (scope activations:read). */
 export async function listActivations(d: AdminDeps, caller: AdminCaller, keyOrId: unknown): Promise<ActivationView[]> {
   requireScope(caller.principal, "activations:read");
   const license = await findLicense(d, keyOrId);
-  return (await d.store.listActivations(license.id)).map(activationView);
+  const activations = await d.store.listActivations(license.id);
+  await auditRead(d, caller, "activation-list", license.id);
+  return activations.map(activationView);
 }
 
 /**
  * Gives an installation's seat back (scope activations:write; audit activation-deactivate; event
- * activation.deactivated). Unknown: not_found; already deactivated: entitlement_revoked.
+ * activation.deactivated). Unknown: not_found; already deactivated: already_deactivated (409).
  */
 export async function deactivateActivation(d: AdminDeps, caller: AdminCaller, activationId: unknown): Promise<ActivationView> {
   requireScope(caller.principal, "activations:write");
   const id = idParam(activationId, "activation");
   const activation = await d.store.getActivation(id);
   if (!activation) throw new KeyturnError("not_found", `no activation ${id}`);
+  const ttl = revocationTtl(d.tokenTtlSeconds, await d.store.getLicense(activation.licenseId));
   const now = d.clock();
   let after: ActivationRecord | null = null;
   const done = await d.store.deactivate(activation.id, now, {
     audit: adminAudit(d, caller, "activation-deactivate", { licenseId: activation.licenseId, activationId: activation.id }),
     event: (a) => {
       after = a;
-      return newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, d.tokenTtlSeconds, null, a.tokenExp) }, now);
+      return newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, ttl, null, a.tokenExp) }, now);
     },
   });
-  if (!done || !after) throw new KeyturnError("entitlement_revoked", `activation ${activation.id} was already deactivated`);
+  if (!done || !after) throw new KeyturnError("already_deactivated", `activation ${activation.id} was already deactivated`);
   return activationView(after);
 }

@@ -1,6 +1,6 @@
 import type { IdentityConfig } from "../../config/config";
 import type { Logger } from "../../config/log";
-import { CHANNELS, type Variant } from "../../config/variants";
+import type { Variant } from "../../config/variants";
 import type { LicenseRecord, Store } from "../../store/types";
 import type { RequestContext } from "../audit";
 import type { Clock } from "../clock";
@@ -105,7 +105,7 @@ export class StaffSignIn {
       organization: this.d.staffOrganization,
       plan: "staff",
       planTitle: "Staff",
-      channels: [...CHANNELS],
+      channels: [...this.d.variant.channels],
       seats: this.d.staffSeats,
       issued: this.d.clock(),
       expires: null,

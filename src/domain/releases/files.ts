@@ -40,9 +40,9 @@ export function statInstaller(path: string, name: string): Stats {
   return stats;
 }
 
-/** SHA-256 (hex) of a file, read in chunks: installers can be large. Used by `release check` and `release sign`. */
-export function hashFile(path: string): string {
-  const hasher = new Bun.CryptoHasher("sha256");
+/** SHA-256 (hex; or `algorithm`) of a file, read in chunks: installers can be large. Used by `release check` and `release sign`. */
+export function hashFile(path: string, algorithm: "sha256" | "sha1" = "sha256"): string {
+  const hasher = new Bun.CryptoHasher(algorithm);
   const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
     const chunk = Buffer.allocUnsafe(1 << 20);

@@ -1,6 +1,9 @@
 import type { Logger } from "../../config/log";
+import { dirname } from "node:path";
 import { knownOf, loadSnapshot, saveSnapshot, type LoadedSnapshot } from "./index-snapshot";
+import { readFeedFile, type FeedFile } from "./feed-files";
 import { InstallerHandles } from "./installer-handles";
+import { ReleaseProblem } from "./problem";
 import { InstallerVerifier } from "./installer-verification";
 import { laneKey, ReleaseIndex, type Release } from "./release-index";
 import { ReleaseTreeUnreadable, scanReleaseTree, type KnownRelease, type ScanOptions, type ScanResult } from "./scan";
@@ -73,6 +76,8 @@ export class ReleaseHolder {
   private snapshot: LoadedSnapshot | null = null;
   /** The live releases of the index now, with their files: a scan takes those still the same files unread. */
   private known: ReadonlyMap<string, KnownRelease> | null = null;
+  /** Folders the next scan reads again though their manifest, signature and installer did not change (a feed file did). */
+  private readonly rereadFolders = new Set<string>();
 
   constructor(private readonly opts: ReleaseHolderOptions) {
     this.signatures = opts.signatures ?? SignatureCache.open(null);
@@ -215,6 +220,32 @@ export class ReleaseHolder {
     return path;
   }
 
+  /** The verified installer's SHA-512 (base64), or null (it changed: a re-scan is started). */
+  installerSha512(release: Release): string | null {
+    const sha512 = this.handles.sha512(release);
+    if (sha512 === null) {
+      this.opts.log.warn("installer on disk is not the verified one; re-scanning", { folder: release.folder });
+      void this.rescan();
+    }
+    return sha512;
+  }
+
+  /**
+   * A feed file of a release (its blockmap, its Tauri signature), read from its folder and checked
+   * against the manifest's size and SHA-256 now; null when it no longer is that file (a re-scan is started).
+   */
+  readFeedFile(release: Release, file: FeedFile): Uint8Array | null {
+    try {
+      return readFeedFile(dirname(release.installerPath), file);
+    } catch (e) {
+      if (!(e instanceof ReleaseProblem)) throw e;
+      this.opts.log.warn("feed file on disk is not the signed one; re-scanning", { folder: release.folder, reason: e.message });
+      this.rereadFolders.add(release.folder);
+      void this.rescan();
+      return null;
+    }
+  }
+
   /** Once every installer queued for hashing has been hashed, a scan that takes them in. */
   async verified(): Promise<ReleaseIndex> {
     await this.installers.settled();
@@ -261,7 +292,12 @@ export class ReleaseHolder {
   private async scanOnce(): Promise<ReleaseIndex> {
     let result: ScanResult;
     try {
-      const previous = this.known ?? this.snapshot?.known;
+      let previous = this.known ?? this.snapshot?.known;
+      if (previous && this.rereadFolders.size > 0) {
+        const skip = new Set(this.rereadFolders);
+        previous = new Map([...previous].filter(([folder]) => !skip.has(folder)));
+      }
+      this.rereadFolders.clear();
       result = await scanReleaseTree(this.opts.root, { ...this.opts, signatures: this.signatures, installers: this.installers, previous });
     } catch (e) {
       const error = e instanceof ReleaseTreeUnreadable ? e.message : String((e as Error)?.stack ?? e);

@@ -132,7 +132,7 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
   const files = new Map<Release, ReleaseFiles>();
   const releases = snapshot.releases.map((r, i): Release => {
     const m = r.manifest;
-    const manifest: Manifest = Object.freeze({ ...places[i]!, version: m.version, released: m.released, installer: m.installer, size: m.size, sha256: m.sha256, rollout: m.rollout ?? null });
+    const manifest: Manifest = Object.freeze({ ...places[i]!, version: m.version, released: m.released, installer: m.installer, size: m.size, sha256: m.sha256, rollout: m.rollout ?? null, feeds: m.feeds ?? null });
     const release: Release = Object.freeze({ manifest, folder: r.folder, installerPath: join(o.root, r.folder, m.installer) });
     const served =
       r.manifestBytes !== undefined && r.signatureBytes !== undefined
@@ -155,7 +155,8 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
     const m = found.release.manifest;
     const agrees =
       (["version", "released", "installer", "size", "sha256"] as const).every((k) => m[k] === r.manifest[k]) &&
-      JSON.stringify(m.rollout) === JSON.stringify(r.manifest.rollout);
+      JSON.stringify(m.rollout) === JSON.stringify(r.manifest.rollout) &&
+      JSON.stringify(m.feeds) === JSON.stringify(r.manifest.feeds);
     return same && agrees ? servedOf(found) : null;
   };
   const index = ReleaseIndex.of(releases, { holds, reread });

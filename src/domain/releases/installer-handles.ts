@@ -59,6 +59,25 @@ export class InstallerHandles {
     }
   }
 
+  /**
+   * The SHA-512 (base64) of the installer of `release` as hashed when it was verified, or null when
+   * the file there now is not the verified one (the feeds then answer as the update path does).
+   */
+  sha512(release: Release): string | null {
+    let fd: number;
+    try {
+      fd = openSync(release.installerPath, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    } catch {
+      return null;
+    }
+    try {
+      const stats = fstatSync(fd);
+      return stats.isFile() && stats.size === release.manifest.size ? this.verifier.sha512Of(identityOf(stats), release.manifest.sha256) : null;
+    } finally {
+      closeSync(fd);
+    }
+  }
+
   /** Descriptors held now. */
   get size(): number {
     return this.held.size;

@@ -28,8 +28,9 @@ export interface InstallerVerifierOptions {
  */
 export class InstallerVerifier {
   /** Read from the file when first needed, so a start does not wait for it. */
-  private knownNow: Set<string> | null = null;
-  private seen = new Set<string>();
+  /** Verified key (keyOf) → the installer's SHA-512, base64, hashed in the same pass (electron-updater's `sha512`). */
+  private knownNow: Map<string, string> | null = null;
+  private seen = new Map<string, string>();
   private added = false;
   /** Identities whose bytes did not match or could not be read, so they are not tried again on every scan (this process only). */
   private failed = new Map<string, "mismatch" | "unreadable">();
@@ -48,18 +49,25 @@ export class InstallerVerifier {
     return new InstallerVerifier(file, opts);
   }
 
-  private get known(): Set<string> {
+  private get known(): Map<string, string> {
     if (this.knownNow) return this.knownNow;
     let lines: string[] = [];
     if (this.file) {
       try {
-        // A line is only ever compared whole with a key made by keyOf, so one that is not a key never matches.
         lines = readFileSync(this.file, "latin1").split("\n");
       } catch {
         // First start, or unreadable: every installer is hashed once and the file written afresh.
       }
     }
-    return (this.knownNow = new Set(lines.filter((l) => l !== "")));
+    // A line is `<key> <sha512>`; its key is only ever compared whole with one made by keyOf, so a
+    // line that is not one (an older file's, without the SHA-512) never matches and is hashed again.
+    const known = new Map<string, string>();
+    for (const line of lines) {
+      const cut = line.lastIndexOf(" ");
+      const sha512 = line.slice(cut + 1);
+      if (cut > 0 && SHA512_BASE64.test(sha512)) known.set(line.slice(0, cut), sha512);
+    }
+    return (this.knownNow = known);
   }
 
   static keyOf(id: FileIdentity, sha256: string): string {
@@ -74,6 +82,11 @@ export class InstallerVerifier {
     return this.known.has(InstallerVerifier.keyOf(id, sha256));
   }
 
+  /** The SHA-512 (base64) of the verified file of `id` and `sha256`, or null when it is not verified. */
+  sha512Of(id: FileIdentity, sha256: string): string | null {
+    return this.known.get(InstallerVerifier.keyOf(id, sha256)) ?? null;
+  }
+
   /**
    * During a scan: the verdict for the installer at `path`, whose lstat gave `id`. Small ones not
    * yet known are hashed now (within the scan's budget); the others are queued for the background
@@ -81,8 +94,9 @@ export class InstallerVerifier {
    */
   verdict(path: string, id: FileIdentity, sha256: string): InstallerVerdict {
     const key = InstallerVerifier.keyOf(id, sha256);
-    if (this.known.has(key)) {
-      this.seen.add(key);
+    const sha512 = this.known.get(key);
+    if (sha512 !== undefined) {
+      this.seen.set(key, sha512);
       return "verified";
     }
     const failed = this.failed.get(key);
@@ -94,7 +108,7 @@ export class InstallerVerifier {
     if (size <= (this.opts.inlineMaxBytes ?? INLINE_HASH_MAX_BYTES) && this.scanBudget >= size) {
       this.scanBudget -= size;
       const hashed = hashOpened(path, id);
-      if (hashed !== null) return this.settle(key, hashed === sha256 ? "verified" : "mismatch");
+      if (hashed !== null) return this.settle(key, hashed.sha256 === sha256 ? hashed.sha512 : "mismatch");
     }
     // Hashed once the scan is over (finishScan): hashing meanwhile would slow the scan a start waits for.
     if (!this.queue.has(key)) this.queue.set(key, { path, id, sha256 });
@@ -122,20 +136,21 @@ export class InstallerVerifier {
     this.failedSeen = new Map();
     const changed = this.added || this.seen.size !== this.known.size;
     this.knownNow = this.seen;
-    this.seen = new Set();
+    this.seen = new Map();
     this.added = false;
     if (changed) this.write();
     if (this.queue.size > 0) this.draining ??= this.drain();
   }
 
-  private settle(key: string, verdict: "verified" | "mismatch" | "unreadable"): InstallerVerdict {
-    if (verdict !== "verified") {
+  /** `verdict`: the SHA-512 of bytes that matched, or why they did not. */
+  private settle(key: string, verdict: string): InstallerVerdict {
+    if (verdict === "mismatch" || verdict === "unreadable") {
       this.failed.set(key, verdict);
       this.failedSeen.set(key, verdict);
       return verdict;
     }
-    this.known.add(key);
-    this.seen.add(key);
+    this.known.set(key, verdict);
+    this.seen.set(key, verdict);
     this.added = true;
     return "verified";
   }
@@ -144,7 +159,7 @@ export class InstallerVerifier {
     if (!this.file) return;
     const tmp = `${this.file}.${process.pid}.tmp`;
     try {
-      writeFileSync(tmp, [...this.known].join("\n") + "\n", { mode: 0o600 });
+      writeFileSync(tmp, [...this.known].map(([key, sha512]) => `${key} ${sha512}`).join("\n") + "\n", { mode: 0o600 });
       renameSync(tmp, this.file);
     } catch {
       // A read-only data directory only costs the next start its hashing.
@@ -159,7 +174,7 @@ export class InstallerVerifier {
         this.queue.delete(key);
         // null: the file changed since the scan saw it; the scan this triggers sees the new one.
         if (hashed === "unreadable") this.settle(key, "unreadable");
-        else if (hashed !== null) this.settle(key, hashed === job.sha256 ? "verified" : "mismatch");
+        else if (hashed !== null) this.settle(key, hashed.sha256 === job.sha256 ? hashed.sha512 : "mismatch");
         // The scan this triggers writes the file (finishScan), once for many settled installers.
         this.onSettled?.();
       }
@@ -169,8 +184,30 @@ export class InstallerVerifier {
   }
 }
 
-/** SHA-256 (hex) of the file at `path` if the descriptor opened is still the file of `id` before and after reading it; else null. */
-function hashOpened(path: string, id: FileIdentity): string | null {
+interface Hashes {
+  /** Hex, as manifests declare it. */
+  readonly sha256: string;
+  /** Base64, as electron-updater's `files[].sha512`. */
+  readonly sha512: string;
+}
+
+const SHA512_BASE64 = /^[A-Za-z0-9+/]{86}==$/;
+
+/** Both hashes fed by each chunk read: one pass over the file. */
+function hashers() {
+  const sha256 = new Bun.CryptoHasher("sha256");
+  const sha512 = new Bun.CryptoHasher("sha512");
+  return {
+    update(bytes: Uint8Array) {
+      sha256.update(bytes);
+      sha512.update(bytes);
+    },
+    digest: (): Hashes => ({ sha256: sha256.digest("hex"), sha512: sha512.digest("base64") }),
+  };
+}
+
+/** SHA-256 and SHA-512 of the file at `path` if the descriptor opened is still the file of `id` before and after reading it; else null. */
+function hashOpened(path: string, id: FileIdentity): Hashes | null {
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -179,31 +216,31 @@ function hashOpened(path: string, id: FileIdentity): string | null {
   }
   try {
     if (!sameIdentity(identityOf(fstatSync(fd)), id)) return null;
-    const hasher = new Bun.CryptoHasher("sha256");
+    const hasher = hashers();
     const chunk = Buffer.allocUnsafe(Math.min(CHUNK, Math.max(1, id[2])));
     for (;;) {
       const n = readSync(fd, chunk, 0, chunk.length, null);
       if (n === 0) break;
       hasher.update(chunk.subarray(0, n));
     }
-    return sameIdentity(identityOf(fstatSync(fd)), id) ? hasher.digest("hex") : null;
+    return sameIdentity(identityOf(fstatSync(fd)), id) ? hasher.digest() : null;
   } finally {
     closeSync(fd);
   }
 }
 
-async function hashOpenedAsync(path: string, id: FileIdentity): Promise<string | null> {
+async function hashOpenedAsync(path: string, id: FileIdentity): Promise<Hashes | null> {
   const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   try {
     if (!sameIdentity(identityOf(await handle.stat()), id)) return null;
-    const hasher = new Bun.CryptoHasher("sha256");
+    const hasher = hashers();
     const chunk = Buffer.allocUnsafe(CHUNK);
     for (;;) {
       const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
       if (bytesRead === 0) break;
       hasher.update(chunk.subarray(0, bytesRead));
     }
-    return sameIdentity(identityOf(await handle.stat()), id) ? hasher.digest("hex") : null;
+    return sameIdentity(identityOf(await handle.stat()), id) ? hasher.digest() : null;
   } finally {
     await handle.close();
   }

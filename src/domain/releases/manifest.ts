@@ -1,4 +1,5 @@
-import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
+import type { Variant } from "../../config/variants";
+import { parseFeeds, type Feeds } from "./feed-files";
 import { ReleaseProblem } from "./problem";
 import { parseRollout, type Rollout } from "./rollout";
 
@@ -23,6 +24,8 @@ export interface Manifest extends ReleasePlace {
   readonly sha256: string;
   /** The staged rollout the vendor signed (rollout.ts); null: every installation. */
   readonly rollout: Rollout | null;
+  /** The existing updaters' feeds that offer the release (feed-files.ts); null: the update path only. */
+  readonly feeds: Feeds | null;
 }
 
 const VERSION = /^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/;
@@ -60,8 +63,8 @@ export function parseManifest(bytes: Uint8Array, variant: Variant, place: Releas
 
   if (variant.products.length > 0) field("product", isText(m.product) && variant.products.includes(m.product), `must be one of ${variant.products.join(", ")}`);
   else if (m.product !== undefined) throw new ReleaseProblem(`manifest has a product, but ${variant.name} has no products`);
-  field("channel", isText(m.channel) && (CHANNELS as readonly string[]).includes(m.channel), `must be one of ${CHANNELS.join(", ")}`);
-  field("platform", isText(m.platform) && (PLATFORMS as readonly string[]).includes(m.platform), `must be one of ${PLATFORMS.join(", ")}`);
+  field("channel", isText(m.channel) && variant.channels.includes(m.channel), `must be one of ${variant.channels.join(", ")}`);
+  field("platform", isText(m.platform) && variant.platforms.includes(m.platform), `must be one of ${variant.platforms.join(", ")}`);
   field("version", isText(m.version) && VERSION.test(m.version), "must be a version like 1.4.2 or 2.0.0-beta.1");
   const released = isText(m.released) && ISO_WITH_OFFSET.test(m.released) ? Date.parse(m.released) : NaN;
   field("released", !Number.isNaN(released), "must be an ISO 8601 time with an offset, e.g. 2026-11-21T10:00:00+00:00");
@@ -76,6 +79,7 @@ export function parseManifest(bytes: Uint8Array, variant: Variant, place: Releas
   const installer = m.installer as string;
   if (installer === variant.manifestFile || installer === `${variant.manifestFile}.sig`)
     throw new ReleaseProblem("manifest installer must not be the manifest or its signature");
+  const feeds = parseFeeds(m.feeds, installer, [variant.manifestFile, `${variant.manifestFile}.sig`]);
 
   const product = variant.products.length > 0 ? (m.product as string) : null;
   const said = { product, channel: m.channel as string, platform: m.platform as string };
@@ -92,5 +96,6 @@ export function parseManifest(bytes: Uint8Array, variant: Variant, place: Releas
     size: m.size as number,
     sha256: m.sha256 as string,
     rollout,
+    feeds,
   });
 }

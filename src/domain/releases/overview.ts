@@ -1,4 +1,5 @@
 import { isoTime, type Clock } from "../clock";
+import { feedsOffered } from "./feed-formats";
 import { laneName, thresholdNow, type ReleaseControls } from "./release-controls";
 import type { ReleaseIndex } from "./release-index";
 import { percentOf, type Rollout } from "./rollout";
@@ -19,6 +20,8 @@ export interface ReleaseOverview {
       readonly share: number;
       readonly halted: string | null;
       readonly withdrawn: string | null;
+      /** The existing updaters' feeds that offer it (feedsOffered). */
+      readonly feeds: readonly string[];
     }[];
   }[];
   /** Controls of releases not (or no longer) in the tree: kept, and applied should they come back. */
@@ -50,6 +53,7 @@ export async function releaseOverview(d: { index: ReleaseIndex; skipped: Readonl
       share: c?.withdrawn != null ? 0 : percentOf(thresholdNow(m, c, now)),
       halted: c?.halted != null ? isoTime(c.halted) : null,
       withdrawn: c?.withdrawn != null ? isoTime(c.withdrawn) : null,
+      feeds: feedsOffered(m),
     });
   }
   return {

@@ -1,4 +1,4 @@
-import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
+import type { Variant } from "../../config/variants";
 import type { AuditRecord, ReleaseControlOp, ReleaseControlRecord, ReleaseKey, Store } from "../../store/types";
 import type { Clock } from "../clock";
 import { KeyturnError } from "../errors";
@@ -6,6 +6,7 @@ import { newEvent } from "../events";
 import type { Manifest } from "./manifest";
 import type { ReleaseIndex } from "./release-index";
 import { FULL, percentOf, thresholdOf } from "./rollout";
+import { compareVersions } from "./version-order";
 
 /** A lane's name in controls, events and stats: `product/channel/platform`, gamma `channel/platform`. */
 export const laneName = (product: string | null, channel: string, platform: string): string =>
@@ -18,7 +19,7 @@ export function placeOfLane(variant: Variant, lane: string): { product: string |
   if (parts.length !== (withProduct ? 3 : 2)) return null;
   const [product, channel, platform] = withProduct ? parts : [null, ...parts];
   if (product !== null && !variant.products.includes(product!)) return null;
-  if (!(CHANNELS as readonly string[]).includes(channel!) || !(PLATFORMS as readonly string[]).includes(platform!)) return null;
+  if (!variant.channels.includes(channel!) || !variant.platforms.includes(platform!)) return null;
   return { product: product ?? null, channel: channel!, platform: platform! };
 }
 
@@ -94,15 +95,28 @@ export class ReleaseControls {
   }
 
   /**
-   * Applies one control to the release `version` of `lane` (a lane name of this variant; the
-   * release need not be in the tree: a mirror may learn of a control before the release's files).
-   * `index`, when given, supplies the share reported.
+   * An operator's control (CLI, admin API): refused with not_found, naming the releases the lane
+   * has, unless the release exists here: live in `index` (when given), recorded as known by any
+   * scan (known_releases: a withdrawn release whose folder was removed stays restorable), or
+   * carrying a kept control. Nothing is written for a refused control.
    */
-  /**
-   * Applies a control; when it changes anything, `audit` (the caller's line) and the event
-   * release.halted|resumed|withdrawn|restored are written in the same transaction.
-   */
-  async apply(op: ReleaseControlOp, lane: string, version: string, index: ReleaseIndex | null = null, audit?: AuditRecord): Promise<ControlChange> {
+  async applyToKnown(op: ReleaseControlOp, lane: string, version: string, index: ReleaseIndex | null, audit?: AuditRecord): Promise<ControlChange> {
+    const place = this.placeOf(lane, version);
+    const versions = new Set<string>();
+    for (const r of index?.releasesOf(place.product, place.channel, place.platform) ?? []) versions.add(r.manifest.version);
+    for (const k of await this.store.listKnownReleases()) if (k.lane === lane) versions.add(k.version);
+    for (const c of await this.store.listReleaseControls()) if (c.lane === lane) versions.add(c.version);
+    if (!versions.has(version)) {
+      const known = [...versions].sort((a, b) => compareVersions(b, a));
+      throw new KeyturnError(
+        "not_found",
+        known.length > 0 ? `${lane} has no release ${version}; its releases: ${known.join(", ")}.` : `${lane} has no releases; nothing to ${op}.`,
+      );
+    }
+    return this.apply(op, lane, version, index, audit);
+  }
+
+  private placeOf(lane: string, version: string): { product: string | null; channel: string; platform: string } {
     const place = placeOfLane(this.variant, lane);
     if (!place)
       throw new KeyturnError(
@@ -111,6 +125,18 @@ export class ReleaseControls {
       );
     if (typeof version !== "string" || !/^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/.test(version))
       throw new KeyturnError("invalid_request", "version must be a release version like 1.4.2.");
+    return place;
+  }
+
+  /**
+   * Applies one control to the release `version` of `lane` (a lane name of this variant; the
+   * release need not be in the tree: a mirror may learn of a control before the release's files).
+   * `index`, when given, supplies the share reported. When it changes anything, `audit` (the
+   * caller's line) and the event release.halted|resumed|withdrawn|restored are written in the same
+   * transaction.
+   */
+  async apply(op: ReleaseControlOp, lane: string, version: string, index: ReleaseIndex | null = null, audit?: AuditRecord): Promise<ControlChange> {
+    const place = this.placeOf(lane, version);
     const key: ReleaseKey = { lane, version };
     const now = this.clock();
     const release = index?.releasesOf(place.product, place.channel, place.platform).find((r) => r.manifest.version === version);

@@ -1,10 +1,11 @@
 import { readdirSync, statSync, type Dirent, type Stats } from "node:fs";
 import { join } from "node:path";
-import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
+import type { Variant } from "../../config/variants";
 import type { PublicKeyInfo } from "../keys";
 import { hashFile, identityOf, readRegularFile, releaseFilesUnchanged, statInstaller, type FileIdentity, type ReleaseFiles } from "./files";
 import { installerAdmitted, type InstallerVerifier } from "./installer-verification";
 import { parseManifest, type Manifest, type ReleasePlace } from "./manifest";
+import { checkFeedFiles } from "./feed-files";
 import { ReleaseProblem } from "./problem";
 import { etagOf, isServed, laneKey, newestFirst, ReleaseIndex, type Release, type ServedRelease } from "./release-index";
 import { checkSignature, parseSignature } from "./signature";
@@ -79,8 +80,8 @@ const isHidden = (name: string) => name.startsWith(".");
 export function treeLevels(variant: Variant): { readonly name: keyof ReleasePlace; readonly values: readonly string[] }[] {
   return [
     ...(variant.products.length > 0 ? [{ name: "product" as const, values: variant.products }] : []),
-    { name: "channel" as const, values: CHANNELS },
-    { name: "platform" as const, values: PLATFORMS },
+    { name: "channel" as const, values: variant.channels },
+    { name: "platform" as const, values: variant.platforms },
   ];
 }
 
@@ -249,7 +250,8 @@ export function rereadRelease(root: string, r: Release, opts: ScanOptions, signa
   const m = found.release.manifest;
   const same =
     (["version", "released", "installer", "size", "sha256"] as const).every((k) => m[k] === r.manifest[k]) &&
-    JSON.stringify(m.rollout) === JSON.stringify(r.manifest.rollout);
+    JSON.stringify(m.rollout) === JSON.stringify(r.manifest.rollout) &&
+    JSON.stringify(m.feeds) === JSON.stringify(r.manifest.feeds);
   return same ? servedOf({ ...found, release: r }) : null;
 }
 
@@ -306,6 +308,7 @@ export function inspectFolder(
   const signatureBytes = readRegularFile(join(dir, `${manifestFile}.sig`), `${manifestFile}.sig`, MAX_MANIFEST_BYTES, (s) => (files[1] = identityOf(s)));
   const installerPath = join(dir, manifest.installer);
   files[2] = identityOf(checkInstallerSize(installerPath, manifest));
+  checkFeedFiles(dir, manifest.feeds);
 
   if (opts.releaseKeys.size > 0) {
     const parsed = parseSignature(signatureBytes, opts.releaseKeys, opts.variant);
@@ -331,6 +334,9 @@ export function checkInstallerSize(path: string, manifest: Manifest): Stats {
 
 export function checkInstallerHash(path: string, manifest: Manifest): void {
   if (hashFile(path) !== manifest.sha256) throw new ReleaseProblem(`installer ${manifest.installer} does not match the manifest's sha256`);
+  const velopack = manifest.feeds?.velopack;
+  if (velopack && hashFile(path, "sha1") !== velopack.sha1)
+    throw new ReleaseProblem(`installer ${manifest.installer} does not match the manifest's feeds.velopack.sha1`);
 }
 
 /**

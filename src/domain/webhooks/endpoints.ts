@@ -1,13 +1,14 @@
 import type { DeliveryRecord, DeliveryStatus, WebhookEndpointRecord } from "../../store/types";
+import { decodeCursor, encodeCursor } from "../admin/cursor";
 import { adminAudit, requireScope, type AdminCaller, type AdminDeps } from "../admin/deps";
+import { auditRead } from "../admin/read-audit";
 import { idParam, pageLimit, readObject, textList } from "../admin/input";
 import { isoTime } from "../clock";
 import { KeyturnError } from "../errors";
 import { EVENT_TYPES } from "../events";
 import { newId } from "../ids";
-import { newWebhookSecret } from "./signing";
-
-const URL_MAX = 2000;
+import { checkEndpointUrl, NO_EXCEPTIONS } from "./destination";
+import { newWebhookSecret, webhookSecretContext } from "./signing";
 
 export interface WebhookEndpointView {
   readonly id: string;
@@ -57,33 +58,17 @@ export const deliveryView = (r: DeliveryRecord): DeliveryView => ({
   created: isoTime(r.created),
 });
 
-/** https, or http to a loopback address (a receiver on the same machine). */
-export function checkEndpointUrl(value: unknown): string {
-  const bad = (why: string) => new KeyturnError("invalid_request", `url ${why}`);
-  if (typeof value !== "string" || value.length === 0 || value.length > URL_MAX) throw bad(`must be a string of at most ${URL_MAX} characters`);
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw bad("is not a URL");
-  }
-  if (url.username || url.password) throw bad("must not carry credentials");
-  const host = url.hostname.replace(/^\[|\]$/g, "");
-  const loopback = host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
-  if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) throw bad("must be https (http only to a loopback address)");
-  return url.href;
-}
-
 /** Adds an endpoint (scope webhooks:write; audit webhook-add). Its secret is answered here only. */
 export async function addWebhookEndpoint(d: AdminDeps, caller: AdminCaller, body: unknown): Promise<{ endpoint: WebhookEndpointView; secret: string }> {
   requireScope(caller.principal, "webhooks:write");
   const o = readObject(body, ["url", "events"]);
-  const url = checkEndpointUrl(o.url);
+  const url = checkEndpointUrl(o.url, d.webhookDestinations ?? NO_EXCEPTIONS);
   const types = textList(o, "events", EVENT_TYPES, EVENT_TYPES.length);
   const secret = newWebhookSecret();
   const now = d.clock();
+  const id = newId("whe", now);
   const endpoint = await d.store.createWebhookEndpoint(
-    { id: newId("whe", now), url, types, secret, enabled: true, disabledReason: null, created: now },
+    { id, url, types, secret: d.seal ? await d.seal.seal(secret, webhookSecretContext(id)) : secret, enabled: true, disabledReason: null, created: now },
     adminAudit(d, caller, "webhook-add"),
   );
   return { endpoint: endpointView(endpoint), secret };
@@ -91,7 +76,9 @@ export async function addWebhookEndpoint(d: AdminDeps, caller: AdminCaller, body
 
 export async function listWebhookEndpoints(d: AdminDeps, caller: AdminCaller): Promise<WebhookEndpointView[]> {
   requireScope(caller.principal, "webhooks:read");
-  return (await d.store.listWebhookEndpoints()).map(endpointView);
+  const endpoints = await d.store.listWebhookEndpoints();
+  await auditRead(d, caller, "webhook-list");
+  return endpoints.map(endpointView);
 }
 
 /** Removes an endpoint and its deliveries (scope webhooks:write; audit webhook-remove). */
@@ -117,19 +104,22 @@ export async function setWebhookEndpointEnabled(d: AdminDeps, caller: AdminCalle
 
 const STATUSES: readonly DeliveryStatus[] = ["pending", "delivered", "failed"];
 
-/** Deliveries, newest first (scope webhooks:read). Query: { endpoint?, status?, cursor? (a delivery id), limit? (1-200, 50) }. */
+const isDeliveryPosition = (p: unknown): p is string => typeof p === "string" && /^dlv_[a-z0-9]{1,60}$/.test(p);
+
+/** Deliveries, newest first (scope webhooks:read). Query: { endpoint?, status?, cursor? (bound to the query), limit? (1-200, 50) }. */
 export async function listDeliveries(d: AdminDeps, caller: AdminCaller, input: unknown): Promise<{ deliveries: DeliveryView[]; next: string | null }> {
   requireScope(caller.principal, "webhooks:read");
   const o = readObject(input ?? {}, ["endpoint", "status", "cursor", "limit"], "query");
   const endpointId = o.endpoint === undefined ? undefined : idParam(o.endpoint, "endpoint");
   const status = o.status as DeliveryStatus | undefined;
   if (status !== undefined && !STATUSES.includes(status)) throw new KeyturnError("invalid_request", `status must be one of ${STATUSES.join(", ")}`);
-  const after = o.cursor === undefined ? undefined : idParam(o.cursor, "cursor");
-  if (after !== undefined && !after.startsWith("dlv_")) throw new KeyturnError("invalid_request", "cursor is not a cursor of this query");
+  const bound = { endpoint: endpointId, status };
+  const after = decodeCursor(o.cursor, bound, isDeliveryPosition);
   const limit = pageLimit(o.limit, 50, 200);
   const rows = await d.store.listDeliveries({ endpointId, status, after, limit: limit + 1 });
+  await auditRead(d, caller, "delivery-list");
   const page = rows.slice(0, limit);
-  return { deliveries: page.map(deliveryView), next: rows.length > limit ? page.at(-1)!.id : null };
+  return { deliveries: page.map(deliveryView), next: rows.length > limit ? encodeCursor(bound, page.at(-1)!.id) : null };
 }
 
 /** One delivery with every attempt (scope webhooks:read). */
@@ -139,6 +129,7 @@ export async function showDelivery(d: AdminDeps, caller: AdminCaller, id: unknow
   const delivery = await d.store.getDelivery(deliveryId);
   if (!delivery) throw new KeyturnError("not_found", `no delivery ${deliveryId}`);
   const attempts = await d.store.listAttempts(deliveryId);
+  await auditRead(d, caller, "delivery-show");
   return {
     delivery: deliveryView(delivery),
     attempts: attempts.map((a) => ({ attempt: a.attempt, time: isoTime(a.time), durationMs: a.durationMs, statusCode: a.statusCode, error: a.error })),

@@ -1,5 +1,6 @@
 import type { AdminDeps } from "../../domain/admin/deps";
 import { adminAudit } from "../../domain/admin/deps";
+import { auditRead } from "../../domain/admin/read-audit";
 import { isoTime, type Clock } from "../../domain/clock";
 import type { ReleaseHolder } from "../../domain/releases/holder";
 import { releaseOverview } from "../../domain/releases/overview";
@@ -36,9 +37,9 @@ export function adminReleaseEndpoints(admin: AdminDeps, releases: ReleaseHolder,
       params: RELEASE,
       querySchema: S.NoQuery,
       answer: S.AdminReleaseControlAnswer,
-      errors: [...ADMIN_ERRORS, "invalid_request"],
+      errors: [...ADMIN_ERRORS, "invalid_request", "not_found"],
       handler: async ({ params, admin: caller }) => {
-        const change = await controls.apply(op, params.lane ?? "", params.version ?? "", releases.current, adminAudit(admin, caller, `release-${op}`));
+        const change = await controls.applyToKnown(op, params.lane ?? "", params.version ?? "", releases.current, adminAudit(admin, caller, `release-${op}`));
         const c = change.control;
         return json({
           ok: true,
@@ -58,11 +59,15 @@ export function adminReleaseEndpoints(admin: AdminDeps, releases: ReleaseHolder,
       summary: "Every lane's live releases with their rollout state, the controls kept, and the folders skipped with why",
       auth: { scope: "releases:read" },
       budget: "admin",
-      audit: "admin-read",
+      audit: "release-list",
       querySchema: S.NoQuery,
       answer: S.AdminReleaseOverview,
       errors: [...ADMIN_ERRORS],
-      handler: async () => json({ ok: true, ...(await releaseOverview({ index: await releases.ready(), skipped: releases.skipped, controls, clock })) }),
+      handler: async ({ admin: caller }) => {
+        const overview = await releaseOverview({ index: await releases.ready(), skipped: releases.skipped, controls, clock });
+        await auditRead(admin, caller, "release-list");
+        return json({ ok: true, ...overview });
+      },
     }),
     control("halt"),
     control("resume"),
@@ -74,11 +79,15 @@ export function adminReleaseEndpoints(admin: AdminDeps, releases: ReleaseHolder,
       summary: "Installations seen in the last 30 days by product, lane and version; rollouts' reach; activations and seat_limit refusals per day; licenses expiring within 30 days",
       auth: { scope: "stats:read" },
       budget: "admin",
-      audit: "admin-read",
+      audit: "stats-read",
       querySchema: S.NoQuery,
       answer: S.AdminStats,
       errors: [...ADMIN_ERRORS],
-      handler: async () => json({ ok: true, ...(await collectStats({ store: admin.store, clock, controls, index: releases.current })) }),
+      handler: async ({ admin: caller }) => {
+        const stats = await collectStats({ store: admin.store, clock, controls, index: releases.current });
+        await auditRead(admin, caller, "stats-read");
+        return json({ ok: true, ...stats });
+      },
     }),
   ];
 }

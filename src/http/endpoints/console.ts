@@ -168,27 +168,27 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOp
       },
     }),
     ...(openId ? consoleOpenIdEndpoints(d, audit, openId) : []),
-    web("GET", "/console/", "The dashboard: installations by version per lane, activations, licences expiring, the release tree", "admin-read", (p) => {
+    web("GET", "/console/", "The dashboard: installations by version per lane, activations, licences expiring, the release tree", "stats-read", (p) => {
       if (sessionHas(p.session, "stats:read")) return dashboardPage(d, p.session, p.address);
       const first = FIRST_SECTION.find(([scope]) => sessionHas(p.session, scope));
       if (!first) throw new KeyturnError("insufficient_scope", "This session holds no scope the console shows.");
       return { redirect: first[1] };
     }),
-    web("GET", "/console/licenses", "Licences: search and the create form", "admin-read", (p) => licensesPage(d, p.session, p.address, queryParams(p.call.query))),
+    web("GET", "/console/licenses", "Licences: search and the create form", "license-list", (p) => licensesPage(d, p.session, p.address, queryParams(p.call.query))),
     web("POST", "/console/licenses", "Create a licence; its key is shown once", "license-create", (p) => createLicenseAction(d, p.session, p.address, p.form)),
-    web("GET", "/console/licenses/{id}", "A licence with its installations", "admin-read", (p) => licensePage(d, p.session, p.address, p.param("id"))),
+    web("GET", "/console/licenses/{id}", "A licence with its installations", "license-show", (p) => licensePage(d, p.session, p.address, p.param("id"))),
     web("POST", "/console/licenses/{id}", "Edit a licence's seats, expiry and channels", "license-update", (p) => updateLicenseAction(d, p.session, p.address, p.param("id"), p.form)),
     web("POST", "/console/licenses/{id}/revoke", "Revoke a licence", "license-revoke", (p) => revokeLicenseAction(d, p.session, p.address, p.param("id"))),
     web("POST", "/console/licenses/{id}/reinstate", "Reinstate a revoked licence", "license-reinstate", (p) => reinstateLicenseAction(d, p.session, p.address, p.param("id"))),
     web("POST", "/console/activations/{id}/deactivate", "Deactivate an installation (frees its seat)", "activation-deactivate", (p) => deactivateAction(d, p.session, p.address, p.param("id"))),
-    web("GET", "/console/audit", "The audit trail with filters", "admin-read", (p) => auditPage(d, p.session, p.address, queryParams(p.call.query))),
-    web("GET", "/console/releases", "Lanes, live releases, rollout state and controls, skipped folders", "admin-read", (p) => releasesPage(d, p.session, p.address)),
+    web("GET", "/console/audit", "The audit trail with filters", "audit-read", (p) => auditPage(d, p.session, p.address, queryParams(p.call.query))),
+    web("GET", "/console/releases", "Lanes, live releases, rollout state and controls, skipped folders", "release-list", (p) => releasesPage(d, p.session, p.address)),
     ...RELEASE_OPS.map((op) =>
       web("POST", `/console/releases/{lane}/{version}/${op}`, `${op[0]!.toUpperCase()}${op.slice(1)} a release`, `release-${op}`, (p) =>
         releaseControlAction(d, p.session, p.address, p.param("lane"), p.param("version"), op),
       ),
     ),
-    web("GET", "/console/webhooks", "Webhook endpoints and deliveries", "admin-read", (p) => webhooksPage(d, p.session, p.address, queryParams(p.call.query))),
+    web("GET", "/console/webhooks", "Webhook endpoints and deliveries", "webhook-list", (p) => webhooksPage(d, p.session, p.address, queryParams(p.call.query))),
     web("POST", "/console/webhook-deliveries/{id}/retry", "Retry a failed webhook delivery", "webhook-retry", (p) => retryDeliveryAction(d, p.session, p.address, p.param("id"))),
   ];
 }

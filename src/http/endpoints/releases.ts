@@ -38,7 +38,8 @@ export function releasesEndpoints(v: Variant, releases: ReleaseHolder, selection
       installer: m.installer,
       size: m.size,
       sha256: m.sha256,
-      manifest: `${API_PREFIX}/updates/${laneName(m.product, m.channel, m.platform)}/${v.manifestFile}`,
+      // Each release its own manifest (the lane's plain address is the one served now, which moves on).
+      manifest: `${API_PREFIX}/updates/${laneName(m.product, m.channel, m.platform)}/${v.manifestFile}?version=${encodeURIComponent(m.version)}`,
     };
   };
 

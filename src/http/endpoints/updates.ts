@@ -1,4 +1,4 @@
-import { CHANNELS, PLATFORMS, type Variant } from "../../config/variants";
+import type { Variant } from "../../config/variants";
 import { KeyturnError } from "../../domain/errors";
 import type { AdoptionRecorder } from "../../domain/adoption";
 import type { ReleaseHolder } from "../../domain/releases/holder";
@@ -35,6 +35,8 @@ const UPDATE_ANSWERS: Record<string, ExtraAnswer> = {
 /**
  * GET /updates/{product}/{channel}/{platform}/{file} (no {product} when the variant has none): the
  * newest live release's manifest, its `.sig`, or the installer of any live release of that lane.
+ * `?version=V` on the manifest or its `.sig` names an older release (GET /releases gives each
+ * release that address): answered when this installation may install it, as its installer is.
  * Files are found in the release index by exact name, never by joining the URL onto a path, so no
  * request can reach a file outside the tree.
  */
@@ -43,8 +45,8 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
   const sigFile = `${v.manifestFile}.sig`;
   const params: ParamDoc[] = [
     ...(withProduct ? [{ name: "product", description: "A product of this variant", values: v.products }] : []),
-    { name: "channel", description: "Update channel", values: CHANNELS },
-    { name: "platform", description: "Platform of the installation", values: PLATFORMS },
+    { name: "channel", description: "Update channel", values: v.channels },
+    { name: "platform", description: "Platform of the installation", values: v.platforms },
     {
       name: "file",
       description: `${v.manifestFile} (the manifest), ${sigFile} (its detached JWS), or the installer file name a live release's manifest names`,
@@ -59,17 +61,18 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
       budget: "api",
       audit: "update",
       params,
+      query: [{ name: "version", description: "With the manifest or its .sig: that release's, when this installation may install it (the address GET /releases gives each release); not used with an installer" }],
       answers: UPDATE_ANSWERS,
       errors: [...BEARER_ERRORS, "channel_not_allowed", "no_release", "not_found", "range_not_satisfiable", "unavailable"],
-      handler: async ({ request, params: p, principal }) => {
+      handler: async ({ request, params: p, query, principal }) => {
         const product = withProduct ? (p.product ?? "") : null;
         const channel = p.channel ?? "";
         const platform = p.platform ?? "";
         const file = p.file ?? "";
         const known =
           (product === null || v.products.includes(product)) &&
-          (CHANNELS as readonly string[]).includes(channel) &&
-          (PLATFORMS as readonly string[]).includes(platform) &&
+          v.channels.includes(channel) &&
+          v.platforms.includes(platform) &&
           (file === v.manifestFile || file === sigFile || isInstallerName(file));
         if (!known) throw new KeyturnError("not_found", "There is nothing at this address.");
         if (!principal.claims.chn.includes(channel))
@@ -81,6 +84,15 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
         if (!served) {
           if (releases.verifying(product, channel, platform)) throw new KeyturnError("unavailable", "The release is being verified; try again shortly.");
           throw new KeyturnError("no_release", `Nothing has been released on ${laneName(product, channel, platform)}.`);
+        }
+        const version = file === v.manifestFile || file === sigFile ? new URLSearchParams(query).get("version") : null;
+        if (version !== null) {
+          // An older release's own manifest: only one this installation could install (not withdrawn, not ahead of its rollout).
+          const named = index.releasesOf(product, channel, platform).find((r) => r.manifest.version === version);
+          const release = named && (await selection.installerAllowed(index, who, named)) ? index.withBytes(named) : null;
+          if (!release) throw new KeyturnError("not_found", `${laneName(product, channel, platform)} has no release ${version.slice(0, 64)} for this installation.`);
+          if (file === sigFile) return serveBytes(request, release.signatureBytes, release.signatureEtag, "application/jose");
+          return serveBytes(request, release.manifestBytes, release.manifestEtag, "application/json");
         }
         if (file === v.manifestFile) {
           adoption.seen(principal.claims.sub, laneName(product, channel, platform));

@@ -1,0 +1,136 @@
+import { createHash } from "node:crypto";
+import { join } from "node:path";
+import { readRegularFile } from "./files";
+import { ReleaseProblem } from "./problem";
+
+/**
+ * A file of a release folder that one of the existing updaters' feeds serves (design.md "Feeds for
+ * existing updaters"): named in the signed manifest with its size and SHA-256, checked by `release
+ * sign`, `release check` and the scan like the installer, and hashed again each time it is served.
+ */
+export interface FeedFile {
+  readonly file: string;
+  readonly size: number;
+  readonly sha256: string;
+}
+
+/**
+ * A manifest's optional `feeds`: which updaters' feeds offer the release, with what each needs
+ * beyond the installer. The vendor's own signatures are stored, never made: Tauri's minisign `.sig`
+ * file and Sparkle's `sign_update` edSignature.
+ */
+export interface Feeds {
+  /** electron-updater (generic provider); `blockmap`: `<installer>.blockmap`, for differential updates. */
+  readonly electron?: { readonly blockmap: FeedFile | null };
+  /** Tauri v2 updater: the `.sig` file `tauri build` wrote beside the artifact. */
+  readonly tauri?: { readonly signature: FeedFile };
+  /** Sparkle: the EdDSA signature `sign_update` printed, and the CFBundleVersion (default: the manifest's version). */
+  readonly sparkle?: { readonly edSignature: string; readonly bundleVersion: string | null };
+  /**
+   * Velopack: the package id (`vpk pack --packId`) and the installer's SHA-1 (Velopack's client
+   * checks it; `release sign` and `release check` verify it); the installer is its `-full.nupkg`.
+   */
+  readonly velopack?: { readonly packageId: string; readonly sha1: string };
+}
+
+export const FEED_NAMES = ["electron", "tauri", "sparkle", "velopack"] as const;
+export type FeedName = (typeof FEED_NAMES)[number];
+
+/** Blockmaps are about 1/100 000 of their installer (a few hundred KiB for a GiB); signatures under 1 KiB. */
+const MAX_FEED_FILE_BYTES = { blockmap: 16 << 20, signature: 4096 } as const;
+const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,219}$/;
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+const SHA1_HEX = /^[0-9a-f]{40}$/;
+/** 64 bytes of Ed25519 signature, base64 (88 characters with padding). */
+const ED_SIGNATURE = /^[A-Za-z0-9+/]{86}==$/;
+const BUNDLE_VERSION = /^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/;
+const PACKAGE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+function only(o: Record<string, unknown>, where: string, allowed: readonly string[]): void {
+  const extra = Object.keys(o).find((k) => !allowed.includes(k));
+  if (extra !== undefined) throw new ReleaseProblem(`manifest ${where} has an unknown field ${JSON.stringify(extra.slice(0, 40))}`);
+}
+
+function feedFile(v: unknown, where: string, kind: keyof typeof MAX_FEED_FILE_BYTES, name: (file: string) => string | null): FeedFile {
+  if (!isObject(v)) throw new ReleaseProblem(`manifest ${where} must be { "file", "size", "sha256" }`);
+  only(v, where, ["file", "size", "sha256"]);
+  const { file, size, sha256 } = v;
+  if (typeof file !== "string" || !FILE_NAME.test(file) || file.includes("..")) throw new ReleaseProblem(`manifest ${where}.file must be a bare file name`);
+  const wrong = name(file);
+  if (wrong !== null) throw new ReleaseProblem(`manifest ${where}.file ${wrong}`);
+  if (!Number.isSafeInteger(size) || (size as number) < 0 || (size as number) > MAX_FEED_FILE_BYTES[kind])
+    throw new ReleaseProblem(`manifest ${where}.size must be a whole number of bytes, at most ${MAX_FEED_FILE_BYTES[kind]}`);
+  if (typeof sha256 !== "string" || !SHA256_HEX.test(sha256)) throw new ReleaseProblem(`manifest ${where}.sha256 must be 64 lower-case hex digits`);
+  return Object.freeze({ file, size: size as number, sha256 });
+}
+
+/**
+ * Checks a manifest's `feeds` (undefined: the release is offered on the update path only). The
+ * names must not be the installer's, the manifest's or its signature's (reserved: `reserved`).
+ */
+export function parseFeeds(value: unknown, installer: string, reserved: readonly string[]): Feeds | null {
+  if (value === undefined) return null;
+  if (!isObject(value)) throw new ReleaseProblem("manifest feeds must be an object");
+  only(value, "feeds", FEED_NAMES);
+  const feeds: { -readonly [K in keyof Feeds]: Feeds[K] } = {};
+  const notReserved = (file: string) => (file === installer || reserved.includes(file) ? "must not be the installer, the manifest or its signature" : null);
+  if (value.electron !== undefined) {
+    const e = value.electron;
+    if (!isObject(e)) throw new ReleaseProblem("manifest feeds.electron must be an object");
+    only(e, "feeds.electron", ["blockmap"]);
+    // electron-updater asks for `<installer URL>.blockmap`, and for an older release's at the same path with its version.
+    const blockmap =
+      e.blockmap === undefined ? null : feedFile(e.blockmap, "feeds.electron.blockmap", "blockmap", (f) => (f === `${installer}.blockmap` ? null : `must be ${installer}.blockmap`));
+    feeds.electron = Object.freeze({ blockmap });
+  }
+  if (value.tauri !== undefined) {
+    const t = value.tauri;
+    if (!isObject(t)) throw new ReleaseProblem("manifest feeds.tauri must be an object");
+    only(t, "feeds.tauri", ["signature"]);
+    feeds.tauri = Object.freeze({ signature: feedFile(t.signature, "feeds.tauri.signature", "signature", notReserved) });
+  }
+  if (value.sparkle !== undefined) {
+    const s = value.sparkle;
+    if (!isObject(s)) throw new ReleaseProblem("manifest feeds.sparkle must be an object");
+    only(s, "feeds.sparkle", ["edSignature", "bundleVersion"]);
+    if (typeof s.edSignature !== "string" || !ED_SIGNATURE.test(s.edSignature))
+      throw new ReleaseProblem("manifest feeds.sparkle.edSignature must be the base64 Ed25519 signature sign_update printed");
+    if (s.bundleVersion !== undefined && (typeof s.bundleVersion !== "string" || !BUNDLE_VERSION.test(s.bundleVersion)))
+      throw new ReleaseProblem("manifest feeds.sparkle.bundleVersion must be a CFBundleVersion like 1248 or 1.5.1");
+    feeds.sparkle = Object.freeze({ edSignature: s.edSignature, bundleVersion: (s.bundleVersion as string | undefined) ?? null });
+  }
+  if (value.velopack !== undefined) {
+    const p = value.velopack;
+    if (!isObject(p)) throw new ReleaseProblem("manifest feeds.velopack must be an object");
+    only(p, "feeds.velopack", ["packageId", "sha1"]);
+    if (typeof p.packageId !== "string" || !PACKAGE_ID.test(p.packageId)) throw new ReleaseProblem("manifest feeds.velopack.packageId must be a package id like MyApp");
+    if (typeof p.sha1 !== "string" || !SHA1_HEX.test(p.sha1)) throw new ReleaseProblem("manifest feeds.velopack.sha1 must be the installer's SHA-1, 40 lower-case hex digits");
+    if (!installer.endsWith("-full.nupkg")) throw new ReleaseProblem("manifest feeds.velopack needs the installer to be the -full.nupkg vpk pack wrote");
+    feeds.velopack = Object.freeze({ packageId: p.packageId, sha1: p.sha1 });
+  }
+  return Object.freeze(feeds);
+}
+
+/** The files a release's feeds serve from its folder. */
+export function feedFilesOf(feeds: Feeds | null): FeedFile[] {
+  return [feeds?.electron?.blockmap, feeds?.tauri?.signature].filter((f): f is FeedFile => f != null);
+}
+
+/**
+ * A feed file's bytes, read from the release folder (a regular file only, no symbolic link) and
+ * checked against the manifest; throws ReleaseProblem naming what is wrong. The scan, `release
+ * sign` and every request that serves one go through here, so no other bytes are ever sent.
+ */
+export function readFeedFile(dir: string, f: FeedFile): Buffer {
+  const bytes = readRegularFile(join(dir, f.file), `feed file ${f.file}`, Math.max(f.size, 1));
+  if (bytes.length !== f.size) throw new ReleaseProblem(`feed file ${f.file} is ${bytes.length} bytes, the manifest says ${f.size}`);
+  if (createHash("sha256").update(bytes).digest("hex") !== f.sha256) throw new ReleaseProblem(`feed file ${f.file} does not match the manifest's sha256`);
+  return bytes;
+}
+
+/** Checks every feed file of a release folder (scan, `release sign`). */
+export function checkFeedFiles(dir: string, feeds: Feeds | null): void {
+  for (const f of feedFilesOf(feeds)) readFeedFile(dir, f);
+}

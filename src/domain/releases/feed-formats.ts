@@ -1,0 +1,163 @@
+import type { Manifest } from "./manifest";
+import type { Release } from "./release-index";
+
+/**
+ * The answers of the existing updaters' feeds, each as its client reads it (the facts, with where
+ * they were read, are in ../shared/reference/peers.md sections 1–4).
+ */
+
+// ---- which of the site's platforms a feed's names stand for ----
+
+/**
+ * electron-updater's channel file suffix of a platform (peers.md 1.1): none on Windows, `-mac`,
+ * `-linux` for x64 and `-linux-<arch>` otherwise; null for a platform it has no name for.
+ */
+export function electronSuffix(platform: string): string | null {
+  if (platform.startsWith("win-")) return "";
+  if (platform.startsWith("mac-")) return "-mac";
+  if (platform === "linux-x64") return "-linux";
+  if (platform.startsWith("linux-")) return `-${platform}`;
+  return null;
+}
+
+/**
+ * `<channel><suffix>.yml` → the channel name and the site's platforms it covers; null when the
+ * name is no channel file of these platforms. The channel part is electron-updater's default
+ * `latest` or the channel of the URL itself.
+ */
+export function electronChannelFile(name: string, channel: string, platforms: readonly string[]): readonly string[] | null {
+  if (!name.endsWith(".yml")) return null;
+  const stem = name.slice(0, -".yml".length);
+  for (const prefix of ["latest", channel]) {
+    if (!stem.startsWith(prefix)) continue;
+    const suffix = stem.slice(prefix.length);
+    const covered = platforms.filter((p) => electronSuffix(p) === suffix);
+    if (covered.length > 0) return covered;
+  }
+  return null;
+}
+
+const TAURI_OS: Record<string, string> = { windows: "win", darwin: "mac", linux: "linux" };
+const TAURI_ARCH: Record<string, string> = { x86_64: "x64", aarch64: "arm64", i686: "x86", armv7: "armv7", riscv64: "riscv64" };
+
+/** Tauri's `{{target}}` and `{{arch}}` (peers.md 2.1) as a platform name (`darwin`, `aarch64` → `mac-arm64`). */
+export function tauriPlatform(target: string, arch: string): string | null {
+  const os = Object.hasOwn(TAURI_OS, target) ? TAURI_OS[target] : undefined;
+  const a = Object.hasOwn(TAURI_ARCH, arch) ? TAURI_ARCH[arch] : undefined;
+  return os && a ? `${os}-${a}` : null;
+}
+
+const VELOPACK_OS: Record<string, string> = { win: "win-", osx: "mac-", linux: "linux-" };
+
+/** Velopack's default channel names `win`, `osx`, `linux` (peers.md 4.1) → the site's platforms of that system. */
+export function velopackPlatforms(os: string, platforms: readonly string[]): readonly string[] {
+  const prefix = Object.hasOwn(VELOPACK_OS, os) ? VELOPACK_OS[os]! : null;
+  return prefix === null ? [] : platforms.filter((p) => p.startsWith(prefix));
+}
+
+export const macPlatforms = (platforms: readonly string[]) => platforms.filter((p) => p.startsWith("mac-"));
+
+/**
+ * The feeds that offer a release (the admin API's release overview): electron-updater's for any
+ * platform it names (`electron.blockmap` too when differential updates are possible), and Tauri's,
+ * Sparkle's (macOS only) and Velopack's when the manifest names what they need.
+ */
+export function feedsOffered(m: Manifest): string[] {
+  const offered: string[] = [];
+  if (electronSuffix(m.platform) !== null) offered.push("electron", ...(m.feeds?.electron?.blockmap ? ["electron.blockmap"] : []));
+  if (m.feeds?.tauri) offered.push("tauri");
+  if (m.feeds?.sparkle && m.platform.startsWith("mac-")) offered.push("sparkle");
+  if (m.feeds?.velopack) offered.push("velopack");
+  return offered;
+}
+
+// ---- the documents ----
+
+/** A YAML scalar that is also JSON: a double-quoted string with JSON's escapes is valid YAML 1.2. */
+const yamlText = (s: string) => JSON.stringify(s);
+
+export interface ElectronFile {
+  readonly url: string;
+  readonly sha512: string;
+  readonly size: number;
+}
+
+/**
+ * An electron-updater channel file (`UpdateInfo`, peers.md 1.2): `version`, `files[]` with base64
+ * SHA-512 and size, the legacy top-level `path` and `sha512` of the first file for clients before
+ * 2.16, `releaseNotes` when the manifest has notes, `releaseDate`. No `stagingPercentage`: keyturn
+ * decided the rollout already, per installation.
+ */
+export function electronYaml(o: { version: string; files: readonly ElectronFile[]; releaseDate: string; notes: string | null }): string {
+  const lines = [`version: ${yamlText(o.version)}`, "files:"];
+  for (const f of o.files) lines.push(`  - url: ${yamlText(f.url)}`, `    sha512: ${yamlText(f.sha512)}`, `    size: ${f.size}`);
+  const first = o.files[0]!;
+  lines.push(`path: ${yamlText(first.url)}`, `sha512: ${yamlText(first.sha512)}`);
+  if (o.notes !== null) lines.push(`releaseNotes: ${yamlText(o.notes)}`);
+  lines.push(`releaseDate: ${yamlText(o.releaseDate)}`);
+  return lines.join("\n") + "\n";
+}
+
+/** Tauri v2's dynamic update answer (peers.md 2.2): the stored `.sig` text as `signature`, the download on keyturn's origin. */
+export function tauriJson(o: { version: string; url: string; signature: string; notes: string | null; pubDate: string }): string {
+  return JSON.stringify({ version: o.version, url: o.url, signature: o.signature, notes: o.notes ?? "", pub_date: o.pubDate });
+}
+
+const xmlText = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" })[c]!).replace(/[\x00-\x08\x0b\x0c\x0e-\x1f]/g, "");
+
+export interface AppcastItem {
+  readonly release: Release;
+  readonly url: string;
+  readonly edSignature: string;
+  readonly bundleVersion: string;
+  readonly notes: string | null;
+}
+
+/** RFC 822 date as RSS and Sparkle's phased rollouts read `<pubDate>`. */
+export function rfc822(ms: number): string {
+  return new Date(ms).toUTCString().replace("GMT", "+0000");
+}
+
+/** A Sparkle appcast (peers.md 3.1): one item per release, the enclosure on keyturn's origin with the vendor's edSignature. */
+export function sparkleAppcast(o: { title: string; items: readonly AppcastItem[] }): string {
+  const items = o.items.map((i) => {
+    const m = i.release.manifest;
+    return [
+      "<item>",
+      `<title>${xmlText(`Version ${m.version}`)}</title>`,
+      `<sparkle:version>${xmlText(i.bundleVersion)}</sparkle:version>`,
+      `<sparkle:shortVersionString>${xmlText(m.version)}</sparkle:shortVersionString>`,
+      ...(i.notes !== null ? [`<description>${xmlText(i.notes)}</description>`] : []),
+      `<pubDate>${rfc822(m.released)}</pubDate>`,
+      `<enclosure url="${xmlText(i.url)}" length="${m.size}" type="application/octet-stream" sparkle:edSignature="${xmlText(i.edSignature)}"/>`,
+      "</item>",
+    ].join("\n");
+  });
+  return [
+    '<?xml version="1.0" encoding="utf-8"?>',
+    '<rss version="2.0" xmlns:sparkle="http://www.andymatuschak.org/xml-namespaces/sparkle">',
+    "<channel>",
+    `<title>${xmlText(o.title)}</title>`,
+    ...items,
+    "</channel>",
+    "</rss>",
+    "",
+  ].join("\n");
+}
+
+/** Velopack's `releases.{channel}.json` (peers.md 4.1): Full assets, `FileName` an absolute keyturn URL, SHA-1 and SHA-256 in upper case as vpk writes them. */
+export function velopackJson(assets: readonly { packageId: string; sha1: string; release: Release; url: string; notes: string | null }[]): string {
+  return JSON.stringify({
+    Assets: assets.map((a) => ({
+      PackageId: a.packageId,
+      Version: a.release.manifest.version,
+      Type: "Full",
+      FileName: a.url,
+      SHA1: a.sha1.toUpperCase(),
+      SHA256: a.release.manifest.sha256.toUpperCase(),
+      Size: a.release.manifest.size,
+      NotesMarkdown: a.notes ?? "",
+    })),
+  });
+}
