@@ -153,12 +153,14 @@ describe("console", () => {
     await expect(line.locator("td").nth(3).textContent()).resolves.toMatch(/^tok_[0-9a-z]+ \(ops\)$/);
   });
 
-  test("edits seats and revokes, then reinstates the licence", async () => {
+  test("edits seats and the seat lease, revokes, then reinstates the licence", async () => {
     await page.goto(licenseUrl);
     await page.getByLabel("Seats", { exact: true }).fill("7");
+    await page.getByLabel(/^Seat lease/).fill("30d");
     await press(page, "Save changes");
     await page.waitForURL(licenseUrl);
     await expect(page.locator("#seats").textContent()).resolves.toBe("0 / 7");
+    await expect(page.locator("#seat-lease").textContent()).resolves.toBe("30d");
     await press(page, "Revoke licence");
     await expect(page.locator("#status").textContent()).resolves.toBe("revoked");
     await press(page, "Reinstate licence");

@@ -1,4 +1,5 @@
 import { requireScope } from "../../domain/admin/deps";
+import { auditRead } from "../../domain/admin/read-audit";
 import { sessionHas, type Session } from "../../domain/console-sessions";
 import { releaseOverview } from "../../domain/releases/overview";
 import { collectStats, type Stats } from "../../domain/stats";
@@ -45,7 +46,9 @@ function activationChart(stats: Stats): Html {
 
 /** The dashboard (scope stats:read): adoption by version per lane, activations, licences expiring, the release tree's health. */
 export async function dashboardPage(d: ConsoleDeps, s: Session, address: string | null): Promise<Outcome> {
-  requireScope(callerOf(s, address).principal, "stats:read");
+  const caller = callerOf(s, address);
+  requireScope(caller.principal, "stats:read");
+  await auditRead(d.admin, caller, "stats-read");
   const stats = await collectStats({ store: d.admin.store, clock: d.clock, controls: d.controls, index: d.releases.current });
   const index = d.releases.current;
   const overview = index ? await releaseOverview({ index, skipped: d.releases.skipped, controls: d.controls, clock: d.clock }) : null;

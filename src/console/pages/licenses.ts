@@ -100,7 +100,7 @@ export async function licensePage(d: ConsoleDeps, s: Session, address: string | 
 <div><dt>Licensee</dt><dd id="licensee">${l.licensee}</dd></div><div><dt>Organisation</dt><dd id="organization">${l.organization}</dd></div>
 <div><dt>Email</dt><dd>${l.email ?? "—"}</dd></div><div><dt>Plan</dt><dd>${l.planTitle} (${l.plan})</dd></div>
 <div><dt>Seats used</dt><dd id="seats">${l.seatsUsed ?? 0} / ${l.seats}</dd></div><div><dt>Channels</dt><dd>${l.channels.join(", ")}</dd></div>
-<div><dt>Seat lease</dt><dd>${l.seatLease ?? "none"}</dd></div><div><dt>Issued</dt><dd>${when(l.issued)}</dd></div><div><dt>Expires</dt><dd>${when(l.expires)}</dd></div>
+<div><dt>Seat lease</dt><dd id="seat-lease">${l.seatLease ?? "none"}</dd></div><div><dt>Issued</dt><dd>${when(l.issued)}</dd></div><div><dt>Expires</dt><dd>${when(l.expires)}</dd></div>
 <div><dt>Status</dt><dd id="status">${statusOf(l, d.clock())}</dd></div><div><dt>Id</dt><dd><code>${l.id}</code></dd></div></dl>
 ${write ? (l.revoked ? actionForm(s, `${licensePath(l.id)}/reinstate`, "Reinstate licence") : actionForm(s, `${licensePath(l.id)}/revoke`, "Revoke licence", true)) : ""}
 <h2>Installations</h2>${installationRows(s, activations)}

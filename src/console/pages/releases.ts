@@ -1,4 +1,5 @@
 import { adminAudit, requireScope } from "../../domain/admin/deps";
+import { auditRead } from "../../domain/admin/read-audit";
 import { sessionHas, type Session } from "../../domain/console-sessions";
 import { releaseOverview } from "../../domain/releases/overview";
 import type { Rollout } from "../../domain/releases/rollout";
@@ -16,7 +17,9 @@ const controlPath = (lane: string, version: string, op: ReleaseControlOp) =>
 
 /** Lanes with their live releases and rollout state, the controls, and the skipped folders with why (scope releases:read). */
 export async function releasesPage(d: ConsoleDeps, s: Session, address: string | null): Promise<Outcome> {
-  requireScope(callerOf(s, address).principal, "releases:read");
+  const caller = callerOf(s, address);
+  requireScope(caller.principal, "releases:read");
+  await auditRead(d.admin, caller, "release-list");
   const index = await d.releases.ready();
   const o = await releaseOverview({ index, skipped: d.releases.skipped, controls: d.controls, clock: d.clock });
   const write = sessionHas(s, "releases:write");
