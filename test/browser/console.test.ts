@@ -40,7 +40,7 @@ async function signIn(p: Page, token: string): Promise<void> {
 const csrfOf = (p: Page) => p.locator('input[name="csrf"]').first().inputValue();
 
 beforeAll(async () => {
-  site = await startSite("alpha", { prepare: (tree) => tree.add({ version: "1.2.0" }) });
+  site = await startSite("alpha", { args: ["--webhook-allow-hosts", "127.0.0.1"], prepare: (tree) => tree.add({ version: "1.2.0" }) });
   adminToken = site.adminToken("ops", ["admin"]);
   browser = await launchBrowser();
   ({ page, problems } = await openContext(browser, "desktop", site.url));
@@ -188,6 +188,32 @@ describe("console", () => {
     await press(page, "resume 1.2.0");
     await expect(page.locator("td", { hasText: "halted at" }).count()).resolves.toBe(0);
     await screenshot(page, "releases-1280");
+  });
+
+  test("a failed webhook delivery is listed and retried from the console", async () => {
+    const answers = [410];
+    const receiver = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(null, { status: answers.shift() ?? 200 }) });
+    try {
+      const auth = { authorization: `Bearer ${adminToken}` };
+      expect((await api("/admin/webhooks", { method: "POST", headers: auth, body: JSON.stringify({ url: `http://127.0.0.1:${receiver.port}/hook`, events: ["license.created"] }) })).status).toBe(201);
+      expect((await api("/admin/licenses", { method: "POST", headers: auth, body: JSON.stringify({ licensee: "Hook", organization: "Hook", plan: "p", planTitle: "P", seats: 1, channels: ["stable"] }) })).status).toBe(201);
+      let failed = false;
+      for (let i = 0; i < 50 && !failed; i++) {
+        const page = (await (await api("/admin/webhook-deliveries", { headers: auth })).json()) as { deliveries: { status: string }[] };
+        failed = page.deliveries.some((x) => x.status === "failed");
+        if (!failed) await Bun.sleep(100);
+      }
+      expect(failed).toBe(true);
+      await page.goto(`${site.url}/console/webhooks`);
+      await expect(page.locator("#webhook-endpoints tbody tr td").nth(2).textContent()).resolves.toStartWith("disabled: the receiver answered 410");
+      await expect(page.locator("#deliveries tbody tr td").nth(2).textContent()).resolves.toBe("failed");
+      await press(page, "Retry");
+      await expect(page.locator("#deliveries tbody tr td").nth(2).textContent()).resolves.toBe("pending");
+      await page.goto(`${site.url}/console/audit`);
+      await expect(page.locator("#audit tbody tr", { hasText: "webhook-retry" }).locator("td").nth(3).textContent()).resolves.toMatch(/^tok_[0-9a-z]+ \(ops\)$/);
+    } finally {
+      receiver.stop(true);
+    }
   });
 
   test("at 375 px the pages fit the screen", async () => {
