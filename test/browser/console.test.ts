@@ -40,7 +40,10 @@ async function signIn(p: Page, token: string): Promise<void> {
 const csrfOf = (p: Page) => p.locator('input[name="csrf"]').first().inputValue();
 
 beforeAll(async () => {
-  site = await startSite("alpha", { args: ["--webhook-allow-hosts", "127.0.0.1"], prepare: (tree) => tree.add({ version: "1.2.0" }) });
+  site = await startSite("alpha", { args: ["--webhook-allow-hosts", "127.0.0.1"], prepare: (tree) => {
+      tree.add({ version: "1.2.0" });
+      tree.add({ version: "1.3.0", sign: false }); // skipped: no signature
+    } });
   adminToken = site.adminToken("ops", ["admin"]);
   browser = await launchBrowser();
   ({ page, problems } = await openContext(browser, "desktop", site.url));
@@ -177,7 +180,7 @@ describe("console", () => {
     await expect(page.locator("#licenses tbody tr").count()).resolves.toBe(0);
   });
 
-  test("releases, audit and webhooks pages render for an admin", async () => {
+  test("releases, audit and webhooks pages render for an admin; releases are halted, resumed, withdrawn and restored; a skipped folder says why", async () => {
     for (const [link, heading] of [["Releases", "Releases"], ["Audit trail", "Audit trail"], ["Webhooks", "Webhooks"]] as const) {
       await page.getByRole("link", { name: link, exact: true }).click();
       await expect(page.locator("h1").textContent()).resolves.toBe(heading);
@@ -187,7 +190,25 @@ describe("console", () => {
     await expect(page.locator("td", { hasText: "halted at" }).count()).resolves.toBe(1);
     await press(page, "resume 1.2.0");
     await expect(page.locator("td", { hasText: "halted at" }).count()).resolves.toBe(0);
+    await press(page, "withdraw 1.2.0");
+    await expect(page.locator("td", { hasText: "withdrawn" }).count()).resolves.toBe(1);
+    await press(page, "restore 1.2.0");
+    await expect(page.locator("td", { hasText: "withdrawn" }).count()).resolves.toBe(0);
+    // The unsigned folder is listed with why it was skipped, and counted on the dashboard.
+    await expect(page.locator("#skipped tbody tr").count()).resolves.toBe(1);
+    await expect(page.locator("#skipped tbody tr td").first().textContent()).resolves.toContain("1.3.0");
     await screenshot(page, "releases-1280");
+    await page.getByRole("link", { name: "Dashboard" }).click();
+    await expect(page.locator("#tree-health").textContent()).resolves.toContain("1 folder(s) skipped");
+  });
+
+  test("the audit trail filters by error code", async () => {
+    await page.goto(`${site.url}/console/audit`);
+    await page.getByLabel("Error code").fill("admin_token_invalid");
+    await press(page, "Filter");
+    const outcomes = await page.locator("#audit tbody tr td:nth-child(3)").allTextContents();
+    expect(outcomes.length).toBeGreaterThan(0);
+    expect(new Set(outcomes)).toEqual(new Set(["refused: admin_token_invalid"]));
   });
 
   test("a failed webhook delivery is listed and retried from the console", async () => {
