@@ -45,6 +45,6 @@ ${o.otherControls.length ? html`<h2>Controls of releases not in the tree</h2><ul
 export async function releaseControlAction(d: ConsoleDeps, s: Session, address: string | null, lane: string, version: string, op: ReleaseControlOp): Promise<Outcome> {
   const caller = callerOf(s, address);
   requireScope(caller.principal, "releases:write");
-  await d.controls.apply(op, lane, version, d.releases.current, adminAudit(d.admin, caller, `release-${op}`));
+  await d.controls.applyToKnown(op, lane, version, d.releases.current, adminAudit(d.admin, caller, `release-${op}`));
   return { redirect: "/console/releases" };
 }
