@@ -190,3 +190,18 @@ test("a license's own tokenTtl is capped to its seat lease (both ways); the reco
   expect(reclaimed.data.tokensValidUntil).toBe(iso(a.exp! * 1000));
   expect(events.find((e) => e.type === "activation.deactivated")!.data.tokensValidUntil).toBe(iso(a.exp! * 1000));
 });
+
+test("a reclaimed activation with no recorded token expiry (made before migration 6) is revoked for the site's whole token lifetime, not the lease set since", async () => {
+  const s = await site();
+  const { key, license } = await createLicense(s, { seats: 1 });
+  const old = await activate(s, key, device("alpha")); // a 7-day token, issued with no lease
+  (s.composed.store as unknown as { db: import("bun:sqlite").Database }).db.run("UPDATE activations SET token_exp = NULL");
+  await updateLicense(s.composed.services.admin, CLI_CALLER, license.id, { seatLease: "1h" });
+  s.clock.advance(61 * MIN);
+  expect((await activate(s, key, device("alpha"))).ok).toBe(true);
+  const events = (await s.composed.store.listEvents({ after: 0, limit: 100 })).map((e) => ({ type: e.type, data: JSON.parse(e.data) }));
+  const reclaimed = events.find((e) => e.type === "activation.reclaimed")!;
+  expect(reclaimed.data.activation.id).toBe(old.entitlement.id);
+  // The old token lives to its own exp (7 days after it was issued): a mirror must refuse it that long.
+  expect(Date.parse(reclaimed.data.tokensValidUntil)).toBeGreaterThanOrEqual(decodeJwt(old.token).exp! * 1000);
+});
