@@ -57,7 +57,8 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
     site = await testSite("alpha");
     schema = await freshSchema();
     ({ key } = await createLicense(site, { seats: 3 }));
-    await createLicense(site, { seats: 1, licensee: "Grace Hopper", expires: Date.parse("2027-06-01T00:00:00Z") });
+    // a license's own token lifetime and seat lease move with it
+    await createLicense(site, { seats: 1, licensee: "Grace Hopper", expires: Date.parse("2027-06-01T00:00:00Z"), tokenTtl: 3600, seatLease: "30d" });
     for (let i = 0; i < 2; i++) {
       const res = await site.request("POST", "/licenses/activate", { body: { key, device: device("alpha") } });
       expect(res.status).toBe(200);
@@ -111,6 +112,8 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
     });
     expect(source.audit.length).toBeGreaterThanOrEqual(5);
     expect(source.events.length).toBeGreaterThanOrEqual(1);
+    expect(source.licenses.find((l) => l.licensee === "Grace Hopper")).toMatchObject({ tokenTtl: 3600, seatLease: 30 * 86_400_000 });
+    expect(source.activations.every((a) => typeof a.tokenExp === "number")).toBe(true);
     expect(source.attempts).toEqual([expect.objectContaining({ attempt: 1, error: "address not allowed" })]);
     const target = await openPostgresStore(schema.url);
     try {

@@ -167,3 +167,41 @@ test("/admin/stats counts seats in use and seats lapsed (leased, not seen within
   s.clock.advance(5 * MIN);
   expect(await stats()).toEqual({ inUse: 2, lapsed: 2 });
 });
+
+test("a license's own tokenTtl is capped to its seat lease (both ways); the recorded token expiry is the token's, and a reclaim's tokensValidUntil names it", async () => {
+  const s = await site();
+  // A year's tokens on a 1 h lease: 1 h tokens. A 2 h lifetime under a 30 d lease: 2 h tokens.
+  const longTtl = await createLicense(s, { seats: 1, seatLease: "1h", tokenTtl: 366 * 86_400 });
+  const shortTtl = await createLicense(s, { seats: 1, seatLease: "30d", tokenTtl: 7200 });
+  const first = await activate(s, longTtl.key, device("alpha"));
+  const other = await activate(s, shortTtl.key, device("alpha"));
+  const [a, b] = [decodeJwt(first.token), decodeJwt(other.token)];
+  expect(a.exp! - a.iat!).toBe(3600);
+  expect(b.exp! - b.iat!).toBe(7200);
+  expect(first.entitlement.expires).toBe(iso(a.exp! * 1000));
+  const [held] = await s.composed.store.listActivations(longTtl.license.id);
+  expect(held!.tokenExp).toBe(a.exp! * 1000);
+
+  s.clock.advance(61 * MIN);
+  expect((await activate(s, longTtl.key, device("alpha"))).ok).toBe(true);
+  const events = (await s.composed.store.listEvents({ after: 0, limit: 100 })).map((e) => ({ type: e.type, data: JSON.parse(e.data) }));
+  const reclaimed = events.find((e) => e.type === "activation.reclaimed")!;
+  expect(reclaimed.data.activation.id).toBe(first.entitlement.id);
+  expect(reclaimed.data.tokensValidUntil).toBe(iso(a.exp! * 1000));
+  expect(events.find((e) => e.type === "activation.deactivated")!.data.tokensValidUntil).toBe(iso(a.exp! * 1000));
+});
+
+test("a reclaimed activation with no recorded token expiry (made before migration 6) is revoked for the site's whole token lifetime, not the lease set since", async () => {
+  const s = await site();
+  const { key, license } = await createLicense(s, { seats: 1 });
+  const old = await activate(s, key, device("alpha")); // a 7-day token, issued with no lease
+  (s.composed.store as unknown as { db: import("bun:sqlite").Database }).db.run("UPDATE activations SET token_exp = NULL");
+  await updateLicense(s.composed.services.admin, CLI_CALLER, license.id, { seatLease: "1h" });
+  s.clock.advance(61 * MIN);
+  expect((await activate(s, key, device("alpha"))).ok).toBe(true);
+  const events = (await s.composed.store.listEvents({ after: 0, limit: 100 })).map((e) => ({ type: e.type, data: JSON.parse(e.data) }));
+  const reclaimed = events.find((e) => e.type === "activation.reclaimed")!;
+  expect(reclaimed.data.activation.id).toBe(old.entitlement.id);
+  // The old token lives to its own exp (7 days after it was issued): a mirror must refuse it that long.
+  expect(Date.parse(reclaimed.data.tokensValidUntil)).toBeGreaterThanOrEqual(decodeJwt(old.token).exp! * 1000);
+});

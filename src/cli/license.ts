@@ -2,6 +2,7 @@ import { isoTime } from "../domain/clock";
 import { ConfigError, parseDuration, parseList } from "../config/parse";
 import { MAX_TOKEN_TTL } from "../config/settings";
 import { CLI_CALLER } from "../domain/admin/deps";
+import { TOKEN_TTL_MIN } from "../domain/admin/input";
 import { createLicense, rekeyLicense, reinstateLicense, updateLicense } from "../domain/admin/licenses";
 import { KeyturnError } from "../domain/errors";
 import { formatSeatLease, parseSeatLease } from "../domain/seat-lease";
@@ -91,7 +92,7 @@ function takeTokenTtl(args: readonly string[]): { ttl: number | null | undefined
   if (text === "default") return { ttl: null, rest };
   try {
     const seconds = parseDuration("token-ttl", text, MAX_TOKEN_TTL);
-    if (seconds < 60) throw new ConfigError("token-ttl", "must be at least 60s");
+    if (seconds < TOKEN_TTL_MIN) throw new ConfigError("token-ttl", `must be at least ${TOKEN_TTL_MIN}s`);
     return { ttl: seconds, rest };
   } catch (e) {
     throw new UsageError(USAGE, `--token-ttl: ${(e as Error).message}`);

@@ -18,6 +18,8 @@ export interface NewLicense {
   readonly expires: number | null;
   /** A duration (`30d`), or null/absent for seats that never lapse. */
   readonly seatLease?: string | null;
+  /** This license's token lifetime in seconds, or null/absent for the site's. */
+  readonly tokenTtl?: number | null;
 }
 
 /**

@@ -128,7 +128,8 @@ export class Licensing {
       event: activationEvent(action, license.id, device, now),
       reclaim: (reclaimed, by) => ({
         audit: { ...this.d.audit.okLine("reclaim", ctx, license.id), activationId: reclaimed.id, actor: by.id },
-        events: reclaimEvents(reclaimed, by, now, capTokenTtlToLease(revocationTtl(this.d.tokenTtlSeconds, license), license)),
+        // As for any revocation: with no recorded token expiry (before migration 6) a token may predate the lease.
+        events: reclaimEvents(reclaimed, by, now, revocationTtl(this.d.tokenTtlSeconds, license)),
       }),
     });
     if (result.outcome === "seat_limit")

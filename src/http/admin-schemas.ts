@@ -43,7 +43,7 @@ const TokenTtl = Nullable(
   Type.Integer({
     minimum: TOKEN_TTL_MIN,
     maximum: TOKEN_TTL_MAX,
-    description: "This license's token lifetime in seconds (at most 366 days; never past the license's expiry); null: the site's --token-ttl",
+    description: "This license's token lifetime in seconds (at most 366 days; capped to its seatLease, never past its expiry); null: the site's --token-ttl",
   }),
 );
 

@@ -75,6 +75,7 @@ export function frontDoor(deps: FrontDoorDeps) {
     async admit(s: RequestState, budget: Budget, target: Target): Promise<{ limited: Response | null; headers: Record<string, string> | null }> {
       const decision = await deps.rateLimiter.check(budget, s.group);
       // Admin answers hold licences, keys and records: no cache (browser, proxy) may keep any of them.
+      // Set here for every admin answer, so no admin handler sets it itself.
       const noStore = isAdminPath(target.path) ? NO_STORE : null;
       if (decision?.limited) {
         s.code = "rate_limited";

@@ -206,8 +206,9 @@ export async function reinstateLicense(d: AdminDeps, caller: AdminCaller, keyOrI
 /**
  * Gives a license a new key, for one lost or leaked (scope licenses:write; audit license-rekey;
  * event license.updated with changed ["key"]). Only the key's hash is kept, so the old key cannot be
- * shown again; from this write on it is license_unknown. Installations keep their seats and their
- * tokens, which name the activation and the license, not the key. Staff entitlements have no key.
+ * shown again; from this write on, activating with it is license_unknown (the admin API: not_found).
+ * Installations keep their seats and their tokens, which name the activation and the license, not
+ * the key. Staff entitlements have no key.
  */
 export async function rekeyLicense(d: AdminDeps, caller: AdminCaller, keyOrId: unknown): Promise<CreatedLicense> {
   requireScope(caller.principal, "licenses:write");

@@ -212,22 +212,21 @@ export class ReleaseHolder {
 
   /** A path reading exactly the verified bytes of the release's installer, or null (it changed: a re-scan is started). */
   openInstaller(release: Release): string | null {
-    const path = this.handles.open(release);
-    if (path === null) {
-      this.opts.log.warn("installer on disk is not the verified one; re-scanning", { folder: release.folder });
-      void this.rescan();
-    }
-    return path;
+    return this.rescanUnless(this.handles.open(release), release);
   }
 
   /** The verified installer's SHA-512 (base64), or null (it changed: a re-scan is started). */
   installerSha512(release: Release): string | null {
-    const sha512 = this.handles.sha512(release);
-    if (sha512 === null) {
+    return this.rescanUnless(this.handles.sha512(release), release);
+  }
+
+  /** `found` as it is; null (the installer is not the verified one) also starts a re-scan. */
+  private rescanUnless(found: string | null, release: Release): string | null {
+    if (found === null) {
       this.opts.log.warn("installer on disk is not the verified one; re-scanning", { folder: release.folder });
       void this.rescan();
     }
-    return sha512;
+    return found;
   }
 
   /**

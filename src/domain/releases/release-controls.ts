@@ -129,8 +129,9 @@ export class ReleaseControls {
   }
 
   /**
-   * Applies one control to the release `version` of `lane` (a lane name of this variant; the
-   * release need not be in the tree: a mirror may learn of a control before the release's files).
+   * Applies one control to the release `version` of `lane` (a lane name of this variant), known
+   * here or not. Operators' controls come through applyToKnown and a mirror keeps the vendor's
+   * apart (store/mirror-state.ts): besides applyToKnown, only tests call this.
    * `index`, when given, supplies the share reported. When it changes anything, `audit` (the
    * caller's line) and the event release.halted|resumed|withdrawn|restored are written in the same
    * transaction.

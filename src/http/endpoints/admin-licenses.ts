@@ -17,7 +17,6 @@ import { ADMIN_ERRORS, BODY_ERRORS } from "./shared";
 
 const LICENSE_ID: ParamDoc = { name: "id", description: "The license's id (lic_… or staff:…) or its key" };
 const ACTIVATION_ID: ParamDoc = { name: "id", description: "The activation's id (act_…)" };
-const NO_STORE = { "cache-control": "no-store" } as const;
 
 /** The licence lifecycle and the installations of a licence, under /admin. */
 export function adminLicenseEndpoints(admin: AdminDeps): Endpoint[] {
@@ -37,7 +36,7 @@ export function adminLicenseEndpoints(admin: AdminDeps): Endpoint[] {
       errors: [...ADMIN_ERRORS, ...BODY_ERRORS, "idempotency_conflict"],
       handler: async ({ request, body, admin: caller }) => {
         const created = await createLicense(admin, caller, body, request.headers.get("idempotency-key") ?? undefined);
-        return json({ ok: true, license: created.license, key: created.key }, 201, NO_STORE);
+        return json({ ok: true, license: created.license, key: created.key }, 201);
       },
     }),
     endpoint({
@@ -118,7 +117,7 @@ export function adminLicenseEndpoints(admin: AdminDeps): Endpoint[] {
       errors: [...ADMIN_ERRORS, "not_found", "invalid_request"],
       handler: async ({ params, admin: caller }) => {
         const rekeyed = await rekeyLicense(admin, caller, params.id);
-        return json({ ok: true, license: rekeyed.license, key: rekeyed.key }, 200, NO_STORE);
+        return json({ ok: true, license: rekeyed.license, key: rekeyed.key });
       },
     }),
     endpoint({

@@ -4,7 +4,7 @@ import { answerOfflineRequest } from "../../domain/offline-activation";
 import * as S from "../admin-schemas";
 import { endpoint, type Endpoint } from "../endpoint";
 import { json } from "../respond";
-import { ADMIN_ERRORS, BODY_ERRORS, LICENSE_STATE_ERRORS, NO_STORE } from "./shared";
+import { ADMIN_ERRORS, BODY_ERRORS, LICENSE_STATE_ERRORS } from "./shared";
 
 /** POST /admin/activations/offline: an offline computer's request code in, its answer code out. */
 export function adminOfflineEndpoints(licensing: Licensing): Endpoint[] {
@@ -23,7 +23,7 @@ export function adminOfflineEndpoints(licensing: Licensing): Endpoint[] {
       errors: [...ADMIN_ERRORS, ...BODY_ERRORS, "license_unknown", ...LICENSE_STATE_ERRORS, "seat_limit", "licensing_unavailable"],
       handler: async ({ body, admin: caller, context }) => {
         const done = await answerOfflineRequest(licensing, body.code, body.key, { address: context.address, actor: actorOf(caller.principal) });
-        return json({ ok: true, ...done }, 200, NO_STORE);
+        return json({ ok: true, ...done });
       },
     }),
   ];

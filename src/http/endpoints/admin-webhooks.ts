@@ -31,7 +31,7 @@ export function adminWebhookEndpoints(admin: AdminDeps): Endpoint[] {
       answer: S.WebhookEndpointCreated,
       status: 201,
       errors: [...ADMIN_ERRORS, ...BODY_ERRORS],
-      handler: async ({ body, admin: caller }) => json({ ok: true, ...(await addWebhookEndpoint(admin, caller, body)) }, 201, { "cache-control": "no-store" }),
+      handler: async ({ body, admin: caller }) => json({ ok: true, ...(await addWebhookEndpoint(admin, caller, body)) }, 201),
     }),
     endpoint({
       method: "GET",
