@@ -82,17 +82,27 @@ export function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_ARGS, `--host-resolver-rules=MAP ${ATTACKER_HOST} 127.0.0.1`] });
 }
 
-/** A context at the given width that records CSP violations and script errors of its pages. */
-export async function openContext(browser: Browser, width: keyof typeof WIDTHS, origin: string): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
+/** A context at the given width that records CSP violations, script errors and requests that leave the site. */
+export async function openContext(
+  browser: Browser,
+  width: keyof typeof WIDTHS,
+  origin: string,
+): Promise<{ context: BrowserContext; page: Page; problems: string[]; offsite: string[] }> {
   const context = await browser.newContext({ viewport: WIDTHS[width] });
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin });
   const page = await context.newPage();
   const problems: string[] = [];
+  // Requests to anywhere but the site (and the hostile tests' other site): a closed network must do.
+  const offsite: string[] = [];
+  page.on("request", (r) => {
+    const url = new URL(r.url());
+    if (url.origin !== origin && url.hostname !== ATTACKER_HOST && url.protocol !== "data:") offsite.push(r.url());
+  });
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
   page.on("console", (m) => {
     if (m.type() === "error" && /Content Security Policy|Refused to/.test(m.text())) problems.push(`console error: ${m.text()}`);
   });
-  return { context, page, problems };
+  return { context, page, problems, offsite };
 }
 
 export async function screenshot(page: Page, name: string): Promise<void> {

@@ -18,6 +18,7 @@ let site: Site;
 let browser: Browser;
 let page: Page;
 let problems: string[];
+let offsite: string[];
 let release: WrittenRelease;
 let key = "";
 
@@ -35,7 +36,7 @@ beforeAll(async () => {
   key = created.key;
   for (const name of [XSS_DEVICE, "Desk PC"]) expect((await api("/licenses/activate", { key, device: device("alpha", { name }) })).status).toBe(200);
   browser = await launchBrowser();
-  ({ page, problems } = await openContext(browser, "desktop", site.url));
+  ({ page, problems, offsite } = await openContext(browser, "desktop", site.url));
 }, 60_000);
 
 afterAll(async () => {
@@ -137,7 +138,8 @@ describe("portal", () => {
     expect(statuses.filter((s) => s !== 403 && s !== 429)).toEqual([]);
   });
 
-  test("no page of the portal broke its CSP or threw", () => {
+  test("no page of the portal broke its CSP or threw, and none asked anything of another site (a closed network will do)", () => {
     expect(problems).toEqual([]);
+    expect(offsite).toEqual([]);
   });
 });
