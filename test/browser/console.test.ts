@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import { device } from "../helpers";
-import { ATTACKER_HOST, launchBrowser, openContext, press, screenshot, startSite, type Site } from "./harness";
+import { ATTACKER_HOST, launchBrowser, openContext, press, screenshot, startSite, WIDTHS, type Site } from "./harness";
 
 const XSS_NAME = `<script>window.__xss = 1</script>Ada <img src=x onerror="window.__xss = 2">`;
 const XSS_ORG = `<b id="bold-org">Evil</b> & Co`;
@@ -143,6 +143,14 @@ describe("console", () => {
     expect(spec.series[0].values[spec.labels.indexOf("2.4.1")]).toBe(1);
     await expect(page.locator("#activations-per-day tbody tr td").nth(1).textContent()).resolves.toBe("1");
     await screenshot(page, "dashboard-1280");
+    // The same pages on a phone, while the installation is active.
+    await page.setViewportSize(WIDTHS.phone);
+    await page.reload();
+    await page.waitForSelector('.chart[data-ready="true"] canvas');
+    await screenshot(page, "dashboard-375");
+    await page.goto(licenseUrl);
+    await screenshot(page, "license-375");
+    await page.setViewportSize(WIDTHS.desktop);
   });
 
   test("deactivates the installation from the console, audited with the token as actor", async () => {
@@ -238,15 +246,14 @@ describe("console", () => {
     }
   });
 
-  test("at 375 px the pages fit the screen", async () => {
+  test("at 375 px every page fits the screen", async () => {
     const { context, page: phone, problems: phoneProblems } = await openContext(browser, "phone", site.url);
     await signIn(phone, adminToken);
-    for (const [path, shot] of [["/console/", "dashboard-375"], [new URL(licenseUrl).pathname, "license-375"]] as const) {
+    for (const path of ["/console/", new URL(licenseUrl).pathname, "/console/licenses", "/console/audit", "/console/releases", "/console/webhooks"]) {
       await phone.goto(`${site.url}${path}`);
       if (path === "/console/") await phone.waitForSelector('.chart[data-ready="true"] canvas');
       const overflow = await phone.evaluate("document.documentElement.scrollWidth - window.innerWidth");
       expect(overflow).toBeLessThanOrEqual(0);
-      await screenshot(phone, shot);
     }
     expect(phoneProblems).toEqual([]);
     await context.close();

@@ -43,7 +43,7 @@ function chart(el) {
       bars ? { values: (u, ticks) => ticks.map((t) => spec.labels[t] ?? ""), splits: () => spec.labels.map((_, i) => i) } : {},
       { size: 50, incrs: COUNTS },
     ],
-    series: [{}].concat(
+    series: [bars ? { label: "Version", value: (u, v) => (v == null ? "--" : spec.labels[v] ?? "--") } : { label: "Day" }].concat(
       spec.series.map((s, i) => ({
         label: s.label,
         stroke: PALETTE[i % PALETTE.length],
