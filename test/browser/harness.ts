@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { buildExecutable } from "../../build";
@@ -11,8 +12,11 @@ import { ReleaseTree } from "../release-tree";
 export const CHROMIUM = "/usr/bin/chromium";
 const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic", "--no-first-run", "--disable-component-update", "--disable-sync"];
 
-/** Where the tests write their screenshots (committed: docs/console.md shows them). */
-export const SHOTS = join(import.meta.dir, "..", "..", "docs", "console");
+/**
+ * Where the tests write their screenshots: docs/console (committed, docs/console.md shows them) when
+ * KEYTURN_UPDATE_SCREENSHOTS=1, else a temporary folder, so a test run leaves the work tree as it was.
+ */
+export const SHOTS = process.env.KEYTURN_UPDATE_SCREENSHOTS === "1" ? join(import.meta.dir, "..", "..", "docs", "console") : join(tmpdir(), "keyturn-console-screenshots");
 export const WIDTHS = { phone: { width: 375, height: 812 }, desktop: { width: 1280, height: 900 } } as const;
 
 let built: Promise<string> | null = null;
