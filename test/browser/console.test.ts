@@ -12,7 +12,7 @@ const XSS_NAME = `<script>window.__xss = 1</script>Ada <img src=x onerror="windo
 const XSS_ORG = `<b id="bold-org">Evil</b> & Co`;
 const XSS_DEVICE = `<img src=x onerror="window.__xss = 3">Lab PC`;
 
-setDefaultTimeout(20_000);
+setDefaultTimeout(60_000);
 
 let site: Site;
 let browser: Browser;

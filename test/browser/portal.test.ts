@@ -10,7 +10,7 @@ import { device } from "../helpers";
 import type { WrittenRelease } from "../release-tree";
 import { launchBrowser, openContext, press, screenshot, startSite, type Site } from "./harness";
 
-setDefaultTimeout(20_000);
+setDefaultTimeout(60_000);
 
 const XSS_DEVICE = `<img src=x onerror="window.__xss = 1">Old laptop`;
 
