@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CLI_CALLER } from "../../src/domain/admin/deps";
 import { createAdminToken } from "../../src/domain/admin/tokens";
-import { testSite, type TestSite } from "../helpers";
+import { createLicense, testSite, type TestSite } from "../helpers";
 
 // The console's pages through app.handle (no browser): the web headers on every answer, the
 // session and CSRF gates, and refusals that are pages naming their audit line.
@@ -67,5 +67,26 @@ describe("console pages over app.handle", () => {
     const action = await site.app.handle(new Request(`${ORIGIN}/console/licenses`, { method: "POST", headers: { origin: ORIGIN, "content-type": "application/x-www-form-urlencoded" }, body: "licensee=X" }));
     expect(action.status).toBe(401);
     expect(await action.text()).toContain('name="token"');
+  });
+
+  test("signing out of the console or the portal revokes the session with an audit line naming it; the cookie opens nothing after", async () => {
+    const { key, license } = await createLicense(site);
+    const portalIn = await send("POST", "/portal/sign-in", { body: new URLSearchParams({ key }).toString(), headers: { cookie: "" } });
+    expect(portalIn.status).toBe(303);
+    const portalCookie = portalIn.headers.get("set-cookie")!.split(";")[0]!;
+    const home = await send("GET", "/portal/", { headers: { cookie: portalCookie } });
+    const portalCsrf = /name="csrf" value="([0-9a-f]{64})"/.exec(await home.text())![1]!;
+    const out = await send("POST", "/portal/sign-out", { body: new URLSearchParams({ csrf: portalCsrf }).toString(), headers: { cookie: portalCookie } });
+    expect(out.status).toBe(303);
+    expect(out.headers.get("set-cookie")).toContain("Max-Age=0");
+    const lines = await site.composed.store.listAudit({ limit: 1000 });
+    expect(lines.some((l) => l.action === "portal-sign-out" && l.outcome === "ok" && l.licenseId === license.id)).toBe(true);
+    const after = await send("GET", "/portal/", { headers: { cookie: portalCookie } });
+    expect(await after.text()).not.toContain(portalCsrf);
+
+    const consoleOut = await send("POST", "/console/sign-out", { body: new URLSearchParams({ csrf }).toString() });
+    expect(consoleOut.status).toBe(303);
+    expect((await site.composed.store.listAudit({ limit: 1000 })).some((l) => l.action === "console-sign-out" && l.outcome === "ok")).toBe(true);
+    expect((await send("GET", "/console/licenses")).status).toBe(303);
   });
 });

@@ -18,6 +18,7 @@ import type { Audit, AuditAction } from "../../domain/audit";
 import { sessionHas, type Session } from "../../domain/console-sessions";
 import type { ConsoleOpenId } from "../../domain/identity/console-sign-in";
 import { KeyturnError } from "../../domain/errors";
+import { signOutEndpoint } from "./sign-out";
 import { endpoint, type Call, type Endpoint } from "../endpoint";
 import { serveBytes } from "../file-serving";
 import { queryParams, readForm, refusalPage, sessionCookie, setSessionCookie, webAnswer, WEB_HEADERS } from "../web";
@@ -125,31 +126,7 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOp
         (await d.sessions.find(await sessionCookie(call, "console"), "console")) ? webAnswer({ redirect: "/console/" }) : webAnswer(signInPage()),
     }),
     signIn,
-    endpoint({
-      method: "POST",
-      path: "/console/sign-out",
-      prefix: "",
-      summary: "Sign out: the session is revoked server-side and its cookie cleared",
-      auth: "none",
-      budget: "admin",
-      audit: "console-sign-out",
-      errors: [],
-      handler: async (call) => {
-        const { request, context } = call;
-        const secret = await sessionCookie(call, "console");
-        const session = await d.sessions.find(secret, "console");
-        try {
-          if (session) {
-            await readForm(request, session);
-            await d.sessions.revoke(secret);
-            await audit.ok("console-sign-out", context, {});
-          }
-          return webAnswer({ redirect: SIGN_IN }, { "set-cookie": setSessionCookie(request, "console", null) });
-        } catch (e) {
-          return refusalPage(audit, "console-sign-out", context.address, e, "/console/");
-        }
-      },
-    }),
+    signOutEndpoint(d, audit, { kind: "console", path: "/console/sign-out", budget: "admin", action: "console-sign-out", signedOut: SIGN_IN, back: "/console/" }),
     endpoint({
       method: "GET",
       path: "/console/assets/{file}",

@@ -5,6 +5,7 @@ import type { Session } from "../../domain/console-sessions";
 import { KeyturnError } from "../../domain/errors";
 import { licenseOfKey } from "../../domain/portal";
 import { installerEtag } from "../../domain/releases/release-index";
+import { signOutEndpoint } from "./sign-out";
 import { endpoint, type Budget, type Call, type Endpoint } from "../endpoint";
 import { serveFile } from "../file-serving";
 import { readForm, refusalPage, sessionCookie, setSessionCookie, webAnswer } from "../web";
@@ -109,30 +110,7 @@ export function portalEndpoints(d: ConsoleDeps, audit: Audit): Endpoint[] {
         }
       },
     }),
-    endpoint({
-      method: "POST",
-      path: "/portal/sign-out",
-      prefix: "",
-      summary: "Sign out of the portal",
-      auth: "none",
-      budget: "api",
-      audit: "portal-sign-out",
-      errors: [],
-      handler: async (call) => {
-        const { request, context } = call;
-        const secret = await sessionCookie(call, "portal");
-        const session = await d.sessions.find(secret, "portal");
-        try {
-          if (session) {
-            await readForm(request, session);
-            await d.sessions.revoke(secret);
-          }
-          return webAnswer({ redirect: HOME }, { "set-cookie": setSessionCookie(request, "portal", null) });
-        } catch (e) {
-          return refusalPage(audit, "portal-sign-out", context.address, e, HOME);
-        }
-      },
-    }),
+    signOutEndpoint(d, audit, { kind: "portal", path: "/portal/sign-out", budget: "api", action: "portal-sign-out", signedOut: HOME, back: HOME }),
     web("POST", "/portal/installations/{id}/deactivate", "Deactivate one of the licence's installations (frees its seat)", "activation-deactivate", "api", (call, s) =>
       portalDeactivateAction(d, s, call.context.address, param(call, "id")),
     ),
