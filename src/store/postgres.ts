@@ -102,13 +102,14 @@ export const CONTROLS_POLL_MS = 1000;
  */
 export async function openPostgresStore(url: string, opts: { max?: number; controlsPollMs?: number } = {}): Promise<PostgresStore> {
   const sql = new SQL(url, { max: opts.max ?? 10 });
+  let applied: number[];
   try {
-    await migratePostgres(sql);
+    applied = await migratePostgres(sql);
   } catch (e) {
     await sql.close();
     throw e;
   }
-  return new PostgresStore(sql, opts.controlsPollMs ?? CONTROLS_POLL_MS);
+  return new PostgresStore(sql, opts.controlsPollMs ?? CONTROLS_POLL_MS, applied);
 }
 
 export class PostgresStore implements Store {
@@ -119,6 +120,7 @@ export class PostgresStore implements Store {
   constructor(
     readonly sql: SQL,
     private readonly controlsPollMs = CONTROLS_POLL_MS,
+    readonly migrationsApplied: readonly number[] = [],
   ) {}
 
   async createLicense(l: LicenseRecord, j: Journal<LicenseRecord> = {}): Promise<void> {
@@ -794,17 +796,21 @@ function auditRow(a: AuditRecord) {
  * Applies every migration the schema has not seen, all in one transaction under an advisory lock
  * keyed by the schema: processes starting together queue on the lock, and each later one finds the
  * versions the first recorded. The transaction-scoped lock cannot outlive a crashed migrator.
+ * Answers the versions applied.
  */
-export async function migratePostgres(sql: SQL): Promise<void> {
-  await sql.begin(async (tx) => {
+export async function migratePostgres(sql: SQL): Promise<number[]> {
+  return sql.begin(async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(hashtext('keyturn migrations ' || current_schema()))`;
     await tx`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied BIGINT NOT NULL)`;
     const done = new Set((await tx`SELECT version FROM schema_migrations`).map((r: Row) => num(r.version)));
+    const applied: number[] = [];
     for (const m of MIGRATIONS) {
       if (done.has(m.version)) continue;
       await tx.unsafe(m.postgres);
       await tx`INSERT INTO schema_migrations (version, applied) VALUES (${m.version}, ${Date.now()})`;
+      applied.push(m.version);
     }
+    return applied;
   });
 }
 

@@ -131,6 +131,7 @@ export class SqliteStore implements Store {
   private controlsGeneration = 0;
   private controlsCheckedAt = -Infinity;
   private readonly readActivationWithLicense: (id: string) => ActivationWithLicense | null;
+  readonly migrationsApplied: readonly number[];
 
   constructor(readonly db: Database) {
     // Several processes (serve and the admin commands) share the file: wait for each other's locks.
@@ -140,7 +141,7 @@ export class SqliteStore implements Store {
     db.exec("PRAGMA synchronous = NORMAL");
     db.exec("PRAGMA foreign_keys = ON");
     db.exec(`PRAGMA wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
-    migrateSqlite(db);
+    this.migrationsApplied = migrateSqlite(db);
     this.q = this.prepare();
     this.groupCommit = new GroupCommit(db);
     this.writeStamp = sqliteWriteStamp(db, db.filename);
@@ -871,16 +872,19 @@ function deviceFields(d: DeviceFields): DeviceFields {
 /**
  * Applies every migration the file has not seen, all in one `BEGIN IMMEDIATE` transaction: a failing
  * migration leaves the file as it was, and of two processes starting together on one file the
- * second waits for the write lock and then finds nothing left to apply.
+ * second waits for the write lock and then finds nothing left to apply. Answers the versions applied.
  */
-export function migrateSqlite(db: Database): void {
+export function migrateSqlite(db: Database): number[] {
   db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied INTEGER NOT NULL)");
-  db.transaction(() => {
+  return db.transaction(() => {
     const done = new Set((db.query("SELECT version FROM schema_migrations").all() as Row[]).map((r) => r.version));
+    const applied: number[] = [];
     for (const m of MIGRATIONS) {
       if (done.has(m.version)) continue;
       db.exec(m.sqlite);
       db.query("INSERT INTO schema_migrations (version, applied) VALUES (?, ?)").run(m.version, Date.now());
+      applied.push(m.version);
     }
+    return applied;
   }).immediate();
 }

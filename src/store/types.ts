@@ -393,6 +393,8 @@ export interface DayCount {
 
 export interface Store {
   readonly kind: "sqlite" | "postgres";
+  /** The migrations (versions) this process applied when it opened the records; none when they were up to date. */
+  readonly migrationsApplied: readonly number[];
 
   createLicense(license: LicenseRecord, journal?: Journal<LicenseRecord>): Promise<void>;
   /**
