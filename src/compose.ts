@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { Gauge } from "prom-client";
 import type { Config } from "./config/config";
 import { ConfigError } from "./config/parse";
 import { createLogger, type Logger } from "./config/log";
@@ -188,6 +189,10 @@ export async function compose(
   const metrics = config.metricsListen
     ? createMetrics({ clock, releases, tokenLookups: verifier.lookups, pingRecords: () => store.ping(), rateLimits })
     : undefined;
+  // Prometheus' info-metric idiom: a scrape says which build answers (after an upgrade, or across a fleet).
+  if (metrics)
+    new Gauge({ name: "keyturn_build_info", help: "The version and build id of this process (value 1)", labelNames: ["version"], registers: [metrics.registry] })
+      .set({ version: VERSION }, 1);
   return {
     config,
     store,
