@@ -16,6 +16,7 @@ import { FeedService } from "./domain/releases/feeds";
 import { ReleaseHolder } from "./domain/releases/holder";
 import { InstallerVerifier } from "./domain/releases/installer-verification";
 import { RecordSeal } from "./domain/record-seal";
+import { checkRecordsVariant } from "./domain/records-variant";
 import { ReleasePublications } from "./domain/releases/publications";
 import { ReleaseControls } from "./domain/releases/release-controls";
 import { ReleaseSelection } from "./domain/releases/release-selection";
@@ -49,10 +50,19 @@ export interface Composed {
   readonly mirror: MirrorFollower | null;
 }
 
-/** Opens the records the configuration names (SQLite in --data unless --database is given). */
+/**
+ * Opens the records the configuration names (SQLite in --data unless --database is given), and
+ * refuses those of another variant (checkRecordsVariant).
+ */
 export async function openStore(config: Config): Promise<Store> {
-  if (config.databaseUrl) return openPostgresStore(config.databaseUrl).catch(cannotOpen);
-  return openSqliteStore(config.dataDir);
+  const store = config.databaseUrl ? await openPostgresStore(config.databaseUrl).catch(cannotOpen) : openSqliteStore(config.dataDir);
+  try {
+    await checkRecordsVariant(store, config.variant.name, systemClock());
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
+  return store;
 }
 
 // One clear line instead of a driver stack trace; the URL (which may hold a password) is not repeated.

@@ -102,6 +102,7 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
         known_releases: 1,
         known_releases_baseline: 1,
         record_key_check: 1,
+        records_variant: 1,
         admin_tokens: 1,
         events: source.events.length,
         webhook_endpoints: 1,

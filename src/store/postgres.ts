@@ -59,6 +59,8 @@ import type {
   ReleaseControlRecord,
   ReleaseKey,
   RevokedLicenseRecord,
+  SealedChange,
+  SealedValue,
   Sighting,
   Store,
   UpdateLicenseResult,
@@ -679,6 +681,52 @@ export class PostgresStore implements Store {
     await this.sql`INSERT INTO record_key_check (id, value) VALUES (1, ${candidate}) ON CONFLICT DO NOTHING`;
     const [row] = await this.sql`SELECT value FROM record_key_check WHERE id = 1`;
     return row.value as string;
+  }
+
+  async readRecordKeyCheck(): Promise<string | null> {
+    const [row] = await this.sql`SELECT value FROM record_key_check WHERE id = 1`;
+    return (row?.value as string | undefined) ?? null;
+  }
+
+  async listSealed(prefix: string, limit?: number): Promise<SealedValue[]> {
+    const most = limit ?? null;
+    const secrets = await this.sql`SELECT id, secret FROM webhook_endpoints WHERE starts_with(secret, ${prefix}) ORDER BY id LIMIT ${most}`;
+    const answers = await this.sql`SELECT scope, key, answer FROM idempotency WHERE starts_with(answer, ${prefix}) ORDER BY scope, key LIMIT ${most}`;
+    return [
+      ...secrets.map((r: Row): SealedValue => ({ kind: "webhook-secret", endpointId: r.id as string, value: r.secret as string })),
+      ...answers.map((r: Row): SealedValue => ({ kind: "idempotency-answer", scope: r.scope as string, key: r.key as string, value: r.answer as string })),
+    ];
+  }
+
+  async replaceSealed(values: readonly SealedChange[], check: { readonly before: string | null; readonly after: string }): Promise<boolean> {
+    const changed = new Error("changed meanwhile");
+    try {
+      await this.sql.begin(async (tx) => {
+        // UPDATE locks the row: of two rotations, the second finds the value the first wrote and changes nothing.
+        const kept =
+          check.before === null
+            ? await tx`INSERT INTO record_key_check (id, value) VALUES (1, ${check.after}) ON CONFLICT DO NOTHING`
+            : await tx`UPDATE record_key_check SET value = ${check.after} WHERE id = 1 AND value = ${check.before}`;
+        if (kept.count !== 1) throw changed;
+        for (const v of values) {
+          const result =
+            v.kind === "webhook-secret"
+              ? await tx`UPDATE webhook_endpoints SET secret = ${v.after} WHERE id = ${v.endpointId} AND secret = ${v.value}`
+              : await tx`UPDATE idempotency SET answer = ${v.after} WHERE scope = ${v.scope} AND key = ${v.key} AND answer = ${v.value}`;
+          if (result.count !== 1) throw changed;
+        }
+      });
+      return true;
+    } catch (e) {
+      if (e === changed) return false;
+      throw e;
+    }
+  }
+
+  async noteVariant(variant: string, now: number): Promise<{ readonly variant: string; readonly noted: number }> {
+    await this.sql`INSERT INTO records_variant (id, variant, noted) VALUES (1, ${variant}, ${now}) ON CONFLICT DO NOTHING`;
+    const [row] = await this.sql`SELECT variant, noted FROM records_variant WHERE id = 1`;
+    return { variant: row.variant as string, noted: num(row.noted) };
   }
 
   async recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]> {

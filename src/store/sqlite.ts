@@ -61,6 +61,8 @@ import type {
   ReleaseControlRecord,
   ReleaseKey,
   RevokedLicenseRecord,
+  SealedChange,
+  SealedValue,
   Sighting,
   Store,
   UpdateLicenseResult,
@@ -753,6 +755,54 @@ export class SqliteStore implements Store {
     return this.groupCommit.write(() => {
       this.db.query("INSERT INTO record_key_check (id, value) VALUES (1, ?) ON CONFLICT DO NOTHING").run(candidate);
       return (this.db.query("SELECT value FROM record_key_check WHERE id = 1").get() as Row).value as string;
+    });
+  }
+
+  async readRecordKeyCheck(): Promise<string | null> {
+    return ((this.db.query("SELECT value FROM record_key_check WHERE id = 1").get() as Row | null)?.value as string | undefined) ?? null;
+  }
+
+  async listSealed(prefix: string, limit = -1): Promise<SealedValue[]> {
+    const secrets = this.db
+      .query("SELECT id, secret FROM webhook_endpoints WHERE substr(secret, 1, length(?1)) = ?1 ORDER BY id LIMIT ?2")
+      .all(prefix, limit) as Row[];
+    const answers = this.db
+      .query("SELECT scope, key, answer FROM idempotency WHERE substr(answer, 1, length(?1)) = ?1 ORDER BY scope, key LIMIT ?2")
+      .all(prefix, limit) as Row[];
+    return [
+      ...secrets.map((r): SealedValue => ({ kind: "webhook-secret", endpointId: r.id as string, value: r.secret as string })),
+      ...answers.map((r): SealedValue => ({ kind: "idempotency-answer", scope: r.scope as string, key: r.key as string, value: r.answer as string })),
+    ];
+  }
+
+  async replaceSealed(values: readonly SealedChange[], check: { readonly before: string | null; readonly after: string }): Promise<boolean> {
+    const changed = new Error("changed meanwhile");
+    try {
+      await this.groupCommit.write(() => {
+        const kept =
+          check.before === null
+            ? this.db.query("INSERT INTO record_key_check (id, value) VALUES (1, ?) ON CONFLICT DO NOTHING").run(check.after)
+            : this.db.query("UPDATE record_key_check SET value = ? WHERE id = 1 AND value = ?").run(check.after, check.before);
+        if (kept.changes !== 1) throw changed;
+        const secret = this.db.query("UPDATE webhook_endpoints SET secret = ? WHERE id = ? AND secret = ?");
+        const answer = this.db.query("UPDATE idempotency SET answer = ? WHERE scope = ? AND key = ? AND answer = ?");
+        for (const v of values) {
+          const result = v.kind === "webhook-secret" ? secret.run(v.after, v.endpointId, v.value) : answer.run(v.after, v.scope, v.key, v.value);
+          if (result.changes !== 1) throw changed;
+        }
+      });
+      return true;
+    } catch (e) {
+      if (e === changed) return false;
+      throw e;
+    }
+  }
+
+  async noteVariant(variant: string, now: number): Promise<{ readonly variant: string; readonly noted: number }> {
+    return this.groupCommit.write(() => {
+      this.db.query("INSERT INTO records_variant (id, variant, noted) VALUES (1, ?, ?) ON CONFLICT DO NOTHING").run(variant, now);
+      const row = this.db.query("SELECT variant, noted FROM records_variant WHERE id = 1").get() as Row;
+      return { variant: row.variant as string, noted: row.noted as number };
     });
   }
 
