@@ -698,7 +698,7 @@ export class PostgresStore implements Store {
     ];
   }
 
-  async replaceSealed(values: readonly SealedChange[], check: { readonly before: string | null; readonly after: string }): Promise<boolean> {
+  async replaceSealed(prefix: string, values: readonly SealedChange[], check: { readonly before: string | null; readonly after: string }): Promise<boolean> {
     const changed = new Error("changed meanwhile");
     try {
       await this.sql.begin(async (tx) => {
@@ -715,6 +715,9 @@ export class PostgresStore implements Store {
               : await tx`UPDATE idempotency SET answer = ${v.after} WHERE scope = ${v.scope} AND key = ${v.key} AND answer = ${v.value}`;
           if (result.count !== 1) throw changed;
         }
+        const [held] = await tx`SELECT (SELECT count(*) FROM webhook_endpoints WHERE starts_with(secret, ${prefix}))
+          + (SELECT count(*) FROM idempotency WHERE starts_with(answer, ${prefix})) AS n`;
+        if (num(held.n) !== values.length) throw changed;
       });
       return true;
     } catch (e) {

@@ -775,7 +775,7 @@ export class SqliteStore implements Store {
     ];
   }
 
-  async replaceSealed(values: readonly SealedChange[], check: { readonly before: string | null; readonly after: string }): Promise<boolean> {
+  async replaceSealed(prefix: string, values: readonly SealedChange[], check: { readonly before: string | null; readonly after: string }): Promise<boolean> {
     const changed = new Error("changed meanwhile");
     try {
       await this.groupCommit.write(() => {
@@ -790,6 +790,10 @@ export class SqliteStore implements Store {
           const result = v.kind === "webhook-secret" ? secret.run(v.after, v.endpointId, v.value) : answer.run(v.after, v.scope, v.key, v.value);
           if (result.changes !== 1) throw changed;
         }
+        const held = this.db
+          .query("SELECT (SELECT count(*) FROM webhook_endpoints WHERE substr(secret, 1, length(?1)) = ?1) + (SELECT count(*) FROM idempotency WHERE substr(answer, 1, length(?1)) = ?1) AS n")
+          .get(prefix) as Row;
+        if (held.n !== values.length) throw changed;
       });
       return true;
     } catch (e) {

@@ -537,11 +537,12 @@ export interface Store {
   /** The values starting with `prefix` (sealed ones) in the columns that hold sealed secrets, at most `limit` of each column. */
   listSealed(prefix: string, limit?: number): Promise<SealedValue[]>;
   /**
-   * In one transaction: each value replaced where it still holds `before`, and the check value
+   * In one transaction: each value replaced where it still holds its `value`, and the check value
    * replaced where it still holds `check.before` (null: none kept). False, with nothing written,
-   * when any of them changed meanwhile.
+   * when any of them changed meanwhile, or when `values` are not every value starting with
+   * `prefix` (one sealed meanwhile).
    */
-  replaceSealed(values: readonly SealedChange[], check: { readonly before: string | null; readonly after: string }): Promise<boolean>;
+  replaceSealed(prefix: string, values: readonly SealedChange[], check: { readonly before: string | null; readonly after: string }): Promise<boolean>;
   /**
    * The variant these records serve: the first caller's `variant` is noted, at `now`; every call
    * answers the note.
