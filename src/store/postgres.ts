@@ -727,8 +727,12 @@ export class PostgresStore implements Store {
   }
 
   async noteVariant(variant: string, now: number): Promise<{ readonly variant: string; readonly noted: number }> {
-    await this.sql`INSERT INTO records_variant (id, variant, noted) VALUES (1, ${variant}, ${now}) ON CONFLICT DO NOTHING`;
-    const [row] = await this.sql`SELECT variant, noted FROM records_variant WHERE id = 1`;
+    // Read first: a start on noted records writes nothing.
+    let [row] = await this.sql`SELECT variant, noted FROM records_variant WHERE id = 1`;
+    if (!row) {
+      await this.sql`INSERT INTO records_variant (id, variant, noted) VALUES (1, ${variant}, ${now}) ON CONFLICT DO NOTHING`;
+      [row] = await this.sql`SELECT variant, noted FROM records_variant WHERE id = 1`;
+    }
     return { variant: row.variant as string, noted: num(row.noted) };
   }
 

@@ -803,11 +803,15 @@ export class SqliteStore implements Store {
   }
 
   async noteVariant(variant: string, now: number): Promise<{ readonly variant: string; readonly noted: number }> {
-    return this.groupCommit.write(() => {
-      this.db.query("INSERT INTO records_variant (id, variant, noted) VALUES (1, ?, ?) ON CONFLICT DO NOTHING").run(variant, now);
-      const row = this.db.query("SELECT variant, noted FROM records_variant WHERE id = 1").get() as Row;
-      return { variant: row.variant as string, noted: row.noted as number };
-    });
+    const read = () => this.db.query("SELECT variant, noted FROM records_variant WHERE id = 1").get() as Row | null;
+    // Read first: a start on noted records writes nothing.
+    const row =
+      read() ??
+      (await this.groupCommit.write(() => {
+        this.db.query("INSERT INTO records_variant (id, variant, noted) VALUES (1, ?, ?) ON CONFLICT DO NOTHING").run(variant, now);
+        return read()!;
+      }));
+    return { variant: row.variant as string, noted: row.noted as number };
   }
 
   async recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]> {
