@@ -2,11 +2,13 @@
  * `bun build.ts` compiles keyturn into one self-contained executable (dist/keyturn) and builds the
  * client kit as a package vendors install: dist/client (staged) packed into
  * dist/keyturn-client-<version>.tgz. The version comes from package.json, bundled with the code
- * (`keyturn --version`) and given to the kit.
+ * and given to the kit; the executable also carries its build id (`keyturn --version` says
+ * `0.1.0+<build id>`), so two builds of one version can be told apart.
  */
 import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { createHash } from "node:crypto";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
 import pkg from "./package.json" with { type: "json" };
 
 const ROOT = import.meta.dir;
@@ -19,9 +21,47 @@ export async function buildExecutable(outfile = join(ROOT, "dist", "keyturn")): 
     compile: { outfile },
     minify: true,
     sourcemap: "linked",
+    // src/version.ts reads it; run from source, it is not defined.
+    define: { KEYTURN_BUILD: JSON.stringify(buildId()) },
   });
   if (!result.success) throw new AggregateError(result.logs, "build failed");
   return outfile;
+}
+
+/** What goes into the executable when there is no git to name it: the sources and what pins their dependencies. */
+const BUILD_INPUTS = ["src", "package.json", "bun.lock", "build.ts"];
+
+/**
+ * The build id: the git commit's short hash (12 hex digits), with `.dirty` when the work tree has
+ * changes (tracked or new files: `git status`); a checkout without git (a source tarball) gets
+ * `content.` and 12 hex digits of a SHA-256 over BUILD_INPUTS' paths and bytes instead. Both are
+ * semver build metadata (`0.1.0+<id>`).
+ */
+export function buildId(root = ROOT): string {
+  const git = (...args: string[]) => execFileSync("git", args, { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+  try {
+    // Only root's own repository: a tarball unpacked inside another checkout is not that checkout's commit.
+    if (realpathSync(git("rev-parse", "--show-toplevel")) === realpathSync(root))
+      return `${git("rev-parse", "--short=12", "HEAD")}${git("status", "--porcelain") ? ".dirty" : ""}`;
+  } catch {
+    // No git, not a repository, or no commit yet.
+  }
+  const hash = createHash("sha256");
+  for (const file of BUILD_INPUTS.flatMap((input) => filesUnder(join(root, input)))) {
+    hash.update(`${relative(root, file)}\0`);
+    hash.update(readFileSync(file));
+  }
+  return `content.${hash.digest("hex").slice(0, 12)}`;
+}
+
+/** The files at `path` (itself, or under it), in a stable order. */
+function filesUnder(path: string): string[] {
+  if (!existsSync(path)) return [];
+  if (!statSync(path).isDirectory()) return [path];
+  return readdirSync(path, { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name))
+    .sort();
 }
 
 /**
@@ -95,7 +135,7 @@ export function packClient(staged: string, destination = join(ROOT, "dist")): st
 
 if (import.meta.main) {
   const outfile = await buildExecutable(process.argv[2]);
-  console.log(`built ${outfile} (keyturn ${pkg.version})`);
+  console.log(`built ${outfile} (keyturn ${pkg.version}+${buildId()})`);
   const kit = await buildClient();
   console.log(`built ${kit} and ${packClient(join(kit, ".."))} (${KIT_NAME} ${pkg.version})`);
 }

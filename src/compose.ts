@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { Gauge } from "prom-client";
 import type { Config } from "./config/config";
 import { ConfigError } from "./config/parse";
 import { createLogger, type Logger } from "./config/log";
@@ -15,6 +16,7 @@ import { FeedService } from "./domain/releases/feeds";
 import { ReleaseHolder } from "./domain/releases/holder";
 import { InstallerVerifier } from "./domain/releases/installer-verification";
 import { RecordSeal } from "./domain/record-seal";
+import { checkRecordsVariant } from "./domain/records-variant";
 import { ReleasePublications } from "./domain/releases/publications";
 import { ReleaseControls } from "./domain/releases/release-controls";
 import { ReleaseSelection } from "./domain/releases/release-selection";
@@ -48,10 +50,19 @@ export interface Composed {
   readonly mirror: MirrorFollower | null;
 }
 
-/** Opens the records the configuration names (SQLite in --data unless --database is given). */
+/**
+ * Opens the records the configuration names (SQLite in --data unless --database is given), and
+ * refuses those of another variant (checkRecordsVariant).
+ */
 export async function openStore(config: Config): Promise<Store> {
-  if (config.databaseUrl) return openPostgresStore(config.databaseUrl).catch(cannotOpen);
-  return openSqliteStore(config.dataDir);
+  const store = config.databaseUrl ? await openPostgresStore(config.databaseUrl).catch(cannotOpen) : openSqliteStore(config.dataDir);
+  try {
+    await checkRecordsVariant(store, config.variant.name, systemClock());
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
+  return store;
 }
 
 // One clear line instead of a driver stack trace; the URL (which may hold a password) is not repeated.
@@ -188,6 +199,10 @@ export async function compose(
   const metrics = config.metricsListen
     ? createMetrics({ clock, releases, tokenLookups: verifier.lookups, pingRecords: () => store.ping(), rateLimits })
     : undefined;
+  // Prometheus' info-metric idiom: a scrape says which build answers (after an upgrade, or across a fleet).
+  if (metrics)
+    new Gauge({ name: "keyturn_build_info", help: "The version and build id of this process (value 1)", labelNames: ["version"], registers: [metrics.registry] })
+      .set({ version: VERSION }, 1);
   return {
     config,
     store,

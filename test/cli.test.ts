@@ -165,8 +165,8 @@ async function waitFor(url: string): Promise<void> {
   throw new Error(`server at ${url} did not start`);
 }
 
-test("--version prints the package version", () => {
+test("--version prints the package version, from the sources with the build \"source\"", () => {
   const r = keyturn(workdir(), ["--version"]);
-  expect(r.stdout.trim()).toBe(`keyturn ${JSON.parse(readFileSync(join(import.meta.dir, "..", "package.json"), "utf8")).version}`);
+  expect(r.stdout.trim()).toBe(`keyturn ${JSON.parse(readFileSync(join(import.meta.dir, "..", "package.json"), "utf8")).version}+source`);
   expect(existsSync(MAIN)).toBe(true);
 });

@@ -82,7 +82,7 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
   test("migrate --database applies the migrations to the PostgreSQL schema", () => {
     const r = keyturn("migrate", "--variant", "alpha", "--database", schema.url);
     expect(r.stderr).toBe("");
-    expect(r.stdout).toContain("records are up to date (postgres)");
+    expect(r.stdout).toContain("to the records (postgres); they are at migration");
     expect(r.code).toBe(0);
   });
 
@@ -102,6 +102,7 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
         known_releases: 1,
         known_releases_baseline: 1,
         record_key_check: 1,
+        records_variant: 1,
         admin_tokens: 1,
         events: source.events.length,
         webhook_endpoints: 1,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { readFileSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { buildExecutable } from "../build";
+import { executable } from "./executable";
 import { VARIANTS } from "../src/config/variants";
 import { tempDir } from "./helpers";
 
@@ -9,15 +9,9 @@ let dir: string;
 let exe: string;
 beforeAll(async () => {
   dir = tempDir("keyturn-e2e-");
-  exe = await buildExecutable(join(dir, "bin", "keyturn"));
+  exe = await executable();
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-test("the compiled executable prints its version", () => {
-  const p = Bun.spawnSync([exe, "--version"]);
-  const { version } = JSON.parse(readFileSync(join(import.meta.dir, "..", "package.json"), "utf8"));
-  expect(p.stdout.toString().trim()).toBe(`keyturn ${version}`);
-});
 
 test("the compiled demo starts from an empty directory, prints a license and a curl that activates", async () => {
   const cwd = join(dir, "empty");

@@ -1,5 +1,5 @@
 import { afterEach, expect, test } from "bun:test";
-import { mkdirSync, readFileSync, statSync } from "node:fs";
+import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Webhook } from "standardwebhooks";
 import { silentLogger } from "../src/config/log";
@@ -82,6 +82,7 @@ test("a process with another records.key refuses to seal or open, naming the fil
   expect(await seal.open(sealed, "webhook-secret\nwhe_b").catch((e: Error) => e.message)).toContain(RECORDS_KEY_FILE);
   const otherKeys = join(site.dir, "other-keys");
   mkdirSync(otherKeys);
+  writeFileSync(join(otherKeys, RECORDS_KEY_FILE), Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"), { mode: 0o600 });
   const other = new RecordSeal(otherKeys, site.composed.store);
   for (const attempt of [other.seal("x", "c"), other.open(sealed, "webhook-secret\nwhe_a")])
     expect(await attempt.then(() => "ok", (e: { code: string; message: string }) => `${e.code}: ${e.message}`)).toMatch(

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { decodeJwt } from "jose";
-import { buildExecutable } from "../build";
+import { executable } from "./executable";
 import { generateKeyFiles } from "../src/domain/keys";
 import { device, tempDir } from "./helpers";
 import { CLIENT_ID, STAFF_GROUP, startIssuer, type LocalIssuer } from "./identity-issuer";
@@ -18,7 +18,7 @@ let stderr = "";
 
 beforeAll(async () => {
   dir = tempDir("keyturn-staff-e2e-");
-  const exe = await buildExecutable(join(dir, "keyturn"));
+  const exe = await executable();
   generateKeyFiles(join(dir, "keys"), "gamma-license-2026-09");
   mkdirSync(join(dir, "releases"));
   issuer = await startIssuer(Date.now);

@@ -2,13 +2,15 @@ import { resolveSetting, type Environment } from "../config/settings";
 import { VARIANTS, type VariantName } from "../config/variants";
 import { defaultKid, generateKeyFiles, KeyExistsError, parseKid, type KeyPurpose } from "../domain/keys";
 import { err, out, printJson, UsageError } from "./io";
+import { rotateRecordsKeyCommand } from "./records-key";
 import { parseArgs } from "node:util";
 
-const USAGE = "keyturn keys generate --variant alpha|beta|gamma [--purpose license|release] [--kid KID] [--keys DIR] [--json]";
+const USAGE = "keyturn keys generate --variant alpha|beta|gamma [--purpose license|release] [--kid KID] [--keys DIR] [--json]\n       keyturn keys rotate-records-key --variant V [--keys DIR] [--data DIR | --database URL]";
 
-/** `keyturn keys generate`: a new P-256 key pair; prints the kid and the SPKI vendors compile in. */
+/** `keyturn keys generate`: a new P-256 key pair; prints the kid and the SPKI vendors compile in. `keys rotate-records-key`: src/cli/records-key.ts. */
 export async function keysCommand(args: string[], env: Environment): Promise<number> {
   const [sub, ...rest] = args;
+  if (sub === "rotate-records-key") return rotateRecordsKeyCommand(rest, env);
   if (sub !== "generate") throw new UsageError(USAGE, sub ? `unknown keys command "${sub}"` : "missing keys command");
   let values;
   try {

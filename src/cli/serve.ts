@@ -8,7 +8,8 @@ import { WebhookWorker } from "../domain/webhooks/worker";
 import { createApp } from "../http/app";
 import { VERSION } from "../version";
 import { startMetricsListener } from "./metrics-listener";
-import { compose } from "../compose";
+import { compose, openStore } from "../compose";
+import { RecordSeal } from "../domain/record-seal";
 import { demoSettings, ensureDemoAdminToken, ensureDemoKeys, ensureDemoLicense, printDemoBanner } from "./demo";
 import { out } from "./io";
 import { startTransport, transportMode } from "./transport";
@@ -46,8 +47,18 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   if (unusable.length > 0)
     throw new ConfigError("keys", `${unusable.map((u) => `${u.path} ${u.why}`).join("; ")}; without it every activation would answer 503 licensing_unavailable`);
 
-  const { store, keys, services, rateLimitStore, mirror } = await compose(config, { watchReleases: true });
+  const records = await openStore(config);
+  // Sealed records whose key is missing or another would leave webhooks pending for ever: refused before anything starts.
+  let sealWarnings: string[];
+  try {
+    sealWarnings = await new RecordSeal(config.keysDir, records).verify();
+  } catch (e) {
+    await records.close();
+    throw e;
+  }
+  const { store, keys, services, rateLimitStore, mirror } = await compose(config, { watchReleases: true, store: records });
   const log = services.log;
+  for (const warning of sealWarnings) log.warn(warning);
   if (config.mirror) {
     log.info("mirror", { of: config.mirror.of, pollMs: config.mirror.pollMs, maxStalenessSeconds: config.mirror.maxStalenessSeconds });
     if (![...keys.verify.values()].some((k) => k.purpose === "license"))

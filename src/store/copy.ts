@@ -10,7 +10,7 @@ interface Table {
   readonly booleans?: readonly string[];
   /** A column PostgreSQL numbers itself (GENERATED ALWAYS AS IDENTITY): copied as it is, the numbering moved past it. */
   readonly identity?: string;
-  /** A table a migration seeds with its rows: always overwritten, and not counted as records held. */
+  /** A table a migration or the first start seeds with its rows: always overwritten, and not counted as records held. */
   readonly seeded?: boolean;
 }
 
@@ -47,6 +47,8 @@ const TABLES = [
   { name: "known_releases", key: "lane, version", order: "lane, version", columns: ["lane", "version", "first_seen"] },
   { name: "known_releases_baseline", key: "id", order: "id", columns: ["id", "taken"] },
   { name: "record_key_check", key: "id", order: "id", columns: ["id", "value"] },
+  // `keyturn migrate` on the empty target notes its variant there: the source's note replaces it.
+  { name: "records_variant", key: "id", order: "id", columns: ["id", "variant", "noted"], seeded: true },
   { name: "admin_tokens", key: "id", order: "created, id", columns: ["id", "name", "secret_hash", "scopes", "created", "expires", "revoked", "last_used"] },
   { name: "events", key: "seq", order: "seq", columns: ["seq", "id", "type", "time", "data"], identity: "seq" },
   {

@@ -542,4 +542,23 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX console_sessions_by_expiry ON console_sessions(expires);
     `,
   },
+  {
+    version: 16,
+    name: "the variant the records serve, noted at their first start",
+    // Records made before it have only ever served one variant: the next start notes the one it serves.
+    sqlite: `
+      CREATE TABLE records_variant (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        variant TEXT NOT NULL,
+        noted INTEGER NOT NULL
+      ) STRICT;
+    `,
+    postgres: `
+      CREATE TABLE records_variant (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        variant TEXT NOT NULL,
+        noted BIGINT NOT NULL
+      );
+    `,
+  },
 ];

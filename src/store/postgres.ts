@@ -59,6 +59,8 @@ import type {
   ReleaseControlRecord,
   ReleaseKey,
   RevokedLicenseRecord,
+  SealedChange,
+  SealedValue,
   Sighting,
   Store,
   UpdateLicenseResult,
@@ -102,13 +104,14 @@ export const CONTROLS_POLL_MS = 1000;
  */
 export async function openPostgresStore(url: string, opts: { max?: number; controlsPollMs?: number } = {}): Promise<PostgresStore> {
   const sql = new SQL(url, { max: opts.max ?? 10 });
+  let applied: number[];
   try {
-    await migratePostgres(sql);
+    applied = await migratePostgres(sql);
   } catch (e) {
     await sql.close();
     throw e;
   }
-  return new PostgresStore(sql, opts.controlsPollMs ?? CONTROLS_POLL_MS);
+  return new PostgresStore(sql, opts.controlsPollMs ?? CONTROLS_POLL_MS, applied);
 }
 
 export class PostgresStore implements Store {
@@ -119,6 +122,7 @@ export class PostgresStore implements Store {
   constructor(
     readonly sql: SQL,
     private readonly controlsPollMs = CONTROLS_POLL_MS,
+    readonly migrationsApplied: readonly number[] = [],
   ) {}
 
   async createLicense(l: LicenseRecord, j: Journal<LicenseRecord> = {}): Promise<void> {
@@ -679,6 +683,59 @@ export class PostgresStore implements Store {
     return row.value as string;
   }
 
+  async readRecordKeyCheck(): Promise<string | null> {
+    const [row] = await this.sql`SELECT value FROM record_key_check WHERE id = 1`;
+    return (row?.value as string | undefined) ?? null;
+  }
+
+  async listSealed(prefix: string, limit?: number): Promise<SealedValue[]> {
+    const most = limit ?? null;
+    const secrets = await this.sql`SELECT id, secret FROM webhook_endpoints WHERE starts_with(secret, ${prefix}) ORDER BY id LIMIT ${most}`;
+    const answers = await this.sql`SELECT scope, key, answer FROM idempotency WHERE starts_with(answer, ${prefix}) ORDER BY scope, key LIMIT ${most}`;
+    return [
+      ...secrets.map((r: Row): SealedValue => ({ kind: "webhook-secret", endpointId: r.id as string, value: r.secret as string })),
+      ...answers.map((r: Row): SealedValue => ({ kind: "idempotency-answer", scope: r.scope as string, key: r.key as string, value: r.answer as string })),
+    ];
+  }
+
+  async replaceSealed(prefix: string, values: readonly SealedChange[], check: { readonly before: string | null; readonly after: string }): Promise<boolean> {
+    const changed = new Error("changed meanwhile");
+    try {
+      await this.sql.begin(async (tx) => {
+        // UPDATE locks the row: of two rotations, the second finds the value the first wrote and changes nothing.
+        const kept =
+          check.before === null
+            ? await tx`INSERT INTO record_key_check (id, value) VALUES (1, ${check.after}) ON CONFLICT DO NOTHING`
+            : await tx`UPDATE record_key_check SET value = ${check.after} WHERE id = 1 AND value = ${check.before}`;
+        if (kept.count !== 1) throw changed;
+        for (const v of values) {
+          const result =
+            v.kind === "webhook-secret"
+              ? await tx`UPDATE webhook_endpoints SET secret = ${v.after} WHERE id = ${v.endpointId} AND secret = ${v.value}`
+              : await tx`UPDATE idempotency SET answer = ${v.after} WHERE scope = ${v.scope} AND key = ${v.key} AND answer = ${v.value}`;
+          if (result.count !== 1) throw changed;
+        }
+        const [held] = await tx`SELECT (SELECT count(*) FROM webhook_endpoints WHERE starts_with(secret, ${prefix}))
+          + (SELECT count(*) FROM idempotency WHERE starts_with(answer, ${prefix})) AS n`;
+        if (num(held.n) !== values.length) throw changed;
+      });
+      return true;
+    } catch (e) {
+      if (e === changed) return false;
+      throw e;
+    }
+  }
+
+  async noteVariant(variant: string, now: number): Promise<{ readonly variant: string; readonly noted: number }> {
+    // Read first: a start on noted records writes nothing.
+    let [row] = await this.sql`SELECT variant, noted FROM records_variant WHERE id = 1`;
+    if (!row) {
+      await this.sql`INSERT INTO records_variant (id, variant, noted) VALUES (1, ${variant}, ${now}) ON CONFLICT DO NOTHING`;
+      [row] = await this.sql`SELECT variant, noted FROM records_variant WHERE id = 1`;
+    }
+    return { variant: row.variant as string, noted: num(row.noted) };
+  }
+
   async recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]> {
     if (releases.length === 0) return [];
     return this.sql.begin(async (tx) => {
@@ -794,17 +851,21 @@ function auditRow(a: AuditRecord) {
  * Applies every migration the schema has not seen, all in one transaction under an advisory lock
  * keyed by the schema: processes starting together queue on the lock, and each later one finds the
  * versions the first recorded. The transaction-scoped lock cannot outlive a crashed migrator.
+ * Answers the versions applied.
  */
-export async function migratePostgres(sql: SQL): Promise<void> {
-  await sql.begin(async (tx) => {
+export async function migratePostgres(sql: SQL): Promise<number[]> {
+  return sql.begin(async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(hashtext('keyturn migrations ' || current_schema()))`;
     await tx`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied BIGINT NOT NULL)`;
     const done = new Set((await tx`SELECT version FROM schema_migrations`).map((r: Row) => num(r.version)));
+    const applied: number[] = [];
     for (const m of MIGRATIONS) {
       if (done.has(m.version)) continue;
       await tx.unsafe(m.postgres);
       await tx`INSERT INTO schema_migrations (version, applied) VALUES (${m.version}, ${Date.now()})`;
+      applied.push(m.version);
     }
+    return applied;
   });
 }
 

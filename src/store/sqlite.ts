@@ -61,6 +61,8 @@ import type {
   ReleaseControlRecord,
   ReleaseKey,
   RevokedLicenseRecord,
+  SealedChange,
+  SealedValue,
   Sighting,
   Store,
   UpdateLicenseResult,
@@ -131,6 +133,7 @@ export class SqliteStore implements Store {
   private controlsGeneration = 0;
   private controlsCheckedAt = -Infinity;
   private readonly readActivationWithLicense: (id: string) => ActivationWithLicense | null;
+  readonly migrationsApplied: readonly number[];
 
   constructor(readonly db: Database) {
     // Several processes (serve and the admin commands) share the file: wait for each other's locks.
@@ -140,7 +143,7 @@ export class SqliteStore implements Store {
     db.exec("PRAGMA synchronous = NORMAL");
     db.exec("PRAGMA foreign_keys = ON");
     db.exec(`PRAGMA wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
-    migrateSqlite(db);
+    this.migrationsApplied = migrateSqlite(db);
     this.q = this.prepare();
     this.groupCommit = new GroupCommit(db);
     this.writeStamp = sqliteWriteStamp(db, db.filename);
@@ -755,6 +758,62 @@ export class SqliteStore implements Store {
     });
   }
 
+  async readRecordKeyCheck(): Promise<string | null> {
+    return ((this.db.query("SELECT value FROM record_key_check WHERE id = 1").get() as Row | null)?.value as string | undefined) ?? null;
+  }
+
+  async listSealed(prefix: string, limit = -1): Promise<SealedValue[]> {
+    const secrets = this.db
+      .query("SELECT id, secret FROM webhook_endpoints WHERE substr(secret, 1, length(?1)) = ?1 ORDER BY id LIMIT ?2")
+      .all(prefix, limit) as Row[];
+    const answers = this.db
+      .query("SELECT scope, key, answer FROM idempotency WHERE substr(answer, 1, length(?1)) = ?1 ORDER BY scope, key LIMIT ?2")
+      .all(prefix, limit) as Row[];
+    return [
+      ...secrets.map((r): SealedValue => ({ kind: "webhook-secret", endpointId: r.id as string, value: r.secret as string })),
+      ...answers.map((r): SealedValue => ({ kind: "idempotency-answer", scope: r.scope as string, key: r.key as string, value: r.answer as string })),
+    ];
+  }
+
+  async replaceSealed(prefix: string, values: readonly SealedChange[], check: { readonly before: string | null; readonly after: string }): Promise<boolean> {
+    const changed = new Error("changed meanwhile");
+    try {
+      await this.groupCommit.write(() => {
+        const kept =
+          check.before === null
+            ? this.db.query("INSERT INTO record_key_check (id, value) VALUES (1, ?) ON CONFLICT DO NOTHING").run(check.after)
+            : this.db.query("UPDATE record_key_check SET value = ? WHERE id = 1 AND value = ?").run(check.after, check.before);
+        if (kept.changes !== 1) throw changed;
+        const secret = this.db.query("UPDATE webhook_endpoints SET secret = ? WHERE id = ? AND secret = ?");
+        const answer = this.db.query("UPDATE idempotency SET answer = ? WHERE scope = ? AND key = ? AND answer = ?");
+        for (const v of values) {
+          const result = v.kind === "webhook-secret" ? secret.run(v.after, v.endpointId, v.value) : answer.run(v.after, v.scope, v.key, v.value);
+          if (result.changes !== 1) throw changed;
+        }
+        const held = this.db
+          .query("SELECT (SELECT count(*) FROM webhook_endpoints WHERE substr(secret, 1, length(?1)) = ?1) + (SELECT count(*) FROM idempotency WHERE substr(answer, 1, length(?1)) = ?1) AS n")
+          .get(prefix) as Row;
+        if (held.n !== values.length) throw changed;
+      });
+      return true;
+    } catch (e) {
+      if (e === changed) return false;
+      throw e;
+    }
+  }
+
+  async noteVariant(variant: string, now: number): Promise<{ readonly variant: string; readonly noted: number }> {
+    const read = () => this.db.query("SELECT variant, noted FROM records_variant WHERE id = 1").get() as Row | null;
+    // Read first: a start on noted records writes nothing.
+    const row =
+      read() ??
+      (await this.groupCommit.write(() => {
+        this.db.query("INSERT INTO records_variant (id, variant, noted) VALUES (1, ?, ?) ON CONFLICT DO NOTHING").run(variant, now);
+        return read()!;
+      }));
+    return { variant: row.variant as string, noted: row.noted as number };
+  }
+
   async recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]> {
     if (releases.length === 0) return [];
     return this.groupCommit.write(() => {
@@ -871,16 +930,19 @@ function deviceFields(d: DeviceFields): DeviceFields {
 /**
  * Applies every migration the file has not seen, all in one `BEGIN IMMEDIATE` transaction: a failing
  * migration leaves the file as it was, and of two processes starting together on one file the
- * second waits for the write lock and then finds nothing left to apply.
+ * second waits for the write lock and then finds nothing left to apply. Answers the versions applied.
  */
-export function migrateSqlite(db: Database): void {
+export function migrateSqlite(db: Database): number[] {
   db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied INTEGER NOT NULL)");
-  db.transaction(() => {
+  return db.transaction(() => {
     const done = new Set((db.query("SELECT version FROM schema_migrations").all() as Row[]).map((r) => r.version));
+    const applied: number[] = [];
     for (const m of MIGRATIONS) {
       if (done.has(m.version)) continue;
       db.exec(m.sqlite);
       db.query("INSERT INTO schema_migrations (version, applied) VALUES (?, ?)").run(m.version, Date.now());
+      applied.push(m.version);
     }
+    return applied;
   }).immediate();
 }

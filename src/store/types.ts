@@ -391,8 +391,17 @@ export interface DayCount {
   readonly seatLimitRefusals: number;
 }
 
+/** A value sealed with the records key (src/domain/record-seal.ts), by the row that holds it. */
+export type SealedValue =
+  | { readonly kind: "webhook-secret"; readonly endpointId: string; readonly value: string }
+  | { readonly kind: "idempotency-answer"; readonly scope: string; readonly key: string; readonly value: string };
+
+export type SealedChange = SealedValue & { readonly after: string };
+
 export interface Store {
   readonly kind: "sqlite" | "postgres";
+  /** The migrations (versions) this process applied when it opened the records; none when they were up to date. */
+  readonly migrationsApplied: readonly number[];
 
   createLicense(license: LicenseRecord, journal?: Journal<LicenseRecord>): Promise<void>;
   /**
@@ -523,6 +532,22 @@ export interface Store {
    * first caller's `candidate` is kept; every call answers the value kept.
    */
   recordKeyCheck(candidate: string): Promise<string>;
+  /** The check value recordKeyCheck kept; null while nothing was ever sealed. */
+  readRecordKeyCheck(): Promise<string | null>;
+  /** The values starting with `prefix` (sealed ones) in the columns that hold sealed secrets, at most `limit` of each column. */
+  listSealed(prefix: string, limit?: number): Promise<SealedValue[]>;
+  /**
+   * In one transaction: each value replaced where it still holds its `value`, and the check value
+   * replaced where it still holds `check.before` (null: none kept). False, with nothing written,
+   * when any of them changed meanwhile, or when `values` are not every value starting with
+   * `prefix` (one sealed meanwhile).
+   */
+  replaceSealed(prefix: string, values: readonly SealedChange[], check: { readonly before: string | null; readonly after: string }): Promise<boolean>;
+  /**
+   * The variant these records serve: the first caller's `variant` is noted, at `now`; every call
+   * answers the note.
+   */
+  noteVariant(variant: string, now: number): Promise<{ readonly variant: string; readonly noted: number }>;
   /**
    * Records the releases as known; returns those no process had recorded before (newly published).
    * The first call that records anything on these records takes the baseline: it records and

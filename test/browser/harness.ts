@@ -3,9 +3,9 @@ import { mkdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
-import { buildExecutable } from "../../build";
 import { VARIANTS, type VariantName } from "../../src/config/variants";
 import { generateKeyFiles } from "../../src/domain/keys";
+import { executable } from "../executable";
 import { ReleaseTree } from "../release-tree";
 
 /** Debian's Chromium, as .ci/run installs it. */
@@ -18,12 +18,6 @@ const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable
  */
 export const SHOTS = process.env.KEYTURN_UPDATE_SCREENSHOTS === "1" ? join(import.meta.dir, "..", "..", "docs", "console") : join(tmpdir(), "keyturn-console-screenshots");
 export const WIDTHS = { phone: { width: 375, height: 812 }, desktop: { width: 1280, height: 900 } } as const;
-
-let built: Promise<string> | null = null;
-/** dist/keyturn, built once per test process by build.ts. */
-export function executable(): Promise<string> {
-  return (built ??= buildExecutable());
-}
 
 export interface Site {
   readonly url: string;

@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { buildClient, buildExecutable, KIT_NAME, packClient } from "../../build";
+import { buildClient, KIT_NAME, packClient } from "../../build";
+import { executable } from "../executable";
 import pkg from "../../package.json" with { type: "json" };
 import { tempDir } from "../helpers";
 import { ISSUER, startKitSite, type KitSite } from "./kit-site";
@@ -26,7 +27,7 @@ function run(cmd: string[], cwd: string, env: Record<string, string> = {}) {
 }
 
 beforeAll(async () => {
-  const exe = await buildExecutable(join(dir, "keyturn"));
+  const exe = await executable();
   tarball = packClient(join(await buildClient(join(dir, "kit")), ".."), dir);
   site = await startKitSite(exe, "alpha");
   site.tree.add({ product: "alpha", channel: "stable", version: "1.1.0" });

@@ -4,6 +4,7 @@ import { activationView, licenseView, newEvent, revocationTtl, tokensValidUntil,
 import { newId, sha256Hex } from "../ids";
 import { parseSeatLease } from "../seat-lease";
 import { generateLicenseKey, hashLicenseKey, normalizeLicenseKey } from "../license-key";
+import { idempotencyAnswerContext } from "../record-seal";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { auditRead } from "./read-audit";
 import { adminAudit, requireScope, type AdminCaller, type AdminDeps } from "./deps";
@@ -79,7 +80,7 @@ export async function createLicense(d: AdminDeps, caller: AdminCaller, body: unk
   const requestHash = sha256Hex(canonicalJson(o));
   const scope = caller.principal.tokenId ?? "cli";
   // The answer holds the licence key: sealed, bound to its scope and Idempotency-Key.
-  const context = `idempotency\n${scope}\n${idempotencyKey}`;
+  const context = idempotencyAnswerContext(scope, idempotencyKey);
   const stored = d.seal ? await d.seal.seal(JSON.stringify(answer), context) : JSON.stringify(answer);
   const result = await d.store.createLicenseIdempotent(
     license,
