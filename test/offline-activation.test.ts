@@ -145,5 +145,6 @@ describe("keyturn activation offline and license --token-ttl", () => {
     const cleared = run("license", "update", lic.id, ...common, "--token-ttl", "default", "--json");
     expect(JSON.parse(cleared.stdout).tokenTtl).toBeNull();
     expect(run("license", "update", lic.id, ...common, "--token-ttl", "400d").code).toBe(2);
-  });
+    // Six spawned CLI runs: about 2 s on a quiet machine, past bun's 5 s default on a loaded 2-core one.
+  }, 30_000);
 });

@@ -7,6 +7,7 @@ import { adminRecordEndpoints } from "./endpoints/admin-records";
 import { adminReleaseEndpoints } from "./endpoints/admin-releases";
 import { adminWebhookEndpoints } from "./endpoints/admin-webhooks";
 import { consoleEndpoints } from "./endpoints/console";
+import { consoleSupportEndpoints } from "./endpoints/console-support";
 import { portalEndpoints } from "./endpoints/portal";
 import { feedEndpoints } from "./endpoints/feeds";
 import { identityEndpoints } from "./endpoints/identity";
@@ -40,6 +41,7 @@ export function routeTable(s: AppServices, openapi: () => string): Endpoint[] {
     ...adminWebhookEndpoints(s.admin),
     ...adminReleaseEndpoints(s.admin, s.releases, s.selection.controls, s.clock),
     ...consoleEndpoints(web, s.audit, s.consoleOpenId),
+    ...consoleSupportEndpoints(web, s.audit, s.consoleOpenId !== null),
     ...portalEndpoints(web, s.audit),
   ];
 }
