@@ -156,7 +156,12 @@ describe("console", () => {
   test("deactivates the installation from the console, audited with the token as actor", async () => {
     await page.goto(licenseUrl);
     await press(page, `Deactivate ${XSS_DEVICE}`);
-    await page.waitForURL(licenseUrl);
+    // A confirmation first, naming the installation (as text) and its licence; nothing is done yet.
+    await expect(page.locator("#confirm-question").textContent()).resolves.toBe(`Deactivate "${XSS_DEVICE}" (win-x64, version 2.4.1) of the licence of ${XSS_NAME}?`);
+    expect(await page.evaluate("window.__xss")).toBeUndefined();
+    await press(page, "Deactivate installation");
+    await page.waitForURL(`${licenseUrl}?done=installation-deactivated`);
+    await expect(page.getByRole("status").textContent()).resolves.toBe("Installation deactivated: its seat is free.");
     await expect(page.locator("#installations tbody tr td").nth(4).textContent()).resolves.toMatch(/^deactivated /);
     await expect(page.locator("#seats").textContent()).resolves.toBe("0 / 3");
     await page.getByRole("link", { name: "Audit trail of this licence" }).click();
@@ -170,11 +175,20 @@ describe("console", () => {
     await page.getByLabel("Seats", { exact: true }).fill("7");
     await page.getByLabel(/^Seat lease/).fill("30d");
     await press(page, "Save changes");
-    await page.waitForURL(licenseUrl);
+    await page.waitForURL(`${licenseUrl}?done=license-saved`);
     await expect(page.locator("#seats").textContent()).resolves.toBe("0 / 7");
     await expect(page.locator("#seat-lease").textContent()).resolves.toBe("30d");
     await press(page, "Revoke licence");
+    // The confirmation names the licence; Cancel goes back with nothing done.
+    await expect(page.locator("h1").textContent()).resolves.toBe("Revoke licence?");
+    await expect(page.locator("#confirm-question").textContent()).resolves.toStartWith(`Revoke the licence of ${XSS_NAME} (${XSS_ORG}), lic_`);
+    await page.getByRole("link", { name: "Cancel" }).click();
+    await page.waitForURL(licenseUrl);
+    await expect(page.locator("#status").textContent()).resolves.toBe("active");
+    await press(page, "Revoke licence");
+    await press(page, "Revoke licence");
     await expect(page.locator("#status").textContent()).resolves.toBe("revoked");
+    await expect(page.getByRole("status").textContent()).resolves.toBe("Licence revoked.");
     await press(page, "Reinstate licence");
     await expect(page.locator("#status").textContent()).resolves.toBe("active");
   });
@@ -196,9 +210,13 @@ describe("console", () => {
     }
     await page.getByRole("link", { name: "Releases", exact: true }).click();
     await press(page, "halt 1.2.0");
+    await expect(page.locator("#confirm-question").textContent()).resolves.toBe("Halt version 1.2.0 of alpha/stable/win-x64?");
+    await press(page, "halt 1.2.0");
+    await expect(page.getByRole("status").textContent()).resolves.toBe("Release halted.");
     await expect(page.locator("td", { hasText: "halted at" }).count()).resolves.toBe(1);
     await press(page, "resume 1.2.0");
     await expect(page.locator("td", { hasText: "halted at" }).count()).resolves.toBe(0);
+    await press(page, "withdraw 1.2.0");
     await press(page, "withdraw 1.2.0");
     await expect(page.locator("td", { hasText: "withdrawn" }).count()).resolves.toBe(1);
     await press(page, "restore 1.2.0");
@@ -249,7 +267,7 @@ describe("console", () => {
   test("at 375 px every page fits the screen", async () => {
     const { context, page: phone, problems: phoneProblems } = await openContext(browser, "phone", site.url);
     await signIn(phone, adminToken);
-    for (const path of ["/console/", new URL(licenseUrl).pathname, "/console/licenses", "/console/audit", "/console/releases", "/console/webhooks"]) {
+    for (const path of ["/console/", new URL(licenseUrl).pathname, "/console/licenses", "/console/audit", "/console/releases", "/console/webhooks", "/console/offline", "/console/tokens"]) {
       await phone.goto(`${site.url}${path}`);
       if (path === "/console/") await phone.waitForSelector('.chart[data-ready="true"] canvas');
       const overflow = await phone.evaluate("document.documentElement.scrollWidth - window.innerWidth");
