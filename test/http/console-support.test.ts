@@ -258,7 +258,7 @@ describe("admin tokens (/console/tokens, scope admin)", () => {
 });
 
 describe("webhook endpoints from the console", () => {
-  test("added with its secret shown once, the secret rotated after a confirmation (deliveries are signed with the new one), removed", async () => {
+  test("added with its secret shown once, the secret rotated after a confirmation (the sealed record holds the new one), removed", async () => {
     const url = "https://hooks.example.com/keyturn";
     const added = await post(ops, "/console/webhooks", { url, events: ["license.created", "license.revoked"] });
     expect(added.status).toBe(201);
