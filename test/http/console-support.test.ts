@@ -48,7 +48,7 @@ async function signIn(name: string, scopes: string[]): Promise<Browser> {
   expect(r.status).toBe(303);
   const who = { cookie: r.headers.get("set-cookie")!.split(";")[0]!, csrf: "", tokenId: token.id };
   // Any page the scopes open carries the session's CSRF token (in its sign-out form).
-  for (const path of ["/console/licenses", "/console/webhooks"]) {
+  for (const path of ["/console/licenses", "/console/webhooks", "/console/offline"]) {
     who.csrf ||= /name="csrf" value="([0-9a-f]{64})"/.exec(await (await send(who, "GET", path)).text())?.[1] ?? "";
   }
   expect(who.csrf).not.toBe("");
@@ -102,6 +102,19 @@ describe("offline answers from the console (/console/offline)", () => {
     expect(r.status).toBe(200);
     expect(claimsOf(answerOf(page)).exp * 1000).toBe(ends);
     expect(page).toContain("when the licence ends");
+  });
+
+  test("a session holding only activations:write lands on the offline page", async () => {
+    const desk = await signIn("desk", ["activations:write"]);
+    const home = await send(desk, "GET", "/console/");
+    expect(home.headers.get("location")).toBe("/console/offline");
+    expect(await (await send(desk, "GET", "/console/offline")).text()).toContain('href="/console/offline" aria-current="page"');
+    // The admin API's scope and no other: a licence's id is enough, without licenses:read.
+    const { license } = await createLicense(site);
+    const answered = await post(desk, "/console/offline", { license: license.id, code: offlineRequestCode({ device: device("alpha") }) });
+    expect(answered.status).toBe(200);
+    expect(claimsOf(answerOf(await answered.text())).lic).toBe(license.id);
+    expect((await post(desk, "/console/offline", { license: "lic_unknown", code: offlineRequestCode({ device: device("alpha") }) })).status).toBe(403);
   });
 
   test("a session without activations:write cannot see the page nor make an answer; the refusal names its actor", async () => {

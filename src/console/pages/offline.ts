@@ -1,5 +1,4 @@
 import { actorOf, requireScope } from "../../domain/admin/deps";
-import { showLicense } from "../../domain/admin/licenses";
 import type { Session } from "../../domain/console-sessions";
 import { normalizeLicenseKey } from "../../domain/license-key";
 import { answerLastsUntil, answerOfflineRequest, answerOfflineRequestOf, type OfflineAnswer } from "../../domain/offline-activation";
@@ -40,7 +39,7 @@ export async function offlineAction(d: ConsoleDeps, s: Session, address: string 
   const done: OfflineAnswer =
     license === undefined || normalizeLicenseKey(d.variant, license)
       ? await answerOfflineRequest(d.licensing, code, license, ctx)
-      : await answerOfflineRequestOf({ variant: d.variant, licensing: d.licensing, store: d.admin.store }, (await showLicense(d.admin, caller, license)).license.id, code, ctx);
+      : await answerOfflineRequestOf({ variant: d.variant, licensing: d.licensing, store: d.admin.store }, license, code, ctx);
   const l = done.entitlement;
   const activation = await d.admin.store.getActivation(l.id);
   const body = html`${notice(`Answer code made for the licence of ${l.licensee} (${l.organization}). Send it to the customer: it holds this computer's seat.`)}

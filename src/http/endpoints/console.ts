@@ -33,6 +33,7 @@ const FIRST_SECTION = [
   ["audit:read", "/console/audit"],
   ["releases:read", "/console/releases"],
   ["webhooks:read", "/console/webhooks"],
+  ["activations:write", "/console/offline"],
 ] as const;
 
 /** What a console page or action is given: the call, the signed-in session, the form of a POST. */
