@@ -15,6 +15,9 @@ const deactivatePath = (id: string) => `/console/activations/${encodeURIComponen
 
 const DAY_SECONDS = 86_400;
 
+/** Who holds a licence, as a confirmation names it: the licensee, and their organisation when there is one. */
+export const holderOf = (l: Pick<LicenseView, "licensee" | "organization">) => (l.organization ? `${l.licensee} (${l.organization})` : l.licensee);
+
 /** A token lifetime in seconds as a person reads it. */
 const lifetimeText = (seconds: number) => (seconds % DAY_SECONDS === 0 ? `${seconds / DAY_SECONDS} day(s)` : `${seconds} seconds`);
 
@@ -161,7 +164,7 @@ export async function revokeConfirmPage(d: ConsoleDeps, s: Session, address: str
   const { license: l } = await showLicense(d.admin, caller, id);
   return confirmPage(s, {
     title: "Revoke licence?",
-    question: `Revoke the licence of ${l.licensee} (${l.organization}), ${l.id}?`,
+    question: `Revoke the licence of ${holderOf(l)}, ${l.id}?`,
     consequence: `Its ${l.seatsUsed ?? 0} installation(s) stop being served at their next check, and nothing can be activated with its key. It can be reinstated later.`,
     action: `${licensePath(l.id)}/revoke`,
     button: "Revoke licence",

@@ -6,7 +6,7 @@ import { callerOf, type ConsoleDeps, type Outcome } from "../deps";
 import { field, type Form } from "../form";
 import { html, type Html } from "../html";
 import { consolePage, csrfField, notice } from "../layout";
-import { licensePath } from "./licenses";
+import { holderOf, licensePath } from "./licenses";
 
 function requestForm(s: Session, license: string): Html {
   return html`<form class="stack" method="post" action="/console/offline">${csrfField(s)}
@@ -42,7 +42,7 @@ export async function offlineAction(d: ConsoleDeps, s: Session, address: string 
       : await answerOfflineRequestOf({ variant: d.variant, licensing: d.licensing, store: d.admin.store }, license, code, ctx);
   const l = done.entitlement;
   const activation = await d.admin.store.getActivation(l.id);
-  const body = html`${notice(`Answer code made for the licence of ${l.licensee} (${l.organization}). Send it to the customer: it holds this computer's seat.`)}
+  const body = html`${notice(`Answer code made for the licence of ${holderOf(l)}. Send it to the customer: it holds this computer's seat.`)}
 <p id="answer-valid-until"><strong>${answerLastsUntil(l)}</strong></p>
 <p><textarea id="answer-code" readonly aria-label="Answer code">${done.answer}</textarea> <button type="button" class="plain" data-copy="answer-code" hidden>Copy answer code</button></p>
 <p>${activation ? html`<a href="${licensePath(activation.licenseId)}">Open the licence</a> · ` : ""}<a href="/console/offline">Answer another request</a></p>`;

@@ -5,7 +5,7 @@ import { confirmPage } from "../confirm";
 import { callerOf, type ConsoleDeps, type Outcome } from "../deps";
 import { html } from "../html";
 import { consolePage, notice } from "../layout";
-import { licensePath } from "./licenses";
+import { holderOf, licensePath } from "./licenses";
 
 const rekeyPath = (id: string) => `${licensePath(id)}/rekey`;
 
@@ -16,7 +16,7 @@ export async function rekeyConfirmPage(d: ConsoleDeps, s: Session, address: stri
   const { license: l } = await showLicense(d.admin, caller, id);
   return confirmPage(s, {
     title: "Reissue key?",
-    question: `Give the licence of ${l.licensee} (${l.organization}), ${l.id}, a new key?`,
+    question: `Give the licence of ${holderOf(l)}, ${l.id}, a new key?`,
     consequence: "The current key stops working at once: nothing can be activated with it. Installations keep their seats. The new key is shown once.",
     action: rekeyPath(l.id),
     button: "Reissue key",
