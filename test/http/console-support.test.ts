@@ -212,7 +212,7 @@ describe("destructive buttons confirm, naming their object, and the page says wh
     expect(await (await send(ops, "GET", r.headers.get("location")!)).text()).toContain(">Licence revoked.</p>");
     expect((await site.composed.store.getLicense(license.id))!.revoked).not.toBeNull();
     // A licence sold to a person (no organisation) is named by its licensee alone.
-    const person = await createLicense(site, { licensee: "Barbara Liskov", organization: "" });
+    const person = await createLicense(site, { licensee: "Barbara Liskov", organization: undefined });
     expect(await (await send(ops, "GET", `/console/licenses/${person.license.id}/revoke`)).text()).toContain(`Revoke the licence of Barbara Liskov, ${person.license.id}?`);
     // Only the fixed sentences are shown: text in the address is not echoed.
     expect(await (await send(ops, "GET", `/console/licenses/${license.id}?done=%3Cb%3Ehi`)).text()).not.toContain("hi</");
