@@ -99,6 +99,12 @@ describe("--offline-token-ttl", () => {
     const cut = await answerOfflineRequest(s.composed.services.licensing, offlineRequestCode({ device: device("gamma") }), short.key, { address: null });
     expect(Date.parse(cut.validUntil)).toBe(ends);
     expect(answerLastsUntil(cut.entitlement)).toContain("when the licence ends");
+
+    // A seat lease caps every token of the licence (a seat not seen that long is freed): the answer says so.
+    const leased = await createLicense(s.composed.services.admin, CLI_CALLER, body({ seatLease: "10d" }));
+    const capped = await answerOfflineRequest(s.composed.services.licensing, offlineRequestCode({ device: device("gamma") }), leased.key, { address: null });
+    expect(Date.parse(capped.validUntil)).toBe(s.clock() + 10 * DAY);
+    expect(answerLastsUntil(capped.entitlement)).toContain(", the licence's seat lease (10d) from now;");
   });
 
   test("more than 366 days is refused at start", () => {

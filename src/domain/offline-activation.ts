@@ -29,8 +29,12 @@ export interface OfflineAnswer {
  */
 export function answerLastsUntil(entitlement: Entitlement): string {
   const end = `${entitlement.expires.replace("T", " ").slice(0, 16)} UTC`;
-  const licenseEnd = entitlement.licenseExpires !== null && Date.parse(entitlement.licenseExpires) === Date.parse(entitlement.expires);
-  return `This answer code works until ${end}${licenseEnd ? ", when the licence ends" : ""}; after that the computer needs a new one.`;
+  const expires = Date.parse(entitlement.expires);
+  const licenseEnd = entitlement.licenseExpires !== null && Date.parse(entitlement.licenseExpires) === expires;
+  const lease = entitlement.seatLease;
+  const leaseEnd = lease !== undefined && expires - Date.parse(entitlement.issued) === lease.seconds * 1000;
+  const why = licenseEnd ? ", when the licence ends" : leaseEnd ? `, the licence's seat lease (${lease.lease}) from now` : "";
+  return `This answer code works until ${end}${why}; after that the computer needs a new one.`;
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
+import { offlineRequestCode } from "../../src/client/offline";
 import { device } from "../helpers";
 import { ATTACKER_HOST, launchBrowser, openContext, press, screenshot, startSite, WIDTHS, type Site } from "./harness";
 
@@ -191,6 +192,33 @@ describe("console", () => {
     await expect(page.getByRole("status").textContent()).resolves.toBe("Licence revoked.");
     await press(page, "Reinstate licence");
     await expect(page.locator("#status").textContent()).resolves.toBe("active");
+  });
+
+  test("support without a shell: an offline answer that says until when, and a key reissued after a confirmation, shown once", async () => {
+    await page.goto(licenseUrl);
+    await page.getByRole("link", { name: "Answer an offline request for this licence" }).click();
+    await page.getByLabel(/^Request code/).fill(offlineRequestCode({ device: device("alpha", { name: "Cabin PC" }) }));
+    await press(page, "Make the answer code");
+    const answer = (await page.locator("#answer-code").inputValue()).trim();
+    expect((await api("/entitlements/current", { token: answer })).status).toBe(200);
+    const exp = JSON.parse(Buffer.from(answer.split(".")[1]!, "base64url").toString()).exp as number;
+    await expect(page.locator("#answer-valid-until").textContent()).resolves.toStartWith(`This answer code works until ${new Date(exp * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC`);
+    await screenshot(page, "console-offline-1280");
+
+    await page.goto(licenseUrl);
+    await press(page, "Reissue key");
+    await expect(page.locator("#confirm-question").textContent()).resolves.toStartWith(`Give the licence of ${XSS_NAME} (${XSS_ORG}), lic_`);
+    await screenshot(page, "confirm-rekey-1280");
+    await press(page, "Reissue key");
+    const newKey = (await page.locator("#license-key").textContent())!.trim();
+    expect(newKey).toMatch(/^[0-9A-Z-]{20,}$/);
+    expect(newKey).not.toBe(licenseKey);
+    const old = await api("/licenses/activate", { method: "POST", body: JSON.stringify({ key: licenseKey, device: device("alpha") }) });
+    expect(((await old.json()) as { error: string }).error).toBe("license_unknown");
+    // Shown once: back on the licence's page it is nowhere.
+    await page.getByRole("link", { name: /Open the licence of/ }).click();
+    expect(await page.content()).not.toContain(newKey);
+    licenseKey = newKey;
   });
 
   test("search finds the licence by its key", async () => {
