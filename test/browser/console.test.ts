@@ -221,6 +221,25 @@ describe("console", () => {
     licenseKey = newKey;
   });
 
+  test("with JavaScript off, a destructive button still asks first and then acts", async () => {
+    const created = await api("/admin/licenses", { method: "POST", token: adminToken, body: JSON.stringify({ licensee: "No Script", organization: "Plain", plan: "p", planTitle: "P", seats: 1, channels: ["stable"] }) });
+    const { license } = (await created.json()) as { license: { id: string } };
+    const context = await browser.newContext({ viewport: WIDTHS.desktop, javaScriptEnabled: false });
+    try {
+      const p = await context.newPage();
+      await signIn(p, adminToken);
+      await p.goto(`${site.url}/console/licenses/${license.id}`);
+      await press(p, "Revoke licence");
+      await expect(p.locator("#confirm-question").textContent()).resolves.toBe(`Revoke the licence of No Script (Plain), ${license.id}?`);
+      await expect(p.locator("#status").count()).resolves.toBe(0);
+      await press(p, "Revoke licence");
+      await expect(p.locator("#status").textContent()).resolves.toBe("revoked");
+      await expect(p.getByRole("status").textContent()).resolves.toBe("Licence revoked.");
+    } finally {
+      await context.close();
+    }
+  });
+
   test("search finds the licence by its key", async () => {
     await page.goto(`${site.url}/console/licenses`);
     await page.getByLabel(/^Search/).fill(licenseKey);
