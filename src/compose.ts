@@ -134,6 +134,7 @@ export async function compose(
     verifier,
     status: knowledge ?? new RecordsStatusSource(store),
     tokenTtlSeconds: config.tokenTtlSeconds,
+    offlineTokenTtlSeconds: config.offlineTokenTtlSeconds,
     mirrorOf: mirrorConfig?.of ?? null,
     adoption,
   });

@@ -98,6 +98,7 @@ const FIXTURES: Record<string, () => Promise<{ path: string; body?: unknown }>> 
   "GET /admin/webhooks": async () => ({ path: "/admin/webhooks" }),
   "PATCH /admin/webhooks/{id}": async () => ({ path: `/admin/webhooks/${await freshHook()}`, body: { enabled: true } }),
   "DELETE /admin/webhooks/{id}": async () => ({ path: `/admin/webhooks/${await freshHook()}` }),
+  "POST /admin/webhooks/{id}/rotate-secret": async () => ({ path: `/admin/webhooks/${await freshHook()}/rotate-secret` }),
   "GET /admin/webhook-deliveries": async () => ({ path: "/admin/webhook-deliveries?status=pending" }),
   "GET /admin/webhook-deliveries/{id}": async () => ({ path: `/admin/webhook-deliveries/${await freshDelivery()}` }),
   "POST /admin/webhook-deliveries/{id}/retry": async () => ({ path: `/admin/webhook-deliveries/${await freshDelivery()}/retry` }),

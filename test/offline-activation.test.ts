@@ -4,7 +4,8 @@ import { CLIENT_VARIANTS, KeySet, offlineRequestCode, verifyEntitlementToken } f
 import { CLI_CALLER } from "../src/domain/admin/deps";
 import { createLicense } from "../src/domain/admin/licenses";
 import { createAdminToken } from "../src/domain/admin/tokens";
-import { answerOfflineRequest } from "../src/domain/offline-activation";
+import { answerLastsUntil, answerOfflineRequest } from "../src/domain/offline-activation";
+import { toConfig } from "../src/config/config";
 import { BASE_URL, device, testSite, type TestSite } from "./helpers";
 
 // Issue 25 item 5: an offline computer's request code (the client kit's offlineRequestCode) turned
@@ -59,20 +60,61 @@ describe("POST /admin/activations/offline", () => {
     expect(other.status).toBe(409);
   });
 
-  test("a license without its own lifetime gets the site's (7 days); bad codes and a code without a key are 400", async () => {
+  test("a license without its own lifetime gets the site's offline one (366 days by default, not the 7 of online tokens); bad codes and a code without a key are 400", async () => {
     site = await testSite("gamma");
     const s = site;
-    const { key } = await createLicense(s.composed.services.admin, CLI_CALLER, body());
+    const { key } = await createLicense(s.composed.services.admin, CLI_CALLER, body({ seats: 2 }));
     const { secret } = await createAdminToken(s.composed.services.admin, CLI_CALLER, { name: "support", scopes: ["activations:write"] });
     const dev = device("gamma");
     const done = await answerOfflineRequest(s.composed.services.licensing, offlineRequestCode({ device: dev }), key, { address: null });
     const c = claimsOf(done.answer);
-    expect((c.exp - c.iat) * 1000).toBe(7 * DAY);
+    expect((c.exp - c.iat) * 1000).toBe(366 * DAY);
+    expect(Date.parse(done.validUntil)).toBe(c.exp * 1000);
+    expect(answerLastsUntil(done.entitlement)).toBe(`This answer code works until ${new Date(c.exp * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC; after that the computer needs a new one.`);
+    // An online activation of another computer on the same site still gets the 7 days of --token-ttl.
+    const online = await s.composed.services.licensing.activate(key, device("gamma"), { address: null });
+    expect(Date.parse(online.entitlement.expires) - s.clock()).toBe(7 * DAY);
     for (const code of ["not base64 at all!", Buffer.from("[1,2]").toString("base64url"), offlineRequestCode({ device: dev })]) {
       const r = await s.request("POST", "/admin/activations/offline", { token: secret, body: { code } });
       expect(r.status).toBe(400);
       expect(((await r.json()) as { error: string }).error).toBe("invalid_request");
     }
+  });
+});
+
+describe("--offline-token-ttl", () => {
+  test("the site's offline lifetime applies to offline answers only, the license's end cuts it, and the admin API answers validUntil", async () => {
+    site = await testSite("gamma", { settings: { "offline-token-ttl": "30d" } });
+    const s = site;
+    const { secret } = await createAdminToken(s.composed.services.admin, CLI_CALLER, { name: "support", scopes: ["activations:write"] });
+    const long = await createLicense(s.composed.services.admin, CLI_CALLER, body({ seats: 2 }));
+    const r = await s.request("POST", "/admin/activations/offline", { token: secret, body: { code: offlineRequestCode({ device: device("gamma"), key: long.key }) } });
+    expect(r.status).toBe(200);
+    const done = (await r.json()) as { answer: string; validUntil: string; entitlement: { expires: string } };
+    expect(Date.parse(done.validUntil)).toBe(s.clock() + 30 * DAY);
+    expect(claimsOf(done.answer).exp * 1000).toBe(s.clock() + 30 * DAY);
+
+    const ends = s.clock() + 10 * DAY;
+    const short = await createLicense(s.composed.services.admin, CLI_CALLER, body({ expires: new Date(ends).toISOString() }));
+    const cut = await answerOfflineRequest(s.composed.services.licensing, offlineRequestCode({ device: device("gamma") }), short.key, { address: null });
+    expect(Date.parse(cut.validUntil)).toBe(ends);
+    expect(answerLastsUntil(cut.entitlement)).toContain("when the licence ends");
+
+    // A seat lease caps every token of the licence (a seat not seen that long is freed): the answer says so.
+    const leased = await createLicense(s.composed.services.admin, CLI_CALLER, body({ seatLease: "10d" }));
+    const capped = await answerOfflineRequest(s.composed.services.licensing, offlineRequestCode({ device: device("gamma") }), leased.key, { address: null });
+    expect(Date.parse(capped.validUntil)).toBe(s.clock() + 10 * DAY);
+    expect(answerLastsUntil(capped.entitlement)).toContain(", the licence's seat lease (10d) from now;");
+  });
+
+  test("more than 366 days is refused at start", () => {
+    let refused: unknown;
+    try {
+      toConfig({ variant: "gamma", "base-url": BASE_URL, "offline-token-ttl": "400d" }, "admin");
+    } catch (e) {
+      refused = e;
+    }
+    expect(refused).toMatchObject({ setting: "offline-token-ttl", message: expect.stringContaining("at most 366d") });
   });
 });
 
@@ -99,6 +141,7 @@ describe("keyturn activation offline and license --token-ttl", () => {
     const answered = run("activation", "offline", code, ...common, "--base-url", BASE_URL);
     expect(answered.code).toBe(0);
     const answer = answered.stdout.trim();
+    expect(answered.stderr).toContain("This answer code works until ");
     const c = claimsOf(answer);
     expect(c.exp - c.iat).toBe(90 * 86_400);
     const keys = new KeySet(Object.fromEntries([...s.composed.keys.verify.values()].filter((k) => k.purpose === "license").map((k) => [k.kid, k.spki])));
@@ -108,5 +151,6 @@ describe("keyturn activation offline and license --token-ttl", () => {
     const cleared = run("license", "update", lic.id, ...common, "--token-ttl", "default", "--json");
     expect(JSON.parse(cleared.stdout).tokenTtl).toBeNull();
     expect(run("license", "update", lic.id, ...common, "--token-ttl", "400d").code).toBe(2);
-  });
+    // Six spawned CLI runs: about 2 s on a quiet machine, past bun's 5 s default on a loaded 2-core one.
+  }, 30_000);
 });

@@ -673,6 +673,10 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   const attempt = { deliveryId: claimed!.delivery.id, attempt: 1, time: site.clock(), durationMs: 5, statusCode: 200, error: null };
   expect(await store.recordAttempt(attempt, "conformance", { status: "delivered" })).toBe(true);
   await SEND("POST", RETRY, `${D}/${claimed!.delivery.id}/retry`, A, "retry a delivered one", 400, "invalid_request");
+  const ROTATE = "/admin/webhooks/{id}/rotate-secret";
+  const rotated = await SEND("POST", ROTATE, `${W}/${hook.endpoint.id}/rotate-secret`, A, "rotate the secret", 200);
+  expect(rotated.secret).not.toBe(hook.secret);
+  await SEND("POST", ROTATE, `${W}/whe_unknown/rotate-secret`, A, "rotate an unknown endpoint's secret", 404, "not_found");
   await SEND("DELETE", WID, `${W}/${hook.endpoint.id}`, A, "remove", 200);
   await SEND("DELETE", WID, `${W}/${hook.endpoint.id}`, A, "remove twice", 404, "not_found");
 }

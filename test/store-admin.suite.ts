@@ -195,7 +195,7 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       expect(await store.findConsoleSession("h1")).not.toBeNull();
     });
 
-    test("webhooks: fan-out to enabled subscribers added before the event, leased once, attempts recorded under the lease only; 410 disables; retry", async () => {
+    test("webhooks: fan-out to enabled subscribers added before the event, leased once, attempts recorded under the lease only; 410 disables; retry; secret rotation", async () => {
       await store.appendEvent(ev("license.created")); // before any endpoint: goes nowhere
       const endpoint = (id: string, types: string[]) => ({ id, url: "https://x.example/h", types, secret: "whsec_AAAA", enabled: true, disabledReason: null, created: T0 });
       const e1 = await store.createWebhookEndpoint(endpoint("whe_1", ["license.created", "license.revoked"]));
@@ -235,6 +235,12 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       expect((await store.claimDeliveries(T0 + 4000, T0 + 5000, "w3", 10)).map((c) => c.delivery.id)).not.toContain(toWhe2.delivery.id);
       expect(await store.setWebhookEndpointEnabled("whe_2", true, null)).toBe(true);
       expect((await store.claimDeliveries(T0 + 4001, T0 + 5000, "w3", 10)).map((c) => c.delivery.id)).toContain(toWhe2.delivery.id);
+      // A rotated secret replaces the old one, with its audit line in the same write; an unknown endpoint is false.
+      const rotation = { ref: "ref_rotate", time: T0 + 4002, action: "webhook-rotate-secret", outcome: "ok" as const, error: null, licenseId: null, activationId: null, address: null, actor: "tok_x (ops)" };
+      expect(await store.setWebhookEndpointSecret("whe_2", "whsec_NEW", rotation)).toBe(true);
+      expect((await store.getWebhookEndpoint("whe_2"))!.secret).toBe("whsec_NEW");
+      expect((await store.listAudit({ ref: "ref_rotate" })).map((l) => l.actor)).toEqual(["tok_x (ops)"]);
+      expect(await store.setWebhookEndpointSecret("whe_unknown", "whsec_X")).toBe(false);
       expect(await store.removeWebhookEndpoint("whe_2")).toBe(true);
       expect(await store.getDelivery(toWhe2.delivery.id)).toBeNull();
       expect(await store.removeWebhookEndpoint("whe_2")).toBe(false);

@@ -4,7 +4,7 @@ import { silentLogger } from "../src/config/log";
 import { VARIANTS } from "../src/config/variants";
 import { CLI_CALLER, type AdminDeps } from "../src/domain/admin/deps";
 import { createLicense, revokeLicense } from "../src/domain/admin/licenses";
-import { addWebhookEndpoint, listDeliveries, retryDelivery, setWebhookEndpointEnabled, showDelivery } from "../src/domain/webhooks/endpoints";
+import { addWebhookEndpoint, listDeliveries, retryDelivery, rotateWebhookSecret, setWebhookEndpointEnabled, showDelivery } from "../src/domain/webhooks/endpoints";
 import { RETRY_DELAYS_MS, WebhookWorker } from "../src/domain/webhooks/worker";
 import { testClock, testSite, type TestSite } from "./helpers";
 import { closedPort, startReceiver, type Receiver } from "./webhook-receiver";
@@ -61,6 +61,24 @@ describe("webhooks out", () => {
     await createLicense(d, CLI_CALLER, body());
     await worker().tick();
     expect(() => verify(secret, receiver.received.at(-1)!)).toThrow(/timestamp/i);
+  });
+
+  test("after a secret rotation, deliveries (a retry of one made before included) verify with the new secret only", async () => {
+    receiver.mode = "error";
+    const added = await addWebhookEndpoint(d, CLI_CALLER, { url: receiver.url, events: ["license.created"] });
+    await createLicense(d, CLI_CALLER, body());
+    const w = worker();
+    expect((await w.tick()).attempted).toBe(1);
+    expect(() => verify(added.secret, receiver.received.at(-1)!)).not.toThrow();
+    const rotated = await rotateWebhookSecret(d, CLI_CALLER, added.endpoint.id);
+    expect(rotated.secret).not.toBe(added.secret);
+    receiver.mode = "ok";
+    clock.advance(RETRY_DELAYS_MS[0]!);
+    expect((await w.tick()).attempted).toBe(1);
+    const retried = receiver.received.at(-1)!;
+    expect(() => verify(rotated.secret, retried)).not.toThrow();
+    expect(() => verify(added.secret, retried)).toThrow();
+    await expect(rotateWebhookSecret(d, CLI_CALLER, "whe_unknown")).rejects.toMatchObject({ code: "not_found" });
   });
 
   test("a receiver answering 500 is retried on the schedule (clock moved, no sleeping), every attempt kept, then failed; retried by hand it is delivered with the same webhook-id", async () => {

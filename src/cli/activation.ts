@@ -1,8 +1,8 @@
 import { isoTime } from "../domain/clock";
-import { answerOfflineRequest } from "../domain/offline-activation";
+import { answerLastsUntil, answerOfflineRequest } from "../domain/offline-activation";
 import type { ActivationRecord } from "../store/types";
 import { openAdmin, type AdminContext } from "./admin-context";
-import { out, printJson, UsageError } from "./io";
+import { err, out, printJson, UsageError } from "./io";
 import { offlineLicensing } from "./offline-licensing";
 
 const USAGE = [
@@ -74,6 +74,10 @@ async function offline(ctx: AdminContext, json: boolean): Promise<number> {
   const key = typeof ctx.flags.key === "string" ? ctx.flags.key : undefined;
   const done = await answerOfflineRequest(licensing, code, key, { address: null, actor: "cli" });
   if (json) printJson(done);
-  else out(done.answer);
+  else {
+    out(done.answer);
+    // On stderr: stdout stays the answer code alone, to pipe or copy.
+    err(answerLastsUntil(done.entitlement));
+  }
   return 0;
 }

@@ -27,5 +27,6 @@ export async function offlineLicensing(ctx: AdminContext): Promise<Licensing> {
     verifier: new TokenVerifier(config.variant, config.baseUrl, keys, systemClock, 0),
     status: new RecordsStatusSource(store),
     tokenTtlSeconds: config.tokenTtlSeconds,
+    offlineTokenTtlSeconds: config.offlineTokenTtlSeconds,
   });
 }

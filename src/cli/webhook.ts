@@ -6,6 +6,7 @@ import {
   listWebhookEndpoints,
   removeWebhookEndpoint,
   retryDelivery,
+  rotateWebhookSecret,
   type DeliveryView,
   type WebhookEndpointView,
 } from "../domain/webhooks/endpoints";
@@ -16,6 +17,7 @@ const USAGE = [
   "keyturn webhook add --url URL --events license.created,... [--json]",
   "       keyturn webhook list [--json]",
   "       keyturn webhook remove ID",
+  "       keyturn webhook rotate-secret ID [--json]   # a new signing secret, shown once; the old one stops at once",
   "       keyturn webhook deliveries [--endpoint ID] [--failed] [--json]",
   "       keyturn webhook retry DELIVERY_ID",
 ].join("\n");
@@ -31,10 +33,20 @@ function printDelivery(d: DeliveryView): void {
   out(`${d.id}  ${d.status}  event ${d.event} to ${d.endpoint}, ${d.attempts} attempt${d.attempts === 1 ? "" : "s"}, ${when}`);
 }
 
-/** `keyturn webhook add|list|remove|deliveries|retry`. */
+/** The secret of an endpoint just added or rotated: shown this once. */
+function printSecret(endpoint: WebhookEndpointView, secret: string, json: boolean): void {
+  if (json) printJson({ secret, ...endpoint });
+  else {
+    out(`secret: ${secret}`);
+    out("        (shown this once: give it to the receiver to verify signatures)");
+    printEndpoint(endpoint);
+  }
+}
+
+/** `keyturn webhook add|list|remove|rotate-secret|deliveries|retry`. */
 export async function webhookCommand(args: string[], env: Record<string, string | undefined>): Promise<number> {
   const [sub, ...rest] = args;
-  if (!sub || !["add", "list", "remove", "deliveries", "retry"].includes(sub))
+  if (!sub || !["add", "list", "remove", "rotate-secret", "deliveries", "retry"].includes(sub))
     throw new UsageError(USAGE, sub ? `unknown webhook command "${sub}"` : "missing webhook command");
   const ctx = await openAdmin(USAGE, rest, env, FLAGS);
   const f = ctx.flags;
@@ -43,12 +55,7 @@ export async function webhookCommand(args: string[], env: Record<string, string 
     if (sub === "add") {
       if (typeof f.url !== "string" || typeof f.events !== "string") throw new UsageError(USAGE, "--url and --events are required");
       const { endpoint, secret } = await addWebhookEndpoint(ctx.deps, CLI_CALLER, { url: f.url, events: parseList(f.events) });
-      if (json) printJson({ secret, ...endpoint });
-      else {
-        out(`secret: ${secret}`);
-        out("        (shown this once: give it to the receiver to verify signatures)");
-        printEndpoint(endpoint);
-      }
+      printSecret(endpoint, secret, json);
       return 0;
     }
     if (sub === "list") {
@@ -74,6 +81,9 @@ export async function webhookCommand(args: string[], env: Record<string, string 
     if (sub === "remove") {
       await removeWebhookEndpoint(ctx.deps, CLI_CALLER, id);
       out(`removed ${id}`);
+    } else if (sub === "rotate-secret") {
+      const { endpoint, secret } = await rotateWebhookSecret(ctx.deps, CLI_CALLER, id);
+      printSecret(endpoint, secret, json);
     } else {
       const delivery = await retryDelivery(ctx.deps, CLI_CALLER, id);
       if (json) printJson(delivery);

@@ -50,6 +50,8 @@ export interface Config {
   readonly tls: { readonly certFile: string; readonly keyFile: string } | null;
   readonly allowPlainHttp: boolean;
   readonly tokenTtlSeconds: number;
+  /** The lifetime of an offline activation's token (--offline-token-ttl). */
+  readonly offlineTokenTtlSeconds: number;
   readonly tokenCacheSize: number;
   readonly rateLimit: { readonly signin: Rate; readonly api: Rate; readonly admin: Rate; readonly store: string | null };
   readonly trustProxy: readonly string[];
@@ -230,6 +232,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     tls: certFile && keyFile ? { certFile, keyFile } : null,
     allowPlainHttp,
     tokenTtlSeconds: parseDuration("token-ttl", value("token-ttl"), MAX_TOKEN_TTL),
+    offlineTokenTtlSeconds: parseDuration("offline-token-ttl", value("offline-token-ttl"), MAX_TOKEN_TTL),
     tokenCacheSize: parseInteger("token-cache-size", value("token-cache-size"), 0, 10_000_000),
     rateLimit: {
       signin: parseRate("rate-limit-signin", value("rate-limit-signin")),

@@ -41,6 +41,7 @@ export const SETTINGS: readonly SettingSpec[] = [
   { flag: "tls-key", kind: "string", help: "PEM private key of --tls-cert" },
   { flag: "allow-plain-http", kind: "boolean", default: "false", help: "allow plain HTTP on a non-loopback --host (behind a TLS proxy)" },
   { flag: "token-ttl", kind: "string", default: "7d", help: `lifetime of entitlement tokens, at most ${MAX_TOKEN_TTL} (never past the license's expiry)` },
+  { flag: "offline-token-ttl", kind: "string", default: MAX_TOKEN_TTL, help: `lifetime of an offline activation's answer (a computer that cannot refresh), at most ${MAX_TOKEN_TTL}; never past the license's expiry, and a license's own token lifetime wins` },
   { flag: "token-cache-size", kind: "string", default: "10000", help: "verified tokens kept in memory (0 turns the cache off)" },
   { flag: "rate-limit-signin", kind: "string", default: "20/60s", help: `activate, challenge, exchange: requests per window (at most ${MAX_RATE_WINDOW}) per address` },
   { flag: "rate-limit-api", kind: "string", default: "600/60s", help: `every other endpoint: requests per window (at most ${MAX_RATE_WINDOW}) per address` },

@@ -9,6 +9,8 @@ const SECTIONS: readonly { path: string; label: string; scope: Scope }[] = [
   { path: "/console/audit", label: "Audit trail", scope: "audit:read" },
   { path: "/console/releases", label: "Releases", scope: "releases:read" },
   { path: "/console/webhooks", label: "Webhooks", scope: "webhooks:read" },
+  { path: "/console/offline", label: "Offline activation", scope: "activations:write" },
+  { path: "/console/tokens", label: "Admin tokens", scope: "admin" },
 ];
 
 const head = (title: string, charts: boolean) => html`<!doctype html>

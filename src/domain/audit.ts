@@ -42,6 +42,7 @@ export type AuditAction =
   | "admin-token-revoke"
   | "webhook-add"
   | "webhook-remove"
+  | "webhook-rotate-secret"
   | "webhook-enable"
   | "webhook-disable"
   | "webhook-retry"

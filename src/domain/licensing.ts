@@ -49,6 +49,12 @@ export interface CurrentAnswer {
   };
 }
 
+/**
+ * Where a token goes: to a program that refreshes it (online), or as an offline activation's answer
+ * code to a computer that cannot reach the site, which lasts --offline-token-ttl instead.
+ */
+export type TokenUse = "online" | "offline";
+
 /** A bearer request's proven identity: the verified claims of a token whose activation is active. */
 export interface Principal {
   readonly claims: EntitlementClaims;
@@ -65,6 +71,8 @@ export interface LicensingDeps {
   /** Whether a verified token's installation may be served (the records, or a mirror's knowledge). */
   readonly status: EntitlementStatusSource;
   readonly tokenTtlSeconds: number;
+  /** The lifetime of an offline activation's token (--offline-token-ttl): that computer cannot refresh. */
+  readonly offlineTokenTtlSeconds: number;
   /** The vendor's address when this site is a mirror: it holds no records to license from. */
   readonly mirrorOf?: string | null;
   /** Records every bearer request (entitlements/current, update files, feeds, …) as a sighting of the installation (adoption.ts). */
@@ -85,7 +93,7 @@ export class Licensing {
       throw new KeyturnError("licensing_unavailable", `This site is a mirror of ${this.d.mirrorOf}: activate, refresh, deactivate and sign in there.`);
   }
 
-  async activate(key: unknown, rawDevice: unknown, ctx: RequestContext): Promise<ActivationAnswer> {
+  async activate(key: unknown, rawDevice: unknown, ctx: RequestContext, use: TokenUse = "online"): Promise<ActivationAnswer> {
     this.requireRecords();
     if (typeof key !== "string" || key.length === 0 || key.length > 200)
       throw new KeyturnError("invalid_request", "key is required and must be a license key string");
@@ -94,18 +102,19 @@ export class Licensing {
     const canonical = normalizeLicenseKey(this.d.variant, key);
     const license = canonical ? await this.d.store.findLicenseByKeyHash(hashLicenseKey(canonical)) : null;
     if (!license || license.kind !== "license") throw new KeyturnError("license_unknown", "The key is not known, or is mistyped.");
-    return this.grantSeat(license, device, ctx, "activate");
+    return this.grantSeat(license, device, ctx, "activate", use);
   }
 
   /**
    * Takes (or reuses) the installation's seat of `license` and issues a token. Shared by license
-   * activation and staff sign-in.
+   * activation (online or offline) and staff sign-in.
    */
   async grantSeat(
     license: LicenseRecord,
     device: Device,
     ctx: RequestContext,
     action: "activate" | "sign-in",
+    use: TokenUse = "online",
   ): Promise<ActivationAnswer> {
     const signer = this.requireSigner();
     const now = this.d.clock();
@@ -123,7 +132,7 @@ export class Licensing {
       version: device.version,
       newId: newId("act", now),
       now,
-      tokenExp: this.tokenExpiry(license, now),
+      tokenExp: this.tokenExpiry(license, now, use),
       audit: this.d.audit.okLine(action, ctx, license.id),
       event: activationEvent(action, license.id, device, now),
       reclaim: (reclaimed, by) => ({
@@ -134,7 +143,7 @@ export class Licensing {
     });
     if (result.outcome === "seat_limit")
       throw new KeyturnError("seat_limit", this.seatLimitMessage(license, result.holders), ids);
-    return this.issue(signer, license, result.activation, result.seatsUsed, now);
+    return this.issue(signer, license, result.activation, result.seatsUsed, now, use);
   }
 
   async refresh(principal: Principal, rawDevice: unknown, ctx: RequestContext): Promise<ActivationAnswer> {
@@ -210,16 +219,17 @@ export class Licensing {
 
   /**
    * The `exp` of a token issued now: the license's own lifetime (an offline licence issued for its
-   * term), else the site's, capped to its seat lease, never past the license's expiry. Recorded with the activation (the
+   * term), else the site's for that use (online or offline), capped to its seat lease, never past the license's expiry. Recorded with the activation (the
    * feed's tokensValidUntil) before it is signed.
    */
-  private tokenExpiry(license: LicenseRecord, now: number): number {
-    const ttlEnd = now + capTokenTtlToLease(license.tokenTtl ?? this.d.tokenTtlSeconds, license) * 1000;
+  private tokenExpiry(license: LicenseRecord, now: number, use: TokenUse = "online"): number {
+    const siteTtl = use === "offline" ? this.d.offlineTokenTtlSeconds : this.d.tokenTtlSeconds;
+    const ttlEnd = now + capTokenTtlToLease(license.tokenTtl ?? siteTtl, license) * 1000;
     return license.expires !== null ? Math.min(ttlEnd, license.expires) : ttlEnd;
   }
 
-  private issue(signer: TokenSigner, license: LicenseRecord, activation: ActivationRecord, seatsUsed: number, now: number): ActivationAnswer {
-    const exp = this.tokenExpiry(license, now);
+  private issue(signer: TokenSigner, license: LicenseRecord, activation: ActivationRecord, seatsUsed: number, now: number, use: TokenUse = "online"): ActivationAnswer {
+    const exp = this.tokenExpiry(license, now, use);
     const { token, claims } = signer.sign(
       {
         sub: activation.id,

@@ -1,14 +1,9 @@
-import type { Variant } from "../config/variants";
 import type { LicenseRecord } from "../store/types";
 import type { AdminCaller, AdminDeps } from "./admin/deps";
 import { deactivateActivation } from "./admin/licenses";
-import type { RequestContext } from "./audit";
-import { parseDevice } from "./device";
 import { KeyturnError } from "./errors";
 import { activationView, licenseView, type ActivationView, type LicenseView } from "./events";
 import { hashLicenseKey, normalizeLicenseKey } from "./license-key";
-import type { ActivationAnswer, Licensing } from "./licensing";
-import { readOfflineRequest } from "./offline-activation";
 
 /**
  * The customer's side of a license, for the portal: they sign in with the key, see and free their
@@ -35,26 +30,4 @@ export async function portalDeactivate(d: AdminDeps, licenseId: string, address:
   if (!activation || activation.licenseId !== licenseId) throw new KeyturnError("not_found", "No such installation on this license.");
   const caller: AdminCaller = { principal: { tokenId: `portal:${licenseId}`, name: "customer", scopes: ["activations:write"] }, address };
   return deactivateActivation(d, caller, id);
-}
-
-/**
- * Offline activation from the portal: the kit's request code (read by offline-activation.ts, as
- * the admin API reads it) activated on the signed-in license. A key inside the code must be this
- * license's; a code without one is this license's by the sign-in.
- */
-export async function offlineAnswer(
-  d: { variant: Variant; licensing: Licensing; store: AdminDeps["store"] },
-  licenseId: string,
-  code: unknown,
-  ctx: RequestContext,
-): Promise<ActivationAnswer> {
-  const request = readOfflineRequest(code);
-  const license = await d.store.getLicense(licenseId);
-  if (!license) throw new KeyturnError("license_unknown", "The license is no longer known.");
-  if (request.key !== undefined) {
-    const canonical = normalizeLicenseKey(d.variant, request.key);
-    if (!canonical || hashLicenseKey(canonical) !== license.keyHash)
-      throw new KeyturnError("invalid_request", "The request code was made for another license key.");
-  }
-  return d.licensing.grantSeat(license, parseDevice(d.variant, request.device), ctx, "activate");
 }

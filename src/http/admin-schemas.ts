@@ -183,6 +183,7 @@ export const AdminActivationAnswer = Type.Object({ ok: Ok, activation: Activatio
 export const AdminOfflineActivationAnswer = Type.Object({
   ok: Ok,
   answer: Type.String({ description: "The answer code to give back to the offline computer (the entitlement token)" }),
+  validUntil: Type.String({ format: "date-time", description: "When the answer code stops working: --offline-token-ttl or the license's own token lifetime, never past the license's end" }),
   entitlement: Entitlement,
 });
 

@@ -6,7 +6,9 @@ import { adminOfflineEndpoints } from "./endpoints/admin-offline";
 import { adminRecordEndpoints } from "./endpoints/admin-records";
 import { adminReleaseEndpoints } from "./endpoints/admin-releases";
 import { adminWebhookEndpoints } from "./endpoints/admin-webhooks";
+import { adminWebhookSecretEndpoints } from "./endpoints/admin-webhook-secret";
 import { consoleEndpoints } from "./endpoints/console";
+import { consoleSupportEndpoints } from "./endpoints/console-support";
 import { portalEndpoints } from "./endpoints/portal";
 import { feedEndpoints } from "./endpoints/feeds";
 import { identityEndpoints } from "./endpoints/identity";
@@ -38,8 +40,10 @@ export function routeTable(s: AppServices, openapi: () => string): Endpoint[] {
     ...adminOfflineEndpoints(s.licensing),
     ...adminRecordEndpoints(s.admin),
     ...adminWebhookEndpoints(s.admin),
+    ...adminWebhookSecretEndpoints(s.admin),
     ...adminReleaseEndpoints(s.admin, s.releases, s.selection.controls, s.clock),
     ...consoleEndpoints(web, s.audit, s.consoleOpenId),
+    ...consoleSupportEndpoints(web, s.audit, s.consoleOpenId !== null),
     ...portalEndpoints(web, s.audit),
   ];
 }

@@ -94,9 +94,9 @@ export const queryParams = (query: string) => new URLSearchParams(query);
  * A refusal as a page: audited under the action like an API refusal, shown with its status (from
  * the code) and its reference, the message escaped.
  */
-export async function refusalPage(audit: Audit, action: AuditAction, address: string | null, error: unknown, back: string): Promise<Response> {
+export async function refusalPage(audit: Audit, action: AuditAction, address: string | null, error: unknown, back: string, actor?: string): Promise<Response> {
   if (!(error instanceof KeyturnError)) throw error;
-  if (error.ref === undefined) error.ref = await audit.refused(action, { address }, error);
+  if (error.ref === undefined) error.ref = await audit.refused(action, { address, ...(actor !== undefined ? { actor } : {}) }, error);
   const body = html`<p class="notice error" role="alert">${error.message}</p><p class="muted">Reference: <code>${error.ref}</code> (${error.code})</p><p><a href="${back}">Back</a></p>`;
   return webAnswer({ page: plainPage(error.code === "insufficient_scope" ? "Not allowed" : "Refused", body), status: STATUS_OF[error.code] });
 }

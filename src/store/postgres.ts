@@ -533,6 +533,14 @@ export class PostgresStore implements Store {
     });
   }
 
+  async setWebhookEndpointSecret(id: string, secret: string, audit?: AuditRecord): Promise<boolean> {
+    return this.sql.begin(async (tx) => {
+      const changed = (await tx`UPDATE webhook_endpoints SET secret = ${secret} WHERE id = ${id}`).count > 0;
+      if (changed) await journal(tx, { audit }, null);
+      return changed;
+    });
+  }
+
   async removeWebhookEndpoint(id: string, audit?: AuditRecord): Promise<boolean> {
     return this.sql.begin(async (tx) => {
       const removed = (await tx`DELETE FROM webhook_endpoints WHERE id = ${id}`).count > 0;

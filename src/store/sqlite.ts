@@ -621,6 +621,14 @@ export class SqliteStore implements Store {
     });
   }
 
+  async setWebhookEndpointSecret(id: string, secret: string, audit?: AuditRecord): Promise<boolean> {
+    return this.groupCommit.write(() => {
+      const changed = this.db.query("UPDATE webhook_endpoints SET secret = ? WHERE id = ?").run(secret, id).changes > 0;
+      if (changed) this.journal({ audit }, null);
+      return changed;
+    });
+  }
+
   async removeWebhookEndpoint(id: string, audit?: AuditRecord): Promise<boolean> {
     return this.groupCommit.write(() => {
       const removed = this.db.query("DELETE FROM webhook_endpoints WHERE id = ?").run(id).changes > 0;

@@ -491,6 +491,8 @@ export interface Store {
   listWebhookEndpoints(): Promise<WebhookEndpointRecord[]>;
   getWebhookEndpoint(id: string): Promise<WebhookEndpointRecord | null>;
   setWebhookEndpointEnabled(id: string, enabled: boolean, reason: string | null, audit?: AuditRecord): Promise<boolean>;
+  /** Replaces the endpoint's signing secret (as given: sealed or not); false when there is no such endpoint. */
+  setWebhookEndpointSecret(id: string, secret: string, audit?: AuditRecord): Promise<boolean>;
   /** Removes the endpoint and its deliveries. */
   removeWebhookEndpoint(id: string, audit?: AuditRecord): Promise<boolean>;
   /**

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
+import { offlineRequestCode } from "../../src/client/offline";
 import { device } from "../helpers";
 import { ATTACKER_HOST, launchBrowser, openContext, press, screenshot, startSite, WIDTHS, type Site } from "./harness";
 
@@ -156,7 +157,12 @@ describe("console", () => {
   test("deactivates the installation from the console, audited with the token as actor", async () => {
     await page.goto(licenseUrl);
     await press(page, `Deactivate ${XSS_DEVICE}`);
-    await page.waitForURL(licenseUrl);
+    // A confirmation first, naming the installation (as text) and its licence; nothing is done yet.
+    await expect(page.locator("#confirm-question").textContent()).resolves.toBe(`Deactivate "${XSS_DEVICE}" (win-x64, version 2.4.1) of the licence of ${XSS_NAME}?`);
+    expect(await page.evaluate("window.__xss")).toBeUndefined();
+    await press(page, "Deactivate installation");
+    await page.waitForURL(`${licenseUrl}?done=installation-deactivated`);
+    await expect(page.getByRole("status").textContent()).resolves.toBe("Installation deactivated: its seat is free.");
     await expect(page.locator("#installations tbody tr td").nth(4).textContent()).resolves.toMatch(/^deactivated /);
     await expect(page.locator("#seats").textContent()).resolves.toBe("0 / 3");
     await page.getByRole("link", { name: "Audit trail of this licence" }).click();
@@ -170,13 +176,68 @@ describe("console", () => {
     await page.getByLabel("Seats", { exact: true }).fill("7");
     await page.getByLabel(/^Seat lease/).fill("30d");
     await press(page, "Save changes");
-    await page.waitForURL(licenseUrl);
+    await page.waitForURL(`${licenseUrl}?done=license-saved`);
     await expect(page.locator("#seats").textContent()).resolves.toBe("0 / 7");
     await expect(page.locator("#seat-lease").textContent()).resolves.toBe("30d");
     await press(page, "Revoke licence");
+    // The confirmation names the licence; Cancel goes back with nothing done.
+    await expect(page.locator("h1").textContent()).resolves.toBe("Revoke licence?");
+    await expect(page.locator("#confirm-question").textContent()).resolves.toStartWith(`Revoke the licence of ${XSS_NAME} (${XSS_ORG}), lic_`);
+    await page.getByRole("link", { name: "Cancel" }).click();
+    await page.waitForURL(licenseUrl);
+    await expect(page.locator("#status").textContent()).resolves.toBe("active");
+    await press(page, "Revoke licence");
+    await press(page, "Revoke licence");
     await expect(page.locator("#status").textContent()).resolves.toBe("revoked");
+    await expect(page.getByRole("status").textContent()).resolves.toBe("Licence revoked.");
     await press(page, "Reinstate licence");
     await expect(page.locator("#status").textContent()).resolves.toBe("active");
+  });
+
+  test("support without a shell: an offline answer that says until when, and a key reissued after a confirmation, shown once", async () => {
+    await page.goto(licenseUrl);
+    await page.getByRole("link", { name: "Answer an offline request for this licence" }).click();
+    await page.getByLabel(/^Request code/).fill(offlineRequestCode({ device: device("alpha", { name: "Cabin PC" }) }));
+    await press(page, "Make the answer code");
+    const answer = (await page.locator("#answer-code").inputValue()).trim();
+    expect((await api("/entitlements/current", { token: answer })).status).toBe(200);
+    const exp = JSON.parse(Buffer.from(answer.split(".")[1]!, "base64url").toString()).exp as number;
+    await expect(page.locator("#answer-valid-until").textContent()).resolves.toStartWith(`This answer code works until ${new Date(exp * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC`);
+    await screenshot(page, "console-offline-1280");
+
+    await page.goto(licenseUrl);
+    await press(page, "Reissue key");
+    await expect(page.locator("#confirm-question").textContent()).resolves.toStartWith(`Give the licence of ${XSS_NAME} (${XSS_ORG}), lic_`);
+    await screenshot(page, "confirm-rekey-1280");
+    await press(page, "Reissue key");
+    const newKey = (await page.locator("#license-key").textContent())!.trim();
+    expect(newKey).toMatch(/^[0-9A-Z-]{20,}$/);
+    expect(newKey).not.toBe(licenseKey);
+    const old = await api("/licenses/activate", { method: "POST", body: JSON.stringify({ key: licenseKey, device: device("alpha") }) });
+    expect(((await old.json()) as { error: string }).error).toBe("license_unknown");
+    // Shown once: back on the licence's page it is nowhere.
+    await page.getByRole("link", { name: /Open the licence of/ }).click();
+    expect(await page.content()).not.toContain(newKey);
+    licenseKey = newKey;
+  });
+
+  test("with JavaScript off, a destructive button still asks first and then acts", async () => {
+    const created = await api("/admin/licenses", { method: "POST", token: adminToken, body: JSON.stringify({ licensee: "No Script", organization: "Plain", plan: "p", planTitle: "P", seats: 1, channels: ["stable"] }) });
+    const { license } = (await created.json()) as { license: { id: string } };
+    const context = await browser.newContext({ viewport: WIDTHS.desktop, javaScriptEnabled: false });
+    try {
+      const p = await context.newPage();
+      await signIn(p, adminToken);
+      await p.goto(`${site.url}/console/licenses/${license.id}`);
+      await press(p, "Revoke licence");
+      await expect(p.locator("#confirm-question").textContent()).resolves.toBe(`Revoke the licence of No Script (Plain), ${license.id}?`);
+      await expect(p.locator("#status").count()).resolves.toBe(0);
+      await press(p, "Revoke licence");
+      await expect(p.locator("#status").textContent()).resolves.toBe("revoked");
+      await expect(p.getByRole("status").textContent()).resolves.toBe("Licence revoked.");
+    } finally {
+      await context.close();
+    }
   });
 
   test("search finds the licence by its key", async () => {
@@ -196,9 +257,13 @@ describe("console", () => {
     }
     await page.getByRole("link", { name: "Releases", exact: true }).click();
     await press(page, "halt 1.2.0");
+    await expect(page.locator("#confirm-question").textContent()).resolves.toBe("Halt version 1.2.0 of alpha/stable/win-x64?");
+    await press(page, "halt 1.2.0");
+    await expect(page.getByRole("status").textContent()).resolves.toBe("Release halted.");
     await expect(page.locator("td", { hasText: "halted at" }).count()).resolves.toBe(1);
     await press(page, "resume 1.2.0");
     await expect(page.locator("td", { hasText: "halted at" }).count()).resolves.toBe(0);
+    await press(page, "withdraw 1.2.0");
     await press(page, "withdraw 1.2.0");
     await expect(page.locator("td", { hasText: "withdrawn" }).count()).resolves.toBe(1);
     await press(page, "restore 1.2.0");
@@ -249,7 +314,7 @@ describe("console", () => {
   test("at 375 px every page fits the screen", async () => {
     const { context, page: phone, problems: phoneProblems } = await openContext(browser, "phone", site.url);
     await signIn(phone, adminToken);
-    for (const path of ["/console/", new URL(licenseUrl).pathname, "/console/licenses", "/console/audit", "/console/releases", "/console/webhooks"]) {
+    for (const path of ["/console/", new URL(licenseUrl).pathname, "/console/licenses", "/console/audit", "/console/releases", "/console/webhooks", "/console/offline", "/console/tokens"]) {
       await phone.goto(`${site.url}${path}`);
       if (path === "/console/") await phone.waitForSelector('.chart[data-ready="true"] canvas');
       const overflow = await phone.evaluate("document.documentElement.scrollWidth - window.innerWidth");

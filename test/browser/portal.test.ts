@@ -100,6 +100,9 @@ describe("portal", () => {
     expect(entitlement.licensee).toBe("Grace");
     expect(entitlement.seats.used).toBe(2);
     await expect(page.locator("#seats").textContent()).resolves.toBe("2 / 3");
+    // The page says until when the answer works: the token's exp (--offline-token-ttl, 366 days by default).
+    const exp = JSON.parse(Buffer.from(answer.split(".")[1]!, "base64url").toString()).exp as number;
+    await expect(page.locator("#answer-valid-until").textContent()).resolves.toStartWith(`This answer code works until ${new Date(exp * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC`);
     await page.getByRole("button", { name: "Copy answer code" }).click();
     await page.getByRole("button", { name: "Copied" }).waitFor({ timeout: 5000 });
     expect(await page.evaluate("navigator.clipboard.readText()")).toBe(answer);

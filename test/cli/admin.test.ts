@@ -42,7 +42,7 @@ test("a licence sold to a person: no --organization or --plan-title needed (none
   expect(keyturn("license", "create", "--plan", "pro", "--seats", "1", "--channels", "stable").code).toBe(2);
 });
 
-test("license update and reinstate; webhook add, list, deliveries, retry, remove", () => {
+test("license update and reinstate; webhook add, list, deliveries, retry, rotate-secret, remove", () => {
   const lic = json("license", "create", "--licensee", "Ada", "--organization", "E", "--plan", "pro", "--plan-title", "Pro", "--seats", "2", "--channels", "stable", "--email", "ada@e.example");
   expect(lic.email).toBe("ada@e.example");
   const updated = json("license", "update", lic.key, "--seats", "5", "--plan-title", "Team", "--expires", "2099-01-01T00:00:00Z", "--email", "none");
@@ -63,10 +63,16 @@ test("license update and reinstate; webhook add, list, deliveries, retry, remove
   expect(json("webhook", "deliveries").deliveries).toEqual([]);
   expect(json("webhook", "deliveries", "--failed").deliveries).toEqual([]);
   expect(keyturn("webhook", "retry", "dlv_unknown").code).toBe(1);
+  const rotated = json("webhook", "rotate-secret", hook.id);
+  expect(rotated).toMatchObject({ id: hook.id, secret: expect.stringMatching(/^whsec_/) });
+  expect(rotated.secret).not.toBe(hook.secret);
+  expect(JSON.stringify(json("audit"))).toContain("webhook-rotate-secret");
+  expect(keyturn("webhook", "rotate-secret", "whe_unknown").code).toBe(1);
   expect(keyturn("webhook", "remove", hook.id).code).toBe(0);
   expect(keyturn("webhook", "remove", hook.id).code).toBe(1);
   expect(keyturn("webhook", "frobnicate").code).toBe(2);
-}, 30_000);
+  // Twenty-odd spawned CLI runs: 30 s was reached on a loaded 2-core machine.
+}, 60_000);
 
 test("control characters: refused in names by the service, and escaped in any text output", () => {
   expect(escapeControl("Evil\u001b[2J\u0007 ok\n\tnext")).toBe("Evil\\x1b[2J\\x07 ok\\x0a\\x09next");

@@ -1,13 +1,25 @@
 import { createLicense, deactivateActivation, reinstateLicense, revokeLicense, searchLicenses, showLicense, updateLicense } from "../../domain/admin/licenses";
+import { requireScope } from "../../domain/admin/deps";
+import { KeyturnError } from "../../domain/errors";
 import { normalizeLicenseKey } from "../../domain/license-key";
 import { sessionHas, type Session } from "../../domain/console-sessions";
 import type { ActivationView, LicenseView } from "../../domain/events";
 import { callerOf, type ConsoleDeps, type Outcome } from "../deps";
 import { field, numberField, type Form } from "../form";
 import { html, type Html } from "../html";
+import { confirmButton, confirmPage, doneAt } from "../confirm";
 import { actionForm, labelFor, consolePage, csrfField, notice, when } from "../layout";
 
-const licensePath = (id: string) => `/console/licenses/${encodeURIComponent(id)}`;
+export const licensePath = (id: string) => `/console/licenses/${encodeURIComponent(id)}`;
+const deactivatePath = (id: string) => `/console/activations/${encodeURIComponent(id)}/deactivate`;
+
+const DAY_SECONDS = 86_400;
+
+/** Who holds a licence, as a confirmation names it: the licensee, and their organisation when there is one. */
+export const holderOf = (l: Pick<LicenseView, "licensee" | "organization">) => (l.organization ? `${l.licensee} (${l.organization})` : l.licensee);
+
+/** A token lifetime in seconds as a person reads it. */
+const lifetimeText = (seconds: number) => (seconds % DAY_SECONDS === 0 ? `${seconds / DAY_SECONDS} day(s)` : `${seconds} seconds`);
 
 const statusOf = (l: LicenseView, now: number) =>
   l.revoked ? "revoked" : l.expires !== null && Date.parse(l.expires) <= now ? "expired" : "active";
@@ -79,7 +91,7 @@ function installationRows(s: Session, activations: readonly ActivationView[]): H
   return html`<div class="table-wrap"><table id="installations" class="cards"><thead><tr><th scope="col">Name</th><th scope="col">Platform</th><th scope="col">Version</th><th scope="col">Last seen</th><th scope="col">State</th>${canDeactivate ? html`<th scope="col"><span class="muted">Action</span></th>` : ""}</tr></thead>
 <tbody>${activations.map(
     (a) => html`<tr data-activation="${a.id}"><td data-label="Name">${a.name}</td><td data-label="Platform">${a.platform}</td><td data-label="Version">${a.version}</td><td data-label="Last seen">${when(a.lastSeen)}</td><td data-label="State">${a.deactivated ? `deactivated ${when(a.deactivated)}` : "active"}</td>${
-      canDeactivate ? html`<td data-label="">${a.deactivated ? "" : actionForm(s, `/console/activations/${encodeURIComponent(a.id)}/deactivate`, labelFor("Deactivate", a.name), true)}</td>` : ""
+      canDeactivate ? html`<td data-label="">${a.deactivated ? "" : confirmButton(deactivatePath(a.id), labelFor("Deactivate", a.name))}</td>` : ""
     }</tr>`,
   )}</tbody></table></div>${activations.length === 0 ? html`<p>No installation yet.</p>` : ""}`;
 }
@@ -92,6 +104,23 @@ function editForm(d: ConsoleDeps, s: Session, l: LicenseView): Html {
 ${channelBoxes(d.variant.channels, l.channels)}<button type="submit">Save changes</button></form>`;
 }
 
+/** A licence's own token lifetime, which every token of it lasts, offline answers included (the site's when empty). */
+function tokenLifetimeForm(s: Session, l: LicenseView): Html {
+  const days = l.tokenTtl !== null && l.tokenTtl % DAY_SECONDS === 0 ? l.tokenTtl / DAY_SECONDS : "";
+  return html`<h2>Token lifetime</h2><form class="row" method="post" action="${licensePath(l.id)}/token-ttl">${csrfField(s)}
+<label>Days a token lasts, online or offline (1 to 366; empty: the site's) <input name="days" type="number" min="1" max="366" value="${days}"></label><button type="submit">Save token lifetime</button></form>`;
+}
+
+/** Support's tools on a licence: a new key for a lost one (licenses:write), an offline answer (activations:write). */
+function supportTools(s: Session, l: LicenseView): Html {
+  const rekey = sessionHas(s, "licenses:write") && l.revoked === null;
+  const offline = sessionHas(s, "activations:write");
+  if (!rekey && !offline) return html``;
+  return html`<h2>Support</h2><p>${rekey ? confirmButton(`${licensePath(l.id)}/rekey`, "Reissue key") : ""}${
+    offline ? html`<a href="/console/offline?license=${encodeURIComponent(l.id)}">Answer an offline request for this licence</a>` : ""
+  }</p>`;
+}
+
 /** A licence with its installations (scope licenses:read); edit, revoke, reinstate with licenses:write; deactivate with activations:write. */
 export async function licensePage(d: ConsoleDeps, s: Session, address: string | null, id: string, message?: string): Promise<Outcome> {
   const { license: l, activations } = await showLicense(d.admin, callerOf(s, address), id);
@@ -100,11 +129,12 @@ export async function licensePage(d: ConsoleDeps, s: Session, address: string | 
 <div><dt>Licensee</dt><dd id="licensee">${l.licensee}</dd></div><div><dt>Organisation</dt><dd id="organization">${l.organization}</dd></div>
 <div><dt>Email</dt><dd>${l.email ?? "—"}</dd></div><div><dt>Plan</dt><dd>${l.planTitle} (${l.plan})</dd></div>
 <div><dt>Seats used</dt><dd id="seats">${l.seatsUsed ?? 0} / ${l.seats}</dd></div><div><dt>Channels</dt><dd>${l.channels.join(", ")}</dd></div>
-<div><dt>Seat lease</dt><dd id="seat-lease">${l.seatLease ?? "none"}</dd></div><div><dt>Issued</dt><dd>${when(l.issued)}</dd></div><div><dt>Expires</dt><dd>${when(l.expires)}</dd></div>
+<div><dt>Seat lease</dt><dd id="seat-lease">${l.seatLease ?? "none"}</dd></div><div><dt>Token lifetime</dt><dd id="token-ttl">${l.tokenTtl === null ? "the site's" : `${lifetimeText(l.tokenTtl)} (this licence's own)`}</dd></div><div><dt>Issued</dt><dd>${when(l.issued)}</dd></div><div><dt>Expires</dt><dd>${when(l.expires)}</dd></div>
 <div><dt>Status</dt><dd id="status">${statusOf(l, d.clock())}</dd></div><div><dt>Id</dt><dd><code>${l.id}</code></dd></div></dl>
-${write ? (l.revoked ? actionForm(s, `${licensePath(l.id)}/reinstate`, "Reinstate licence") : actionForm(s, `${licensePath(l.id)}/revoke`, "Revoke licence", true)) : ""}
+${write ? (l.revoked ? actionForm(s, `${licensePath(l.id)}/reinstate`, "Reinstate licence") : confirmButton(`${licensePath(l.id)}/revoke`, "Revoke licence")) : ""}
 <h2>Installations</h2>${installationRows(s, activations)}
-${write ? editForm(d, s, l) : ""}
+${supportTools(s, l)}
+${write ? editForm(d, s, l) : ""}${write ? tokenLifetimeForm(s, l) : ""}
 <p><a href="/console/audit?license=${encodeURIComponent(l.id)}">Audit trail of this licence</a></p>`;
   return { page: consolePage({ title: `Licence of ${l.licensee}`, session: s, current: "/console/licenses", body }) };
 }
@@ -117,20 +147,62 @@ export async function updateLicenseAction(d: ConsoleDeps, s: Session, address: s
     expires: expires ?? null,
     seatLease: field(f, "seatLease") ?? null,
   });
-  return { redirect: licensePath(id) };
+  return { redirect: doneAt(licensePath(id), "license-saved") };
+}
+
+/** Sets or clears a licence's own token lifetime (the admin API's PATCH tokenTtl: licenses:write, audit license-update). */
+export async function tokenLifetimeAction(d: ConsoleDeps, s: Session, address: string | null, id: string, f: Form): Promise<Outcome> {
+  const days = numberField(f, "days");
+  await updateLicense(d.admin, callerOf(s, address), id, { tokenTtl: days === undefined ? null : days * DAY_SECONDS });
+  return { redirect: doneAt(licensePath(id), "token-ttl-saved") };
+}
+
+/** The confirmation of a revoke, naming the licence and its holder. */
+export async function revokeConfirmPage(d: ConsoleDeps, s: Session, address: string | null, id: string): Promise<Outcome> {
+  const caller = callerOf(s, address);
+  requireScope(caller.principal, "licenses:write");
+  const { license: l } = await showLicense(d.admin, caller, id);
+  return confirmPage(s, {
+    title: "Revoke licence?",
+    question: `Revoke the licence of ${holderOf(l)}, ${l.id}?`,
+    consequence: `Its ${l.seatsUsed ?? 0} installation(s) stop being served at their next check, and nothing can be activated with its key. It can be reinstated later.`,
+    action: `${licensePath(l.id)}/revoke`,
+    button: "Revoke licence",
+    back: licensePath(l.id),
+    current: "/console/licenses",
+  });
+}
+
+/** The confirmation of a deactivation, naming the installation and its licence. */
+export async function deactivateConfirmPage(d: ConsoleDeps, s: Session, address: string | null, activationId: string): Promise<Outcome> {
+  const caller = callerOf(s, address);
+  requireScope(caller.principal, "activations:write");
+  const activation = await d.admin.store.getActivation(activationId);
+  if (!activation) throw new KeyturnError("not_found", `no activation ${activationId}`);
+  const { license: l, activations } = await showLicense(d.admin, caller, activation.licenseId);
+  const a = activations.find((x) => x.id === activationId)!;
+  return confirmPage(s, {
+    title: "Deactivate installation?",
+    question: `Deactivate "${a.name}" (${a.platform}, version ${a.version}) of the licence of ${l.licensee}?`,
+    consequence: "Its seat is freed at once and its tokens stop working at their next check: the program must be activated again.",
+    action: deactivatePath(activationId),
+    button: "Deactivate installation",
+    back: licensePath(l.id),
+    current: "/console/licenses",
+  });
 }
 
 export async function revokeLicenseAction(d: ConsoleDeps, s: Session, address: string | null, id: string): Promise<Outcome> {
   await revokeLicense(d.admin, callerOf(s, address), id);
-  return { redirect: licensePath(id) };
+  return { redirect: doneAt(licensePath(id), "license-revoked") };
 }
 
 export async function reinstateLicenseAction(d: ConsoleDeps, s: Session, address: string | null, id: string): Promise<Outcome> {
   await reinstateLicense(d.admin, callerOf(s, address), id);
-  return { redirect: licensePath(id) };
+  return { redirect: doneAt(licensePath(id), "license-reinstated") };
 }
 
 export async function deactivateAction(d: ConsoleDeps, s: Session, address: string | null, activationId: string): Promise<Outcome> {
   const a = await deactivateActivation(d.admin, callerOf(s, address), activationId);
-  return { redirect: licensePath(a.license) };
+  return { redirect: doneAt(licensePath(a.license), "installation-deactivated") };
 }

@@ -1,6 +1,7 @@
 import type { Session } from "../../domain/console-sessions";
 import { KeyturnError } from "../../domain/errors";
-import { offlineAnswer, portalDeactivate, portalLicense } from "../../domain/portal";
+import { answerLastsUntil, answerOfflineRequestOf } from "../../domain/offline-activation";
+import { portalDeactivate, portalLicense } from "../../domain/portal";
 import type { Release } from "../../domain/releases/release-index";
 import type { ConsoleDeps, Outcome } from "../deps";
 import { html, type Html } from "../html";
@@ -58,9 +59,10 @@ export async function portalDeactivateAction(d: ConsoleDeps, s: Session, address
 }
 
 export async function portalOfflineAction(d: ConsoleDeps, s: Session, address: string | null, code: string | null): Promise<Outcome> {
-  const answer = await offlineAnswer({ variant: d.variant, licensing: d.licensing, store: d.admin.store }, s.licenseId!, code, { address });
+  const answer = await answerOfflineRequestOf({ variant: d.variant, licensing: d.licensing, store: d.admin.store }, s.licenseId!, code, { address });
   const shown = html`${notice("Paste this answer code into the program. It holds this computer's seat.")}
-<p><textarea id="answer-code" readonly aria-label="Answer code">${answer.token}</textarea> <button type="button" class="plain" data-copy="answer-code" hidden>Copy answer code</button></p>`;
+<p id="answer-valid-until">${answerLastsUntil(answer.entitlement)}</p>
+<p><textarea id="answer-code" readonly aria-label="Answer code">${answer.answer}</textarea> <button type="button" class="plain" data-copy="answer-code" hidden>Copy answer code</button></p>`;
   return portalHome(d, s, undefined, shown);
 }
 

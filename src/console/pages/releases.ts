@@ -3,12 +3,20 @@ import { auditRead } from "../../domain/admin/read-audit";
 import { sessionHas, type Session } from "../../domain/console-sessions";
 import { releaseOverview } from "../../domain/releases/overview";
 import type { Rollout } from "../../domain/releases/rollout";
+import { KeyturnError } from "../../domain/errors";
 import type { ReleaseControlOp } from "../../store/types";
 import { callerOf, type ConsoleDeps, type Outcome } from "../deps";
+import { confirmButton, confirmPage, doneAt } from "../confirm";
 import { html } from "../html";
 import { actionForm, consolePage, notice, when } from "../layout";
 
 export const RELEASE_OPS: readonly ReleaseControlOp[] = ["halt", "resume", "withdraw", "restore"];
+
+/** The controls that take a release from installations, confirmed first (confirm.ts), and what each does to them. */
+export const CONFIRMED_RELEASE_OPS: Readonly<Partial<Record<ReleaseControlOp, string>>> = {
+  halt: "Its rollout stops where it is: installations not yet admitted are offered the previous release until it is resumed.",
+  withdraw: "No installation is offered it any more, on any mirror: the lane falls back to the previous release until it is restored.",
+};
 
 const rolloutText = (r: Rollout | null) => (r === null ? "all at once" : "percent" in r ? `${r.percent}%` : `over ${r.days} day(s)`);
 
@@ -16,7 +24,7 @@ const controlPath = (lane: string, version: string, op: ReleaseControlOp) =>
   `/console/releases/${encodeURIComponent(lane)}/${encodeURIComponent(version)}/${op}`;
 
 /** Lanes with their live releases and rollout state, the controls, and the skipped folders with why (scope releases:read). */
-export async function releasesPage(d: ConsoleDeps, s: Session, address: string | null): Promise<Outcome> {
+export async function releasesPage(d: ConsoleDeps, s: Session, address: string | null, message?: string): Promise<Outcome> {
   const caller = callerOf(s, address);
   requireScope(caller.principal, "releases:read");
   await auditRead(d.admin, caller, "release-list");
@@ -29,11 +37,13 @@ export async function releasesPage(d: ConsoleDeps, s: Session, address: string |
       const state = r.withdrawn ? `withdrawn ${when(r.withdrawn)}` : r.halted ? `halted at ${r.share}%` : `${r.share}% admitted`;
       const ops = RELEASE_OPS.filter((op) => (op === "halt" ? !r.halted && !r.withdrawn : op === "resume" ? !!r.halted : op === "withdraw" ? !r.withdrawn : !!r.withdrawn));
       return html`<tr><td>${r.version}</td><td>${when(r.released)}</td><td>${rolloutText(r.rollout)}</td><td>${state}</td>${
-        write ? html`<td>${ops.map((op) => actionForm(s, controlPath(l.lane, r.version, op), `${op} ${r.version}`, op === "withdraw"))}</td>` : ""
+        write
+          ? html`<td>${ops.map((op) => (CONFIRMED_RELEASE_OPS[op] ? confirmButton(controlPath(l.lane, r.version, op), `${op} ${r.version}`) : actionForm(s, controlPath(l.lane, r.version, op), `${op} ${r.version}`)))}</td>`
+          : ""
       }</tr>`;
     })}</tbody></table></div></section>`,
   );
-  const body = html`${o.lanes.length === 0 ? notice("No release is live.") : ""}${lanes}
+  const body = html`${message ? notice(message) : ""}${o.lanes.length === 0 ? notice("No release is live.") : ""}${lanes}
 <h2>Skipped folders</h2>${o.skipped.length
     ? html`<div class="table-wrap"><table id="skipped"><thead><tr><th scope="col">Folder</th><th scope="col">Why</th></tr></thead><tbody>${o.skipped.map((x) => html`<tr><td><code>${x.folder}</code></td><td>${x.reason}</td></tr>`)}</tbody></table></div>`
     : html`<p>None: every folder was taken.</p>`}
@@ -46,5 +56,22 @@ export async function releaseControlAction(d: ConsoleDeps, s: Session, address: 
   const caller = callerOf(s, address);
   requireScope(caller.principal, "releases:write");
   await d.controls.applyToKnown(op, lane, version, d.releases.current, adminAudit(d.admin, caller, `release-${op}`));
-  return { redirect: "/console/releases" };
+  return { redirect: doneAt("/console/releases", `release-${op}`) };
+}
+
+/** The confirmation of a halt or a withdrawal, naming the release and its lane. */
+export function releaseConfirmPage(s: Session, address: string | null, lane: string, version: string, op: ReleaseControlOp): Outcome {
+  requireScope(callerOf(s, address).principal, "releases:write");
+  const consequence = CONFIRMED_RELEASE_OPS[op];
+  if (!consequence) throw new KeyturnError("not_found", "There is nothing at this address.");
+  const verb = `${op[0]!.toUpperCase()}${op.slice(1)}`;
+  return confirmPage(s, {
+    title: `${verb} release?`,
+    question: `${verb} version ${version} of ${lane}?`,
+    consequence,
+    action: controlPath(lane, version, op),
+    button: `${verb} ${version}`,
+    back: "/console/releases",
+    current: "/console/releases",
+  });
 }

@@ -90,6 +90,21 @@ export async function removeWebhookEndpoint(d: AdminDeps, caller: AdminCaller, i
 }
 
 /**
+ * Gives an endpoint a new signing secret, answered here only (scope webhooks:write; audit
+ * webhook-rotate-secret). Every attempt from this write on is signed with it, pending and retried
+ * deliveries included: the receiver must be given the new secret at once.
+ */
+export async function rotateWebhookSecret(d: AdminDeps, caller: AdminCaller, id: unknown): Promise<{ endpoint: WebhookEndpointView; secret: string }> {
+  requireScope(caller.principal, "webhooks:write");
+  const endpointId = idParam(id, "id");
+  const secret = newWebhookSecret();
+  const stored = d.seal ? await d.seal.seal(secret, webhookSecretContext(endpointId)) : secret;
+  if (!(await d.store.setWebhookEndpointSecret(endpointId, stored, adminAudit(d, caller, "webhook-rotate-secret"))))
+    throw new KeyturnError("not_found", `no webhook endpoint ${endpointId}`);
+  return { endpoint: endpointView((await d.store.getWebhookEndpoint(endpointId))!), secret };
+}
+
+/**
  * Enables or disables an endpoint (scope webhooks:write; audit webhook-enable/webhook-disable).
  * A disabled endpoint gets no new deliveries and its pending ones wait; enabling resumes them.
  */

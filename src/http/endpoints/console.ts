@@ -1,5 +1,7 @@
 import { ASSETS } from "../../console/assets";
-import type { ConsoleDeps, Outcome } from "../../console/deps";
+import { callerOf, type ConsoleDeps, type Outcome } from "../../console/deps";
+import { actorOf } from "../../domain/admin/deps";
+import { doneMessage } from "../../console/confirm";
 import { dashboardPage } from "../../console/pages/dashboard";
 import { auditPage } from "../../console/pages/audit";
 import {
@@ -24,8 +26,18 @@ import { serveBytes } from "../file-serving";
 import { queryParams, readForm, refusalPage, sessionCookie, setSessionCookie, webAnswer, WEB_HEADERS } from "../web";
 import { consoleOpenIdEndpoints } from "./console-openid";
 
+/** The sections in the order the dashboard falls back to when the session may not read the stats. */
+const FIRST_SECTION = [
+  ["stats:read", "/console/"],
+  ["licenses:read", "/console/licenses"],
+  ["audit:read", "/console/audit"],
+  ["releases:read", "/console/releases"],
+  ["webhooks:read", "/console/webhooks"],
+  ["activations:write", "/console/offline"],
+] as const;
+
 /** What a console page or action is given: the call, the signed-in session, the form of a POST. */
-interface Page {
+export interface Page {
   readonly call: Call;
   readonly session: Session;
   readonly address: string | null;
@@ -34,23 +46,12 @@ interface Page {
   readonly param: (name: string) => string;
 }
 
-/** The sections in the order the dashboard falls back to when the session may not read the stats. */
-const FIRST_SECTION = [
-  ["stats:read", "/console/"],
-  ["licenses:read", "/console/licenses"],
-  ["audit:read", "/console/audit"],
-  ["releases:read", "/console/releases"],
-  ["webhooks:read", "/console/webhooks"],
-] as const;
-
 /**
- * The console's pages and actions at /console/ (prefix ""): each is the admin API's operation
- * behind a session cookie instead of a bearer token, with the scope checks of the domain services.
+ * Declares one console page or action: the session cookie (else the sign-in), the form's Origin and
+ * CSRF checks on a POST, and a refusal as a page audited under `action` naming the session's actor.
  */
-export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOpenId | null): Endpoint[] {
-  const signInPage = (message?: string, status?: number, ref?: string) => consoleSignInPage({ openId: openId !== null, message, status, ref });
-
-  const web = (method: "GET" | "POST", path: string, summary: string, action: AuditAction, run: (p: Page) => Promise<Outcome> | Outcome): Endpoint =>
+export function consoleWeb(d: ConsoleDeps, audit: Audit, openId: boolean) {
+  return (method: "GET" | "POST", path: string, summary: string, action: AuditAction, run: (p: Page) => Promise<Outcome> | Outcome): Endpoint =>
     endpoint({
       method,
       path,
@@ -63,7 +64,7 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOp
       handler: async (call) => {
         const address = call.context.address;
         const session = await d.sessions.find(await sessionCookie(call, "console"), "console");
-        if (!session) return method === "GET" ? webAnswer({ redirect: SIGN_IN }) : webAnswer(signInPage("Your session has ended: sign in again.", 401));
+        if (!session) return method === "GET" ? webAnswer({ redirect: SIGN_IN }) : webAnswer(consoleSignInPage({ openId, message: "Your session has ended: sign in again.", status: 401 }));
         try {
           const form = method === "POST" ? await readForm(call.request, session) : new URLSearchParams();
           const param = (name: string) => {
@@ -73,10 +74,19 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOp
           };
           return webAnswer(await run({ call, session, address, form, param }));
         } catch (e) {
-          return refusalPage(audit, action, address, e, "/console/");
+          return refusalPage(audit, action, address, e, "/console/", actorOf(callerOf(session, address).principal));
         }
       },
     });
+}
+
+/**
+ * The console's pages and actions at /console/ (prefix ""): each is the admin API's operation
+ * behind a session cookie instead of a bearer token, with the scope checks of the domain services.
+ */
+export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOpenId | null): Endpoint[] {
+  const signInPage = (message?: string, status?: number, ref?: string) => consoleSignInPage({ openId: openId !== null, message, status, ref });
+  const web = consoleWeb(d, audit, openId !== null);
 
   const signIn: Endpoint = endpoint({
     method: "POST",
@@ -153,13 +163,13 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOp
     }),
     web("GET", "/console/licenses", "Licences: search and the create form", "license-list", (p) => licensesPage(d, p.session, p.address, queryParams(p.call.query))),
     web("POST", "/console/licenses", "Create a licence; its key is shown once", "license-create", (p) => createLicenseAction(d, p.session, p.address, p.form)),
-    web("GET", "/console/licenses/{id}", "A licence with its installations", "license-show", (p) => licensePage(d, p.session, p.address, p.param("id"))),
+    web("GET", "/console/licenses/{id}", "A licence with its installations", "license-show", (p) => licensePage(d, p.session, p.address, p.param("id"), doneMessage(queryParams(p.call.query)))),
     web("POST", "/console/licenses/{id}", "Edit a licence's seats, expiry and channels", "license-update", (p) => updateLicenseAction(d, p.session, p.address, p.param("id"), p.form)),
     web("POST", "/console/licenses/{id}/revoke", "Revoke a licence", "license-revoke", (p) => revokeLicenseAction(d, p.session, p.address, p.param("id"))),
     web("POST", "/console/licenses/{id}/reinstate", "Reinstate a revoked licence", "license-reinstate", (p) => reinstateLicenseAction(d, p.session, p.address, p.param("id"))),
     web("POST", "/console/activations/{id}/deactivate", "Deactivate an installation (frees its seat)", "activation-deactivate", (p) => deactivateAction(d, p.session, p.address, p.param("id"))),
     web("GET", "/console/audit", "The audit trail with filters", "audit-read", (p) => auditPage(d, p.session, p.address, queryParams(p.call.query))),
-    web("GET", "/console/releases", "Lanes, live releases, rollout state and controls, skipped folders", "release-list", (p) => releasesPage(d, p.session, p.address)),
+    web("GET", "/console/releases", "Lanes, live releases, rollout state and controls, skipped folders", "release-list", (p) => releasesPage(d, p.session, p.address, doneMessage(queryParams(p.call.query)))),
     ...RELEASE_OPS.map((op) =>
       web("POST", `/console/releases/{lane}/{version}/${op}`, `${op[0]!.toUpperCase()}${op.slice(1)} a release`, `release-${op}`, (p) =>
         releaseControlAction(d, p.session, p.address, p.param("lane"), p.param("version"), op),
