@@ -45,6 +45,7 @@ export const SETTINGS: readonly SettingSpec[] = [
   { flag: "rate-limit-signin", kind: "string", default: "20/60s", help: `activate, challenge, exchange: requests per window (at most ${MAX_RATE_WINDOW}) per address` },
   { flag: "rate-limit-api", kind: "string", default: "600/60s", help: `every other endpoint: requests per window (at most ${MAX_RATE_WINDOW}) per address` },
   { flag: "rate-limit-admin", kind: "string", default: "600/60s", help: `the admin API (/api/v1/admin/...): requests per window (at most ${MAX_RATE_WINDOW}) per address` },
+  { flag: "rate-limit-console-signin", kind: "string", default: "120/60s", help: `the console's sign-in (admin token, the OpenID issuer's start and callback): requests per window (at most ${MAX_RATE_WINDOW}) per address, apart from the sign-in budget so that customers guessing keys behind the staff's address cannot lock staff out` },
   { flag: "rate-limit-store", kind: "string", help: "redis://... to share rate limits between processes" },
   { flag: "trust-proxy", kind: "string", default: "", help: "CIDRs of proxies whose X-Forwarded-For is believed" },
   { flag: "identity-issuer", kind: "string", help: "OpenID issuer URL of staff sign-in" },

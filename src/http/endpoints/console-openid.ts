@@ -27,7 +27,7 @@ export function consoleOpenIdEndpoints(d: ConsoleDeps, audit: Audit, openId: Con
       prefix: "",
       summary: "Console sign-in with the vendor's OpenID issuer: redirects to its authorization endpoint (code with PKCE)",
       auth: "none",
-      budget: "signin",
+      budget: "console",
       audit: "console-sign-in",
       errors: [],
       handler: async ({ request, context }) => {
@@ -45,7 +45,7 @@ export function consoleOpenIdEndpoints(d: ConsoleDeps, audit: Audit, openId: Con
       prefix: "",
       summary: "Where the OpenID issuer returns the browser: the code is exchanged and a console session opened",
       auth: "none",
-      budget: "signin",
+      budget: "console",
       audit: "console-sign-in",
       errors: [],
       handler: async (call) => {

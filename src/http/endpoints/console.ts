@@ -84,7 +84,7 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOp
     prefix: "",
     summary: "Sign in to the console with an admin token",
     auth: "none",
-    budget: "signin",
+    budget: "console",
     audit: "console-sign-in",
     errors: [],
     handler: async ({ request, context }) => {
