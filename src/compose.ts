@@ -140,7 +140,6 @@ export async function compose(
     log,
     licensing,
   });
-  const consoleSessions = new ConsoleSessions({ store, clock });
   const consoleGroups = config.identity?.consoleGroups ?? new Map<string, readonly string[]>();
   let consoleScopeMap;
   try {
@@ -148,6 +147,7 @@ export async function compose(
   } catch (e) {
     throw new ConfigError("console-groups", (e as Error).message);
   }
+  const consoleSessions = new ConsoleSessions({ store, clock, consoleGroups: consoleScopeMap });
   const consoleOpenId =
     config.identity && consoleGroups.size > 0 && !mirrorConfig
       ? new ConsoleOpenId({ identity: config.identity, scopes: consoleScopeMap, sessions: consoleSessions, clock, log })

@@ -9,6 +9,7 @@ const SECTIONS: readonly { path: string; label: string; scope: Scope }[] = [
   { path: "/console/audit", label: "Audit trail", scope: "audit:read" },
   { path: "/console/releases", label: "Releases", scope: "releases:read" },
   { path: "/console/webhooks", label: "Webhooks", scope: "webhooks:read" },
+  { path: "/console/sessions", label: "Sessions", scope: "admin" },
 ];
 
 const head = (title: string, charts: boolean) => html`<!doctype html>

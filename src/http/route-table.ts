@@ -7,6 +7,7 @@ import { adminRecordEndpoints } from "./endpoints/admin-records";
 import { adminReleaseEndpoints } from "./endpoints/admin-releases";
 import { adminWebhookEndpoints } from "./endpoints/admin-webhooks";
 import { consoleEndpoints } from "./endpoints/console";
+import { consoleSessionEndpoints } from "./endpoints/console-sessions";
 import { portalEndpoints } from "./endpoints/portal";
 import { feedEndpoints } from "./endpoints/feeds";
 import { identityEndpoints } from "./endpoints/identity";
@@ -40,6 +41,7 @@ export function routeTable(s: AppServices, openapi: () => string): Endpoint[] {
     ...adminWebhookEndpoints(s.admin),
     ...adminReleaseEndpoints(s.admin, s.releases, s.selection.controls, s.clock),
     ...consoleEndpoints(web, s.audit, s.consoleOpenId),
+    ...consoleSessionEndpoints(web, s.audit, s.consoleOpenId),
     ...portalEndpoints(web, s.audit),
   ];
 }

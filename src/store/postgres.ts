@@ -4,6 +4,7 @@ import {
   activationFromRow,
   adminTokenFromRow,
   consoleSessionFromRow,
+  staffGroupsText,
   attemptFromRow,
   auditFromRow,
   challengeFromRow,
@@ -460,8 +461,8 @@ export class PostgresStore implements Store {
 
   async createConsoleSession(c: ConsoleSessionRecord, audit?: AuditRecord): Promise<void> {
     await this.sql.begin(async (tx) => {
-      await tx`INSERT INTO console_sessions (id_hash, kind, token_id, subject, license_id, name, scopes, detail, created, expires, revoked)
-        VALUES (${c.idHash}, ${c.kind}, ${c.tokenId}, ${c.subject}, ${c.licenseId}, ${c.name}, ${JSON.stringify(c.scopes)}, ${c.detail}, ${c.created}, ${c.expires}, ${c.revoked})`;
+      await tx`INSERT INTO console_sessions (id_hash, kind, token_id, subject, license_id, name, scopes, staff_groups, detail, created, expires, revoked)
+        VALUES (${c.idHash}, ${c.kind}, ${c.tokenId}, ${c.subject}, ${c.licenseId}, ${c.name}, ${JSON.stringify(c.scopes)}, ${staffGroupsText(c)}, ${c.detail}, ${c.created}, ${c.expires}, ${c.revoked})`;
       await journal(tx, { audit }, null);
     });
   }
@@ -477,6 +478,12 @@ export class PostgresStore implements Store {
       await journal(tx, { audit }, null);
       return true;
     });
+  }
+
+  async listConsoleSessions(now: number, limit: number): Promise<ConsoleSessionRecord[]> {
+    const rows = await this.sql`SELECT * FROM console_sessions WHERE kind = 'console' AND revoked IS NULL AND expires > ${now}
+      ORDER BY created DESC, id_hash LIMIT ${limit}`;
+    return rows.map(consoleSessionFromRow);
   }
 
   async pruneConsoleSessions(before: number): Promise<number> {

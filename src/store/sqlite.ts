@@ -6,6 +6,7 @@ import {
   activationFromRow,
   adminTokenFromRow,
   consoleSessionFromRow,
+  staffGroupsText,
   attemptFromRow,
   auditFromRow,
   challengeFromRow,
@@ -552,9 +553,9 @@ export class SqliteStore implements Store {
   async createConsoleSession(c: ConsoleSessionRecord, audit?: AuditRecord): Promise<void> {
     await this.groupCommit.write(() => {
       this.db
-        .query(`INSERT INTO console_sessions (id_hash, kind, token_id, subject, license_id, name, scopes, detail, created, expires, revoked)
-          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-        .run(c.idHash, c.kind, c.tokenId, c.subject, c.licenseId, c.name, JSON.stringify(c.scopes), c.detail, c.created, c.expires, c.revoked);
+        .query(`INSERT INTO console_sessions (id_hash, kind, token_id, subject, license_id, name, scopes, staff_groups, detail, created, expires, revoked)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+        .run(c.idHash, c.kind, c.tokenId, c.subject, c.licenseId, c.name, JSON.stringify(c.scopes), staffGroupsText(c), c.detail, c.created, c.expires, c.revoked);
       this.journal({ audit }, null);
     });
   }
@@ -570,6 +571,13 @@ export class SqliteStore implements Store {
       this.journal({ audit }, null);
       return true;
     });
+  }
+
+  async listConsoleSessions(now: number, limit: number): Promise<ConsoleSessionRecord[]> {
+    const rows = this.db
+      .query("SELECT * FROM console_sessions WHERE kind = 'console' AND revoked IS NULL AND expires > ? ORDER BY created DESC, id_hash LIMIT ?")
+      .all(now, limit) as Row[];
+    return rows.map(consoleSessionFromRow);
   }
 
   async pruneConsoleSessions(before: number): Promise<number> {

@@ -1,4 +1,4 @@
-import type { ConsoleDeps } from "../../console/deps";
+import { sessionActor, type ConsoleDeps } from "../../console/deps";
 import { html } from "../../console/html";
 import { plainPage } from "../../console/layout";
 import { SIGN_IN } from "../../console/pages/sign-in";
@@ -57,7 +57,7 @@ export function consoleOpenIdEndpoints(d: ConsoleDeps, audit: Audit, openId: Con
             throw new KeyturnError("challenge_unknown", "This sign-in was not started in this browser: start it again.");
           if (q.get("error")) throw new KeyturnError("token_invalid", `The issuer refused the sign-in (${q.get("error")!.slice(0, 100)}).`);
           const { secret, session } = await openId.finish(state, q.get("code"), callbackUri(request));
-          await audit.ok("console-sign-in", context, {});
+          await audit.ok("console-sign-in", { ...context, actor: sessionActor(session) }, {});
           const page = plainPage("Signed in", html`<meta http-equiv="refresh" content="0;url=/console/"><p>Signed in as ${session.name}. <a href="/console/">Open the console</a></p>`);
           const headers = new Headers({ ...WEB_HEADERS, "content-type": "text/html;charset=utf-8" });
           headers.append("set-cookie", setSessionCookie(request, "console", secret, (session.expires - d.clock()) / 1000));

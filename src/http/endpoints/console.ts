@@ -1,5 +1,5 @@
 import { ASSETS } from "../../console/assets";
-import type { ConsoleDeps, Outcome } from "../../console/deps";
+import { sessionActor, type ConsoleDeps, type Outcome } from "../../console/deps";
 import { dashboardPage } from "../../console/pages/dashboard";
 import { auditPage } from "../../console/pages/audit";
 import {
@@ -25,7 +25,7 @@ import { queryParams, readForm, refusalPage, sessionCookie, setSessionCookie, we
 import { consoleOpenIdEndpoints } from "./console-openid";
 
 /** What a console page or action is given: the call, the signed-in session, the form of a POST. */
-interface Page {
+export interface Page {
   readonly call: Call;
   readonly session: Session;
   readonly address: string | null;
@@ -43,14 +43,17 @@ const FIRST_SECTION = [
   ["webhooks:read", "/console/webhooks"],
 ] as const;
 
-/**
- * The console's pages and actions at /console/ (prefix ""): each is the admin API's operation
- * behind a session cookie instead of a bearer token, with the scope checks of the domain services.
- */
-export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOpenId | null): Endpoint[] {
-  const signInPage = (message?: string, status?: number, ref?: string) => consoleSignInPage({ openId: openId !== null, message, status, ref });
+/** The sign-in page, with the issuer's button when staff may sign in with it. */
+const signInPageFor = (openId: ConsoleOpenId | null) => (message?: string, status?: number, ref?: string) =>
+  consoleSignInPage({ openId: openId !== null, message, status, ref });
 
-  const web = (method: "GET" | "POST", path: string, summary: string, action: AuditAction, run: (p: Page) => Promise<Outcome> | Outcome): Endpoint =>
+/**
+ * Declares a console page or action: the session from its cookie (none: to the sign-in page), the
+ * form of a POST through the Origin and CSRF checks, and a refusal shown as a page.
+ */
+export function consolePageEndpoint(d: ConsoleDeps, audit: Audit, openId: ConsoleOpenId | null) {
+  const signInPage = signInPageFor(openId);
+  return (method: "GET" | "POST", path: string, summary: string, action: AuditAction, run: (p: Page) => Promise<Outcome> | Outcome): Endpoint =>
     endpoint({
       method,
       path,
@@ -77,6 +80,15 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOp
         }
       },
     });
+}
+
+/**
+ * The console's pages and actions at /console/ (prefix ""): each is the admin API's operation
+ * behind a session cookie instead of a bearer token, with the scope checks of the domain services.
+ */
+export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOpenId | null): Endpoint[] {
+  const signInPage = signInPageFor(openId);
+  const web = consolePageEndpoint(d, audit, openId);
 
   const signIn: Endpoint = endpoint({
     method: "POST",
@@ -91,7 +103,7 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOp
       try {
         const form = await readForm(request, null);
         const { secret, session } = await d.sessions.signInWithToken(form.get("token") ?? "");
-        await audit.ok("console-sign-in", context, {});
+        await audit.ok("console-sign-in", { ...context, actor: sessionActor(session) }, {});
         return webAnswer({ redirect: "/console/" }, { "set-cookie": setSessionCookie(request, "console", secret, (session.expires - d.clock()) / 1000) });
       } catch (e) {
         if (!(e instanceof KeyturnError) || e.code !== "admin_token_invalid") return refusalPage(audit, "console-sign-in", context.address, e, SIGN_IN);
