@@ -1,6 +1,5 @@
 import { join } from "node:path";
 import type { Config } from "./config/config";
-import { ConfigError } from "./config/parse";
 import { createLogger, type Logger } from "./config/log";
 import { Audit } from "./domain/audit";
 import { systemClock, type Clock } from "./domain/clock";
@@ -141,12 +140,7 @@ export async function compose(
     licensing,
   });
   const consoleGroups = config.identity?.consoleGroups ?? new Map<string, readonly string[]>();
-  let consoleScopeMap;
-  try {
-    consoleScopeMap = consoleScopes(consoleGroups);
-  } catch (e) {
-    throw new ConfigError("console-groups", (e as Error).message);
-  }
+  const consoleScopeMap = consoleScopes(consoleGroups);
   const consoleSessions = new ConsoleSessions({ store, clock, consoleGroups: consoleScopeMap });
   const consoleOpenId =
     config.identity && consoleGroups.size > 0 && !mirrorConfig

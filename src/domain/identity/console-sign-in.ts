@@ -1,5 +1,6 @@
 import type { IdentityConfig } from "../../config/config";
 import type { Logger } from "../../config/log";
+import { ConfigError } from "../../config/parse";
 import { SCOPES, type Scope } from "../admin/deps";
 import type { Clock } from "../clock";
 import { newSecret, type ConsoleSessions, type Session } from "../console-sessions";
@@ -17,7 +18,7 @@ const MAX_KEPT_GROUPS = 100;
 export function consoleScopes(groups: ReadonlyMap<string, readonly string[]>): ReadonlyMap<string, readonly Scope[]> {
   for (const [group, scopes] of groups) {
     const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
-    if (unknown.length > 0) throw new Error(`console-groups: ${group} names unknown scopes ${unknown.join(", ")} (known: ${SCOPES.join(", ")})`);
+    if (unknown.length > 0) throw new ConfigError("console-groups", `${group} names unknown scopes ${unknown.join(", ")} (known: ${SCOPES.join(", ")})`);
   }
   return groups as ReadonlyMap<string, readonly Scope[]>;
 }
