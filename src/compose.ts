@@ -162,7 +162,8 @@ export async function compose(
   // loop), so a big tree does not delay the first answer; update requests wait for the index.
   setImmediate(() => void releases.start({ watch: opts.watchReleases }));
   const memoryCounters = new MemoryRateLimitStore();
-  const sharedCounters = config.rateLimit.store ? sharedRateLimitStore(config.rateLimit.store, memoryCounters, log) : null;
+  const rateLimitSite = `${new URL(config.baseUrl).origin}/${config.variant.name}`;
+  const sharedCounters = config.rateLimit.store ? sharedRateLimitStore(config.rateLimit.store, rateLimitSite, memoryCounters, log) : null;
   const rateLimitStore = opts.rateLimitStore ?? sharedCounters ?? memoryCounters;
   const rateLimiter = new RateLimiter(rateLimitStore, config.rateLimit, clock, log);
   const rateLimits = () => (!sharedCounters ? "per-process" : sharedCounters.degraded ? "per-process (shared store unreachable)" : "shared");
