@@ -55,7 +55,7 @@ export const SETTINGS: readonly SettingSpec[] = [
   { flag: "identity-max-age", kind: "string", default: "600s", help: `maximum age of the sign-in at the issuer, at most ${MAX_IDENTITY_MAX_AGE}` },
   { flag: "identity-mfa-values", kind: "string", default: "mfa", help: "amr values that count as a second factor" },
   { flag: "identity-scopes", kind: "string", default: "openid,profile,email", help: "scopes the program asks the issuer for" },
-  { flag: "console-groups", kind: "string", default: "", help: 'console sign-in with the issuer: groups and the scopes each gives, "support=licenses:read,activations:write;admins=admin"' },
+  { flag: "console-groups", kind: "string", default: "", help: 'console sign-in with the issuer: groups and the scopes each gives, "support=licenses:read,activations:write;admins=admin" (applied to open staff sessions at their next request)' },
   { flag: "staff-organization", kind: "string", default: "Staff", help: "organization of staff entitlements" },
   { flag: "staff-seats", kind: "string", default: "5", help: "installations per staff member" },
   { flag: "audit-retention", kind: "string", default: "90d", help: `how long audit lines are kept, at most ${MAX_DURATION}` },
