@@ -29,11 +29,20 @@ export interface RealIssuer {
 }
 
 export interface RealIssuerOptions {
-  readonly clients: Record<string, unknown>[];
+  /** The registered clients, or a function of the issuer's address that gives them (once it listens). */
+  readonly clients: Record<string, unknown>[] | ((issuerUrl: string) => Promise<Record<string, unknown>[]>);
   readonly people: Record<string, Person>;
   /** Seconds an ID token lives (the provider's ttl.IdToken). */
   readonly idTokenSeconds?: number;
+  /** Login and consent as HTML forms a person fills in (a browser test); JSON naming the prompt otherwise. */
+  readonly html?: boolean;
 }
+
+/** The issuer's login and consent pages, as HTML forms a person fills in. */
+const loginPage = (uid: string) => `<!doctype html><title>Issuer</title><form method="post" action="/interaction/${uid}/login">
+<label>Username <input name="login"></label><label>Password <input name="password" type="password"></label><label>One-time code <input name="otp"></label>
+<button type="submit">Log in</button></form>`;
+const consentPage = (uid: string) => `<!doctype html><title>Issuer</title><form method="post" action="/interaction/${uid}/confirm"><button type="submit">Allow</button></form>`;
 
 async function readBody(req: AsyncIterable<Uint8Array>): Promise<string> {
   const chunks: Uint8Array[] = [];
@@ -48,7 +57,7 @@ export async function startRealIssuer(o: RealIssuerOptions): Promise<RealIssuer>
   const { privateKey } = await generateKeyPair("RS256", { extractable: true });
   const people = o.people;
   const provider = new Provider(url, {
-    clients: o.clients,
+    clients: typeof o.clients === "function" ? await o.clients(url) : o.clients,
     pkce: { required: () => true },
     jwks: { keys: [{ ...(await exportJWK(privateKey)), kid: "op-2026-11", alg: "RS256", use: "sig" }] },
     cookies: { keys: [randomBytes(16).toString("hex")] },
@@ -66,15 +75,18 @@ export async function startRealIssuer(o: RealIssuerOptions): Promise<RealIssuer>
 
   // The issuer's own login and consent pages, as plain form posts.
   provider.use(async (ctx, next) => {
-    const m = /^\/interaction\/[^/]+(?:\/(login|confirm))?$/.exec(ctx.path);
+    const m = /^\/interaction\/([^/]+)(?:\/(login|confirm))?$/.exec(ctx.path);
     if (!m) return next();
     const details = await provider.interactionDetails(ctx.req, ctx.res);
     if (ctx.method === "GET") {
-      ctx.body = { prompt: details.prompt.name };
+      if (o.html) {
+        (ctx as unknown as { type: string }).type = "html";
+        ctx.body = details.prompt.name === "login" ? loginPage(m[1]!) : consentPage(m[1]!);
+      } else ctx.body = { prompt: details.prompt.name };
       return;
     }
     let result: Record<string, unknown>;
-    if (m[1] === "login") {
+    if (m[2] === "login") {
       const form = new URLSearchParams(await readBody(ctx.req));
       const person = people[form.get("login") ?? ""];
       if (!person || person.disabled || person.password !== form.get("password")) {
