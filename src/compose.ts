@@ -1,7 +1,6 @@
 import { join } from "node:path";
 import { Gauge } from "prom-client";
 import type { Config } from "./config/config";
-import { ConfigError } from "./config/parse";
 import { createLogger, type Logger } from "./config/log";
 import { Audit } from "./domain/audit";
 import { systemClock, type Clock } from "./domain/clock";
@@ -152,14 +151,9 @@ export async function compose(
     log,
     licensing,
   });
-  const consoleSessions = new ConsoleSessions({ store, clock });
   const consoleGroups = config.identity?.consoleGroups ?? new Map<string, readonly string[]>();
-  let consoleScopeMap;
-  try {
-    consoleScopeMap = consoleScopes(consoleGroups);
-  } catch (e) {
-    throw new ConfigError("console-groups", (e as Error).message);
-  }
+  const consoleScopeMap = consoleScopes(consoleGroups);
+  const consoleSessions = new ConsoleSessions({ store, clock, consoleGroups: consoleScopeMap });
   const consoleOpenId =
     config.identity && consoleGroups.size > 0 && !mirrorConfig
       ? new ConsoleOpenId({ identity: config.identity, scopes: consoleScopeMap, sessions: consoleSessions, clock, log })
@@ -180,7 +174,8 @@ export async function compose(
   // loop), so a big tree does not delay the first answer; update requests wait for the index.
   setImmediate(() => void releases.start({ watch: opts.watchReleases }));
   const memoryCounters = new MemoryRateLimitStore();
-  const sharedCounters = config.rateLimit.store ? sharedRateLimitStore(config.rateLimit.store, memoryCounters, log) : null;
+  const rateLimitSite = `${new URL(config.baseUrl).origin}/${config.variant.name}`;
+  const sharedCounters = config.rateLimit.store ? sharedRateLimitStore(config.rateLimit.store, rateLimitSite, memoryCounters, log) : null;
   const rateLimitStore = opts.rateLimitStore ?? sharedCounters ?? memoryCounters;
   const rateLimiter = new RateLimiter(rateLimitStore, config.rateLimit, clock, log);
   const rateLimits = () => (!sharedCounters ? "per-process" : sharedCounters.degraded ? "per-process (shared store unreachable)" : "shared");

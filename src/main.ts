@@ -3,6 +3,7 @@ import { activationCommand } from "./cli/activation";
 import { adminTokenCommand } from "./cli/admin-token";
 import { auditCommand } from "./cli/audit";
 import { backupCommand } from "./cli/backup";
+import { consoleSessionsCommand } from "./cli/console-sessions";
 import { copyCommand } from "./cli/copy";
 import { runCommand, UsageError } from "./cli/io";
 import { keysCommand } from "./cli/keys";
@@ -29,6 +30,7 @@ const COMMANDS: Record<string, Command> = {
   copy: copyCommand,
   mirror: mirrorCommand,
   "admin-token": adminTokenCommand,
+  "console-sessions": consoleSessionsCommand,
   webhook: webhookCommand,
   stats: statsCommand,
 };
@@ -47,6 +49,7 @@ usage: keyturn COMMAND [options]
   audit        the audit trail (--ref finds the line a refusal's ref names)
   stats        installations, rollouts, activations, licenses expiring
   admin-token  admin API tokens
+  console-sessions  the console sessions open now; end one
   webhook      webhook endpoints and their deliveries
   mirror       check a vendor's site before mirroring it
   backup       an online copy of the SQLite records

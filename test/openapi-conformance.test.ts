@@ -644,6 +644,15 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   }
   await SEND("GET", "/admin/stats", "/admin/stats", A, "stats", 200);
 
+  // --- console sessions
+  const CS = "/admin/console-sessions";
+  const CSEND = "/admin/console-sessions/{id}/end";
+  const { session } = await site.composed.services.consoleSessions.signInWithToken(x.adminToken);
+  const sessions = await SEND("GET", CS, CS, A, "console sessions", 200);
+  expect(sessions.sessions.map((v: { id: string }) => v.id)).toContain(session.id);
+  await SEND("POST", CSEND, `${CS}/${session.id}/end`, A, "end a console session", 200);
+  await SEND("POST", CSEND, `${CS}/${session.id}/end`, A, "end it twice", 404, "not_found");
+
   // --- webhooks and deliveries
   const W = "/admin/webhooks";
   const WID = "/admin/webhooks/{id}";

@@ -4,6 +4,8 @@ import { join } from "node:path";
 import { compose } from "../src/compose";
 import { toConfig } from "../src/config/config";
 import { createLogger, silentLogger } from "../src/config/log";
+import { CLI_CALLER } from "../src/domain/admin/deps";
+import { createAdminToken } from "../src/domain/admin/tokens";
 import { createApp } from "../src/http/app";
 import { RateLimiter } from "../src/http/rate-limit";
 import { MemoryRateLimitStore } from "../src/store/memory-rate-limit";
@@ -27,10 +29,11 @@ async function limitedSite(settings: Record<string, string>, clock = testClock()
   return {
     site: s,
     clock,
-    send(peer: string, method: string, path: string, o: { body?: unknown; headers?: Record<string, string> } = {}) {
+    /** A request to the API path, or `o.request` as it is (a console or portal form). */
+    send(peer: string, method: string, path: string, o: { body?: unknown; headers?: Record<string, string>; request?: Request } = {}) {
       const headers: Record<string, string> = { ...o.headers };
       if (o.body !== undefined) headers["content-type"] = "application/json";
-      const request = new Request(BASE + path, { method, headers, body: o.body === undefined ? undefined : JSON.stringify(o.body) });
+      const request = o.request ?? new Request(BASE + path, { method, headers, body: o.body === undefined ? undefined : JSON.stringify(o.body) });
       peers.set(request, peer);
       return s.app.handle(request);
     },
@@ -79,6 +82,31 @@ describe("rate limits per address", () => {
     expect(over.headers.get("ratelimit-policy")).toBe('"api";q=5;w=60');
     // Unknown paths count against the api budget too.
     expect((await send("198.51.100.1", "GET", "/no/such/path")).status).toBe(429);
+  });
+
+  test("the console's sign-in has its own budget: customers guessing keys behind the staff's address do not lock staff out", async () => {
+    const { site, send } = await limitedSite({ "rate-limit-signin": "3/60s", "rate-limit-console-signin": "4/60s" });
+    const token = (await createAdminToken(site.composed.services.admin, CLI_CALLER, { name: "desk", scopes: ["licenses:read"] })).secret;
+    const nat = "198.51.100.44";
+    const fromNat = (path: string, fields: Record<string, string>) => {
+      const request = new Request(`http://localhost${path}`, {
+        method: "POST",
+        headers: { origin: "http://localhost", "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams(fields).toString(),
+      });
+      return send(nat, "POST", "", { request });
+    };
+    for (let i = 0; i < 3; i++) expect((await fromNat("/portal/sign-in", { key: "AL-00000-00000-00000-00000-00000" })).status).toBe(403);
+    expect((await fromNat("/portal/sign-in", { key: "AL-00000-00000-00000-00000-00000" })).status).toBe(429);
+    expect((await send(nat, "POST", "/licenses/activate", { body: { key: "x", device: device("alpha") } })).status).toBe(429);
+    // The same address still signs staff in to the console, counted apart.
+    const signedIn = await fromNat("/console/sign-in", { token });
+    expect(signedIn.status).toBe(303);
+    expect(signedIn.headers.get("ratelimit-policy")).toBe('"console";q=4;w=60');
+    for (let i = 0; i < 3; i++) expect((await fromNat("/console/sign-in", { token: "kta_wrong" })).status).toBe(401);
+    const limited = await fromNat("/console/sign-in", { token });
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get("ratelimit")).toBe('"console";r=0;t=60');
   });
 
   test("addresses are counted apart; IPv6 by /64; a new window gives a new budget", async () => {
@@ -153,7 +181,7 @@ describe("rate limits per address", () => {
     const lines: string[] = [];
     const clock = testClock();
     const broken = { hit: async () => Promise.reject(new Error("redis down")), close: async () => {} };
-    const limiter = new RateLimiter(broken, { signin: { limit: 1, windowSeconds: 60 }, api: { limit: 1, windowSeconds: 60 }, admin: { limit: 1, windowSeconds: 60 } }, clock, createLogger("json", "info", (l) => lines.push(l)));
+    const limiter = new RateLimiter(broken, { signin: { limit: 1, windowSeconds: 60 }, api: { limit: 1, windowSeconds: 60 }, admin: { limit: 1, windowSeconds: 60 }, console: { limit: 1, windowSeconds: 60 } }, clock, createLogger("json", "info", (l) => lines.push(l)));
     expect(await limiter.check("api", "198.51.100.1")).toBeNull();
     expect(await limiter.check("api", "198.51.100.1")).toBeNull();
     expect(lines.length).toBe(1);

@@ -233,7 +233,7 @@ describe("a successful exchange", () => {
     const ok = await signIn(site, device("gamma"));
     const bad = await signIn(site, device("gamma"), { amr: ["pwd"] });
     const audit = await site.composed.store.listAudit({});
-    expect(audit.find((a) => a.outcome === "ok")).toMatchObject({ action: "sign-in", licenseId: "staff:00u-grace", activationId: ok.body.entitlement.id });
+    expect(audit.find((a) => a.outcome === "ok")).toMatchObject({ action: "sign-in", licenseId: "staff:00u-grace", activationId: ok.body.entitlement.id, actor: "staff:00u-grace (Grace Hopper)" });
     expect(audit.find((a) => a.ref === bad.body.ref)).toMatchObject({ action: "sign-in", outcome: "refused", error: "mfa_required", licenseId: "staff:00u-grace" });
   });
 

@@ -173,7 +173,7 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
     test("console sessions (migration 10): kept by hash, revoked once, revoked with their admin token in its transaction, pruned once expired", async () => {
       await store.createAdminToken({ id: "tok_2", name: "ops", secretHash: "ef".repeat(32), scopes: ["admin"], created: T0, expires: null, revoked: null, lastUsed: null });
       const session = (idHash: string, tokenId: string | null, kind: "console" | "portal" | "pending" = "console") => ({
-        idHash, kind, tokenId, subject: null, licenseId: kind === "portal" ? "lic_1" : null, name: "ops", scopes: ["admin"], detail: kind === "pending" ? '{"verifier":"v"}' : null,
+        idHash, kind, tokenId, subject: null, licenseId: kind === "portal" ? "lic_1" : null, name: "ops", scopes: ["admin"], staffGroups: null, detail: kind === "pending" ? '{"verifier":"v"}' : null,
         created: T0, expires: T0 + 3_600_000, revoked: null,
       });
       await store.createConsoleSession(session("h1", "tok_2"));
@@ -193,6 +193,21 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       expect(await store.pruneConsoleSessions(T0 + 11)).toBe(1);
       expect(await store.findConsoleSession("h5")).toBeNull();
       expect(await store.findConsoleSession("h1")).not.toBeNull();
+    });
+
+    test("console sessions (migration 11): a staff session keeps its groups; the open console sessions are listed newest first", async () => {
+      const staff = { idHash: "s1", kind: "console" as const, tokenId: null, subject: "grace", licenseId: null, name: "Grace", scopes: [], staffGroups: ["support", "ops"], detail: null, created: T0 + 2, expires: T0 + 3_600_000, revoked: null };
+      await store.createConsoleSession(staff);
+      await store.createConsoleSession({ ...staff, idHash: "s2", subject: "ada", created: T0 + 3 });
+      await store.createConsoleSession({ ...staff, idHash: "s3", created: T0 + 4, expires: T0 + 100 });
+      await store.createConsoleSession({ ...staff, idHash: "s4", kind: "portal", staffGroups: null, licenseId: "lic_1", created: T0 + 5 });
+      await store.createConsoleSession({ ...staff, idHash: "s5", created: T0 + 6 });
+      expect(await store.revokeConsoleSession("s5", T0 + 7)).toBe(true);
+      expect(await store.findConsoleSession("s1")).toEqual(staff);
+      const open = await store.listConsoleSessions(T0 + 100, 10);
+      expect(open.map((r) => r.idHash)).toEqual(["s2", "s1"]);
+      expect(open[1]).toEqual(staff);
+      expect((await store.listConsoleSessions(T0 + 100, 1)).map((r) => r.idHash)).toEqual(["s2"]);
     });
 
     test("webhooks: fan-out to enabled subscribers added before the event, leased once, attempts recorded under the lease only; 410 disables; retry; secret rotation", async () => {

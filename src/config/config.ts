@@ -53,7 +53,7 @@ export interface Config {
   /** The lifetime of an offline activation's token (--offline-token-ttl). */
   readonly offlineTokenTtlSeconds: number;
   readonly tokenCacheSize: number;
-  readonly rateLimit: { readonly signin: Rate; readonly api: Rate; readonly admin: Rate; readonly store: string | null };
+  readonly rateLimit: { readonly signin: Rate; readonly api: Rate; readonly admin: Rate; readonly console: Rate; readonly store: string | null };
   readonly trustProxy: readonly string[];
   /** null when staff sign-in is off (issuer, client id and groups are all needed to switch it on). */
   readonly identity: IdentityConfig | null;
@@ -238,6 +238,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
       signin: parseRate("rate-limit-signin", value("rate-limit-signin")),
       api: parseRate("rate-limit-api", value("rate-limit-api")),
       admin: parseRate("rate-limit-admin", value("rate-limit-admin")),
+      console: parseRate("rate-limit-console-signin", value("rate-limit-console-signin")),
       store: rateStore,
     },
     trustProxy: parseList(value("trust-proxy")).map((c) => parseCidr("trust-proxy", c)),

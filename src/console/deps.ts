@@ -1,5 +1,5 @@
 import type { Variant } from "../config/variants";
-import type { AdminCaller, AdminDeps } from "../domain/admin/deps";
+import { actorOf, type AdminCaller, type AdminDeps } from "../domain/admin/deps";
 import type { Clock } from "../domain/clock";
 import type { ConsoleSessions, Session } from "../domain/console-sessions";
 import type { Licensing } from "../domain/licensing";
@@ -31,3 +31,6 @@ export function callerOf(s: Session, address: string | null): AdminCaller {
   const tokenId = s.tokenId ?? (s.subject !== null ? `staff:${s.subject}` : null);
   return { principal: { tokenId, name: s.name, scopes: s.scopes }, address };
 }
+
+/** How audit lines name a console session's person: `tok_… (name)` or `staff:<subject> (name)`. */
+export const sessionActor = (s: Session): string => actorOf(callerOf(s, null).principal);

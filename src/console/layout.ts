@@ -11,6 +11,7 @@ const SECTIONS: readonly { path: string; label: string; scope: Scope }[] = [
   { path: "/console/webhooks", label: "Webhooks", scope: "webhooks:read" },
   { path: "/console/offline", label: "Offline activation", scope: "activations:write" },
   { path: "/console/tokens", label: "Admin tokens", scope: "admin" },
+  { path: "/console/sessions", label: "Sessions", scope: "admin" },
 ];
 
 const head = (title: string, charts: boolean) => html`<!doctype html>

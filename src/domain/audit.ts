@@ -52,6 +52,8 @@ export type AuditAction =
   | "release-restore"
   | "console-sign-in"
   | "console-sign-out"
+  | "console-session-list"
+  | "console-session-end"
   | "portal-sign-in"
   | "portal-sign-out";
 

@@ -1,4 +1,4 @@
-import type { ConsoleSessionRecord, Store } from "../store/types";
+import type { AuditRecord, ConsoleSessionRecord, Store } from "../store/types";
 import type { Scope } from "./admin/deps";
 import { authenticateAdmin } from "./admin/tokens";
 import type { Clock } from "./clock";
@@ -15,13 +15,18 @@ const SECRET = /^[0-9A-Z]{32}$/;
 
 /** A session as the console and portal pages see it. */
 export interface Session {
+  /** Names the session to an admin who lists and ends sessions (`cs_…`); not the cookie's secret. */
+  readonly id: string;
   readonly kind: "console" | "portal";
   /** Names the actor of audit lines: the admin token, the staff subject, or the license. */
   readonly tokenId: string | null;
   readonly subject: string | null;
   readonly licenseId: string | null;
   readonly name: string;
+  /** An admin token's scopes, or those a staff member's groups give under today's --console-groups. */
   readonly scopes: readonly Scope[];
+  /** A staff session's groups as the issuer asserted them at sign-in; null for an admin token's. */
+  readonly groups: readonly string[] | null;
   /** The per-session token every form carries (derived from the cookie's secret, never stored). */
   readonly csrf: string;
   readonly expires: number;
@@ -36,14 +41,46 @@ export interface PendingSignIn {
 const hashOf = (secret: string) => sha256Hex(`keyturn-session\0${secret}`);
 const csrfOf = (secret: string) => sha256Hex(`keyturn-csrf\0${secret}`);
 
+/** The console sessions an admin may list at once (a site's staff, signed in within a working day). */
+export const MAX_LISTED_SESSIONS = 1000;
+const PUBLIC_ID = /^cs_[0-9a-f]{24}$/;
+/** 96 bits of the stored hash: enough to name one session, and not the secret nor its whole hash. */
+const publicIdOf = (idHash: string) => `cs_${idHash.slice(0, 24)}`;
+
+/** What an admin sees of a console session (list, console page): never its secret. */
+export interface ConsoleSessionView {
+  readonly id: string;
+  /** `token`: opened with an admin token; `staff`: a staff member through the OpenID issuer. */
+  readonly kind: "token" | "staff";
+  readonly name: string;
+  readonly tokenId: string | null;
+  readonly subject: string | null;
+  readonly groups: readonly string[] | null;
+  /** The scopes it holds now (a staff session's from today's --console-groups). */
+  readonly scopes: readonly Scope[];
+  readonly created: number;
+  readonly expires: number;
+}
+
+/** The scopes a staff member's groups give under a --console-groups mapping (none: no console). */
+export function scopesOfGroups(mapping: ReadonlyMap<string, readonly Scope[]>, groups: readonly string[]): Scope[] {
+  return [...new Set(groups.flatMap((g) => mapping.get(g) ?? []))];
+}
+
 /**
  * Console and portal sessions, kept server-side: the browser holds only a random secret in a
  * cookie, the store its hash, the expiry and the revocation. A console session opened with an
  * admin token ends when the token is revoked (the store revokes both in one transaction) and never
- * outlives the token.
+ * outlives the token. A staff session keeps the person's groups, not scopes: each use maps them
+ * with this process's --console-groups, so a group taken out of the mapping (and the site
+ * restarted) ends what it gave; it never outlives the issuer's ID token (see signInStaff).
  */
 export class ConsoleSessions {
-  constructor(private readonly d: { store: Store; clock: Clock }) {}
+  private readonly consoleGroups: ReadonlyMap<string, readonly Scope[]>;
+
+  constructor(private readonly d: { store: Store; clock: Clock; consoleGroups?: ReadonlyMap<string, readonly Scope[]> }) {
+    this.consoleGroups = d.consoleGroups ?? new Map();
+  }
 
   /** Opens a console session with an admin token; admin_token_invalid as the API answers it. */
   async signInWithToken(token: unknown): Promise<{ secret: string; session: Session }> {
@@ -55,11 +92,17 @@ export class ConsoleSessions {
     return this.open({ kind: "console", tokenId: principal.tokenId, subject: null, licenseId: null, name: principal.name, scopes: principal.scopes, detail: null, expires });
   }
 
-  /** Opens a console session for a staff member whose ID token was verified, with the scopes their groups map to. */
-  async signInStaff(subject: string, name: string, scopes: readonly Scope[]): Promise<{ secret: string; session: Session }> {
-    if (scopes.length === 0) throw new KeyturnError("not_in_required_group", "None of your groups is given access to the console.");
-    const expires = this.d.clock() + CONSOLE_SESSION_MS;
-    return this.open({ kind: "console", tokenId: null, subject, licenseId: null, name, scopes, detail: null, expires });
+  /**
+   * Opens a console session for a staff member whose ID token was verified. It ends when the ID
+   * token does (`notAfter`, its exp) if that comes before a working day: the issuer vouched for the
+   * person until then, and a person disabled at the issuer cannot sign in again after it.
+   */
+  async signInStaff(subject: string, name: string, groups: readonly string[], notAfter: number): Promise<{ secret: string; session: Session }> {
+    if (scopesOfGroups(this.consoleGroups, groups).length === 0) throw new KeyturnError("not_in_required_group", "None of your groups is given access to the console.");
+    const now = this.d.clock();
+    if (notAfter <= now) throw new KeyturnError("token_invalid", "The ID token has expired: sign in again.");
+    const expires = Math.min(now + CONSOLE_SESSION_MS, notAfter);
+    return this.open({ kind: "console", tokenId: null, subject, licenseId: null, name, scopes: [], staffGroups: [...groups], detail: null, expires });
   }
 
   /** Opens a portal session for the license (found by its key by the caller). */
@@ -68,12 +111,32 @@ export class ConsoleSessions {
     return this.open({ kind: "portal", tokenId: null, subject: null, licenseId, name, scopes: [], detail: null, expires });
   }
 
-  /** The live session of a cookie's secret of the kind asked; null when unknown, expired or revoked. */
+  /**
+   * The live session of a cookie's secret of the kind asked; null when unknown, expired, revoked,
+   * or a staff session whose groups give no scope any more.
+   */
   async find(secret: string | null, kind: "console" | "portal"): Promise<Session | null> {
     if (secret === null || !SECRET.test(secret)) return null;
     const r = await this.d.store.findConsoleSession(hashOf(secret));
     if (!r || r.kind !== kind || r.revoked !== null || r.expires <= this.d.clock()) return null;
-    return sessionOf(r, secret);
+    const session = sessionOf(r, csrfOf(secret), this.scopesOf(r));
+    return session.kind === "console" && session.scopes.length === 0 ? null : session;
+  }
+
+  /** The console sessions open now, newest first (at most MAX_LISTED_SESSIONS), with the scopes each holds now. */
+  async list(): Promise<ConsoleSessionView[]> {
+    return (await this.openRecords()).map((r) => this.viewOf(r));
+  }
+
+  /**
+   * Ends an open console session named by its id (`cs_…`), with the audit line in the same
+   * transaction; not_found when no open session has that id.
+   */
+  async end(id: string, audit: AuditRecord): Promise<ConsoleSessionView> {
+    const record = PUBLIC_ID.test(id) ? (await this.openRecords()).find((r) => publicIdOf(r.idHash) === id) : undefined;
+    if (!record || !(await this.d.store.revokeConsoleSession(record.idHash, this.d.clock(), audit)))
+      throw new KeyturnError("not_found", "No open console session has this id.");
+    return this.viewOf(record);
   }
 
   /** Ends a session at once (sign out); later requests with its cookie are signed out. */
@@ -112,7 +175,21 @@ export class ConsoleSessions {
     const secret = newSecret();
     const record: ConsoleSessionRecord = { ...s, idHash: hashOf(secret), created: this.d.clock(), revoked: null };
     await this.d.store.createConsoleSession(record);
-    return { secret, session: sessionOf(record, secret) };
+    return { secret, session: sessionOf(record, csrfOf(secret), this.scopesOf(record)) };
+  }
+
+  private openRecords(): Promise<ConsoleSessionRecord[]> {
+    return this.d.store.listConsoleSessions(this.d.clock(), MAX_LISTED_SESSIONS);
+  }
+
+  private viewOf(r: ConsoleSessionRecord): ConsoleSessionView {
+    const scopes = this.scopesOf(r);
+    return { id: publicIdOf(r.idHash), kind: r.tokenId === null ? "staff" : "token", name: r.name, tokenId: r.tokenId, subject: r.subject, groups: r.staffGroups ?? null, scopes, created: r.created, expires: r.expires };
+  }
+
+  /** A staff session's scopes from its groups under this process's mapping; any other session's as stored. */
+  private scopesOf(r: ConsoleSessionRecord): Scope[] {
+    return r.staffGroups ? scopesOfGroups(this.consoleGroups, r.staffGroups) : (r.scopes as Scope[]);
   }
 }
 
@@ -121,15 +198,17 @@ export function newSecret(): string {
   return randomBase32(32);
 }
 
-function sessionOf(r: ConsoleSessionRecord, secret: string): Session {
+function sessionOf(r: ConsoleSessionRecord, csrf: string, scopes: readonly Scope[]): Session {
   return {
+    id: publicIdOf(r.idHash),
     kind: r.kind === "portal" ? "portal" : "console",
     tokenId: r.tokenId,
     subject: r.subject,
     licenseId: r.licenseId,
     name: r.name,
-    scopes: r.scopes as Scope[],
-    csrf: csrfOf(secret),
+    scopes,
+    groups: r.staffGroups ?? null,
+    csrf,
     expires: r.expires,
   };
 }

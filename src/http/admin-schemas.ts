@@ -12,10 +12,10 @@ import { Entitlement } from "./answer-schemas";
  * the domain services in src/domain/admin/ and src/domain/webhooks/ check every rule again and
  * name the field they refuse). Answers carry `ok: true` besides what the service returns.
  */
-const Timestamp = Type.String({ format: "date-time", description: "ISO 8601 with a numeric offset, no fraction" });
+export const Timestamp = Type.String({ format: "date-time", description: "ISO 8601 with a numeric offset, no fraction" });
 /** A time in a request: RFC 3339 with Z or a numeric offset (src/http/formats.ts). */
 const TimeInput = Type.String({ maxLength: 40, format: "date-time", description: "RFC 3339: date, time and Z or a numeric offset" });
-const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const Ok = Type.Literal(true);
 const closed = <T extends Record<string, TSchema>>(props: T, description?: string) =>
   Type.Object(props, { additionalProperties: false, ...(description ? { description } : {}) });

@@ -8,7 +8,7 @@ import type { Principal } from "../domain/licensing";
 export const API_PREFIX = "/api/v1";
 
 /** Which rate budget a request counts against (see docs/architecture.md, "Budget"). */
-export type Budget = "signin" | "api" | "admin";
+export type Budget = "signin" | "api" | "admin" | "console";
 
 /**
  * Who may call an endpoint, checked by the dispatcher: anyone, the holder of an entitlement token,

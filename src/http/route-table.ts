@@ -9,6 +9,7 @@ import { adminWebhookEndpoints } from "./endpoints/admin-webhooks";
 import { adminWebhookSecretEndpoints } from "./endpoints/admin-webhook-secret";
 import { consoleEndpoints } from "./endpoints/console";
 import { consoleSupportEndpoints } from "./endpoints/console-support";
+import { consoleSessionEndpoints } from "./endpoints/console-sessions";
 import { portalEndpoints } from "./endpoints/portal";
 import { feedEndpoints } from "./endpoints/feeds";
 import { identityEndpoints } from "./endpoints/identity";
@@ -43,7 +44,8 @@ export function routeTable(s: AppServices, openapi: () => string): Endpoint[] {
     ...adminWebhookSecretEndpoints(s.admin),
     ...adminReleaseEndpoints(s.admin, s.releases, s.selection.controls, s.clock),
     ...consoleEndpoints(web, s.audit, s.consoleOpenId),
-    ...consoleSupportEndpoints(web, s.audit, s.consoleOpenId !== null),
+    ...consoleSupportEndpoints(web, s.audit, s.consoleOpenId),
+    ...consoleSessionEndpoints(web, s.audit, s.consoleOpenId),
     ...portalEndpoints(web, s.audit),
   ];
 }

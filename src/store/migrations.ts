@@ -543,6 +543,21 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    version: 11,
+    name: "audit lines found by error code without a scan; a staff console session keeps the person's groups",
+    // The audit search's order is time descending then ref, so an error's lines come out of the index
+    // in order; only refusals have an error, so the index leaves the ok lines out. A staff session's
+    // scopes are derived from its groups at each request (docs/console.md, "Sessions").
+    sqlite: `
+      CREATE INDEX audit_by_error ON audit(error, time DESC, ref) WHERE error IS NOT NULL;
+      ALTER TABLE console_sessions ADD COLUMN staff_groups TEXT;
+    `,
+    postgres: `
+      CREATE INDEX audit_by_error ON audit(error, time DESC, ref) WHERE error IS NOT NULL;
+      ALTER TABLE console_sessions ADD COLUMN staff_groups TEXT;
+    `,
+  },
+  {
     version: 16,
     name: "the variant the records serve, noted at their first start",
     // Records made before it have only ever served one variant: the next start notes the one it serves.

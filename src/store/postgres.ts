@@ -4,6 +4,7 @@ import {
   activationFromRow,
   adminTokenFromRow,
   consoleSessionFromRow,
+  staffGroupsText,
   attemptFromRow,
   auditFromRow,
   challengeFromRow,
@@ -391,24 +392,7 @@ export class PostgresStore implements Store {
   }
 
   async listAudit(f: AuditFilter): Promise<AuditRecord[]> {
-    const where: string[] = [];
-    const params: (string | number)[] = [];
-    const add = (clause: string, value: string | number) => {
-      params.push(value);
-      where.push(clause.replace("?", `$${params.length}`));
-    };
-    if (f.ref !== undefined) add("ref = ?", f.ref);
-    if (f.licenseId !== undefined) add("license_id = ?", f.licenseId);
-    if (f.activationId !== undefined) add("activation_id = ?", f.activationId);
-    if (f.error !== undefined) add("error = ?", f.error);
-    if (f.since !== undefined) add("time >= ?", f.since);
-    if (f.until !== undefined) add("time < ?", f.until);
-    if (f.after !== undefined) {
-      params.push(f.after.time, f.after.ref);
-      where.push(`(time < $${params.length - 1} OR (time = $${params.length - 1} AND ref > $${params.length}))`);
-    }
-    params.push(f.limit ?? 1000);
-    const text = `SELECT * FROM audit ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY time DESC, ref LIMIT $${params.length}`;
+    const { text, params } = auditSearch(f);
     return (await this.sql.unsafe(text, params)).map(auditFromRow);
   }
 
@@ -481,8 +465,8 @@ export class PostgresStore implements Store {
 
   async createConsoleSession(c: ConsoleSessionRecord, audit?: AuditRecord): Promise<void> {
     await this.sql.begin(async (tx) => {
-      await tx`INSERT INTO console_sessions (id_hash, kind, token_id, subject, license_id, name, scopes, detail, created, expires, revoked)
-        VALUES (${c.idHash}, ${c.kind}, ${c.tokenId}, ${c.subject}, ${c.licenseId}, ${c.name}, ${JSON.stringify(c.scopes)}, ${c.detail}, ${c.created}, ${c.expires}, ${c.revoked})`;
+      await tx`INSERT INTO console_sessions (id_hash, kind, token_id, subject, license_id, name, scopes, staff_groups, detail, created, expires, revoked)
+        VALUES (${c.idHash}, ${c.kind}, ${c.tokenId}, ${c.subject}, ${c.licenseId}, ${c.name}, ${JSON.stringify(c.scopes)}, ${staffGroupsText(c)}, ${c.detail}, ${c.created}, ${c.expires}, ${c.revoked})`;
       await journal(tx, { audit }, null);
     });
   }
@@ -498,6 +482,12 @@ export class PostgresStore implements Store {
       await journal(tx, { audit }, null);
       return true;
     });
+  }
+
+  async listConsoleSessions(now: number, limit: number): Promise<ConsoleSessionRecord[]> {
+    const rows = await this.sql`SELECT * FROM console_sessions WHERE kind = 'console' AND revoked IS NULL AND expires > ${now}
+      ORDER BY created DESC, id_hash LIMIT ${limit}`;
+    return rows.map(consoleSessionFromRow);
   }
 
   async pruneConsoleSessions(before: number): Promise<number> {
@@ -913,3 +903,26 @@ const activationWithLicenseFromRow = (r: Row): ActivationWithLicense => ({
   }),
   seatsUsed: num(r.l_active_seats),
 });
+
+/** The audit search's statement (exported so a test can read its query plan: each filter has an index). */
+export function auditSearch(f: AuditFilter): { text: string; params: (string | number)[] } {
+  const where: string[] = [];
+  const params: (string | number)[] = [];
+  const add = (clause: string, value: string | number) => {
+    params.push(value);
+    where.push(clause.replace("?", `$${params.length}`));
+  };
+  if (f.ref !== undefined) add("ref = ?", f.ref);
+  if (f.licenseId !== undefined) add("license_id = ?", f.licenseId);
+  if (f.activationId !== undefined) add("activation_id = ?", f.activationId);
+  if (f.error !== undefined) add("error = ?", f.error);
+  if (f.since !== undefined) add("time >= ?", f.since);
+  if (f.until !== undefined) add("time < ?", f.until);
+  if (f.after !== undefined) {
+    params.push(f.after.time, f.after.ref);
+    where.push(`(time < $${params.length - 1} OR (time = $${params.length - 1} AND ref > $${params.length}))`);
+  }
+  params.push(f.limit ?? 1000);
+  const text = `SELECT * FROM audit ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY time DESC, ref LIMIT $${params.length}`;
+  return { text, params };
+}

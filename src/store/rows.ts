@@ -97,11 +97,15 @@ export const consoleSessionFromRow = (r: Row): ConsoleSessionRecord => ({
   licenseId: r.license_id ?? null,
   name: r.name,
   scopes: JSON.parse(r.scopes),
+  staffGroups: r.staff_groups ? JSON.parse(r.staff_groups) : null,
   detail: r.detail ?? null,
   created: num(r.created),
   expires: num(r.expires),
   revoked: numOrNull(r.revoked),
 });
+
+/** The staff_groups column's text: JSON of a staff session's groups, null for other kinds. */
+export const staffGroupsText = (c: ConsoleSessionRecord): string | null => (c.staffGroups ? JSON.stringify(c.staffGroups) : null);
 
 export const endpointFromRow = (r: Row): WebhookEndpointRecord => ({
   id: r.id,

@@ -6,6 +6,7 @@ import {
   activationFromRow,
   adminTokenFromRow,
   consoleSessionFromRow,
+  staffGroupsText,
   attemptFromRow,
   auditFromRow,
   challengeFromRow,
@@ -481,21 +482,7 @@ export class SqliteStore implements Store {
   }
 
   async listAudit(f: AuditFilter): Promise<AuditRecord[]> {
-    const where: string[] = [];
-    const params: Record<string, string | number> = {};
-    if (f.ref !== undefined) (where.push("ref = $ref"), (params.ref = f.ref));
-    if (f.licenseId !== undefined) (where.push("license_id = $licenseId"), (params.licenseId = f.licenseId));
-    if (f.activationId !== undefined) (where.push("activation_id = $activationId"), (params.activationId = f.activationId));
-    if (f.error !== undefined) (where.push("error = $error"), (params.error = f.error));
-    if (f.since !== undefined) (where.push("time >= $since"), (params.since = f.since));
-    if (f.until !== undefined) (where.push("time < $until"), (params.until = f.until));
-    if (f.after !== undefined) {
-      where.push("(time < $afterTime OR (time = $afterTime AND ref > $afterRef))");
-      params.afterTime = f.after.time;
-      params.afterRef = f.after.ref;
-    }
-    params.limit = f.limit ?? 1000;
-    const sql = `SELECT * FROM audit ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY time DESC, ref LIMIT $limit`;
+    const { sql, params } = auditSearch(f);
     return (this.db.query(sql).all(params) as Row[]).map(auditFromRow);
   }
 
@@ -569,9 +556,9 @@ export class SqliteStore implements Store {
   async createConsoleSession(c: ConsoleSessionRecord, audit?: AuditRecord): Promise<void> {
     await this.groupCommit.write(() => {
       this.db
-        .query(`INSERT INTO console_sessions (id_hash, kind, token_id, subject, license_id, name, scopes, detail, created, expires, revoked)
-          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-        .run(c.idHash, c.kind, c.tokenId, c.subject, c.licenseId, c.name, JSON.stringify(c.scopes), c.detail, c.created, c.expires, c.revoked);
+        .query(`INSERT INTO console_sessions (id_hash, kind, token_id, subject, license_id, name, scopes, staff_groups, detail, created, expires, revoked)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+        .run(c.idHash, c.kind, c.tokenId, c.subject, c.licenseId, c.name, JSON.stringify(c.scopes), staffGroupsText(c), c.detail, c.created, c.expires, c.revoked);
       this.journal({ audit }, null);
     });
   }
@@ -587,6 +574,13 @@ export class SqliteStore implements Store {
       this.journal({ audit }, null);
       return true;
     });
+  }
+
+  async listConsoleSessions(now: number, limit: number): Promise<ConsoleSessionRecord[]> {
+    const rows = this.db
+      .query("SELECT * FROM console_sessions WHERE kind = 'console' AND revoked IS NULL AND expires > ? ORDER BY created DESC, id_hash LIMIT ?")
+      .all(now, limit) as Row[];
+    return rows.map(consoleSessionFromRow);
   }
 
   async pruneConsoleSessions(before: number): Promise<number> {
@@ -933,6 +927,26 @@ const FEED_STATE_SQL = {
 
 function deviceFields(d: DeviceFields): DeviceFields {
   return { deviceHash: d.deviceHash, product: d.product, name: d.name, platform: d.platform, version: d.version };
+}
+
+/** The audit search's statement (exported so a test can read its query plan: each filter has an index). */
+export function auditSearch(f: AuditFilter): { sql: string; params: Record<string, string | number> } {
+  const where: string[] = [];
+  const params: Record<string, string | number> = {};
+  if (f.ref !== undefined) (where.push("ref = $ref"), (params.ref = f.ref));
+  if (f.licenseId !== undefined) (where.push("license_id = $licenseId"), (params.licenseId = f.licenseId));
+  if (f.activationId !== undefined) (where.push("activation_id = $activationId"), (params.activationId = f.activationId));
+  if (f.error !== undefined) (where.push("error = $error"), (params.error = f.error));
+  if (f.since !== undefined) (where.push("time >= $since"), (params.since = f.since));
+  if (f.until !== undefined) (where.push("time < $until"), (params.until = f.until));
+  if (f.after !== undefined) {
+    where.push("(time < $afterTime OR (time = $afterTime AND ref > $afterRef))");
+    params.afterTime = f.after.time;
+    params.afterRef = f.after.ref;
+  }
+  params.limit = f.limit ?? 1000;
+  const sql = `SELECT * FROM audit ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY time DESC, ref LIMIT $limit`;
+  return { sql, params };
 }
 
 /**

@@ -277,7 +277,10 @@ export interface ConsoleSessionRecord {
   /** The license of a portal session. */
   readonly licenseId: string | null;
   readonly name: string;
+  /** An admin token session's scopes (a staff session's are derived from its groups at each use). */
   readonly scopes: readonly string[];
+  /** A staff session's groups as the issuer asserted them at sign-in; null for other kinds. */
+  readonly staffGroups?: readonly string[] | null;
   /** A pending sign-in's PKCE verifier, nonce and return state (JSON). */
   readonly detail: string | null;
   readonly created: number;
@@ -484,6 +487,8 @@ export interface Store {
   findConsoleSession(idHash: string): Promise<ConsoleSessionRecord | null>;
   /** Revokes an unrevoked session; false when there was none (so of racing callers one wins). */
   revokeConsoleSession(idHash: string, now: number, audit?: AuditRecord): Promise<boolean>;
+  /** Console sessions neither revoked nor expired at `now`, newest first, at most `limit`. */
+  listConsoleSessions(now: number, limit: number): Promise<ConsoleSessionRecord[]>;
   /** Deletes sessions and pending sign-ins that expired before `before`; returns how many. */
   pruneConsoleSessions(before: number): Promise<number>;
 

@@ -251,7 +251,7 @@ describe("console", () => {
   });
 
   test("releases, audit and webhooks pages render for an admin; releases are halted, resumed, withdrawn and restored; a skipped folder says why", async () => {
-    for (const [link, heading] of [["Releases", "Releases"], ["Audit trail", "Audit trail"], ["Webhooks", "Webhooks"]] as const) {
+    for (const [link, heading] of [["Releases", "Releases"], ["Audit trail", "Audit trail"], ["Webhooks", "Webhooks"], ["Sessions", "Console sessions"]] as const) {
       await page.getByRole("link", { name: link, exact: true }).click();
       await expect(page.locator("h1").textContent()).resolves.toBe(heading);
     }
@@ -314,7 +314,7 @@ describe("console", () => {
   test("at 375 px every page fits the screen", async () => {
     const { context, page: phone, problems: phoneProblems } = await openContext(browser, "phone", site.url);
     await signIn(phone, adminToken);
-    for (const path of ["/console/", new URL(licenseUrl).pathname, "/console/licenses", "/console/audit", "/console/releases", "/console/webhooks", "/console/offline", "/console/tokens"]) {
+    for (const path of ["/console/", new URL(licenseUrl).pathname, "/console/licenses", "/console/audit", "/console/releases", "/console/webhooks", "/console/offline", "/console/tokens", "/console/sessions"]) {
       await phone.goto(`${site.url}${path}`);
       if (path === "/console/") await phone.waitForSelector('.chart[data-ready="true"] canvas');
       const overflow = await phone.evaluate("document.documentElement.scrollWidth - window.innerWidth");

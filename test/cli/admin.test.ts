@@ -2,6 +2,9 @@ import { afterAll, expect, test } from "bun:test";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { escapeControl } from "../../src/config/text";
+import { systemClock } from "../../src/domain/clock";
+import { ConsoleSessions } from "../../src/domain/console-sessions";
+import { openSqliteStore } from "../../src/store/sqlite";
 import { tempDir } from "../helpers";
 
 const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
@@ -81,3 +84,27 @@ test("control characters: refused in names by the service, and escaped in any te
   expect(r.code).toBe(1);
   expect(r.stderr).toContain("invalid_request");
 });
+
+test("console-sessions list shows the open console sessions without their secrets; end ends one at once", async () => {
+  const token = json("admin-token", "create", "--name", "desk", "--scopes", "licenses:read");
+  // A console sign-in as the running site makes it, into the same records.
+  const store = openSqliteStore(join(cwd, "data"));
+  const sessions = new ConsoleSessions({ store, clock: systemClock });
+  try {
+    const { secret, session } = await sessions.signInWithToken(token.secret);
+    const listed = json("console-sessions", "list").sessions;
+    expect(listed).toContainEqual(expect.objectContaining({ id: session.id, kind: "token", tokenId: token.id, name: "desk", scopes: ["licenses:read"] }));
+    expect(JSON.stringify(listed)).not.toContain(secret);
+    expect(keyturn("console-sessions", "list").stdout).toContain(`${session.id}  desk  token ${token.id}`);
+    const ended = keyturn("console-sessions", "end", session.id);
+    expect(ended.code).toBe(0);
+    expect(ended.stdout).toBe(`ended ${session.id} (desk)\n`);
+    expect(await sessions.find(secret, "console")).toBeNull();
+    expect(json("audit", "--limit", "5").audit.some((l: { action: string; actor: string }) => l.action === "console-session-end" && l.actor === "cli")).toBe(true);
+    expect(keyturn("console-sessions", "end", session.id).code).toBe(1);
+    expect(keyturn("console-sessions", "end").code).toBe(2);
+    expect(keyturn("console-sessions", "nothing").code).toBe(2);
+  } finally {
+    await store.close();
+  }
+}, 30_000);

@@ -1,5 +1,6 @@
 import type { IdentityConfig } from "../../config/config";
 import type { Logger } from "../../config/log";
+import { ConfigError } from "../../config/parse";
 import { SCOPES, type Scope } from "../admin/deps";
 import type { Clock } from "../clock";
 import { newSecret, type ConsoleSessions, type Session } from "../console-sessions";
@@ -11,12 +12,13 @@ import { staffLicenseId } from "./staff-sign-in";
 
 const TOKEN_TIMEOUT_MS = 5_000;
 const MAX_TOKEN_ANSWER = 64 * 1024;
+const MAX_KEPT_GROUPS = 100;
 
 /** The scopes a staff member's groups give in the console (`--console-groups`); unknown scope names are refused at start. */
 export function consoleScopes(groups: ReadonlyMap<string, readonly string[]>): ReadonlyMap<string, readonly Scope[]> {
   for (const [group, scopes] of groups) {
     const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
-    if (unknown.length > 0) throw new Error(`console-groups: ${group} names unknown scopes ${unknown.join(", ")} (known: ${SCOPES.join(", ")})`);
+    if (unknown.length > 0) throw new ConfigError("console-groups", `${group} names unknown scopes ${unknown.join(", ")} (known: ${SCOPES.join(", ")})`);
   }
   return groups as ReadonlyMap<string, readonly Scope[]>;
 }
@@ -100,8 +102,9 @@ export class ConsoleOpenId {
     requireSecondFactor(claims, id, detail);
     const groups = claims[id.groupsClaim];
     const list = typeof groups === "string" ? [groups] : Array.isArray(groups) ? groups.filter((g): g is string => typeof g === "string") : [];
-    const scopes = [...new Set(list.flatMap((g) => this.d.scopes.get(g) ?? []))];
+    // Only the groups the mapping names are kept: they are all a later request maps, and the session stays small.
+    const kept = [...new Set(list)].filter((g) => this.d.scopes.has(g)).slice(0, MAX_KEPT_GROUPS);
     const name = typeof claims.name === "string" ? claims.name.slice(0, 200) : typeof claims.email === "string" ? claims.email.slice(0, 200) : claims.sub.slice(0, 200);
-    return this.d.sessions.signInStaff(claims.sub.slice(0, 200), name, scopes);
+    return this.d.sessions.signInStaff(claims.sub.slice(0, 200), name, kept, claims.exp * 1000);
   }
 }

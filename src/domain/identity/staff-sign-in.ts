@@ -93,7 +93,8 @@ export class StaffSignIn {
     await this.challenges.consume(claims.nonce, device, detail);
 
     const license = await this.d.store.upsertStaffLicense(this.staffLicense(claims));
-    return this.d.licensing.grantSeat(license, device, ctx, "sign-in");
+    // The audit line names the person as the console's do: `staff:<subject> (<name>)`.
+    return this.d.licensing.grantSeat(license, device, { ...ctx, actor: `${license.id} (${license.licensee})` }, "sign-in");
   }
 
   private staffLicense(claims: IdTokenClaims): LicenseRecord {

@@ -1,4 +1,4 @@
-import type { ConsoleDeps } from "../../console/deps";
+import { sessionActor, type ConsoleDeps } from "../../console/deps";
 import { html } from "../../console/html";
 import { plainPage } from "../../console/layout";
 import { SIGN_IN } from "../../console/pages/sign-in";
@@ -27,7 +27,7 @@ export function consoleOpenIdEndpoints(d: ConsoleDeps, audit: Audit, openId: Con
       prefix: "",
       summary: "Console sign-in with the vendor's OpenID issuer: redirects to its authorization endpoint (code with PKCE)",
       auth: "none",
-      budget: "signin",
+      budget: "console",
       audit: "console-sign-in",
       errors: [],
       handler: async ({ request, context }) => {
@@ -45,7 +45,7 @@ export function consoleOpenIdEndpoints(d: ConsoleDeps, audit: Audit, openId: Con
       prefix: "",
       summary: "Where the OpenID issuer returns the browser: the code is exchanged and a console session opened",
       auth: "none",
-      budget: "signin",
+      budget: "console",
       audit: "console-sign-in",
       errors: [],
       handler: async (call) => {
@@ -57,7 +57,7 @@ export function consoleOpenIdEndpoints(d: ConsoleDeps, audit: Audit, openId: Con
             throw new KeyturnError("challenge_unknown", "This sign-in was not started in this browser: start it again.");
           if (q.get("error")) throw new KeyturnError("token_invalid", `The issuer refused the sign-in (${q.get("error")!.slice(0, 100)}).`);
           const { secret, session } = await openId.finish(state, q.get("code"), callbackUri(request));
-          await audit.ok("console-sign-in", context, {});
+          await audit.ok("console-sign-in", { ...context, actor: sessionActor(session) }, {});
           const page = plainPage("Signed in", html`<meta http-equiv="refresh" content="0;url=/console/"><p>Signed in as ${session.name}. <a href="/console/">Open the console</a></p>`);
           const headers = new Headers({ ...WEB_HEADERS, "content-type": "text/html;charset=utf-8" });
           headers.append("set-cookie", setSessionCookie(request, "console", secret, (session.expires - d.clock()) / 1000));

@@ -6,10 +6,11 @@ import { rekeyAction, rekeyConfirmPage } from "../../console/pages/rekey";
 import { CONFIRMED_RELEASE_OPS, releaseConfirmPage } from "../../console/pages/releases";
 import { addEndpointAction, removeEndpointAction, removeEndpointConfirmPage, rotateSecretAction, rotateSecretConfirmPage } from "../../console/pages/webhooks";
 import type { Audit } from "../../domain/audit";
+import type { ConsoleOpenId } from "../../domain/identity/console-sign-in";
 import type { ReleaseControlOp } from "../../store/types";
 import type { Endpoint } from "../endpoint";
 import { queryParams } from "../web";
-import { consoleWeb } from "./console";
+import { consolePageEndpoint } from "./console";
 
 /**
  * Support without a shell (issue 33 items 3 and 7): offline answers, a licence's token lifetime,
@@ -17,8 +18,8 @@ import { consoleWeb } from "./console";
  * actions (a GET of the action's address; its POST acts, as declared here or in console.ts).
  * Each calls the admin API's domain function with its scope and audit line, the session as actor.
  */
-export function consoleSupportEndpoints(d: ConsoleDeps, audit: Audit, openId: boolean): Endpoint[] {
-  const web = consoleWeb(d, audit, openId);
+export function consoleSupportEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOpenId | null): Endpoint[] {
+  const web = consolePageEndpoint(d, audit, openId);
   const confirmedOps = Object.keys(CONFIRMED_RELEASE_OPS) as ReleaseControlOp[];
   return [
     web("GET", "/console/offline", "Offline activation: the form for a request code", "activate", (p) => offlinePage(p.session, p.address, queryParams(p.call.query))),

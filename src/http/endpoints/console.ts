@@ -1,6 +1,5 @@
 import { ASSETS } from "../../console/assets";
-import { callerOf, type ConsoleDeps, type Outcome } from "../../console/deps";
-import { actorOf } from "../../domain/admin/deps";
+import { sessionActor, type ConsoleDeps, type Outcome } from "../../console/deps";
 import { doneMessage } from "../../console/confirm";
 import { dashboardPage } from "../../console/pages/dashboard";
 import { auditPage } from "../../console/pages/audit";
@@ -46,11 +45,16 @@ export interface Page {
   readonly param: (name: string) => string;
 }
 
+/** The sign-in page, with the issuer's button when staff may sign in with it. */
+const signInPageFor = (openId: ConsoleOpenId | null) => (message?: string, status?: number, ref?: string) =>
+  consoleSignInPage({ openId: openId !== null, message, status, ref });
+
 /**
- * Declares one console page or action: the session cookie (else the sign-in), the form's Origin and
- * CSRF checks on a POST, and a refusal as a page audited under `action` naming the session's actor.
+ * Declares a console page or action: the session from its cookie (none: to the sign-in page), the
+ * form of a POST through the Origin and CSRF checks, and a refusal shown as a page.
  */
-export function consoleWeb(d: ConsoleDeps, audit: Audit, openId: boolean) {
+export function consolePageEndpoint(d: ConsoleDeps, audit: Audit, openId: ConsoleOpenId | null) {
+  const signInPage = signInPageFor(openId);
   return (method: "GET" | "POST", path: string, summary: string, action: AuditAction, run: (p: Page) => Promise<Outcome> | Outcome): Endpoint =>
     endpoint({
       method,
@@ -64,7 +68,7 @@ export function consoleWeb(d: ConsoleDeps, audit: Audit, openId: boolean) {
       handler: async (call) => {
         const address = call.context.address;
         const session = await d.sessions.find(await sessionCookie(call, "console"), "console");
-        if (!session) return method === "GET" ? webAnswer({ redirect: SIGN_IN }) : webAnswer(consoleSignInPage({ openId, message: "Your session has ended: sign in again.", status: 401 }));
+        if (!session) return method === "GET" ? webAnswer({ redirect: SIGN_IN }) : webAnswer(signInPage("Your session has ended: sign in again.", 401));
         try {
           const form = method === "POST" ? await readForm(call.request, session) : new URLSearchParams();
           const param = (name: string) => {
@@ -74,7 +78,7 @@ export function consoleWeb(d: ConsoleDeps, audit: Audit, openId: boolean) {
           };
           return webAnswer(await run({ call, session, address, form, param }));
         } catch (e) {
-          return refusalPage(audit, action, address, e, "/console/", actorOf(callerOf(session, address).principal));
+          return refusalPage(audit, action, address, e, "/console/", sessionActor(session));
         }
       },
     });
@@ -85,8 +89,8 @@ export function consoleWeb(d: ConsoleDeps, audit: Audit, openId: boolean) {
  * behind a session cookie instead of a bearer token, with the scope checks of the domain services.
  */
 export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOpenId | null): Endpoint[] {
-  const signInPage = (message?: string, status?: number, ref?: string) => consoleSignInPage({ openId: openId !== null, message, status, ref });
-  const web = consoleWeb(d, audit, openId !== null);
+  const signInPage = signInPageFor(openId);
+  const web = consolePageEndpoint(d, audit, openId);
 
   const signIn: Endpoint = endpoint({
     method: "POST",
@@ -94,14 +98,14 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOp
     prefix: "",
     summary: "Sign in to the console with an admin token",
     auth: "none",
-    budget: "signin",
+    budget: "console",
     audit: "console-sign-in",
     errors: [],
     handler: async ({ request, context }) => {
       try {
         const form = await readForm(request, null);
         const { secret, session } = await d.sessions.signInWithToken(form.get("token") ?? "");
-        await audit.ok("console-sign-in", context, {});
+        await audit.ok("console-sign-in", { ...context, actor: sessionActor(session) }, {});
         return webAnswer({ redirect: "/console/" }, { "set-cookie": setSessionCookie(request, "console", secret, (session.expires - d.clock()) / 1000) });
       } catch (e) {
         if (!(e instanceof KeyturnError) || e.code !== "admin_token_invalid") return refusalPage(audit, "console-sign-in", context.address, e, SIGN_IN);

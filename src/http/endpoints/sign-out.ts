@@ -1,4 +1,4 @@
-import type { ConsoleDeps } from "../../console/deps";
+import { sessionActor, type ConsoleDeps } from "../../console/deps";
 import type { Audit, AuditAction } from "../../domain/audit";
 import { endpoint, type Budget, type Endpoint } from "../endpoint";
 import { readForm, refusalPage, sessionCookie, setSessionCookie, webAnswer, type SessionKind } from "../web";
@@ -36,7 +36,7 @@ export function signOutEndpoint(d: ConsoleDeps, audit: Audit, o: SignOut): Endpo
         if (session) {
           await readForm(request, session);
           await d.sessions.revoke(secret);
-          await audit.ok(o.action, context, { licenseId: session.licenseId });
+          await audit.ok(o.action, o.kind === "console" ? { ...context, actor: sessionActor(session) } : context, { licenseId: session.licenseId });
         }
         return webAnswer({ redirect: o.signedOut }, { "set-cookie": setSessionCookie(request, o.kind, null) });
       } catch (e) {
