@@ -4,7 +4,7 @@ import { defaultKid, generateKeyFiles, KeyExistsError, parseKid, type KeyPurpose
 import { err, out, printJson, UsageError } from "./io";
 import { parseArgs } from "node:util";
 
-const USAGE = "keyturn keys generate --variant alpha|beta|gamma [--purpose license|release] [--kid KID] [--keys DIR] [--json]";
+export const USAGE = "keyturn keys generate --variant alpha|beta|gamma [--purpose license|release] [--kid KID] [--keys DIR] [--json]";
 
 /** `keyturn keys generate`: a new P-256 key pair; prints the kid and the SPKI vendors compile in. */
 export async function keysCommand(args: string[], env: Environment): Promise<number> {

@@ -1,7 +1,7 @@
 import { openAdmin } from "./admin-context";
 import { out } from "./io";
 
-const USAGE = "keyturn migrate [--data DIR | --database URL] --variant V";
+export const USAGE = "keyturn migrate [--data DIR | --database URL] --variant V";
 
 /** `keyturn migrate`: opening the records applies every pending migration. */
 export async function migrateCommand(args: string[], env: Record<string, string | undefined>): Promise<number> {
