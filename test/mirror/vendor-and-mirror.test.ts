@@ -114,8 +114,8 @@ test("the vendor's tokens read updates at the mirror; a deactivation, a revocati
 
   const off = await vendorFetch("/api/v1/entitlements/deactivate", { method: "POST", headers: { authorization: `Bearer ${leaving}` } });
   expect(off.status).toBe(200);
-  const took = await mirrorSays(manifest, leaving, "entitlement_revoked");
-  expect(took).toBeLessThan(4 * POLL_MS + 1000);
+  // Outcome and order, not elapsed time (mirror-process.test.ts counts the polls it takes).
+  await mirrorSays(manifest, leaving, "entitlement_revoked");
   expect((await mirrorGet(manifest, kept)).status).toBe(200);
 
   const other = JSON.parse(cli("license", "create", "--licensee", "Bob", "--organization", "B", "--plan", "pro", "--plan-title", "Pro", "--seats", "2", "--channels", "stable", "--json")) as { key: string; id: string };
