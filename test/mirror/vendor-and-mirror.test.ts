@@ -53,13 +53,13 @@ async function activate(key: string): Promise<string> {
   return ((await res.json()) as { token: string }).token;
 }
 
-/** Polls until the mirror answers `path` for `token` with the wanted error (null: success), or fails after `ms`. */
-async function mirrorSays(path: string, token: string, wanted: string | null, ms = 10 * POLL_MS): Promise<number> {
+/** Polls until the mirror answers `path` for `token` with the wanted error (null: success); gives up after `ms` (patience on a busy runner, not a claim). */
+async function mirrorSays(path: string, token: string, wanted: string | null, ms = 20_000): Promise<void> {
   const start = performance.now();
   for (;;) {
     const res = await mirrorGet(path, token);
     const error = res.status === 200 ? null : ((await res.json()) as { error: string }).error;
-    if (error === wanted) return performance.now() - start;
+    if (error === wanted) return;
     if (performance.now() - start > ms) throw new Error(`mirror still answers ${error} for ${path}, not ${wanted}`);
     await Bun.sleep(25);
   }
@@ -187,6 +187,6 @@ test("restarted with the vendor down, the mirror still refuses what it learnt an
   mirror.proc.kill("SIGTERM");
   expect(await mirror.proc.exited).toBe(0);
   mirror = await startMirror();
-  expect(await mirrorSays(manifest, goes, "entitlement_revoked", 3000)).toBeGreaterThanOrEqual(0);
+  await mirrorSays(manifest, goes, "entitlement_revoked");
   expect((await mirrorGet(manifest, stays)).status).toBe(200);
 }, 30_000);
