@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { Gauge } from "prom-client";
 import type { Config } from "./config/config";
 import { createLogger, type Logger } from "./config/log";
+import { siteOrigin } from "./config/site-origin";
 import { Audit } from "./domain/audit";
 import { systemClock, type Clock } from "./domain/clock";
 import { loadKeyRing, type KeyRing } from "./domain/keys";
@@ -214,6 +215,7 @@ export async function compose(
       peerAddress: opts.peerAddress,
       rateLimiter,
       trustProxy: config.trustProxy,
+      origin: siteOrigin(config.baseUrl),
       site,
       staffSignIn,
       consoleSessions,

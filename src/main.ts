@@ -1,39 +1,7 @@
 #!/usr/bin/env bun
-import { activationCommand } from "./cli/activation";
-import { adminTokenCommand } from "./cli/admin-token";
-import { auditCommand } from "./cli/audit";
-import { backupCommand } from "./cli/backup";
-import { consoleSessionsCommand } from "./cli/console-sessions";
-import { copyCommand } from "./cli/copy";
+import { asksForHelp, COMMANDS, helpOf } from "./cli/commands";
 import { runCommand, UsageError } from "./cli/io";
-import { keysCommand } from "./cli/keys";
-import { licenseCommand } from "./cli/license";
-import { migrateCommand } from "./cli/migrate";
-import { mirrorCommand } from "./cli/mirror";
-import { releaseCommand } from "./cli/release";
-import { serveCommand } from "./cli/serve";
-import { webhookCommand } from "./cli/webhook";
-import { statsCommand } from "./cli/stats";
 import { VERSION } from "./version";
-
-type Command = (args: string[], env: Record<string, string | undefined>) => Promise<number>;
-
-const COMMANDS: Record<string, Command> = {
-  serve: serveCommand,
-  keys: keysCommand,
-  license: licenseCommand,
-  activation: activationCommand,
-  migrate: migrateCommand,
-  release: releaseCommand,
-  audit: auditCommand,
-  backup: backupCommand,
-  copy: copyCommand,
-  mirror: mirrorCommand,
-  "admin-token": adminTokenCommand,
-  "console-sessions": consoleSessionsCommand,
-  webhook: webhookCommand,
-  stats: statsCommand,
-};
 
 const USAGE = `keyturn ${Object.keys(COMMANDS).join("|")} ... (keyturn --version, keyturn serve --help)`;
 
@@ -69,8 +37,12 @@ const code = await runCommand(async () => {
     process.stdout.write(HELP);
     return 0;
   }
-  const command = name ? COMMANDS[name] : undefined;
+  const command = name && Object.hasOwn(COMMANDS, name) ? COMMANDS[name]! : undefined;
   if (!command) throw new UsageError(USAGE, name ? `unknown command "${name}"` : "missing command");
-  return command(args, process.env);
+  if (name !== "serve" && asksForHelp(args)) {
+    process.stdout.write(helpOf(name!, args));
+    return 0;
+  }
+  return command.run(args, process.env);
 });
 process.exit(code);

@@ -47,7 +47,8 @@ export interface ServeProcess {
   kill(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
+/** A port free on the loopback address now (for a process that must be told its port, or its --base-url, before it listens). */
+export async function freePort(): Promise<number> {
   const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
   const port = probe.port!;
   await probe.stop(true);

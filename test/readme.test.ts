@@ -6,6 +6,7 @@ import { configurationReference, REFERENCE_PATH } from "../src/config/reference"
 import { envName, SETTINGS } from "../src/config/settings";
 import { VARIANT_NAMES, VARIANTS } from "../src/config/variants";
 import { tempDir } from "./helpers";
+import { freePort } from "./processes";
 
 const root = join(import.meta.dir, "..");
 const read = (path: string) => readFileSync(join(root, path), "utf8");
@@ -165,7 +166,9 @@ test.skipIf(tools.length > 0)("the README's five-minute tour runs as written aga
   const data = tempDir("keyturn-tour-");
   const work = tempDir("keyturn-tour-cwd-");
   cleanup.push(() => [data, work].forEach((d) => rmSync(d, { recursive: true, force: true })));
-  const proc = Bun.spawn([process.execPath, join(root, "src/main.ts"), "serve", "--demo", "--port", "0", "--data", data, "--log-format", "json"], {
+  // A port named before the start, as the tour's 8080 is: the demo's public origin is http://127.0.0.1:PORT.
+  const port = await freePort();
+  const proc = Bun.spawn([process.execPath, join(root, "src/main.ts"), "serve", "--demo", "--port", String(port), "--data", data, "--log-format", "json"], {
     cwd: root,
     stdout: "ignore",
     stderr: "pipe",

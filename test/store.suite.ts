@@ -409,5 +409,52 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       const again = await another();
       expect(await again.getLicense(lic.id)).toEqual(lic);
     });
+
+    test("a full license with a seat lease reclaims the OLDEST lapsed seat by last sighting (not by creation or id), one per activation", async () => {
+      const day = 86_400_000;
+      const lic = license({ seats: 3, seatLease: day });
+      await store.createLicense(lic);
+      const taken: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const r = await store.activate(seat(lic.id, { now: T0 + i * 1000 }));
+        expect(r.outcome).toBe("created");
+        if (r.outcome === "created") taken.push(r.activation.id);
+      }
+      const [first, second, third] = taken as [string, string, string];
+      // Last seen: second at T0+1s (the oldest), third at T0+2s, first at T0+5s (the newest, though created first).
+      await store.touchActivation(first, seat(lic.id), T0 + 5000);
+      const later = T0 + 2 * day;
+      const reclaimedBy = async (n: number) => {
+        const r = await store.activate(seat(lic.id, { now: later + n }));
+        expect(r.outcome).toBe("created");
+        return r.outcome === "created" ? r.reclaimed?.id : undefined;
+      };
+      expect(await reclaimedBy(1)).toBe(second);
+      expect(await reclaimedBy(2)).toBe(third);
+      expect(await reclaimedBy(3)).toBe(first);
+      // Every seat now seen within the lease: the next is refused with the holders.
+      expect((await store.activate(seat(lic.id, { now: later + 4 }))).outcome).toBe("seat_limit");
+    });
+
+    test("revokeLicense and updateLicense with endsPortalSessions end that license's portal sessions in their transaction, no others", async () => {
+      const a = license();
+      const b = license();
+      await store.createLicense(a);
+      await store.createLicense(b);
+      const portal = (idHash: string, licenseId: string) => ({
+        idHash, kind: "portal" as const, tokenId: null, subject: null, licenseId, name: "Ada", scopes: [], detail: null, created: T0, expires: T0 + 1_800_000, revoked: null,
+      });
+      for (const [hash, id] of [["pa1", a.id], ["pa2", a.id], ["pb1", b.id]] as const) await store.createConsoleSession(portal(hash, id));
+      const revokedAt = async (hash: string) => (await store.findConsoleSession(hash))!.revoked;
+      // Without the field nothing ends (an ordinary update).
+      await store.updateLicense(a.id, { licensee: "Ada L." }, {});
+      expect(await revokedAt("pa1")).toBeNull();
+      // A rekey: a new key hash, the sessions opened with the old key end.
+      expect((await store.updateLicense(a.id, { keyHash: rnd() + rnd() }, { endsPortalSessions: T0 + 7 })).outcome).toBe("updated");
+      expect([await revokedAt("pa1"), await revokedAt("pa2"), await revokedAt("pb1")]).toEqual([T0 + 7, T0 + 7, null]);
+      await store.createConsoleSession(portal("pb2", b.id));
+      expect(await store.revokeLicense(b.id, T0 + 9, { endsPortalSessions: T0 + 9 })).toBe(true);
+      expect([await revokedAt("pb1"), await revokedAt("pb2"), await revokedAt("pa1")]).toEqual([T0 + 9, T0 + 9, T0 + 7]);
+    });
   });
 }

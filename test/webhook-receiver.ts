@@ -9,13 +9,15 @@ export interface Received {
 export interface Receiver {
   readonly url: string;
   readonly received: Received[];
+  /** Requests answered so far (a slow one counts once its answer is sent). */
+  readonly answered: number;
   mode: ReceiverMode;
   stop(): Promise<void>;
 }
 
 export function startReceiver(mode: ReceiverMode = "ok", port = 0): Receiver {
   const received: Received[] = [];
-  const state = { mode };
+  const state = { mode, answered: 0 };
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port,
@@ -24,12 +26,16 @@ export function startReceiver(mode: ReceiverMode = "ok", port = 0): Receiver {
       if (state.mode === "error") return new Response("boom", { status: 500 });
       if (state.mode === "gone") return new Response("gone", { status: 410 });
       if (state.mode === "slow") await Bun.sleep(2_000);
+      state.answered++;
       return new Response(null, { status: 204 });
     },
   });
   return {
     url: `http://127.0.0.1:${server.port}/hooks`,
     received,
+    get answered() {
+      return state.answered;
+    },
     get mode() {
       return state.mode;
     },

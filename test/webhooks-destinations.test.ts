@@ -7,7 +7,7 @@ import { silentLogger } from "../src/config/log";
 import { VARIANTS } from "../src/config/variants";
 import { CLI_CALLER, type AdminDeps } from "../src/domain/admin/deps";
 import { createLicense } from "../src/domain/admin/licenses";
-import { isPublicAddress } from "../src/domain/webhooks/destination";
+import { embeddedIPv4, isPublicAddress, NO_EXCEPTIONS, refusedAddresses } from "../src/domain/webhooks/destination";
 import { addWebhookEndpoint, listDeliveries, showDelivery } from "../src/domain/webhooks/endpoints";
 import { WebhookWorker } from "../src/domain/webhooks/worker";
 import { tempDir, testClock, testSite, type TestSite } from "./helpers";
@@ -94,6 +94,18 @@ describe("webhook destinations", () => {
     for (const a of ["127.0.0.1", "10.0.0.1", "172.31.255.255", "192.168.0.1", "169.254.169.254", "100.100.100.200", "0.0.0.0", "255.255.255.255",
       "::1", "::", "::ffff:10.0.0.1", "::ffff:7f00:1", "fc00::1", "fe80::1", "ff02::1", "64:ff9b::a00:1", "2002:a00:1::1", "2001:db8::1", "not an ip"])
       expect([a, isPublicAddress(a)]).toEqual([a, false]);
+  });
+
+  test("IPv6 forms that embed an IPv4 address (mapped, SIIT ::ffff:0:a.b.c.d, NAT64 64:ff9b::/96) are judged as that IPv4 address", async () => {
+    const privateOnes = ["::ffff:0:127.0.0.1", "::ffff:0:7f00:1", "::ffff:0:10.0.0.1", "0:0:0:0:ffff:0:c0a8:101", "::FFFF:0:169.254.169.254", "64:ff9b::127.0.0.1", "64:ff9b::a9fe:a9fe", "::ffff:192.168.1.1"];
+    for (const a of privateOnes) {
+      expect([a, embeddedIPv4(a) !== null, isPublicAddress(a)]).toEqual([a, true, false]);
+      expect([a, await code(addWebhookEndpoint(d, CLI_CALLER, { url: `https://[${a}]/h`, events: ["license.created"] }))]).toEqual([a, expect.stringMatching(/^invalid_request: url /)]);
+      expect(refusedAddresses(NO_EXCEPTIONS, ["93.184.215.14", a])).toBe(a);
+    }
+    expect(embeddedIPv4("::ffff:0:192.0.2.33")).toBe("192.0.2.33");
+    for (const a of ["::ffff:0:8.8.8.8", "64:ff9b::8.8.8.8"]) expect([a, isPublicAddress(a)]).toEqual([a, true]);
+    for (const a of ["2606:4700::1111", "::1", "fe80::1"]) expect(embeddedIPv4(a)).toBeNull();
   });
 
   test("at connection time the name is resolved and checked: one that resolves to loopback (DNS rebinding) is refused unconnected, and recorded as 'address not allowed'", async () => {

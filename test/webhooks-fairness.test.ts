@@ -8,9 +8,11 @@ import { WebhookWorker } from "../src/domain/webhooks/worker";
 import { testClock, testSite, type TestSite } from "./helpers";
 
 // Issue 21, item 9: 32 slow receivers delayed a healthy endpoint by 21 s per event (two rounds of
-// 16 attempts, each waiting for its slowest). Here the timeout is shortened to 1.5 s; the healthy
-// endpoint, added last, must get each event in far less than one timeout.
-const TIMEOUT_MS = 1_500;
+// 16 attempts, each waiting for its slowest). Asserted by order, not elapsed time: with a timeout
+// longer than the test's patience, the healthy endpoint, added last, gets both events while every
+// slow attempt is still hanging (none has ended, so none was waited for).
+const TIMEOUT_MS = 120_000;
+const PATIENCE_MS = 20_000;
 const SLOW = 32;
 
 let site: TestSite;
@@ -23,7 +25,7 @@ beforeEach(async () => {
 });
 afterEach(() => site.close());
 
-test("32 receivers that never answer do not delay a healthy endpoint: each event reaches it within a fraction of the timeout", async () => {
+test("32 receivers that never answer do not delay a healthy endpoint: each event reaches it while they all still hang", async () => {
   let release!: () => void;
   const hung = new Promise<void>((r) => (release = r));
   let slowHits = 0;
@@ -48,19 +50,19 @@ test("32 receivers that never answer do not delay a healthy endpoint: each event
   const worker = new WebhookWorker({ store: d.store, clock, log: silentLogger, timeoutMs: TIMEOUT_MS, everyMs: 10, destinations: d.webhookDestinations });
   try {
     for (let i = 0; i < SLOW; i++) await addWebhookEndpoint(d, CLI_CALLER, { url: `http://127.0.0.1:${slow.port}/slow/${i}`, events: ["license.created"] });
-    await addWebhookEndpoint(d, CLI_CALLER, { url: `http://127.0.0.1:${fast.port}/fast`, events: ["license.created"] });
+    const healthy = await addWebhookEndpoint(d, CLI_CALLER, { url: `http://127.0.0.1:${fast.port}/fast`, events: ["license.created"] });
     worker.start();
-    const latencies: number[] = [];
     // Two events: the second while every slow attempt of the first is still hanging.
     for (let n = 1; n <= 2; n++) {
       const created = performance.now();
       await createLicense(d, CLI_CALLER, { licensee: "Ada", organization: "AE", plan: "pro", planTitle: "Pro", seats: 1, channels: ["stable"] });
-      while (arrivals.length < n && performance.now() - created < 3 * TIMEOUT_MS) await Bun.sleep(5);
+      while (arrivals.length < n && performance.now() - created < PATIENCE_MS) await Bun.sleep(5);
       expect(arrivals.length).toBe(n);
-      latencies.push(arrivals[n - 1]! - created);
     }
     expect(slowHits).toBe(SLOW); // every slow receiver was being attempted meanwhile
-    for (const ms of latencies) expect(ms).toBeLessThan(TIMEOUT_MS / 3);
+    // ... and none of those attempts has ended: the healthy endpoint waited for none of them.
+    const slowAttempts = (await site.composed.store.listDeliveries({ limit: 1000 })).filter((x) => x.endpointId !== healthy.endpoint.id && x.attempts > 0);
+    expect(slowAttempts).toEqual([]);
   } finally {
     release();
     await worker.stop();

@@ -5,7 +5,7 @@ import { openAdmin, type AdminContext } from "./admin-context";
 import { err, out, printJson, UsageError } from "./io";
 import { offlineLicensing } from "./offline-licensing";
 
-const USAGE = [
+export const USAGE = [
   "keyturn activation list --license KEY|ID [--json]",
   "       keyturn activation deactivate ACT_ID [--json]",
   "       keyturn activation offline CODE [--key KEY] [--json]   (with the server's --config or --base-url and --keys)",

@@ -4,7 +4,7 @@ import { createAdminToken, listAdminTokens, revokeAdminToken, type AdminTokenVie
 import { openAdmin } from "./admin-context";
 import { out, printJson, UsageError } from "./io";
 
-const USAGE = [
+export const USAGE = [
   "keyturn admin-token create --name N --scopes S,... [--expires ISO] [--json]",
   "       keyturn admin-token list [--json]",
   "       keyturn admin-token revoke ID",

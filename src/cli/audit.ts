@@ -3,7 +3,7 @@ import { ERROR_CODES } from "../domain/errors";
 import { openAdmin } from "./admin-context";
 import { out, parseIsoFlag, printJson, UsageError } from "./io";
 
-const USAGE =
+export const USAGE =
   "keyturn audit [--ref REF] [--license KEY|ID] [--activation ACT_ID] [--error CODE] [--since ISO] [--until ISO] [--limit N] [--json]";
 
 const FLAGS = {

@@ -3,7 +3,7 @@ import { ConfigError } from "../config/parse";
 import { BackupError, backupSqlite } from "../store/sqlite-backup";
 import { err, out, printJson, UsageError } from "./io";
 
-const USAGE = "keyturn backup --to FILE [--data DIR] --variant V [--json]";
+export const USAGE = "keyturn backup --to FILE [--data DIR] --variant V [--json]";
 
 /** `keyturn backup --to FILE`: an online, consistent copy of the SQLite records, safe while serve runs. */
 export async function backupCommand(args: string[], env: Record<string, string | undefined>): Promise<number> {

@@ -6,7 +6,7 @@ import { consoleScopes } from "../domain/identity/console-sign-in";
 import { openAdmin } from "./admin-context";
 import { out, printJson, UsageError } from "./io";
 
-const USAGE = ["keyturn console-sessions list [--json]", "       keyturn console-sessions end ID [--json]"].join("\n");
+export const USAGE = ["keyturn console-sessions list [--json]", "       keyturn console-sessions end ID [--json]"].join("\n");
 
 const FLAGS = { json: { type: "boolean" } } as const;
 

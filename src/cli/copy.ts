@@ -8,7 +8,7 @@ import { openPostgresStore } from "../store/postgres";
 import { openSqliteStore, SQLITE_FILE } from "../store/sqlite";
 import { out, printJson, UsageError } from "./io";
 
-const USAGE = "keyturn copy --from DATA_DIR --to postgres://... [--merge] [--json]";
+export const USAGE = "keyturn copy --from DATA_DIR --to postgres://... [--merge] [--json]";
 
 const describe = (c: RowCounts) =>
   `${c.licenses} licenses, ${c.activations} activations, ${c.challenges} challenges, ${c.audit} audit lines, ` +

@@ -1,4 +1,5 @@
 import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
 import { join, resolve } from "node:path";
 import type { Config } from "../config/config";
 import { VARIANTS, type VariantName } from "../config/variants";
@@ -33,6 +34,19 @@ export async function demoSettings(settings: Record<string, string | undefined>,
     const root = existsSync(join(checkout!, variant)) ? checkout! : (await import("./example-tree")).extractExampleTree(builtIn!);
     settings.releases = join(root, variant);
   }
+  // The demo's public origin (--base-url, http://<host>:<port>) names its port: port 0 becomes a free one now.
+  if (settings.port?.trim() === "0" && !explicit.has("base-url")) settings.port = String(await freePort(settings.host?.trim() || settingDefault("host")));
+}
+
+function freePort(host: string): Promise<number> {
+  return new Promise((done, fail) => {
+    const probe = createServer();
+    probe.once("error", fail);
+    probe.listen(0, host, () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => done(port));
+    });
+  });
 }
 
 /** Development keys when the demo has none yet. */
@@ -113,6 +127,9 @@ export function printDemoBanner(config: Config, key: string, adminToken: string,
   out(`variant:      ${config.variant.name}`);
   out(`demo license: ${key}`);
   out(`demo admin token: ${adminToken}`);
+  out("");
+  out(`Console (staff):     ${config.baseUrl}/console/   sign in with the demo admin token`);
+  out(`Portal (customers):  ${config.baseUrl}/portal/    sign in with the demo license key`);
   out("");
   out("Activate an installation:");
   out(`  curl -s ${listenUrl}/api/v1/licenses/activate -H 'content-type: application/json' -d '${body}'`);

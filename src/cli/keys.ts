@@ -5,7 +5,7 @@ import { err, out, printJson, UsageError } from "./io";
 import { rotateRecordsKeyCommand } from "./records-key";
 import { parseArgs } from "node:util";
 
-const USAGE = "keyturn keys generate --variant alpha|beta|gamma [--purpose license|release] [--kid KID] [--keys DIR] [--json]\n       keyturn keys rotate-records-key --variant V [--keys DIR] [--data DIR | --database URL]";
+export const USAGE = "keyturn keys generate --variant alpha|beta|gamma [--purpose license|release] [--kid KID] [--keys DIR] [--json]\n       keyturn keys rotate-records-key --variant V [--keys DIR] [--data DIR | --database URL]";
 
 /** `keyturn keys generate`: a new P-256 key pair; prints the kid and the SPKI vendors compile in. `keys rotate-records-key`: src/cli/records-key.ts. */
 export async function keysCommand(args: string[], env: Environment): Promise<number> {

@@ -10,7 +10,7 @@ import type { LicenseRecord } from "../store/types";
 import { openAdmin } from "./admin-context";
 import { out, parseIsoFlag, printJson, UsageError } from "./io";
 
-const USAGE = [
+export const USAGE = [
   "keyturn license create --licensee N --plan P --seats N --channels stable,preview [--organization O] [--plan-title T] [--expires ISO] [--email E] [--token-ttl 366d] [--seat-lease 30d] [--json]",
   "       keyturn license list [--json]",
   "       keyturn license show KEY|ID [--json]",

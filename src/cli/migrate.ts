@@ -2,7 +2,7 @@ import { MIGRATIONS } from "../store/migrations";
 import { openAdmin } from "./admin-context";
 import { out } from "./io";
 
-const USAGE = "keyturn migrate [--data DIR | --database URL] --variant V";
+export const USAGE = "keyturn migrate [--data DIR | --database URL] --variant V";
 
 /** `keyturn migrate`: opening the records applies every pending migration; it says which, each with its purpose. */
 export async function migrateCommand(args: string[], env: Record<string, string | undefined>): Promise<number> {

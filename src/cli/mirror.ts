@@ -11,7 +11,7 @@ import { ReleaseTreeUnreadable, scanReleaseTree } from "../domain/releases/scan"
 import { releaseKeysOf } from "../domain/releases/signature";
 import { out, UsageError } from "./io";
 
-const USAGE = "keyturn mirror check --variant V --mirror-of URL --mirror-token kta_... (or KEYTURN_MIRROR_TOKEN) --keys DIR --releases DIR";
+export const USAGE = "keyturn mirror check --variant V --mirror-of URL --mirror-token kta_... (or KEYTURN_MIRROR_TOKEN) --keys DIR --releases DIR";
 const TIMEOUT_MS = 10_000;
 
 /** `keyturn mirror check`. */

@@ -16,7 +16,7 @@ import { releaseKeysOf, signManifest } from "../domain/releases/signature";
 import { err, out, UsageError } from "./io";
 import { releaseControlCommand } from "./release-controls";
 
-const USAGE = [
+export const USAGE = [
   "keyturn release sign --key KID.pem [--channels C,...] [--platforms P,...] MANIFEST   (writes MANIFEST.sig)",
   "       keyturn release check [--releases DIR] [--keys DIR] [--variant V] [--channels C,...] [--platforms P,...]",
   "       keyturn release halt|resume|withdraw|restore --lane L --version V [--json]",

@@ -8,7 +8,7 @@ import { collectStats, STATS_DAYS } from "../domain/stats";
 import { openAdmin } from "./admin-context";
 import { out, printJson, UsageError } from "./io";
 
-const USAGE = "keyturn stats [--json]   (adoption by version per lane, rollouts' reach, activations per day, seats in use and lapsed, licenses expiring)";
+export const USAGE = "keyturn stats [--json]   (adoption by version per lane, rollouts' reach, activations per day, seats in use and lapsed, licenses expiring)";
 
 /** `keyturn stats`: what GET /admin/stats answers, from the records and the release tree (for rollouts' reach). */
 export async function statsCommand(args: string[], env: Record<string, string | undefined>): Promise<number> {

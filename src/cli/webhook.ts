@@ -13,7 +13,7 @@ import {
 import { openAdmin } from "./admin-context";
 import { out, printJson, UsageError } from "./io";
 
-const USAGE = [
+export const USAGE = [
   "keyturn webhook add --url URL --events license.created,... [--json]",
   "       keyturn webhook list [--json]",
   "       keyturn webhook remove ID",

@@ -1,5 +1,6 @@
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
+import { isIP } from "node:net";
 import { isLaneWord, LANE_LIST_MAX, LANE_WORD_MAX, VARIANTS, withLanes, type Variant, type VariantName } from "./variants";
 import { CONFIG_FILE_ENV, envName, MAX_IDENTITY_MAX_AGE, MAX_SHUTDOWN_TIMEOUT, MAX_TOKEN_TTL, resolveSetting, settingDefault, SETTINGS, type Environment } from "./settings";
 import {
@@ -181,9 +182,12 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
   });
 
   const port = parseInteger("port", value("port"), 0, 65535);
-  const baseUrlText = get("base-url") ?? (demo || mode === "admin" ? `https://localhost:${port}` : undefined);
+  // The demo serves plain HTTP on this machine: its public origin is the address its banner prints.
+  const demoHost = isLoopbackHost(value("host")) ? (isIP(value("host")) === 6 ? `[${value("host")}]` : value("host")) : "localhost";
+  const defaultBaseUrl = demo && !get("tls-cert") ? `http://${demoHost}:${port}` : demo || mode === "admin" ? `https://localhost:${port}` : undefined;
+  const baseUrlText = get("base-url") ?? defaultBaseUrl;
   if (!baseUrlText) throw new ConfigError("base-url", "required: the site's https address, e.g. https://updates.example.com");
-  const baseUrl = parseUrl("base-url", baseUrlText, ["https:"]).href.replace(/\/+$/, "");
+  const baseUrl = parseBaseUrl(baseUrlText);
 
   const databaseUrl = get("database") ?? null;
   if (databaseUrl) parseUrl("database", databaseUrl, ["postgres:", "postgresql:"]);
@@ -335,6 +339,17 @@ function durationMs(setting: string, text: string): number {
   const n = Number(ms[1]);
   if (n < 50) throw new ConfigError(setting, `must be at least 50ms (got "${text}")`);
   return n;
+}
+
+/**
+ * --base-url: https, or plain http on a loopback address (a site tried on one's own machine: the
+ * demo, the browser tests). It is the site's public origin (site-origin.ts) and the tokens' iss.
+ */
+function parseBaseUrl(text: string): string {
+  const url = parseUrl("base-url", text, ["https:", "http:"]);
+  if (url.protocol === "http:" && !isLoopbackHost(url.hostname))
+    throw new ConfigError("base-url", `must be an https URL (got "${text}")`);
+  return url.href.replace(/\/+$/, "");
 }
 
 export function isLoopbackHost(host: string): boolean {

@@ -30,7 +30,7 @@ export const SETTINGS: readonly SettingSpec[] = [
   { flag: "variant", kind: "string", help: "alpha, beta or gamma (required; the demo defaults to alpha)" },
   { flag: "channels", kind: "string", default: "stable,preview", help: "the site's update channels (comma-separated, lower-case words and dashes); the spec's stable,preview unless a site adds its own" },
   { flag: "platforms", kind: "string", default: "win-x64", help: "the site's platforms (comma-separated, e.g. win-x64,mac-arm64,linux-x64); the spec's win-x64 unless a site adds its own" },
-  { flag: "base-url", kind: "string", help: "the site's https address; the iss of every token (required)" },
+  { flag: "base-url", kind: "string", help: "the site's public https address (also behind a TLS proxy): the iss of every token, the origin of the console's forms and cookies (required; plain http only on a loopback address)" },
   { flag: "data", kind: "string", default: "./data", help: "directory of the SQLite records" },
   { flag: "database", kind: "string", help: "postgres://... URL; records in PostgreSQL instead of --data" },
   { flag: "keys", kind: "string", default: "./keys", help: "directory of <kid>.pem signing keys" },

@@ -1,3 +1,4 @@
+import type { SiteOrigin } from "../config/site-origin";
 import type { Variant } from "../config/variants";
 import { actorOf, type AdminCaller, type AdminDeps } from "../domain/admin/deps";
 import type { Clock } from "../domain/clock";
@@ -18,6 +19,8 @@ export interface ConsoleDeps {
   readonly controls: ReleaseControls;
   readonly selection: ReleaseSelection;
   readonly clock: Clock;
+  /** The public origin (--base-url): forms' Origin check, cookies, absolute links. */
+  readonly site: SiteOrigin;
 }
 
 /** What a page or an action answers: a page (with its status) or a redirect (after a change: POST, redirect, GET). */

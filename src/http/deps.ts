@@ -1,4 +1,5 @@
 import type { Logger } from "../config/log";
+import type { SiteOrigin } from "../config/site-origin";
 import type { Variant } from "../config/variants";
 import type { AdminDeps } from "../domain/admin/deps";
 import type { Audit } from "../domain/audit";
@@ -44,6 +45,8 @@ export interface AppServices {
   readonly rateLimiter: RateLimiter;
   /** CIDRs of proxies whose X-Forwarded-For is believed (config.trustProxy). */
   readonly trustProxy: readonly string[];
+  /** The site's public origin (--base-url), whoever terminates TLS. */
+  readonly origin: SiteOrigin;
   /** Health and metadata (GET /health, /meta). */
   readonly site: Site;
   /** What the admin services need (records, clock, token lifetime). */

@@ -29,6 +29,7 @@ export function routeTable(s: AppServices, openapi: () => string): Endpoint[] {
     controls: s.selection.controls,
     selection: s.selection,
     clock: s.clock,
+    site: s.origin,
   };
   return [
     ...licensingEndpoints(s.licensing),

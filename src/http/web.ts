@@ -5,6 +5,7 @@ import { KeyturnError } from "../domain/errors";
 import type { Outcome } from "../console/deps";
 import { html } from "../console/html";
 import { plainPage } from "../console/layout";
+import { cookieNameOn, sentFromSite, type SiteOrigin } from "../config/site-origin";
 import { setCookie } from "./cookies";
 import type { Call } from "./endpoint";
 import { STATUS_OF } from "./status";
@@ -27,32 +28,30 @@ const MAX_FORM_BYTES = 32 * 1024;
 
 export type SessionKind = "console" | "portal";
 
-/** Under HTTPS the cookie is `__Host-` prefixed and Secure (bound to this origin, never sent in clear). */
-const secure = (request: Request) => request.url.startsWith("https:");
-
-export function cookieName(request: Request, kind: SessionKind): string {
-  return secure(request) ? `__Host-keyturn-${kind}` : `keyturn-${kind}`;
+/** The session cookie's name: `__Host-` prefixed when --base-url is https (site-origin.ts). */
+export function cookieName(site: SiteOrigin, kind: SessionKind): string {
+  return cookieNameOn(site, `keyturn-${kind}`);
 }
 
 /** The session cookie's value (read through the Call: Elysia's cookie parser), or null. */
-export async function sessionCookie(call: Call, kind: SessionKind): Promise<string | null> {
-  return (await call.cookies())[cookieName(call.request, kind)] ?? null;
+export async function sessionCookie(call: Call, site: SiteOrigin, kind: SessionKind): Promise<string | null> {
+  return (await call.cookies())[cookieName(site, kind)] ?? null;
 }
 
-/** Sets (or, with null, clears) the session cookie: HttpOnly, SameSite=Strict, Path=/, Secure under HTTPS. */
-export function setSessionCookie(request: Request, kind: SessionKind, secret: string | null, maxAgeSeconds = 0): string {
-  return setCookie(cookieName(request, kind), secret ?? "", { path: "/", httpOnly: true, sameSite: "strict", secure: secure(request), maxAge: secret === null ? 0 : Math.max(0, Math.floor(maxAgeSeconds)) });
+/** Sets (or, with null, clears) the session cookie: HttpOnly, SameSite=Strict, Path=/, Secure when --base-url is https. */
+export function setSessionCookie(site: SiteOrigin, kind: SessionKind, secret: string | null, maxAgeSeconds = 0): string {
+  return setCookie(cookieName(site, kind), secret ?? "", { path: "/", httpOnly: true, sameSite: "strict", secure: site.secure, maxAge: secret === null ? 0 : Math.max(0, Math.floor(maxAgeSeconds)) });
 }
 
-const pendingName = (request: Request) => (secure(request) ? "__Host-keyturn-oidc" : "keyturn-oidc");
+const pendingName = (site: SiteOrigin) => cookieNameOn(site, "keyturn-oidc");
 
 /** The state of an OpenID sign-in under way, in a SameSite=Lax cookie: it must come back through the issuer's cross-site redirect. */
-export function setPendingCookie(request: Request, state: string | null, maxAgeSeconds = 0): string {
-  return setCookie(pendingName(request), state ?? "", { path: "/", httpOnly: true, sameSite: "lax", secure: secure(request), maxAge: state === null ? 0 : Math.floor(maxAgeSeconds) });
+export function setPendingCookie(site: SiteOrigin, state: string | null, maxAgeSeconds = 0): string {
+  return setCookie(pendingName(site), state ?? "", { path: "/", httpOnly: true, sameSite: "lax", secure: site.secure, maxAge: state === null ? 0 : Math.floor(maxAgeSeconds) });
 }
 
-export async function pendingCookie(call: Call): Promise<string | null> {
-  return (await call.cookies())[pendingName(call.request)] ?? null;
+export async function pendingCookie(call: Call, site: SiteOrigin): Promise<string | null> {
+  return (await call.cookies())[pendingName(site)] ?? null;
 }
 
 /** The answer of a page or an action: HTML with the web headers, or 303 See Other after a change. */
@@ -63,14 +62,11 @@ export function webAnswer(outcome: Outcome, extra: Record<string, string> = {}):
 
 /**
  * A POSTed form, accepted only from this site: the Origin (or, without one, Sec-Fetch-Site) must be
- * this origin, and with a session the form's csrf field must be the session's token. A cross-site
+ * the site's public origin (--base-url, site-origin.ts), and with a session the form's csrf field must be the session's token. A cross-site
  * form is refused before anything is done.
  */
-export async function readForm(request: Request, session: Session | null): Promise<URLSearchParams> {
-  const origin = request.headers.get("origin");
-  const site = request.headers.get("sec-fetch-site");
-  const sameOrigin = origin !== null ? origin === new URL(request.url).origin : site === "same-origin";
-  if (!sameOrigin) throw new KeyturnError("invalid_request", "This form was not sent from this site's pages.");
+export async function readForm(site: SiteOrigin, request: Request, session: Session | null): Promise<URLSearchParams> {
+  if (!sentFromSite(site, request.headers.get("origin"), request.headers.get("sec-fetch-site"))) throw new KeyturnError("invalid_request", "This form was not sent from this site's pages.");
   const type = request.headers.get("content-type") ?? "";
   if (!type.startsWith("application/x-www-form-urlencoded")) throw new KeyturnError("unsupported_media_type", "Send the form as application/x-www-form-urlencoded.");
   const declared = Number(request.headers.get("content-length") ?? "0");

@@ -85,6 +85,12 @@ export async function insertEvent(tx: Tx, e: NewEvent): Promise<void> {
 }
 
 /** Writes a change's audit line and event inside the change's transaction. */
+/** Journal.endsPortalSessions, inside the transaction of the change. */
+async function endPortalSessions(tx: Tx, licenseId: string, j: Pick<Journal<never>, "endsPortalSessions">): Promise<void> {
+  if (j.endsPortalSessions !== undefined)
+    await tx`UPDATE console_sessions SET revoked = ${j.endsPortalSessions} WHERE kind = 'portal' AND license_id = ${licenseId} AND revoked IS NULL`;
+}
+
 async function journal<T>(tx: Tx, j: Journal<T>, after: T): Promise<void> {
   if (j.audit) await tx`INSERT INTO audit ${tx(auditRow(j.audit))}`;
   const event = j.event?.(after);
@@ -174,6 +180,7 @@ export class PostgresStore implements Store {
       const text = `UPDATE licenses SET ${sets.map((c, i) => `${c} = $${i + 1}`).join(", ")} WHERE id = $${sets.length + 1} RETURNING *`;
       const [r] = await tx.unsafe(text, [...values, id]);
       const license = licenseFromRow(r);
+      await endPortalSessions(tx, id, j);
       await journal(tx, j, license);
       return { outcome: "updated", license, seatsUsed: used };
     });
@@ -233,6 +240,7 @@ export class PostgresStore implements Store {
     return this.sql.begin(async (tx) => {
       const [r] = await tx`UPDATE licenses SET revoked = ${now} WHERE id = ${id} AND revoked IS NULL RETURNING *`;
       if (!r) return false;
+      await endPortalSessions(tx, id, j);
       const [t] = await tx`SELECT max(token_exp) AS exp FROM activations WHERE license_id = ${id}`;
       await journal(tx, j, { ...licenseFromRow(r), tokensExpire: numOrNull(t.exp) });
       return true;

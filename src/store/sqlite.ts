@@ -268,6 +268,7 @@ export class SqliteStore implements Store {
       if (sets.length === 0) return { outcome: "updated", license: licenseFromRow(current), seatsUsed: used };
       const r = this.db.query(`UPDATE licenses SET ${sets.map((c) => `${c} = $${c}`).join(", ")} WHERE id = $id RETURNING *`).get({ ...params, id }) as Row;
       const license = licenseFromRow(r);
+      this.endPortalSessions(id, journal);
       this.journal(journal, license);
       return { outcome: "updated", license, seatsUsed: used };
     });
@@ -322,13 +323,20 @@ export class SqliteStore implements Store {
   }
 
   async revokeLicense(id: string, now: number, journal: Journal<RevokedLicenseRecord> = {}): Promise<boolean> {
-    if (!journal.audit && !journal.event) return this.q.revokeLicense.run(now, id).changes > 0;
+    if (!journal.audit && !journal.event && journal.endsPortalSessions === undefined) return this.q.revokeLicense.run(now, id).changes > 0;
     return this.groupCommit.write(() => {
       if (this.q.revokeLicense.run(now, id).changes === 0) return false;
+      this.endPortalSessions(id, journal);
       const tokensExpire = (this.q.tokensExpire.get(id) as Row).exp as number | null;
       this.journal(journal, { ...licenseFromRow(this.q.licenseById.get(id) as Row), tokensExpire });
       return true;
     });
+  }
+
+  /** Journal.endsPortalSessions, inside the transaction of the change. */
+  private endPortalSessions(licenseId: string, journal: Pick<Journal<never>, "endsPortalSessions">): void {
+    if (journal.endsPortalSessions !== undefined)
+      this.db.query("UPDATE console_sessions SET revoked = ? WHERE kind = 'portal' AND license_id = ? AND revoked IS NULL").run(journal.endsPortalSessions, licenseId);
   }
 
   /** Writes a change's audit line and event, inside the transaction of the change. */

@@ -200,6 +200,11 @@ export interface EventFilter {
 export interface Journal<T> {
   readonly audit?: AuditRecord;
   readonly event?: (after: T) => NewEvent | null;
+  /**
+   * When set (a time), the license's portal sessions are revoked at that time in the same
+   * transaction (revokeLicense, updateLicense): a rekey or a revocation ends what the old key opened.
+   */
+  readonly endsPortalSessions?: number;
 }
 
 export interface IdempotencyRecord {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import type { Browser, Page } from "playwright-core";
 import { offlineRequestCode } from "../../src/client/offline";
 import { device } from "../helpers";
-import { ATTACKER_HOST, launchBrowser, openContext, press, screenshot, startSite, WIDTHS, type Site } from "./harness";
+import { ATTACKER_HOST, launchBrowser, openContext, press, screenshot, startSite, WIDTHS, SKIP_BROWSER, type Site } from "./harness";
 
 const XSS_NAME = `<script>window.__xss = 1</script>Ada <img src=x onerror="window.__xss = 2">`;
 const XSS_ORG = `<b id="bold-org">Evil</b> & Co`;
@@ -42,6 +42,7 @@ async function signIn(p: Page, token: string): Promise<void> {
 const csrfOf = (p: Page) => p.locator('input[name="csrf"]').first().inputValue();
 
 beforeAll(async () => {
+  if (SKIP_BROWSER) return;
   site = await startSite("alpha", { args: ["--webhook-allow-hosts", "127.0.0.1"], prepare: (tree) => {
       tree.add({ version: "1.2.0" });
       tree.add({ version: "1.3.0", sign: false }); // skipped: no signature
@@ -74,7 +75,7 @@ afterAll(async () => {
 
 const attackerUrl = (path: string) => `http://${ATTACKER_HOST}:${attacker.port}${path}`;
 
-describe("console", () => {
+describe.skipIf(SKIP_BROWSER)("console", () => {
   test("signs in with an admin token into an HttpOnly, SameSite=Strict session cookie", async () => {
     await page.goto(`${site.url}/console/`);
     expect(new URL(page.url()).pathname).toBe("/console/sign-in");

@@ -6,10 +6,25 @@ import { chromium, type Browser, type BrowserContext, type Page } from "playwrig
 import { VARIANTS, type VariantName } from "../../src/config/variants";
 import { generateKeyFiles } from "../../src/domain/keys";
 import { executable } from "../executable";
+import { freePort } from "../processes";
 import { ReleaseTree } from "../release-tree";
 
-/** Debian's Chromium, as .ci/run installs it. */
-export const CHROMIUM = "/usr/bin/chromium";
+/** Debian's Chromium (.ci/run installs it), found on PATH; KEYTURN_CHROMIUM names another executable. */
+export const CHROMIUM: string | null = process.env.KEYTURN_CHROMIUM || Bun.which("chromium") || null;
+
+/**
+ * Outside CI, a machine without Chromium skips the browser tests, with one line saying how to run
+ * them (the README's `npm test` must pass on a fresh clone); with CI=true they are required, and fail.
+ */
+export const SKIP_BROWSER = CHROMIUM === null && process.env.CI !== "true";
+export const HOW_TO_RUN_BROWSER_TESTS =
+  "keyturn: the browser tests (test/browser) are skipped: Chromium is not on PATH. Install Debian's chromium (apt-get install chromium) or set KEYTURN_CHROMIUM=/path/to/chromium; CI=true makes them required.";
+if (SKIP_BROWSER) console.warn(HOW_TO_RUN_BROWSER_TESTS);
+
+function requireChromium(): string {
+  if (CHROMIUM === null) throw new Error(`Chromium is required with CI=true and is not on PATH: apt-get install chromium (or set KEYTURN_CHROMIUM).`);
+  return CHROMIUM;
+}
 const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic", "--no-first-run", "--disable-component-update", "--disable-sync"];
 
 /**
@@ -30,16 +45,22 @@ export interface Site {
   stop(): Promise<void>;
 }
 
-/** The compiled executable serving a release tree on a free loopback port. */
-export async function startSite(variant: VariantName, o: { args?: string[]; prepare?: (tree: ReleaseTree) => void } = {}): Promise<Site> {
+/**
+ * The compiled executable serving a release tree on a free loopback port. Its public origin
+ * (--base-url) is the address the browser opens: `http://127.0.0.1:PORT`, or `baseUrl` when a TLS
+ * proxy stands in front of it (proxy.ts).
+ */
+export async function startSite(variant: VariantName, o: { args?: string[]; prepare?: (tree: ReleaseTree) => void; baseUrl?: string } = {}): Promise<Site> {
+  requireChromium();
   const exe = await executable();
   const tree = new ReleaseTree(variant);
   o.prepare?.(tree);
   generateKeyFiles(tree.keysDir, VARIANTS[variant].defaultLicenseKid);
   const dir = join(tree.dir, "site");
   mkdirSync(dir, { recursive: true });
-  const common = ["--variant", variant, "--base-url", "https://licenses.example.com", "--data", join(dir, "data")];
-  const proc = Bun.spawn([exe, "serve", ...common, "--keys", tree.keysDir, "--releases", tree.root, "--port", "0", ...(o.args ?? [])], {
+  const port = await freePort();
+  const common = ["--variant", variant, "--base-url", o.baseUrl ?? `http://127.0.0.1:${port}`, "--data", join(dir, "data")];
+  const proc = Bun.spawn([exe, "serve", ...common, "--keys", tree.keysDir, "--releases", tree.root, "--port", String(port), ...(o.args ?? [])], {
     stdin: "ignore",
     stdout: "ignore",
     stderr: "pipe",
@@ -77,7 +98,7 @@ export const ATTACKER_HOST = "evil.test";
 
 /** One Chromium per test file (a fresh profile each launch); pages are reused within it. */
 export function launchBrowser(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_ARGS, `--host-resolver-rules=MAP ${ATTACKER_HOST} 127.0.0.1`] });
+  return chromium.launch({ executablePath: requireChromium(), args: [...CHROMIUM_ARGS, `--host-resolver-rules=MAP ${ATTACKER_HOST} 127.0.0.1`] });
 }
 
 /** A context at the given width that records CSP violations, script errors and requests that leave the site. */

@@ -8,7 +8,7 @@ import type { Browser, Page } from "playwright-core";
 import { offlineRequestCode } from "../../src/client/offline";
 import { device } from "../helpers";
 import type { WrittenRelease } from "../release-tree";
-import { launchBrowser, openContext, press, screenshot, startSite, type Site } from "./harness";
+import { launchBrowser, openContext, press, screenshot, startSite, SKIP_BROWSER, type Site } from "./harness";
 
 setDefaultTimeout(60_000);
 
@@ -30,6 +30,7 @@ const api = (path: string, body: unknown, token?: string) =>
   });
 
 beforeAll(async () => {
+  if (SKIP_BROWSER) return;
   site = await startSite("alpha", { args: ["--rate-limit-signin", "12/60s"], prepare: (tree) => (release = tree.add({ version: "3.1.0" })) });
   const admin = site.adminToken("ops", ["admin"]);
   const created = (await (await api("/admin/licenses", { licensee: "Grace", organization: "Navy", plan: "pro", planTitle: "Pro", seats: 3, channels: ["stable"] }, admin)).json()) as { key: string };
@@ -50,7 +51,7 @@ async function signIn(p: Page, licenseKey: string): Promise<void> {
   await press(p, "Sign in");
 }
 
-describe("portal", () => {
+describe.skipIf(SKIP_BROWSER)("portal", () => {
   test("signs in with the licence key and lists the installations, names as text; the key is not kept in the browser", async () => {
     await signIn(page, key);
     await page.waitForSelector("#installations");

@@ -10,7 +10,7 @@ const data = tempDir("keyturn-demo-admin-");
 afterAll(() => rmSync(data, { recursive: true, force: true }));
 
 /** Starts the demo, reads its banner up to the admin curl, and stops it after `use`. */
-async function withDemo(use: (banner: { token: string; url: string }) => Promise<void>): Promise<void> {
+async function withDemo(use: (banner: { token: string; url: string; text: string }) => Promise<void>): Promise<void> {
   const proc = Bun.spawn([process.execPath, main, "serve", "--demo", "--port", "0", "--data", data, "--log-format", "json"], { cwd: root, stdout: "pipe", stderr: "pipe" });
   try {
     let out = "";
@@ -24,7 +24,7 @@ async function withDemo(use: (banner: { token: string; url: string }) => Promise
     const url = /curl -s (http:\/\/127\.0\.0\.1:\d+)\/api\/v1\/admin\/licenses -H 'Authorization: Bearer (kta_\S+)'/.exec(out);
     expect(token).toBeDefined();
     expect(url?.[2]).toBe(token!);
-    await use({ token: token!, url: url![1]! });
+    await use({ token: token!, url: url![1]!, text: out });
     // SIGTERM is handled (a clean stop, exit 0) from the "keyturn listening" line on.
     let log = "";
     const logReader = proc.stderr.getReader();
@@ -70,3 +70,22 @@ test("the demo admin token works on the admin API, survives a restart, and is re
     expect((await fetch(`${url}/api/v1/admin/licenses`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
   });
 }, 30_000);
+
+test("the banner prints the console's and the portal's addresses and how to sign in; both sign-ins work there", async () => {
+  await withDemo(async ({ token, url, text }) => {
+    const consoleAt = /^Console \(staff\): +(\S+) +sign in with the demo admin token$/m.exec(text)?.[1];
+    const portalAt = /^Portal \(customers\): +(\S+) +sign in with the demo license key$/m.exec(text)?.[1];
+    const key = /^demo license: (\S+)$/m.exec(text)?.[1];
+    expect(consoleAt).toBe(`${url}/console/`);
+    expect(portalAt).toBe(`${url}/portal/`);
+    // A browser on those pages sends their origin with the forms: the demo's public origin.
+    const form = (path: string, body: Record<string, string>) =>
+      fetch(`${url}${path}`, { method: "POST", redirect: "manual", headers: { origin: url, "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(body) });
+    const staff = await form("/console/sign-in", { token });
+    expect(staff.status).toBe(303);
+    expect(staff.headers.get("set-cookie")).toStartWith("keyturn-console=");
+    const customer = await form("/portal/sign-in", { key: key! });
+    expect(customer.status).toBe(303);
+    expect(customer.headers.get("set-cookie")).toStartWith("keyturn-portal=");
+  });
+});

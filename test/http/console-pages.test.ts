@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CLI_CALLER } from "../../src/domain/admin/deps";
 import { createAdminToken } from "../../src/domain/admin/tokens";
-import { createLicense, testSite, type TestSite } from "../helpers";
+import { BASE_URL, createLicense, testSite, type TestSite } from "../helpers";
 
 // The console's pages through app.handle (no browser): the web headers on every answer, the
 // session and CSRF gates, and refusals that are pages naming their audit line.
 const ORIGIN = "http://localhost";
+/** The site's public origin (--base-url): the Origin its own forms carry. */
+const SITE = new URL(BASE_URL).origin;
 let site: TestSite;
 let cookie = "";
 let csrf = "";
@@ -15,7 +17,7 @@ const send = (method: string, path: string, o: { body?: string; headers?: Record
     new Request(`${ORIGIN}${path}`, {
       method,
       body: o.body,
-      headers: { ...(o.body !== undefined ? { "content-type": "application/x-www-form-urlencoded", origin: ORIGIN } : {}), ...(cookie ? { cookie } : {}), ...o.headers },
+      headers: { ...(o.body !== undefined ? { "content-type": "application/x-www-form-urlencoded", origin: SITE } : {}), ...(cookie ? { cookie } : {}), ...o.headers },
     }),
   );
 

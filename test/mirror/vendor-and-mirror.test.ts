@@ -53,13 +53,13 @@ async function activate(key: string): Promise<string> {
   return ((await res.json()) as { token: string }).token;
 }
 
-/** Polls until the mirror answers `path` for `token` with the wanted error (null: success), or fails after `ms`. */
-async function mirrorSays(path: string, token: string, wanted: string | null, ms = 10 * POLL_MS): Promise<number> {
+/** Polls until the mirror answers `path` for `token` with the wanted error (null: success); gives up after `ms` (patience on a busy runner, not a claim). */
+async function mirrorSays(path: string, token: string, wanted: string | null, ms = 20_000): Promise<void> {
   const start = performance.now();
   for (;;) {
     const res = await mirrorGet(path, token);
     const error = res.status === 200 ? null : ((await res.json()) as { error: string }).error;
-    if (error === wanted) return performance.now() - start;
+    if (error === wanted) return;
     if (performance.now() - start > ms) throw new Error(`mirror still answers ${error} for ${path}, not ${wanted}`);
     await Bun.sleep(25);
   }
@@ -114,8 +114,8 @@ test("the vendor's tokens read updates at the mirror; a deactivation, a revocati
 
   const off = await vendorFetch("/api/v1/entitlements/deactivate", { method: "POST", headers: { authorization: `Bearer ${leaving}` } });
   expect(off.status).toBe(200);
-  const took = await mirrorSays(manifest, leaving, "entitlement_revoked");
-  expect(took).toBeLessThan(4 * POLL_MS + 1000);
+  // Outcome and order, not elapsed time (mirror-process.test.ts counts the polls it takes).
+  await mirrorSays(manifest, leaving, "entitlement_revoked");
   expect((await mirrorGet(manifest, kept)).status).toBe(200);
 
   const other = JSON.parse(cli("license", "create", "--licensee", "Bob", "--organization", "B", "--plan", "pro", "--plan-title", "Pro", "--seats", "2", "--channels", "stable", "--json")) as { key: string; id: string };
@@ -187,6 +187,6 @@ test("restarted with the vendor down, the mirror still refuses what it learnt an
   mirror.proc.kill("SIGTERM");
   expect(await mirror.proc.exited).toBe(0);
   mirror = await startMirror();
-  expect(await mirrorSays(manifest, goes, "entitlement_revoked", 3000)).toBeGreaterThanOrEqual(0);
+  await mirrorSays(manifest, goes, "entitlement_revoked");
   expect((await mirrorGet(manifest, stays)).status).toBe(200);
 }, 30_000);

@@ -5,7 +5,7 @@ import { createLogger } from "../../src/config/log";
 import { VARIANTS } from "../../src/config/variants";
 import { loadKeyRing } from "../../src/domain/keys";
 import { ReleaseHolder } from "../../src/domain/releases/holder";
-import { InstallerVerifier } from "../../src/domain/releases/installer-verification";
+import { INLINE_HASH_MAX_BYTES, InstallerVerifier } from "../../src/domain/releases/installer-verification";
 import { releaseKeysOf } from "../../src/domain/releases/signature";
 import { releaseSite, ReleaseTree } from "../release-tree";
 
@@ -196,6 +196,36 @@ describe("verification in the background", () => {
     expect((await old.holder.rescan()).size).toBe(0);
     expect(old.holder.installersVerifying).toBe(2);
     expect((await old.holder.verified()).size).toBe(2);
+  });
+
+  test("an installer over 1 MiB (hashed in the background) whose bytes are not its manifest's sha256 never joins, and is never served", async () => {
+    const s = await releaseSite("gamma");
+    cleanup.push(() => s.close());
+    const size = INLINE_HASH_MAX_BYTES * 2;
+    expect(size).toBeGreaterThan(INLINE_HASH_MAX_BYTES);
+    s.tree.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00" });
+    // Published with a wrong sha256 from the start.
+    const wrong = s.tree.add({ version: "1.1.0", released: "2026-10-01T00:00:00+00:00", installerBytes: new Uint8Array(size).fill(4), fields: { sha256: "0".repeat(64) } });
+    // Right at first, then overwritten in place with other bytes of the same size.
+    const swapped = s.tree.add({ version: "1.2.0", channel: "preview", released: "2026-10-02T00:00:00+00:00", installerBytes: new Uint8Array(size).fill(5) });
+    await s.holder.rescan();
+    expect(s.holder.installersVerifying).toBe(2);
+    const settled = await s.holder.verified();
+    expect(s.holder.installersVerifying).toBe(0);
+    expect(settled.latest(null, "stable", "win-x64")!.manifest.version).toBe("1.0.0");
+    expect(settled.latest(null, "preview", "win-x64")!.manifest.version).toBe("1.2.0");
+    const get = async (lane: string, file: string, channels: string[]) => s.site.request("GET", `/updates/${lane}/${file}`, { token: await s.token(channels) });
+    expect((await get(wrong.lane, wrong.installer, ["stable"])).status).toBe(404);
+
+    const other = new Uint8Array(size).fill(6);
+    writeFileSync(swapped.installerPath, other);
+    await s.holder.rescan();
+    expect(s.holder.installersVerifying).toBe(1);
+    const after = await s.holder.verified();
+    expect(after.latest(null, "preview", "win-x64")?.manifest.version).not.toBe("1.2.0");
+    const res = await get(swapped.lane, swapped.installer, ["preview"]);
+    expect(res.status).toBe(404);
+    expect((await bytesOf(res)).includes(Buffer.from(other.subarray(0, 64)))).toBe(false);
   });
 
   test("an index snapshot serves no release whose installer is not among the verified identities (cache deleted, or written by a keyturn that did not verify)", async () => {

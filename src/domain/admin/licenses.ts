@@ -185,6 +185,7 @@ export async function revokeLicense(d: AdminDeps, caller: AdminCaller, keyOrId: 
   const now = d.clock();
   const revoked = await d.store.revokeLicense(license.id, now, {
     audit: adminAudit(d, caller, "license-revoke", { licenseId: license.id }),
+    endsPortalSessions: now,
     event: (l) => newEvent("license.revoked", { license: licenseView(l), tokensValidUntil: tokensValidUntil(now, revocationTtl(d.tokenTtlSeconds, l), l.expires, l.tokensExpire) }, now),
   });
   if (!revoked) throw new KeyturnError("license_revoked", `license ${license.id} was already revoked`);
@@ -219,6 +220,8 @@ export async function rekeyLicense(d: AdminDeps, caller: AdminCaller, keyOrId: u
   const key = generateLicenseKey(d.variant);
   const result = await d.store.updateLicense(current.id, { keyHash: hashLicenseKey(key) }, {
     audit: adminAudit(d, caller, "license-rekey", { licenseId: current.id }),
+    // A portal session opened with the old key (perhaps a leaked one) ends with it.
+    endsPortalSessions: now,
     event: (l) => newEvent("license.updated", { license: licenseView(l), changed: ["key"] }, now),
   });
   if (result.outcome !== "updated") throw new KeyturnError("not_found", `no license ${current.id}`);

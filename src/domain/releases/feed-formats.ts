@@ -73,8 +73,17 @@ export function feedsOffered(m: Manifest): string[] {
 
 // ---- the documents ----
 
+/**
+ * Every character XML 1.0 allows (https://www.w3.org/TR/xml/#charsets): tab, LF, CR, U+0020–U+D7FF,
+ * U+E000–U+FFFD and U+10000 up. The rest (other C0 controls, U+FFFE, U+FFFF, a surrogate without
+ * its pair) is stripped from every text a feed carries: XML cannot hold them at all (the appcast
+ * becomes invalid), YAML's printable set excludes them, and a lone surrogate is no UTF-8.
+ */
+const NOT_XML_CHAR = /[^\t\n\r\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
+export const feedText = (s: string) => s.replace(NOT_XML_CHAR, "");
+
 /** A YAML scalar that is also JSON: a double-quoted string with JSON's escapes is valid YAML 1.2. */
-const yamlText = (s: string) => JSON.stringify(s);
+const yamlText = (s: string) => JSON.stringify(feedText(s));
 
 export interface ElectronFile {
   readonly url: string;
@@ -100,11 +109,10 @@ export function electronYaml(o: { version: string; files: readonly ElectronFile[
 
 /** Tauri v2's dynamic update answer (peers.md 2.2): the stored `.sig` text as `signature`, the download on keyturn's origin. */
 export function tauriJson(o: { version: string; url: string; signature: string; notes: string | null; pubDate: string }): string {
-  return JSON.stringify({ version: o.version, url: o.url, signature: o.signature, notes: o.notes ?? "", pub_date: o.pubDate });
+  return JSON.stringify({ version: feedText(o.version), url: feedText(o.url), signature: feedText(o.signature), notes: feedText(o.notes ?? ""), pub_date: o.pubDate });
 }
 
-const xmlText = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" })[c]!).replace(/[\x00-\x08\x0b\x0c\x0e-\x1f]/g, "");
+const xmlText = (s: string) => feedText(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" })[c]!);
 
 export interface AppcastItem {
   readonly release: Release;
@@ -150,14 +158,14 @@ export function sparkleAppcast(o: { title: string; items: readonly AppcastItem[]
 export function velopackJson(assets: readonly { packageId: string; sha1: string; release: Release; url: string; notes: string | null }[]): string {
   return JSON.stringify({
     Assets: assets.map((a) => ({
-      PackageId: a.packageId,
-      Version: a.release.manifest.version,
+      PackageId: feedText(a.packageId),
+      Version: feedText(a.release.manifest.version),
       Type: "Full",
-      FileName: a.url,
+      FileName: feedText(a.url),
       SHA1: a.sha1.toUpperCase(),
       SHA256: a.release.manifest.sha256.toUpperCase(),
       Size: a.release.manifest.size,
-      NotesMarkdown: a.notes ?? "",
+      NotesMarkdown: feedText(a.notes ?? ""),
     })),
   });
 }

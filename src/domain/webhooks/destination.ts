@@ -28,9 +28,9 @@ for (const [net, bits] of [
   ["198.51.100.0", 24], ["203.0.113.0", 24], ["224.0.0.0", 4], ["240.0.0.0", 4],
 ] as const)
   notGlobal.addSubnet(net, bits, "ipv4");
-// IPv4-mapped IPv6 addresses are checked against the IPv4 ranges above by BlockList itself.
+// Addresses that embed an IPv4 address (embeddedIPv4) are checked as that address instead.
 for (const [net, bits] of [
-  ["64:ff9b::", 96], ["64:ff9b:1::", 48], ["100::", 64], ["2001::", 23], ["2001:db8::", 32], ["2002::", 16],
+  ["64:ff9b:1::", 48], ["100::", 64], ["2001::", 23], ["2001:db8::", 32], ["2002::", 16],
 ] as const)
   notGlobal.addSubnet(net, bits, "ipv6");
 /** Outside 2000::/3 nothing is global unicast (::1, ::, fc00::/7, fe80::/10, ff00::/8 ...). */
@@ -42,12 +42,44 @@ export function normalHost(host: string): string {
   return host.toLowerCase().replace(/^\[|\]$/g, "").replace(/\.$/, "");
 }
 
+/** An IPv6 address's eight 16-bit groups (URL's parser canonicalises it first: a dotted tail becomes two groups); null if it is none. */
+function ipv6Groups(address: string): number[] | null {
+  let canonical: string;
+  try {
+    canonical = new URL(`http://[${address}]/`).hostname.slice(1, -1);
+  } catch {
+    return null;
+  }
+  const groupsOf = (text: string) => (text === "" ? [] : text.split(":").map((g) => parseInt(g, 16)));
+  const [head = "", tail] = canonical.split("::");
+  const first = groupsOf(head);
+  const last = tail === undefined ? [] : groupsOf(tail);
+  const groups = tail === undefined ? first : [...first, ...new Array<number>(8 - first.length - last.length).fill(0), ...last];
+  return groups.length === 8 ? groups : null;
+}
+
+/**
+ * The IPv4 address an IPv6 address stands for, in the forms that carry one in their last 32 bits:
+ * IPv4-mapped `::ffff:a.b.c.d` (RFC 4291 §2.5.5.2), SIIT's IPv4-translated `::ffff:0:a.b.c.d`
+ * (RFC 6145, RFC 6052 §2.1) and NAT64's well-known prefix `64:ff9b::a.b.c.d` (RFC 6052 §2.1); else null.
+ * A private or loopback address in any of them is refused as that IPv4 address is.
+ */
+export function embeddedIPv4(address: string): string | null {
+  const groups = ipv6Groups(address);
+  if (groups === null) return null;
+  const prefix = groups.slice(0, 6).join(":");
+  if (prefix !== "0:0:0:0:0:65535" && prefix !== "0:0:0:0:65535:0" && prefix !== "100:65435:0:0:0:0") return null;
+  const [high, low] = [groups[6]!, groups[7]!];
+  return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+}
+
 /** A globally routable unicast address (text form, as DNS or a URL gives it). */
 export function isPublicAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 4) return !notGlobal.check(address, "ipv4");
   if (family === 6) {
-    if (/^::ffff:/i.test(address)) return !notGlobal.check(address, "ipv6");
+    const v4 = embeddedIPv4(address);
+    if (v4 !== null) return !notGlobal.check(v4, "ipv4");
     return globalUnicast.check(address, "ipv6") && !notGlobal.check(address, "ipv6");
   }
   return false;

@@ -1,4 +1,5 @@
 import { sessionActor, type ConsoleDeps } from "../../console/deps";
+import { absoluteUrl } from "../../config/site-origin";
 import { html } from "../../console/html";
 import { plainPage } from "../../console/layout";
 import { SIGN_IN } from "../../console/pages/sign-in";
@@ -8,9 +9,8 @@ import { KeyturnError } from "../../domain/errors";
 import type { ConsoleOpenId } from "../../domain/identity/console-sign-in";
 import { endpoint, type Endpoint } from "../endpoint";
 import { pendingCookie, queryParams, refusalPage, setPendingCookie, setSessionCookie, WEB_HEADERS } from "../web";
-/** The issuer sends the browser back here; register `<site>/console/oidc/callback` as the client's redirect URI. */
+/** The issuer sends the browser back here; register `<--base-url>/console/oidc/callback` as the client's redirect URI. */
 const CALLBACK = "/console/oidc/callback";
-const callbackUri = (request: Request) => new URL(CALLBACK, request.url).href;
 
 /**
  * Staff sign-in with the issuer: start sends the browser to the issuer (the sign-in's state also in
@@ -20,6 +20,8 @@ const callbackUri = (request: Request) => new URL(CALLBACK, request.url).href;
  * SameSite=Strict session cookie.
  */
 export function consoleOpenIdEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOpenId): Endpoint[] {
+  // From --base-url, not the request: behind a TLS proxy the request says http:// and the upstream address.
+  const callbackUri = absoluteUrl(d.site, CALLBACK);
   return [
     endpoint({
       method: "GET",
@@ -30,10 +32,10 @@ export function consoleOpenIdEndpoints(d: ConsoleDeps, audit: Audit, openId: Con
       budget: "console",
       audit: "console-sign-in",
       errors: [],
-      handler: async ({ request, context }) => {
+      handler: async ({ context }) => {
         try {
-          const { url, state } = await openId.start(callbackUri(request));
-          return new Response(null, { status: 303, headers: { ...WEB_HEADERS, location: url, "set-cookie": setPendingCookie(request, state, PENDING_SIGN_IN_MS / 1000) } });
+          const { url, state } = await openId.start(callbackUri);
+          return new Response(null, { status: 303, headers: { ...WEB_HEADERS, location: url, "set-cookie": setPendingCookie(d.site, state, PENDING_SIGN_IN_MS / 1000) } });
         } catch (e) {
           return refusalPage(audit, "console-sign-in", context.address, e, SIGN_IN);
         }
@@ -49,19 +51,19 @@ export function consoleOpenIdEndpoints(d: ConsoleDeps, audit: Audit, openId: Con
       audit: "console-sign-in",
       errors: [],
       handler: async (call) => {
-        const { request, query, context } = call;
+        const { query, context } = call;
         try {
           const q = queryParams(query);
           const state = q.get("state");
-          if (state === null || state !== (await pendingCookie(call)))
+          if (state === null || state !== (await pendingCookie(call, d.site)))
             throw new KeyturnError("challenge_unknown", "This sign-in was not started in this browser: start it again.");
           if (q.get("error")) throw new KeyturnError("token_invalid", `The issuer refused the sign-in (${q.get("error")!.slice(0, 100)}).`);
-          const { secret, session } = await openId.finish(state, q.get("code"), callbackUri(request));
+          const { secret, session } = await openId.finish(state, q.get("code"), callbackUri);
           await audit.ok("console-sign-in", { ...context, actor: sessionActor(session) }, {});
           const page = plainPage("Signed in", html`<meta http-equiv="refresh" content="0;url=/console/"><p>Signed in as ${session.name}. <a href="/console/">Open the console</a></p>`);
           const headers = new Headers({ ...WEB_HEADERS, "content-type": "text/html;charset=utf-8" });
-          headers.append("set-cookie", setSessionCookie(request, "console", secret, (session.expires - d.clock()) / 1000));
-          headers.append("set-cookie", setPendingCookie(request, null));
+          headers.append("set-cookie", setSessionCookie(d.site, "console", secret, (session.expires - d.clock()) / 1000));
+          headers.append("set-cookie", setPendingCookie(d.site, null));
           return new Response(page.text, { status: 200, headers });
         } catch (e) {
           return refusalPage(audit, "console-sign-in", context.address, e, SIGN_IN);

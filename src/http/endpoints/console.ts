@@ -67,10 +67,10 @@ export function consolePageEndpoint(d: ConsoleDeps, audit: Audit, openId: Consol
       errors: [],
       handler: async (call) => {
         const address = call.context.address;
-        const session = await d.sessions.find(await sessionCookie(call, "console"), "console");
+        const session = await d.sessions.find(await sessionCookie(call, d.site, "console"), "console");
         if (!session) return method === "GET" ? webAnswer({ redirect: SIGN_IN }) : webAnswer(signInPage("Your session has ended: sign in again.", 401));
         try {
-          const form = method === "POST" ? await readForm(call.request, session) : new URLSearchParams();
+          const form = method === "POST" ? await readForm(d.site, call.request, session) : new URLSearchParams();
           const param = (name: string) => {
             const v = call.params[name];
             if (v === null || v === undefined) throw new KeyturnError("not_found", "There is nothing at this address.");
@@ -103,10 +103,10 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOp
     errors: [],
     handler: async ({ request, context }) => {
       try {
-        const form = await readForm(request, null);
+        const form = await readForm(d.site, request, null);
         const { secret, session } = await d.sessions.signInWithToken(form.get("token") ?? "");
         await audit.ok("console-sign-in", { ...context, actor: sessionActor(session) }, {});
-        return webAnswer({ redirect: "/console/" }, { "set-cookie": setSessionCookie(request, "console", secret, (session.expires - d.clock()) / 1000) });
+        return webAnswer({ redirect: "/console/" }, { "set-cookie": setSessionCookie(d.site, "console", secret, (session.expires - d.clock()) / 1000) });
       } catch (e) {
         if (!(e instanceof KeyturnError) || e.code !== "admin_token_invalid") return refusalPage(audit, "console-sign-in", context.address, e, SIGN_IN);
         const ref = await audit.refused("console-sign-in", context, e);
@@ -137,7 +137,7 @@ export function consoleEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOp
       audit: "request",
       errors: [],
       handler: async (call) =>
-        (await d.sessions.find(await sessionCookie(call, "console"), "console")) ? webAnswer({ redirect: "/console/" }) : webAnswer(signInPage()),
+        (await d.sessions.find(await sessionCookie(call, d.site, "console"), "console")) ? webAnswer({ redirect: "/console/" }) : webAnswer(signInPage()),
     }),
     signIn,
     signOutEndpoint(d, audit, { kind: "console", path: "/console/sign-out", budget: "admin", action: "console-sign-out", signedOut: SIGN_IN, back: "/console/" }),

@@ -43,10 +43,10 @@ export function portalEndpoints(d: ConsoleDeps, audit: Audit): Endpoint[] {
       audit: action,
       errors: [],
       handler: async (call) => {
-        const session = await d.sessions.find(await sessionCookie(call, "portal"), "portal");
+        const session = await d.sessions.find(await sessionCookie(call, d.site, "portal"), "portal");
         if (!session) return method === "GET" ? webAnswer({ redirect: HOME }) : webAnswer(portalSignInPage("Your sign-in has ended: sign in again."));
         try {
-          const form = method === "POST" ? await readForm(call.request, session) : new URLSearchParams();
+          const form = method === "POST" ? await readForm(d.site, call.request, session) : new URLSearchParams();
           const out = await run(call, session, form);
           return out instanceof Response ? out : webAnswer(out);
         } catch (e) {
@@ -78,7 +78,7 @@ export function portalEndpoints(d: ConsoleDeps, audit: Audit): Endpoint[] {
       errors: [],
       handler: async (call) => {
         const { context } = call;
-        const session = await d.sessions.find(await sessionCookie(call, "portal"), "portal");
+        const session = await d.sessions.find(await sessionCookie(call, d.site, "portal"), "portal");
         if (!session) return webAnswer(portalSignInPage());
         try {
           return webAnswer(await portalHome(d, session));
@@ -98,11 +98,11 @@ export function portalEndpoints(d: ConsoleDeps, audit: Audit): Endpoint[] {
       errors: [],
       handler: async ({ request, context }) => {
         try {
-          const form = await readForm(request, null);
+          const form = await readForm(d.site, request, null);
           const license = await licenseOfKey(d.admin, form.get("key"));
           const { secret, session } = await d.sessions.signInPortal(license.id, license.licensee);
           await audit.ok("portal-sign-in", context, { licenseId: license.id });
-          return webAnswer({ redirect: HOME }, { "set-cookie": setSessionCookie(request, "portal", secret, (session.expires - d.clock()) / 1000) });
+          return webAnswer({ redirect: HOME }, { "set-cookie": setSessionCookie(d.site, "portal", secret, (session.expires - d.clock()) / 1000) });
         } catch (e) {
           if (!(e instanceof KeyturnError) || e.code !== "license_unknown") return refusalPage(audit, "portal-sign-in", context.address, e, HOME);
           const ref = await audit.refused("portal-sign-in", context, e);

@@ -30,15 +30,15 @@ export function signOutEndpoint(d: ConsoleDeps, audit: Audit, o: SignOut): Endpo
     errors: [],
     handler: async (call) => {
       const { request, context } = call;
-      const secret = await sessionCookie(call, o.kind);
+      const secret = await sessionCookie(call, d.site, o.kind);
       const session = await d.sessions.find(secret, o.kind);
       try {
         if (session) {
-          await readForm(request, session);
+          await readForm(d.site, request, session);
           await d.sessions.revoke(secret);
           await audit.ok(o.action, o.kind === "console" ? { ...context, actor: sessionActor(session) } : context, { licenseId: session.licenseId });
         }
-        return webAnswer({ redirect: o.signedOut }, { "set-cookie": setSessionCookie(request, o.kind, null) });
+        return webAnswer({ redirect: o.signedOut }, { "set-cookie": setSessionCookie(d.site, o.kind, null) });
       } catch (e) {
         return refusalPage(audit, o.action, context.address, e, o.back);
       }
