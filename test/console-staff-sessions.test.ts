@@ -13,7 +13,7 @@ import { startRealIssuer, type RealIssuer } from "./real-issuer";
 // --console-groups with the site restarted over the same records.
 
 const CLIENT_ID = "keyturn-console";
-const ORIGIN = "http://localhost";
+const ORIGIN = new URL(BASE_URL).origin;
 const CALLBACK = `${ORIGIN}/console/oidc/callback`;
 /** The provider's ID token lifetime: the longest a console session of a person disabled there lives on. */
 const ID_TOKEN_SECONDS = 3600;
@@ -67,13 +67,13 @@ const cookieOf = (res: Response, name: string) => {
 async function signIn(handle: Handle, login: string): Promise<{ session: string; page: Response }> {
   const start = await handle(new Request(`${ORIGIN}/console/oidc/start`));
   expect(start.status).toBe(303);
-  const pending = cookieOf(start, "keyturn-oidc")!;
+  const pending = cookieOf(start, "__Host-keyturn-oidc")!;
   const back = await issuer.signIn(start.headers.get("location")!, login, CALLBACK);
-  const page = await handle(new Request(back.href, { headers: { cookie: `keyturn-oidc=${pending}` } }));
-  return { session: cookieOf(page, "keyturn-console") ?? "", page };
+  const page = await handle(new Request(back.href, { headers: { cookie: `__Host-keyturn-oidc=${pending}` } }));
+  return { session: cookieOf(page, "__Host-keyturn-console") ?? "", page };
 }
 
-const get = (handle: Handle, path: string, session: string) => handle(new Request(`${ORIGIN}${path}`, { headers: { cookie: `keyturn-console=${session}` } }));
+const get = (handle: Handle, path: string, session: string) => handle(new Request(`${ORIGIN}${path}`, { headers: { cookie: `__Host-keyturn-console=${session}` } }));
 
 describe("staff console sessions against a real OpenID provider", () => {
   test("a successful sign-in is audited naming the person; the session lives no longer than the issuer's ID token", async () => {
@@ -108,7 +108,7 @@ describe("staff console sessions against a real OpenID provider", () => {
       const create = await site.app.handle(
         new Request(`${ORIGIN}/console/licenses`, {
           method: "POST",
-          headers: { cookie: `keyturn-console=${session}`, origin: ORIGIN, "content-type": "application/x-www-form-urlencoded" },
+          headers: { cookie: `__Host-keyturn-console=${session}`, origin: ORIGIN, "content-type": "application/x-www-form-urlencoded" },
           body: new URLSearchParams({ licensee: "Made after disabling", organization: "X", seats: "1", channels: "stable" }).toString(),
         }),
       );
@@ -162,7 +162,7 @@ describe("staff console sessions against a real OpenID provider", () => {
     const ended = await site.app.handle(
       new Request(`${ORIGIN}/console/sessions/${graceId}/end`, {
         method: "POST",
-        headers: { cookie: `keyturn-console=${ada.session}`, origin: ORIGIN, "content-type": "application/x-www-form-urlencoded" },
+        headers: { cookie: `__Host-keyturn-console=${ada.session}`, origin: ORIGIN, "content-type": "application/x-www-form-urlencoded" },
         body: new URLSearchParams({ csrf }).toString(),
       }),
     );
