@@ -216,8 +216,19 @@ export const FeedItem = Type.Object({
   timestamp: Timestamp,
   data: FeedData,
 });
+const FeedSite = Type.Object(
+  {
+    channels: Type.Array(Type.String()),
+    platforms: Type.Array(Type.String()),
+    keys: Type.Array(
+      Type.Object({ kid: Type.String(), spki: Type.String({ description: "SubjectPublicKeyInfo (DER) in base64" }), role: Type.Union(["signing", "next", "previous"].map((r) => Type.Literal(r))) }),
+      { description: "The license public keys: the one that signs, any published ahead of signing (next), older ones whose tokens may still be presented" },
+    ),
+  },
+  { description: "The vendor's lanes and license public keys, which a mirror follows" },
+);
 const FeedEvents = Type.Object(
-  { ok: Ok, mode: Type.Literal("events"), epoch: Epoch, events: Type.Array(FeedItem), cursor: FeedCursor },
+  { ok: Ok, mode: Type.Literal("events"), epoch: Epoch, events: Type.Array(FeedItem), cursor: FeedCursor, site: FeedSite },
   { description: "The events after the cursor given" },
 );
 const FeedSnapshot = Type.Object(
@@ -235,6 +246,7 @@ const FeedSnapshot = Type.Object(
     ),
     next: Nullable(Type.String({ description: "Pass as snapshot for the next page; null on the last" })),
     cursor: FeedCursor,
+    site: FeedSite,
   },
   { description: "What a mirror must know now, replacing what it knew; after the last page, follow the events from cursor" },
 );

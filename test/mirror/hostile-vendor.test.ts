@@ -132,7 +132,10 @@ test("a snapshot or a stream of events beyond the entries bound is refused: disk
     const full = await m.follower.pollOnce();
     expect(full.ok ? "" : full.problem).toContain("more than this mirror's bound of 1200");
     expect(kept(m)).toBe(1000);
-    expect((await health(m)).problem).toContain("bound");
+    // What it could not keep may revoke any token: health and every bearer request say so with 503.
+    const down = await m.get("/health");
+    expect(down.status).toBe(503);
+    expect(((await down.json()) as { message: string }).message).toContain("bound of 1200 entries");
     // Revocations are forgotten once their tokens have expired, which makes room again.
     m.clock.advance(86_400_000);
     seq = 1001;
