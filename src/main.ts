@@ -40,7 +40,7 @@ const HELP = `keyturn ${VERSION}: a self-hosted licensing and update site for de
 usage: keyturn COMMAND [options]
 
   serve        run the site (keyturn serve --help lists every setting); --demo for a local try
-  keys         make signing keys (keys generate)
+  keys         make signing keys, rotate the license key (keys generate|rotate|promote)
   license      create, list, show, update, revoke, reinstate, rekey licenses
   activation   list or deactivate installations; answer an offline request code
   release      sign and check releases; halt, resume, withdraw, restore a release

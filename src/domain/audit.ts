@@ -52,7 +52,9 @@ export type AuditAction =
   | "console-sign-in"
   | "console-sign-out"
   | "portal-sign-in"
-  | "portal-sign-out";
+  | "portal-sign-out"
+  | "key-rotate"
+  | "key-promote";
 
 /** The audit trail: one line per state change and per refusal; a refusal's line is its `ref`. */
 export class Audit {
