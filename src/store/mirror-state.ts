@@ -120,8 +120,10 @@ const MIRROR_TABLES = ["mirror_revocations", "mirror_license_expiry", "mirror_re
 const STAGING_TABLES = ["mirror_snapshot_revocations", "mirror_snapshot_expiries"];
 
 export class SqliteMirrorState implements MirrorStateStore {
-  /** Entries kept, counted at load and kept up to date (an upper bound between recounts). */
+  /** Entries kept: counted at load, then an upper bound (each change adds at most one) until counted again. */
   private count = 0;
+  /** Whether `count` is exact. */
+  private counted = false;
   private stagedCount = 0;
 
   constructor(private readonly db: Database) {}
@@ -137,6 +139,7 @@ export class SqliteMirrorState implements MirrorStateStore {
         sync = { vendor, feed_cursor: null, last_sync: null, started: now };
       }
       this.count = this.recount();
+      this.counted = true;
       return {
         sync: { vendor, cursor: sync.feed_cursor as string | null, lastSync: sync.last_sync as number | null, started: sync.started as number },
         releaseControls: (db.query("SELECT * FROM mirror_release_controls ORDER BY lane, version").all() as Row[]).map((r) => ({
@@ -163,6 +166,10 @@ export class SqliteMirrorState implements MirrorStateStore {
   }
 
   entries(): number {
+    if (!this.counted) {
+      this.count = this.recount();
+      this.counted = true;
+    }
     return this.count;
   }
 
@@ -170,7 +177,10 @@ export class SqliteMirrorState implements MirrorStateStore {
     const db = this.db;
     db.transaction(() => {
       for (const c of changes) {
-        if (c.op === "revoke") this.revoke(c);
+        // A revocation whose tokens have all expired refuses nothing: it takes no entry.
+        if (c.op === "revoke") {
+          if (c.validUntil > now) this.revoke(c);
+        }
         else if (c.op === "lift") {
           // A license revocation that stood for deactivated installations keeps refusing the tokens
           // issued before the reinstatement: which of them were deactivated is no longer known here.
@@ -188,10 +198,12 @@ export class SqliteMirrorState implements MirrorStateStore {
         }
       }
       // Each change adds at most one entry: count again only when the bound may have been passed.
-      const count = this.count + changes.length > maxEntries ? this.recount() : this.count + changes.length;
+      const exact = this.count + changes.length > maxEntries;
+      const count = exact ? this.recount() : this.count + changes.length;
       if (count > maxEntries) throw new MirrorBoundError(count, maxEntries);
       db.query("UPDATE mirror_sync SET feed_cursor = ?, last_sync = ? WHERE id = 1").run(cursor, now);
       this.count = count;
+      this.counted = exact || (changes.length === 0 && this.counted);
     }).immediate();
   }
 
@@ -256,6 +268,7 @@ export class SqliteMirrorState implements MirrorStateStore {
       db.exec("UPDATE release_controls_generation SET generation = generation + 1 WHERE id = 1");
       db.query("UPDATE mirror_sync SET feed_cursor = ?, last_sync = ? WHERE id = 1").run(cursor, now);
       this.count = this.recount();
+      this.counted = true;
       this.stagedCount = 0;
     }).immediate();
   }
