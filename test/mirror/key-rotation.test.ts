@@ -124,9 +124,10 @@ test("a rotation: the next key is published before it signs, a mirror that misse
   await sighupVendor();
   const meta = await json<Meta>(fetch(`${vendorUrl}/api/v1/meta`, tls()));
   expect(meta.keys.filter((k) => k.purpose === "license").map((k) => [k.kid, k.role])).toEqual([[OLD, "signing"], [next.kid, "next"]]);
-  const feed = await json<{ site: { keys: { kid: string; spki: string; role: string }[] } }>(
+  const feed = await json<{ site: { channels: string[]; platforms: string[]; keys: { kid: string; spki: string; role: string }[] } }>(
     fetch(`${vendorUrl}/api/v1/admin/feed?limit=1`, { ...tls(), headers: { authorization: `Bearer ${feedToken}` } }),
   );
+  expect([feed.site.channels, feed.site.platforms]).toEqual([["stable", "preview"], ["win-x64"]]);
   expect(feed.site.keys).toEqual([{ kid: OLD, spki: expect.any(String), role: "signing" }, { kid: next.kid, spki: next.spki, role: "next" }]);
   expect(kidOf(await activate(licence.key))).toBe(OLD);
   // A mirror following its feed has the next key before it signs anything.
