@@ -239,7 +239,10 @@ const FeedSnapshot = Type.Object(
     reason: Type.Union(["start", "epoch", "ahead", "gap"].map((r) => Type.Literal(r)), {
       description: "start: no cursor; epoch: a cursor of other records; ahead: beyond the newest event (a backup restored); gap: events after it were pruned",
     }),
-    revocations: Type.Array(Type.Object({ kind: Type.Union([Type.Literal("activation"), Type.Literal("license")]), id: Id, tokensValidUntil: Timestamp })),
+    revocations: Type.Array(
+      Type.Object({ kind: Type.Union([Type.Literal("activation"), Type.Literal("license")]), id: Id, tokensValidUntil: Timestamp, license: Type.Optional(Id) }),
+      { description: "Deactivations whose licence is revoked are left out: the licence's revocation stands for them" },
+    ),
     expiries: Type.Array(Type.Object({ license: Id, expires: Timestamp })),
     releases: Type.Array(
       Type.Object({ lane: Type.String(), version: Type.String(), halted: Nullable(Timestamp), haltedMs: Type.Integer({ minimum: 0 }), withdrawn: Nullable(Timestamp) }),

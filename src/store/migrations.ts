@@ -554,6 +554,7 @@ export const MIGRATIONS: readonly Migration[] = [
         kind TEXT NOT NULL CHECK (kind IN ('activation', 'license')),
         id TEXT NOT NULL,
         valid_until INTEGER NOT NULL,
+        license_id TEXT,
         PRIMARY KEY (kind, id)
       ) STRICT;
       CREATE TABLE mirror_snapshot_expiries (
@@ -575,6 +576,7 @@ export const MIGRATIONS: readonly Migration[] = [
         kind TEXT NOT NULL CHECK (kind IN ('activation', 'license')),
         id TEXT NOT NULL,
         valid_until BIGINT NOT NULL,
+        license_id TEXT,
         PRIMARY KEY (kind, id)
       );
       CREATE TABLE mirror_snapshot_expiries (

@@ -241,9 +241,9 @@ export class SqliteMirrorState implements MirrorStateStore {
       }
       if (this.stagedCount + page.revocations.length + page.expiries.length > maxEntries)
         throw new MirrorBoundError(this.stagedCount + page.revocations.length + page.expiries.length, maxEntries);
-      const revoke = db.query(`INSERT INTO mirror_snapshot_revocations (kind, id, valid_until) VALUES (?, ?, ?)
+      const revoke = db.query(`INSERT INTO mirror_snapshot_revocations (kind, id, valid_until, license_id) VALUES (?, ?, ?, ?)
         ON CONFLICT (kind, id) DO UPDATE SET valid_until = max(valid_until, excluded.valid_until)`);
-      for (const r of page.revocations) revoke.run(r.kind, r.id, r.validUntil);
+      for (const r of page.revocations) revoke.run(r.kind, r.id, r.validUntil, r.licenseId ?? null);
       const expiry = db.query("INSERT INTO mirror_snapshot_expiries (license_id, expires) VALUES (?, ?) ON CONFLICT (license_id) DO UPDATE SET expires = excluded.expires");
       for (const e of page.expiries) if (e.expires !== null) expiry.run(e.licenseId, e.expires);
       this.stagedCount += page.revocations.length + page.expiries.length;
@@ -255,7 +255,10 @@ export class SqliteMirrorState implements MirrorStateStore {
     const seq = cursor.slice(cursor.lastIndexOf(".") + 1);
     db.transaction(() => {
       for (const t of MIRROR_TABLES) db.exec(`DELETE FROM ${t}`);
-      db.query("INSERT INTO mirror_revocations (kind, id, valid_until, seq) SELECT kind, id, valid_until, ? FROM mirror_snapshot_revocations").run(seq);
+      // A vendor's snapshot leaves out the deactivations a licence's revocation stands for, without
+      // saying which: a licence revocation from it counts as standing for some (see commit's lift).
+      db.query(`INSERT INTO mirror_revocations (kind, id, valid_until, seq, license_id, covered)
+        SELECT kind, id, valid_until, ?, license_id, CASE kind WHEN 'license' THEN 1 ELSE 0 END FROM mirror_snapshot_revocations`).run(seq);
       db.query("INSERT INTO mirror_license_expiry (license_id, expires, seq) SELECT license_id, expires, ? FROM mirror_snapshot_expiries").run(seq);
       for (const t of STAGING_TABLES) db.exec(`DELETE FROM ${t}`);
       // The vendor's controls replace this mirror's: a release the snapshot does not name runs.

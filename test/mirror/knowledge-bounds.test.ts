@@ -81,6 +81,19 @@ describe("a licence's revocation stands for its deactivated installations", () =
       expect((await m.get(manifest, token("act_c1", "lic_c"))).status).toBe(200);
     }));
 
+  test("from a snapshot, which leaves out the deactivations a licence revocation stands for, a reinstatement still refuses the tokens issued before it", () =>
+    withMirror(async (m, f) => {
+      const now = m.clock();
+      f.revoke("lic_s", now + 7 * DAY);
+      expect((await m.follower.pollOnce()).ok).toBe(true);
+      expect(f.requests.at(-1)!.after).toBeNull();
+      f.add("license.reinstated", { license: { id: "lic_s" } }, now + 60_000);
+      m.clock.advance(120_000);
+      expect((await m.follower.pollOnce()).ok).toBe(true);
+      expect(await refusal(await m.get(manifest, vendor.token({ activation: "act_s1", license: "lic_s", nowMs: now, iss: f.url })))).toStartWith("license_revoked");
+      expect((await m.get(manifest, vendor.token({ activation: "act_s2", license: "lic_s", nowMs: m.clock(), iss: f.url }))).status).toBe(200);
+    }));
+
   test("a revocation is kept no longer than the longest token lifetime after its event, whatever tokensValidUntil says", () =>
     withMirror(async (m, f) => {
       const now = m.clock();

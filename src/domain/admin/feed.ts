@@ -50,8 +50,8 @@ export interface SnapshotAnswer {
   readonly mode: "snapshot";
   readonly epoch: string;
   readonly reason: SnapshotReason;
-  /** Activations deactivated and licenses revoked whose tokens have not all expired. */
-  readonly revocations: { kind: "activation" | "license"; id: string; tokensValidUntil: string }[];
+  /** Activations deactivated (with their license, unless a revocation of it stands for them) and licenses revoked whose tokens have not all expired. */
+  readonly revocations: { kind: "activation" | "license"; id: string; tokensValidUntil: string; license?: string }[];
   /** Licenses whose expiry comes before the exp of tokens issued to them. */
   readonly expiries: { license: string; expires: string }[];
   /** Releases halted or withdrawn, or once halted (their ramp runs late by haltedMs). */

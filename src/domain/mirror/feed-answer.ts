@@ -60,7 +60,9 @@ const SnapshotAnswer = Type.Object({
   mode: Type.Literal("snapshot"),
   epoch,
   reason: Type.String({ maxLength: 20 }),
-  revocations: Type.Array(Type.Object({ kind: Type.Union([Type.Literal("activation"), Type.Literal("license")]), id, tokensValidUntil: time }), { maxItems: MAX_PAGE_ITEMS }),
+  revocations: Type.Array(Type.Object({ kind: Type.Union([Type.Literal("activation"), Type.Literal("license")]), id, tokensValidUntil: time, license: Type.Optional(id) }), {
+    maxItems: MAX_PAGE_ITEMS,
+  }),
   expiries: Type.Array(Type.Object({ license: id, expires: time }), { maxItems: MAX_PAGE_ITEMS }),
   releases: Type.Array(
     Type.Object({ lane: Lane, version: Version, halted: maybeTime, haltedMs: Type.Integer({ minimum: 0, maximum: 100 * 365 * 86_400_000 }), withdrawn: maybeTime }),
@@ -93,7 +95,7 @@ export interface SnapshotPage {
   readonly mode: "snapshot";
   readonly epoch: string;
   readonly reason: string;
-  readonly revocations: readonly { readonly kind: "activation" | "license"; readonly id: string; readonly validUntil: number }[];
+  readonly revocations: readonly { readonly kind: "activation" | "license"; readonly id: string; readonly validUntil: number; readonly licenseId: string | null }[];
   /** null: an expiry beyond any token's life, which refuses nothing (licenseExpiry). */
   readonly expiries: readonly { readonly licenseId: string; readonly expires: number | null }[];
   readonly releases: readonly { readonly lane: string; readonly version: string; readonly halted: number | null; readonly haltedMs: number; readonly withdrawn: number | null }[];
@@ -206,7 +208,12 @@ function parseSnapshot(body: unknown, now: number): SnapshotPage {
     mode: "snapshot",
     epoch: body.epoch,
     reason: body.reason,
-    revocations: body.revocations.map((r) => ({ kind: r.kind, id: r.id, validUntil: vendorTime(r.tokensValidUntil, `snapshot: ${r.kind} revocation's tokensValidUntil`, now) })),
+    revocations: body.revocations.map((r) => ({
+      kind: r.kind,
+      id: r.id,
+      validUntil: vendorTime(r.tokensValidUntil, `snapshot: ${r.kind} revocation's tokensValidUntil`, now),
+      licenseId: r.kind === "activation" ? (r.license ?? null) : null,
+    })),
     expiries: body.expiries.map((e) => ({ licenseId: e.license, expires: licenseExpiry(e.expires, "snapshot: license expires", now) })),
     releases: body.releases.map((r) => ({ lane: r.lane, version: r.version, halted: at(r.halted, "snapshot: release halted"), haltedMs: r.haltedMs, withdrawn: at(r.withdrawn, "snapshot: release withdrawn") })),
     received,
