@@ -32,7 +32,7 @@ export interface MirrorFollowerDeps {
   /**
    * Entries kept at most (revocations, expiries, release controls; --mirror-max-entries): past it
    * the page or snapshot is refused and bearer requests answer 503. Revocations are looked up on
-   * disk, not held in memory, so this bounds the SQLite file (some 100 bytes an entry).
+   * disk, not held in memory, so this bounds the SQLite file (some 130 bytes an entry).
    */
   readonly maxEntries: number;
 }
