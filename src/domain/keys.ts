@@ -139,8 +139,7 @@ export function writeSigningPin(dir: string, variant: Variant, kid: string): voi
 /** A license key's part in a rotation: the one that signs, newer ones published ahead, older ones still verifying. */
 export type LicenseKeyRole = "signing" | "next" | "previous";
 
-export function licenseKeyRole(kid: string, signing: string | null): LicenseKeyRole {
-  if (signing === null) return "next";
+export function licenseKeyRole(kid: string, signing: string): LicenseKeyRole {
   if (kid === signing) return "signing";
   return parseKid(kid)!.order > parseKid(signing)!.order ? "next" : "previous";
 }

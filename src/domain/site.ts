@@ -100,7 +100,8 @@ export class Site {
     const { variant, keys } = this.d;
     const published = [...keys.verify.values()]
       .sort((a, b) => (a.purpose === b.purpose ? (a.kid < b.kid ? -1 : 1) : a.purpose === "license" ? -1 : 1))
-      .map(({ kid, purpose, spki }) => ({ kid, purpose, spki, ...(purpose === "license" ? { role: licenseKeyRole(kid, keys.signing?.kid ?? null) } : {}) }));
+      // A mirror (or a site before its key) signs nothing: its keys have no part in a rotation of its own.
+      .map(({ kid, purpose, spki }) => ({ kid, purpose, spki, ...(purpose === "license" && keys.signing ? { role: licenseKeyRole(kid, keys.signing.kid) } : {}) }));
     return {
       service: "keyturn",
       version: this.d.version,

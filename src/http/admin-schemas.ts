@@ -221,7 +221,7 @@ const FeedSite = Type.Object(
     channels: Type.Array(Type.String()),
     platforms: Type.Array(Type.String()),
     keys: Type.Array(
-      Type.Object({ kid: Type.String(), spki: Type.String({ description: "SubjectPublicKeyInfo (DER) in base64" }), role: Type.Union(["signing", "next", "previous"].map((r) => Type.Literal(r))) }),
+      Type.Object({ kid: Type.String(), spki: Type.String({ description: "SubjectPublicKeyInfo (DER) in base64" }), role: Type.Optional(Type.Union(["signing", "next", "previous"].map((r) => Type.Literal(r)))) }),
       { description: "The license public keys: the one that signs, any published ahead of signing (next), older ones whose tokens may still be presented" },
     ),
   },

@@ -25,7 +25,8 @@ export type FeedAnswer = (EventsAnswer | SnapshotAnswer) & { readonly site: Feed
 export interface FeedSite {
   readonly channels: readonly string[];
   readonly platforms: readonly string[];
-  readonly keys: readonly { readonly kid: string; readonly spki: string; readonly role: LicenseKeyRole }[];
+  /** `role` only when a key signs (a site with public keys only has none). */
+  readonly keys: readonly { readonly kid: string; readonly spki: string; readonly role?: LicenseKeyRole }[];
 }
 
 function feedSite(d: AdminDeps): FeedSite {
@@ -33,7 +34,7 @@ function feedSite(d: AdminDeps): FeedSite {
   const keys = [...(d.keys?.verify.values() ?? [])]
     .filter((k) => k.purpose === "license")
     .sort((a, b) => (a.kid < b.kid ? -1 : 1))
-    .map((k) => ({ kid: k.kid, spki: k.spki, role: licenseKeyRole(k.kid, signing) }));
+    .map((k) => ({ kid: k.kid, spki: k.spki, ...(signing !== null ? { role: licenseKeyRole(k.kid, signing) } : {}) }));
   return { channels: d.variant.channels, platforms: d.variant.platforms, keys };
 }
 
