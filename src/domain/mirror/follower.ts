@@ -47,6 +47,8 @@ const PAGE_LIMIT = 500;
 const MAX_BACKOFF_MS = 5 * 60_000;
 /** The wait between the pages of a backlog or a snapshot: at most 10 pages a second, whatever the vendor sends. */
 export const PAGE_GAP_MS = 100;
+/** Release controls a snapshot may hold (kept in memory while its pages are read). */
+const MAX_SNAPSHOT_RELEASES = 100_000;
 
 /** A snapshot being read, page after page: staged on disk and applied only whole, so a mirror never serves half of one. */
 interface SnapshotInProgress {
@@ -177,6 +179,8 @@ export class MirrorFollower {
       throw e;
     }
     const releases = [...(first ? [] : continuing!.releases), ...page.releases];
+    // Release controls are held in memory until the last page: a vendor has a few per lane, never this many.
+    if (releases.length > MAX_SNAPSHOT_RELEASES) throw new FeedProblem(`a snapshot of more than ${MAX_SNAPSHOT_RELEASES} release controls is implausible`);
     if (page.next !== null) {
       this.snapshot = { epoch: page.epoch, next: page.next, held, releases };
       return { ok: true, applied: 0, more: true };
