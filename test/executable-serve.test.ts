@@ -28,7 +28,7 @@ test("the compiled executable serves, logs only JSON lines, and stops on SIGTERM
   }
   const url = JSON.parse(err.split("\n").find((l) => l.includes('"keyturn listening"'))!).url as string;
   const health = await fetch(`${url}/api/v1/health`);
-  expect(await health.json()).toEqual({ ok: true, rateLimits: "per-process", licensing: "on" });
+  expect(await health.json()).toEqual({ ok: true, status: "ok", rateLimits: "per-process", licensing: "on" });
   proc.kill("SIGTERM");
   expect(await proc.exited).toBe(0);
   for (;;) {

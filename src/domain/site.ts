@@ -83,7 +83,7 @@ export class Site {
     const changes = tree?.changes;
     const mirror = this.d.mirror?.();
     // A mirror that had to refuse part of what its vendor revoked refuses every bearer request: it is not serving.
-    if (mirror?.refusing) throw new KeyturnError("unavailable", mirror.refusing);
+    if (mirror?.refusing) throw new KeyturnError("unavailable", `The mirror refuses every bearer request: ${mirror.refusing}.`);
     const degraded = mirror?.degraded ?? [];
     return {
       status: degraded.length > 0 ? "degraded" : "ok",

@@ -158,7 +158,7 @@ export class MirrorFollower {
    */
   private overflowed(problem: string): FeedProblem {
     this.d.knowledge.noteOverflow(
-      `Its vendor's feed holds more revocations than this mirror's bound of ${this.maxEntries} entries (--mirror-max-entries) lets it keep.`,
+      `its vendor's feed holds more revocations than this mirror's bound of ${this.maxEntries} entries (--mirror-max-entries) lets it keep`,
     );
     return new FeedProblem(`${problem}: bearer requests answer 503 until it fits`);
   }

@@ -143,7 +143,7 @@ export class MirrorKnowledge implements EntitlementStatusSource {
     const now = this.clock();
     const ids = { licenseId: claims.lic, activationId: claims.sub };
     if (this.overflow !== null)
-      throw new KeyturnError("unavailable", `The mirror cannot tell whether the entitlement still holds: ${this.overflow} Try again later.`, ids);
+      throw new KeyturnError("unavailable", `The mirror cannot tell whether the entitlement still holds: ${this.overflow}. Try again later.`, ids);
     if (this.maxStalenessSeconds !== null && this.staleMs(now) > this.maxStalenessSeconds * 1000)
       throw new KeyturnError(
         "unavailable",
