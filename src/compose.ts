@@ -5,7 +5,7 @@ import { createLogger, type Logger } from "./config/log";
 import { siteOrigin } from "./config/site-origin";
 import { Audit } from "./domain/audit";
 import { systemClock, type Clock } from "./domain/clock";
-import { loadKeyRing, type KeyRing } from "./domain/keys";
+import { KeyHolder } from "./domain/key-holder";
 import { KeyturnError } from "./domain/errors";
 import { Licensing } from "./domain/licensing";
 import { StaffSignIn } from "./domain/identity/staff-sign-in";
@@ -42,7 +42,8 @@ import { VERSION } from "./version";
 export interface Composed {
   readonly config: Config;
   readonly store: Store;
-  readonly keys: KeyRing;
+  /** The keys, read again on SIGHUP (KeyHolder.reload) and, on a mirror, taught by the vendor's feed. */
+  readonly keys: KeyHolder;
   readonly services: AppServices;
   /** Closed at shutdown, after the server has drained. */
   readonly rateLimitStore: RateLimitStore;
@@ -97,32 +98,48 @@ export async function compose(
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logFormat, config.logLevel);
   const store = opts.store ?? (await openStore(config));
-  const keys = await loadKeyRing(config.keysDir, config.variant);
+  const keys = await KeyHolder.open(config.keysDir, config.variant);
   for (const w of keys.warnings) log.warn(w);
   const audit = new Audit(store, clock);
   const mirrorConfig = config.mirror;
   if (mirrorConfig && keys.signing)
     throw new KeyturnError("unavailable", `a mirror holds no private key, but ${config.keysDir} has ${keys.signing.kid}.pem`);
-  const signer = keys.signing ? new TokenSigner(config.variant, config.baseUrl, keys.signing) : null;
+  // The signer follows the key that signs now: a promotion takes effect at the next reload (SIGHUP).
+  let signer: TokenSigner | null = null;
+  const signerNow = () => {
+    const signing = keys.signing;
+    if (signing === null) return null;
+    if (signer?.signingKey !== signing) signer = new TokenSigner(config.variant, config.baseUrl, signing);
+    return signer;
+  };
+  const mirrorState = mirrorConfig ? new SqliteMirrorState(sqliteDatabase(store)) : null;
+  const knowledge = mirrorConfig
+    ? new MirrorKnowledge(mirrorConfig.of, clock, mirrorConfig.maxStalenessSeconds, mirrorState!, { channels: config.variant.channels, platforms: config.variant.platforms }, (kid) => keys.verify.has(kid))
+    : null;
   // A mirror accepts its vendor's tokens: their iss is the vendor's address, not the mirror's.
-  const verifier = new TokenVerifier(config.variant, mirrorConfig?.of ?? config.baseUrl, keys, clock, config.tokenCacheSize);
-  const knowledge = mirrorConfig ? new MirrorKnowledge(mirrorConfig.of, clock, mirrorConfig.maxStalenessSeconds) : null;
+  const verifier = new TokenVerifier(config.variant, mirrorConfig?.of ?? config.baseUrl, keys, clock, config.tokenCacheSize, (kid) => {
+    if (knowledge && keys.learnable(kid)) knowledge.noteUnknownKey(kid);
+  });
   const controls = new ReleaseControls(store, clock, config.variant);
   const mirror = mirrorConfig
     ? new MirrorFollower({
         of: mirrorConfig.of,
         token: mirrorConfig.token,
         pollMs: mirrorConfig.pollMs,
-        state: new SqliteMirrorState(sqliteDatabase(store)),
+        state: mirrorState!,
         knowledge: knowledge!,
+        keys,
         clock,
         random: opts.random ?? Math.random,
         log,
         onRevoked: (match) => verifier.evict(match),
+        onReplaced: () => verifier.evictIf((claims) => knowledge!.refuses(claims)),
+        onKeysRemoved: () => verifier.clear(),
         requestTimeoutMs: opts.mirrorRequestTimeoutMs,
-        maxEntries: opts.mirrorMaxEntries,
+        maxEntries: opts.mirrorMaxEntries ?? mirrorConfig.maxEntries,
       })
     : null;
+  if (mirror) await mirror.keysLoaded;
   const adoption = new AdoptionRecorder(store, clock, log);
   if (opts.watchReleases) adoption.start();
   const licensing = new Licensing({
@@ -130,7 +147,9 @@ export async function compose(
     store,
     clock,
     audit,
-    signer,
+    get signer() {
+      return signerNow();
+    },
     verifier,
     status: knowledge ?? new RecordsStatusSource(store),
     tokenTtlSeconds: config.tokenTtlSeconds,
@@ -229,6 +248,7 @@ export async function compose(
         tokenTtlSeconds: config.tokenTtlSeconds,
         webhookDestinations: { allowHosts: config.webhookAllowHosts },
         seal,
+        keys,
       },
       selection,
       feeds: new FeedService(config.variant, config.baseUrl, releases, selection),

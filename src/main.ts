@@ -10,7 +10,7 @@ const HELP = `keyturn ${VERSION}: a self-hosted licensing and update site for de
 usage: keyturn COMMAND [options]
 
   serve        run the site (keyturn serve --help lists every setting); --demo for a local try
-  keys         make signing keys (keys generate); a new key for the secrets sealed in the records (keys rotate-records-key)
+  keys         make signing keys, rotate the license key (keys generate|rotate|promote); a new key for the secrets sealed in the records (keys rotate-records-key)
   license      create, list, show, update, revoke, reinstate, rekey licenses
   activation   list or deactivate installations; answer an offline request code
   release      sign and check releases; halt, resume, withdraw, restore a release

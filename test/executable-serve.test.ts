@@ -31,7 +31,7 @@ test("the compiled executable serves, logs only JSON lines, and stops on SIGTERM
   const started = JSON.parse(err.split("\n").find((l) => l.includes('"keyturn listening"'))!) as { url: string; version: string };
   const url = started.url;
   const health = await fetch(`${url}/api/v1/health`);
-  expect(await health.json()).toEqual({ ok: true, rateLimits: "per-process", licensing: "on" });
+  expect(await health.json()).toEqual({ ok: true, status: "ok", rateLimits: "per-process", licensing: "on" });
 
   // The build this is, in each place an operator looks after an upgrade.
   const version = `${pkg.version}+${buildId()}`;

@@ -88,7 +88,7 @@ describe.skipIf(!PG_URL || !REDIS_URL)("two keyturn processes sharing PostgreSQL
     }
     // another address is not affected
     expect((await post(a, "/licenses/activate", { key: "BE-00000-00000-00000-00000-00000", device: device("beta") }, freshAddress() + "1")).status).not.toBe(429);
-    for (const s of [a, b]) expect(await (await fetch(`${s.url}/api/v1/health`)).json()).toEqual({ ok: true, rateLimits: "shared", licensing: "on" });
+    for (const s of [a, b]) expect(await (await fetch(`${s.url}/api/v1/health`)).json()).toEqual({ ok: true, status: "ok", rateLimits: "shared", licensing: "on" });
   });
 
   test("Redis stopped in the middle: requests keep being answered, with per-process limits said in health", async () => {
@@ -97,7 +97,7 @@ describe.skipIf(!PG_URL || !REDIS_URL)("two keyturn processes sharing PostgreSQL
     const c = await serve([...common, "--rate-limit-store", `redis://127.0.0.1:${port}`]);
     try {
       const health = async () => (await (await fetch(`${c.url}/api/v1/health`)).json()) as Record<string, unknown>;
-      expect(await health()).toEqual({ ok: true, rateLimits: "shared", licensing: "on" });
+      expect(await health()).toEqual({ ok: true, status: "ok", rateLimits: "shared", licensing: "on" });
       redis.kill("SIGKILL");
       await redis.exited;
       redis = null;
@@ -107,7 +107,7 @@ describe.skipIf(!PG_URL || !REDIS_URL)("two keyturn processes sharing PostgreSQL
         statuses.push(r.status);
       }
       expect(statuses.every((s) => s === 200)).toBe(true);
-      expect(await health()).toEqual({ ok: true, rateLimits: "per-process (shared store unreachable)", licensing: "on" });
+      expect(await health()).toEqual({ ok: true, status: "ok", rateLimits: "per-process (shared store unreachable)", licensing: "on" });
       // limits still hold, per process
       const address = freshAddress();
       const sign = [];

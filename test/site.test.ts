@@ -27,14 +27,14 @@ describe("GET /health", () => {
     const s = await siteWithTree("gamma");
     const r = await s.request("GET", "/health");
     expect(r.status).toBe(200);
-    expect(await r.json()).toEqual({ ok: true, rateLimits: "per-process", licensing: "on" });
+    expect(await r.json()).toEqual({ ok: true, status: "ok", rateLimits: "per-process", licensing: "on" });
   });
 
   test("licensing off (no license key: beta before its key) is said in health, which stays 200: updates are still served", async () => {
     const s = await siteWithTree("beta", { withKey: false });
     const r = await s.request("GET", "/health");
     expect(r.status).toBe(200);
-    expect(await r.json()).toEqual({ ok: true, rateLimits: "per-process", licensing: "off" });
+    expect(await r.json()).toEqual({ ok: true, status: "ok", rateLimits: "per-process", licensing: "off" });
   });
 
   test("503 unavailable until the first release index is built (the update routes wait for it), then ok", async () => {
@@ -82,7 +82,7 @@ describe("GET /meta", () => {
       variant: "alpha",
       products: ["alpha", "alpha-cli"],
       features: { licensing: true, staffSignIn: false, updates: true, rateLimit: true },
-      keys: [{ kid: "alpha-license-2026-10", purpose: "license", spki: s.composed.keys.verify.get("alpha-license-2026-10")!.spki }],
+      keys: [{ kid: "alpha-license-2026-10", purpose: "license", role: "signing", spki: s.composed.keys.verify.get("alpha-license-2026-10")!.spki }],
     });
     // The SPKI is a P-256 SubjectPublicKeyInfo in base64 (91 bytes of DER).
     expect(Buffer.from(meta.keys[0].spki, "base64").length).toBe(91);

@@ -329,13 +329,19 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       const shortened = license({ expires: T0 + 1_000 });
       await store.createLicense(shortened);
       await store.activate(seat(shortened.id, { tokenExp: T0 + 8_000 }));
+      const kept = license({ seats: 2 });
+      await store.createLicense(kept);
+      const three = seat(kept.id, { tokenExp: T0 + 4_000 });
+      await store.activate(three);
+      await store.deactivate(three.newId, T0 + 30, {});
       const q = { now: T0 + 100, after: null, limit: 10, fallbackTtlMs: 60_000 };
-      expect(await store.listFeedState({ ...q, section: "activations" })).toEqual([{ id: two.newId, until: T0 + 3_000 }]);
+      // `two` is left out: the revocation of its licence stands for it (until T0 + 12,000, past its own end).
+      expect(await store.listFeedState({ ...q, section: "activations" })).toEqual([{ id: three.newId, until: T0 + 4_000, license: kept.id }]);
       expect(await store.listFeedState({ ...q, section: "licenses" })).toEqual([{ id: lic.id, until: T0 + 12_000 }]);
       expect(await store.listFeedState({ ...q, section: "expiries" })).toEqual([{ id: shortened.id, until: T0 + 1_000 }]);
       // Once every token has expired there is nothing left to refuse.
       expect(await store.listFeedState({ ...q, now: T0 + 12_000, section: "licenses" })).toEqual([]);
-      expect(await store.listFeedState({ ...q, section: "activations", after: two.newId })).toEqual([]);
+      expect(await store.listFeedState({ ...q, section: "activations", after: three.newId })).toEqual([]);
     });
 
     test("concurrent claims from two connections never lease one delivery twice", async () => {

@@ -71,7 +71,7 @@ describe.skipIf(!PG_URL)("PostgreSQL store", () => {
       const tables = await clients[0]!`SELECT table_name FROM information_schema.tables WHERE table_schema = ${schema.name} ORDER BY table_name`;
       expect(tables.map((r: { table_name: string }) => r.table_name)).toEqual([
         "activations", "admin_tokens", "audit", "challenges", "console_sessions", "events", "feed_epoch", "idempotency", "known_releases", "known_releases_baseline", "licenses",
-        "mirror_license_expiry", "mirror_release_controls", "mirror_revocations", "mirror_sync",
+        "mirror_license_expiry", "mirror_release_controls", "mirror_revocations", "mirror_snapshot_expiries", "mirror_snapshot_revocations", "mirror_sync", "mirror_vendor_keys",
         "record_key_check", "records_variant", "release_controls", "release_controls_generation", "schema_migrations",
         "webhook_attempts", "webhook_deliveries", "webhook_endpoints", "webhook_fanout",
       ]);

@@ -10,6 +10,10 @@ import { VERSION } from "../version";
 import { startMetricsListener } from "./metrics-listener";
 import { compose, openStore } from "../compose";
 import { RecordSeal } from "../domain/record-seal";
+import type { Logger } from "../config/log";
+import { escapeControl } from "../config/text";
+import type { KeyHolder } from "../domain/key-holder";
+import type { Licensing } from "../domain/licensing";
 import { demoSettings, ensureDemoAdminToken, ensureDemoKeys, ensureDemoLicense, printDemoBanner } from "./demo";
 import { out } from "./io";
 import { startTransport, transportMode } from "./transport";
@@ -105,8 +109,9 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   process.on("SIGTERM", () => void stop("SIGTERM"));
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGHUP", () => {
-    log.info(transport.tls ? "SIGHUP: re-reading the release tree and the certificate" : "SIGHUP: re-reading the release tree");
+    log.info(transport.tls ? "SIGHUP: re-reading the release tree, the keys and the certificate" : "SIGHUP: re-reading the release tree and the keys");
     void services.releases.rescan();
+    void reloadKeys(keys, services.licensing, log);
     if (transport.tls) void transport.reloadTls();
   });
 
@@ -129,4 +134,16 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   mirror?.start();
   log.info("keyturn listening", { url: listenUrl, variant: config.variant.name, version: VERSION, baseUrl: config.baseUrl, signingKid: keys.signing?.kid ?? null });
   return exited;
+}
+
+/** SIGHUP: the keys directory read again (a key added, a promotion); tokens verified with a removed key are checked again. */
+async function reloadKeys(keys: KeyHolder, licensing: Licensing, log: Logger): Promise<void> {
+  try {
+    const changed = await keys.reload();
+    for (const w of changed.warnings) log.warn(w);
+    if (changed.removed.length > 0) licensing.forgetVerifiedTokens();
+    log.info("keys reloaded", { signingKid: changed.signing, added: changed.added, removed: changed.removed });
+  } catch (e) {
+    log.error("keys not reloaded: keeping those loaded before", { error: escapeControl(String((e as Error)?.message ?? e), 300) });
+  }
 }

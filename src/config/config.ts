@@ -37,6 +37,8 @@ export interface MirrorConfig {
   readonly pollMs: number;
   /** null: never refuse for staleness. */
   readonly maxStalenessSeconds: number | null;
+  /** Entries kept at most; past it, bearer requests answer 503 (src/domain/mirror/follower.ts). */
+  readonly maxEntries: number;
 }
 
 export interface Config {
@@ -329,6 +331,7 @@ export function mirrorConfig(get: (flag: string) => string | undefined, postgres
     token,
     pollMs: durationMs("mirror-poll", get("mirror-poll") ?? "30s"),
     maxStalenessSeconds: maxStaleness ? parseDuration("mirror-max-staleness", maxStaleness) : null,
+    maxEntries: parseInteger("mirror-max-entries", get("mirror-max-entries") ?? "4000000", 1000, 100_000_000),
   };
 }
 

@@ -70,6 +70,7 @@ export const SETTINGS: readonly SettingSpec[] = [
   { flag: "mirror-token", kind: "string", help: "admin token (kta_..., scope feed:read) of the vendor's feed; a secret: prefer the environment" },
   { flag: "mirror-poll", kind: "string", default: "30s", help: "how often a mirror reads the vendor's feed" },
   { flag: "mirror-max-staleness", kind: "string", help: "a mirror this long without news of its vendor answers bearer requests 503 (default off)" },
+  { flag: "mirror-max-entries", kind: "string", default: "4000000", help: "revocations, licence expiries and release controls a mirror keeps at most (on disk); past it, bearer requests answer 503" },
   { flag: "demo", kind: "boolean", default: "false", help: "development keys, a demo license and the example releases" },
 ];
 

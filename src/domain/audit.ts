@@ -55,7 +55,9 @@ export type AuditAction =
   | "console-session-list"
   | "console-session-end"
   | "portal-sign-in"
-  | "portal-sign-out";
+  | "portal-sign-out"
+  | "key-rotate"
+  | "key-promote";
 
 /** The audit trail: one line per state change and per refusal; a refusal's line is its `ref`. */
 export class Audit {

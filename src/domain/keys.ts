@@ -1,5 +1,5 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Variant } from "../config/variants";
 
@@ -48,12 +48,12 @@ export function spkiBase64(publicKey: KeyObject): string {
   return (publicKey.export({ type: "spki", format: "der" }) as Buffer).toString("base64");
 }
 
-async function toCryptoKey(publicKey: KeyObject): Promise<CryptoKey> {
+export async function toCryptoKey(publicKey: KeyObject): Promise<CryptoKey> {
   const der = new Uint8Array(publicKey.export({ type: "spki", format: "der" }) as Buffer);
   return crypto.subtle.importKey("spki", der, { name: "ECDSA", namedCurve: "P-256" }, true, ["verify"]);
 }
 
-function isP256(key: KeyObject): boolean {
+export function isP256(key: KeyObject): boolean {
   return key.asymmetricKeyType === "ec" && key.asymmetricKeyDetails?.namedCurve === "prime256v1";
 }
 
@@ -101,11 +101,47 @@ export async function loadKeyRing(dir: string, variant: Variant): Promise<KeyRin
     .filter((kid) => parseKid(kid)!.purpose === "license")
     .sort((a, b) => (parseKid(a)!.order < parseKid(b)!.order ? -1 : 1))
     .at(-1);
+  const pinned = readSigningPin(dir, variant);
+  if (pinned !== null && !privates.has(pinned)) warnings.push(`${signingPinPath(dir, variant)} names ${pinned}, whose private key is not in ${dir}: the newest license key signs`);
+  const signs = pinned !== null && privates.has(pinned) ? pinned : newestLicense;
   return {
-    signing: newestLicense ? { kid: newestLicense, privateKey: privates.get(newestLicense)! } : null,
+    signing: signs ? { kid: signs, privateKey: privates.get(signs)! } : null,
     verify,
     warnings,
   };
+}
+
+/**
+ * Which license key signs, when the operator chose one (`keyturn keys rotate` / `keys promote`): a
+ * file `<variant>-license.signing` in the keys directory holding its kid. Without it the newest
+ * signs; with it, a newer key is published (in /meta and the feed) and verifies, but signs only
+ * once promoted, so programs and mirrors can carry it first.
+ */
+export function signingPinPath(dir: string, variant: Variant): string {
+  return join(dir, `${variant.name}-license.signing`);
+}
+
+export function readSigningPin(dir: string, variant: Variant): string | null {
+  const path = signingPinPath(dir, variant);
+  if (!existsSync(path)) return null;
+  const kid = readFileSync(path, "utf8").trim();
+  const parsed = parseKid(kid);
+  return parsed && parsed.variant === variant.name && parsed.purpose === "license" ? kid : null;
+}
+
+/** Names the key that signs (written whole, then renamed over the old file, so a reload never reads half of it). */
+export function writeSigningPin(dir: string, variant: Variant, kid: string): void {
+  const path = signingPinPath(dir, variant);
+  writeFileSync(`${path}.tmp`, `${kid}\n`, { mode: 0o644 });
+  renameSync(`${path}.tmp`, path);
+}
+
+/** A license key's part in a rotation: the one that signs, newer ones published ahead, older ones still verifying. */
+export type LicenseKeyRole = "signing" | "next" | "previous";
+
+export function licenseKeyRole(kid: string, signing: string): LicenseKeyRole {
+  if (kid === signing) return "signing";
+  return parseKid(kid)!.order > parseKid(signing)!.order ? "next" : "previous";
 }
 
 /**

@@ -228,6 +228,11 @@ export class Licensing {
     return license.expires !== null ? Math.min(ttlEnd, license.expires) : ttlEnd;
   }
 
+  /** Drops every verified token kept (the keys changed): each is checked against the keys held now. */
+  forgetVerifiedTokens(): void {
+    this.d.verifier.clear();
+  }
+
   private issue(signer: TokenSigner, license: LicenseRecord, activation: ActivationRecord, seatsUsed: number, now: number, use: TokenUse = "online"): ActivationAnswer {
     const exp = this.tokenExpiry(license, now, use);
     const { token, claims } = signer.sign(

@@ -3,7 +3,7 @@ import { access, readdir } from "node:fs/promises";
 import { hasProducts, type Variant } from "../config/variants";
 import type { Store } from "../store/types";
 import { KeyturnError } from "./errors";
-import type { KeyRing, KeyPurpose } from "./keys";
+import { licenseKeyRole, type KeyRing, type KeyPurpose, type LicenseKeyRole } from "./keys";
 import type { MirrorStatus } from "./mirror/knowledge";
 import type { ChangeDetection } from "./releases/tree-watch";
 
@@ -23,7 +23,7 @@ export interface SiteMeta {
     readonly rateLimit: boolean;
   };
   /** Public keys: license keys (tokens) and release keys (manifests), newest last within each purpose. */
-  readonly keys: readonly { readonly kid: string; readonly purpose: KeyPurpose; readonly spki: string }[];
+  readonly keys: readonly { readonly kid: string; readonly purpose: KeyPurpose; readonly spki: string; readonly role?: LicenseKeyRole }[];
   /** Only on a mirror: whose site it mirrors, and when it last heard from it. */
   readonly mirror?: { readonly of: string; readonly lastSync: string | null };
 }
@@ -52,11 +52,15 @@ export interface HealthDetails {
   readonly rateLimits: RateLimitMode;
   /** on: tokens can be issued; off: no license key (by design before one exists: beta); at-vendor: a mirror. */
   readonly licensing: "on" | "off" | "at-vendor";
-  readonly mirror?: MirrorStatus;
+  readonly mirror?: Omit<MirrorStatus, "refusing">;
   /** Only when the tree cannot be watched: how it is re-scanned instead, and why. */
   readonly releaseChanges?: string;
   /** Only while some are: installers being hashed, whose releases are not served yet. */
   readonly installersVerifying?: number;
+  /** degraded: the site serves, but not all it should (a mirror that cannot verify a key, or skips lanes). */
+  readonly status: "ok" | "degraded";
+  /** Only when degraded: what, each in a sentence. */
+  readonly degraded?: readonly string[];
 }
 
 /** Health and metadata of this keyturn site. */
@@ -77,10 +81,16 @@ export class Site {
     if (tree?.startVerified === false)
       throw new KeyturnError("unavailable", `Installers found at start are being hashed (${tree.installersVerifying} left); try again shortly.`);
     const changes = tree?.changes;
+    const mirror = this.d.mirror?.();
+    // A mirror that had to refuse part of what its vendor revoked refuses every bearer request: it is not serving.
+    if (mirror?.refusing) throw new KeyturnError("unavailable", `The mirror refuses every bearer request: ${mirror.refusing}.`);
+    const degraded = mirror?.degraded ?? [];
     return {
+      status: degraded.length > 0 ? "degraded" : "ok",
+      ...(degraded.length > 0 ? { degraded } : {}),
       rateLimits: this.d.rateLimits(),
       licensing: this.d.mirror ? "at-vendor" : this.d.keys.signing ? "on" : "off",
-      ...(this.d.mirror ? { mirror: this.d.mirror() } : {}),
+      ...(mirror ? { mirror: mirrorHealth(mirror) } : {}),
       ...(changes?.mode === "periodic" ? { releaseChanges: `re-scanned every ${changes.everyMs / 1000} s: ${changes.reason}` } : {}),
       ...(tree && tree.installersVerifying > 0 ? { installersVerifying: tree.installersVerifying } : {}),
     };
@@ -90,7 +100,8 @@ export class Site {
     const { variant, keys } = this.d;
     const published = [...keys.verify.values()]
       .sort((a, b) => (a.purpose === b.purpose ? (a.kid < b.kid ? -1 : 1) : a.purpose === "license" ? -1 : 1))
-      .map(({ kid, purpose, spki }) => ({ kid, purpose, spki }));
+      // A mirror (or a site before its key) signs nothing: its keys have no part in a rotation of its own.
+      .map(({ kid, purpose, spki }) => ({ kid, purpose, spki, ...(purpose === "license" && keys.signing ? { role: licenseKeyRole(kid, keys.signing.kid) } : {}) }));
     return {
       service: "keyturn",
       version: this.d.version,
@@ -116,6 +127,10 @@ export class Site {
       return false;
     }
   }
+}
+
+function mirrorHealth({ refusing: _, ...status }: MirrorStatus): Omit<MirrorStatus, "refusing"> {
+  return status;
 }
 
 function mirrorMeta({ of, lastSync }: MirrorStatus): SiteMeta["mirror"] {

@@ -50,6 +50,11 @@ export class TokenSigner {
     return this.signing.kid;
   }
 
+  /** The key it signs with (the caller makes a new signer when the key that signs changes). */
+  get signingKey(): NonNullable<KeyRing["signing"]> {
+    return this.signing;
+  }
+
   /** `iat` and `nbf` are now; `exp` is the given time (already capped at the license's expiry). */
   sign(input: ClaimsInput, nowMs: number, expMs: number): { token: string; claims: EntitlementClaims } {
     const iat = Math.floor(nowMs / 1000);
@@ -94,6 +99,8 @@ export class TokenVerifier {
     private readonly keys: KeyRing,
     private readonly clock: Clock,
     private readonly cacheSize: number,
+    /** Told the kid of a token signed by a key this site does not hold (a mirror reports it in /health). */
+    private readonly onUnknownKey: (kid: string) => void = () => {},
   ) {}
 
   async verify(token: string): Promise<EntitlementClaims> {
@@ -126,6 +133,22 @@ export class TokenVerifier {
     return evicted;
   }
 
+  /** Forgets the verified tokens whose claims `refused` says are refused now; returns how many. */
+  evictIf(refused: (claims: EntitlementClaims) => boolean): number {
+    let evicted = 0;
+    for (const [token, claims] of this.cache)
+      if (refused(claims)) {
+        this.cache.delete(token);
+        evicted++;
+      }
+    return evicted;
+  }
+
+  /** Forgets every verified token (the keys changed: a removed key's tokens must be checked again). */
+  clear(): void {
+    this.cache.clear();
+  }
+
   /** How many verified tokens are held (for tests and metrics). */
   get cached(): number {
     return this.cache.size;
@@ -156,6 +179,7 @@ export class TokenVerifier {
 
   private keyFor(header: JWTHeaderParameters): CryptoKey {
     const key = header.kid ? this.keys.verify.get(header.kid) : undefined;
+    if (!key && header.kid && header.kid.length <= 64) this.onUnknownKey(header.kid);
     if (!key || key.purpose !== "license") throw invalid();
     return key.cryptoKey;
   }

@@ -217,8 +217,19 @@ export const FeedItem = Type.Object({
   timestamp: Timestamp,
   data: FeedData,
 });
+const FeedSite = Type.Object(
+  {
+    channels: Type.Array(Type.String()),
+    platforms: Type.Array(Type.String()),
+    keys: Type.Array(
+      Type.Object({ kid: Type.String(), spki: Type.String({ description: "SubjectPublicKeyInfo (DER) in base64" }), role: Type.Optional(Type.Union(["signing", "next", "previous"].map((r) => Type.Literal(r)))) }),
+      { description: "The license public keys: the one that signs, any published ahead of signing (next), older ones whose tokens may still be presented" },
+    ),
+  },
+  { description: "The vendor's lanes and license public keys, which a mirror follows" },
+);
 const FeedEvents = Type.Object(
-  { ok: Ok, mode: Type.Literal("events"), epoch: Epoch, events: Type.Array(FeedItem), cursor: FeedCursor },
+  { ok: Ok, mode: Type.Literal("events"), epoch: Epoch, events: Type.Array(FeedItem), cursor: FeedCursor, site: FeedSite },
   { description: "The events after the cursor given" },
 );
 const FeedSnapshot = Type.Object(
@@ -229,13 +240,17 @@ const FeedSnapshot = Type.Object(
     reason: Type.Union(["start", "epoch", "ahead", "gap"].map((r) => Type.Literal(r)), {
       description: "start: no cursor; epoch: a cursor of other records; ahead: beyond the newest event (a backup restored); gap: events after it were pruned",
     }),
-    revocations: Type.Array(Type.Object({ kind: Type.Union([Type.Literal("activation"), Type.Literal("license")]), id: Id, tokensValidUntil: Timestamp })),
+    revocations: Type.Array(
+      Type.Object({ kind: Type.Union([Type.Literal("activation"), Type.Literal("license")]), id: Id, tokensValidUntil: Timestamp, license: Type.Optional(Id) }),
+      { description: "Deactivations whose licence is revoked are left out: the licence's revocation stands for them" },
+    ),
     expiries: Type.Array(Type.Object({ license: Id, expires: Timestamp })),
     releases: Type.Array(
       Type.Object({ lane: Type.String(), version: Type.String(), halted: Nullable(Timestamp), haltedMs: Type.Integer({ minimum: 0 }), withdrawn: Nullable(Timestamp) }),
     ),
     next: Nullable(Type.String({ description: "Pass as snapshot for the next page; null on the last" })),
     cursor: FeedCursor,
+    site: FeedSite,
   },
   { description: "What a mirror must know now, replacing what it knew; after the last page, follow the events from cursor" },
 );

@@ -76,6 +76,8 @@ const MirrorStatus = Type.Object(
     staleSeconds: Type.Union([Type.Number(), Type.Null()]),
     cursor: Type.Union([Type.String(), Type.Null()], { description: "The feed cursor (epoch.seq) the mirror has applied up to" }),
     problem: Type.Union([Type.String(), Type.Null()], { description: "Why the last read of the vendor's feed was refused; null when it answered well" }),
+    entries: Type.Integer({ description: "Revocations, licence expiries and release controls kept (the bound counts them)" }),
+    degraded: Type.Array(Type.String(), { description: "What the mirror cannot do for its vendor's installations: key ids it cannot verify, lanes it skips" }),
   },
   { description: "Only on a mirror (--mirror-of)" },
 );
@@ -91,6 +93,8 @@ export const HealthAnswer = Type.Object({
   releaseChanges: Type.Optional(Type.String({ description: "Only when the release tree cannot be watched: how it is re-scanned instead, and why" })),
   installersVerifying: Type.Optional(Type.Integer({ description: "Only while some are: installers being hashed, whose releases are not served yet" })),
   mirror: Type.Optional(MirrorStatus),
+  status: Type.Union([Type.Literal("ok"), Type.Literal("degraded")], { description: "degraded: the site serves, but not all it should; degraded says what" }),
+  degraded: Type.Optional(Type.Array(Type.String(), { description: "Only when status is degraded: what, each in a sentence" })),
 });
 
 export const ReleasesAnswer = Type.Object({
@@ -149,6 +153,11 @@ export const MetaAnswer = Type.Object({
       kid: Type.String(),
       purpose: Type.Union([Type.Literal("license"), Type.Literal("release")]),
       spki: Type.String({ description: "SubjectPublicKeyInfo (DER) in base64" }),
+      role: Type.Optional(
+        Type.Union(["signing", "next", "previous"].map((r) => Type.Literal(r)), {
+          description: "License keys only: signing signs now; next is published ahead (programs and mirrors carry it before it signs); previous verifies tokens it signed",
+        }),
+      ),
     }),
   ),
   mirror: Type.Optional(

@@ -558,7 +558,7 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
-    version: 16,
+    version: 12,
     name: "the variant the records serve, noted at their first start",
     // Records made before it have only ever served one variant: the next start notes the one it serves.
     sqlite: `
@@ -573,6 +573,54 @@ export const MIGRATIONS: readonly Migration[] = [
         id INTEGER PRIMARY KEY CHECK (id = 1),
         variant TEXT NOT NULL,
         noted BIGINT NOT NULL
+      );
+    `,
+  },
+  {
+    version: 13,
+    name: "a mirror's compact revocations (licence-level), its snapshot staged on disk, its vendor's public keys",
+    sqlite: `
+      ALTER TABLE mirror_revocations ADD COLUMN license_id TEXT;
+      ALTER TABLE mirror_revocations ADD COLUMN covered INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE mirror_revocations ADD COLUMN issued_before INTEGER;
+      CREATE INDEX mirror_revocations_by_license ON mirror_revocations(license_id) WHERE license_id IS NOT NULL;
+      CREATE TABLE mirror_snapshot_revocations (
+        kind TEXT NOT NULL CHECK (kind IN ('activation', 'license')),
+        id TEXT NOT NULL,
+        valid_until INTEGER NOT NULL,
+        license_id TEXT,
+        PRIMARY KEY (kind, id)
+      ) STRICT;
+      CREATE TABLE mirror_snapshot_expiries (
+        license_id TEXT PRIMARY KEY,
+        expires INTEGER NOT NULL
+      ) STRICT;
+      CREATE TABLE mirror_vendor_keys (
+        kid TEXT PRIMARY KEY,
+        spki TEXT NOT NULL,
+        learned INTEGER NOT NULL
+      ) STRICT;
+    `,
+    postgres: `
+      ALTER TABLE mirror_revocations ADD COLUMN license_id TEXT;
+      ALTER TABLE mirror_revocations ADD COLUMN covered INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE mirror_revocations ADD COLUMN issued_before BIGINT;
+      CREATE INDEX mirror_revocations_by_license ON mirror_revocations(license_id) WHERE license_id IS NOT NULL;
+      CREATE TABLE mirror_snapshot_revocations (
+        kind TEXT NOT NULL CHECK (kind IN ('activation', 'license')),
+        id TEXT NOT NULL,
+        valid_until BIGINT NOT NULL,
+        license_id TEXT,
+        PRIMARY KEY (kind, id)
+      );
+      CREATE TABLE mirror_snapshot_expiries (
+        license_id TEXT PRIMARY KEY,
+        expires BIGINT NOT NULL
+      );
+      CREATE TABLE mirror_vendor_keys (
+        kid TEXT PRIMARY KEY,
+        spki TEXT NOT NULL,
+        learned BIGINT NOT NULL
       );
     `,
   },

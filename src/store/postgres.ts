@@ -438,7 +438,7 @@ export class PostgresStore implements Store {
 
   async listFeedState(q: FeedStateQuery): Promise<FeedStateRow[]> {
     const rows = await this.sql.unsafe(FEED_STATE_SQL[q.section], [q.now, q.after ?? "", q.limit, q.fallbackTtlMs]);
-    return rows.map((r: Row) => ({ id: r.id, until: num(r.until) }));
+    return rows.map((r: Row) => ({ id: r.id, until: num(r.until), ...(r.license ? { license: r.license } : {}) }));
   }
 
   async createAdminToken(t: AdminTokenRecord, audit?: AuditRecord): Promise<void> {
@@ -878,8 +878,12 @@ export async function migratePostgres(sql: SQL): Promise<number[]> {
 /** An activation with its license in one query: the license's columns prefixed `l_`. */
 /** A feed snapshot's sections (FeedStateQuery), by id ($1 now, $2 after, $3 limit, $4 fallback ttl). */
 const FEED_STATE_SQL = {
-  activations: `SELECT id, coalesce(token_exp, deactivated + $4) AS until FROM activations
-    WHERE deactivated IS NOT NULL AND id > $2 AND coalesce(token_exp, deactivated + $4) > $1 ORDER BY id LIMIT $3`,
+  // A deactivation whose licence is revoked is left out: the licence's own entry refuses its tokens
+  // as long (its end is the latest of its activations'), so a mirror keeps one entry, not one per installation.
+  activations: `SELECT a.id, coalesce(a.token_exp, a.deactivated + $4) AS until, a.license_id AS license FROM activations a
+    WHERE a.deactivated IS NOT NULL AND a.id > $2 AND coalesce(a.token_exp, a.deactivated + $4) > $1
+      AND NOT EXISTS (SELECT 1 FROM licenses l WHERE l.id = a.license_id AND l.revoked IS NOT NULL AND (a.token_exp IS NOT NULL OR a.deactivated <= l.revoked))
+    ORDER BY a.id LIMIT $3`,
   licenses: `SELECT * FROM (SELECT l.id, (SELECT max(coalesce(a.token_exp, l.revoked + $4)) FROM activations a WHERE a.license_id = l.id) AS until
     FROM licenses l WHERE l.revoked IS NOT NULL AND l.id > $2) s WHERE until > $1 ORDER BY id LIMIT $3`,
   expiries: `SELECT id, until FROM (SELECT l.id, l.expires AS until,

@@ -924,8 +924,12 @@ const idempotencyFromRow = (r: Row): IdempotencyRecord => ({
 
 /** A feed snapshot's sections (FeedStateQuery), by id: what a mirror must still refuse at $now. */
 const FEED_STATE_SQL = {
-  activations: `SELECT id, coalesce(token_exp, deactivated + $ttl) AS until FROM activations
-    WHERE deactivated IS NOT NULL AND id > $after AND coalesce(token_exp, deactivated + $ttl) > $now ORDER BY id LIMIT $limit`,
+  // A deactivation whose licence is revoked is left out: the licence's own entry refuses its tokens
+  // as long (its end is the latest of its activations'), so a mirror keeps one entry, not one per installation.
+  activations: `SELECT a.id, coalesce(a.token_exp, a.deactivated + $ttl) AS until, a.license_id AS license FROM activations a
+    WHERE a.deactivated IS NOT NULL AND a.id > $after AND coalesce(a.token_exp, a.deactivated + $ttl) > $now
+      AND NOT EXISTS (SELECT 1 FROM licenses l WHERE l.id = a.license_id AND l.revoked IS NOT NULL AND (a.token_exp IS NOT NULL OR a.deactivated <= l.revoked))
+    ORDER BY a.id LIMIT $limit`,
   licenses: `SELECT * FROM (SELECT l.id, (SELECT max(coalesce(a.token_exp, l.revoked + $ttl)) FROM activations a WHERE a.license_id = l.id) AS until
     FROM licenses l WHERE l.revoked IS NOT NULL AND l.id > $after) WHERE until > $now ORDER BY id LIMIT $limit`,
   expiries: `SELECT id, until FROM (SELECT l.id, l.expires AS until,

@@ -188,6 +188,8 @@ export interface FeedStateQuery {
 export interface FeedStateRow {
   readonly id: string;
   readonly until: number;
+  /** Deactivations: the activation's licence. */
+  readonly license?: string;
 }
 
 export interface EventFilter {

@@ -206,7 +206,7 @@ describe("keyturn serve picks up tree changes while running", () => {
     const before = builds();
     s.proc.kill("SIGHUP");
     await eventually(() => (builds() > before ? true : undefined), 5000);
-    expect(s.logs.some((l) => l.msg === "SIGHUP: re-reading the release tree")).toBe(true);
+    expect(s.logs.some((l) => l.msg === "SIGHUP: re-reading the release tree and the keys")).toBe(true);
     expect(s.proc.exitCode).toBeNull();
   });
 });

@@ -26,6 +26,7 @@ describe("mirror settings", () => {
       token: TOKEN,
       pollMs: 30_000,
       maxStalenessSeconds: null,
+      maxEntries: 4_000_000,
     });
     const m = mirrorOf({ "mirror-of": "http://127.0.0.1:8443", "mirror-token": TOKEN, "mirror-poll": "250ms", "mirror-max-staleness": "1h" });
     expect(m).toMatchObject({ of: "http://127.0.0.1:8443", pollMs: 250, maxStalenessSeconds: 3600 });

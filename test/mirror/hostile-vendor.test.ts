@@ -101,7 +101,7 @@ test("pages with too many items, absurd lifetimes, or short pages that announce 
 test("a snapshot or a stream of events beyond the entries bound is refused: disk and memory stay bounded, pages come PAGE_GAP_MS apart", async () => {
   const m = await mirrorSite(vendor, url(), { maxEntries: 1200 });
   try {
-    const until = iso(m.clock() + 86_400_000);
+    let until = iso(m.clock() + 86_400_000);
     let pages = 0;
     answer = (u) => {
       pages++;
@@ -132,13 +132,22 @@ test("a snapshot or a stream of events beyond the entries bound is refused: disk
     const full = await m.follower.pollOnce();
     expect(full.ok ? "" : full.problem).toContain("more than this mirror's bound of 1200");
     expect(kept(m)).toBe(1000);
-    expect((await health(m)).problem).toContain("bound");
+    // What it could not keep may revoke any token: health and every bearer request say so with 503.
+    const down = await m.get("/health");
+    expect(down.status).toBe(503);
+    expect(((await down.json()) as { message: string }).message).toContain("bound of 1200 entries");
+    const served = vendor.token({ activation: "act_unrelated", license: "lic_unrelated", nowMs: m.clock(), iss: url() });
+    const refusedBearer = await m.get("/releases", served);
+    expect(refusedBearer.status).toBe(503);
+    expect(((await refusedBearer.json()) as { error: string }).error).toBe("unavailable");
     // Revocations are forgotten once their tokens have expired, which makes room again.
     m.clock.advance(86_400_000);
+    until = iso(m.clock() + 86_400_000);
     seq = 1001;
     expect(await m.follower.pollOnce()).toMatchObject({ ok: true, applied: 500 });
     expect(kept(m)).toBe(500);
     expect((await health(m)).problem).toBeNull();
+    expect((await m.get("/releases", vendor.token({ activation: "act_unrelated", license: "lic_unrelated", nowMs: m.clock(), iss: url() }))).status).toBe(200);
   } finally {
     await m.close();
   }

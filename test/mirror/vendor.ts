@@ -29,6 +29,8 @@ export class FeedServer {
   port = 0;
   /** What the vendor's GET /api/v1/meta answers (its public keys), when set. */
   meta: unknown = null;
+  /** The `site` of every feed answer (the vendor's lanes and license keys), when set; a feed from before it sends none. */
+  site: unknown = null;
 
   start(): this {
     this.server = Bun.serve({ hostname: "127.0.0.1", port: this.port, fetch: (r) => this.answer(r) });
@@ -89,7 +91,7 @@ export class FeedServer {
     const page = this.events.filter((e) => Number(e.seq) > after).slice(0, limit);
     if (this.mode === "malformed-event" && page.length > 0)
       return Response.json({ ok: true, mode: "events", epoch, events: [{ ...page[0], data: { activation: { id: 42 } } }], cursor: `${epoch}.${page[0]!.seq}` });
-    return Response.json({ ok: true, mode: "events", epoch, events: page, cursor: `${epoch}.${page.at(-1)?.seq ?? after}` });
+    return Response.json({ ok: true, mode: "events", epoch, events: page, cursor: `${epoch}.${page.at(-1)?.seq ?? after}`, ...(this.site ? { site: this.site } : {}) });
   }
 
   /** The state the events leave, as the feed's snapshot (docs/admin-api.md), `limit` items a page from `offset`. */
@@ -125,6 +127,7 @@ export class FeedServer {
       releases: page.filter(([k]) => k === "c").map(([, v]) => v),
       next: offset + limit < items.length ? String(offset + limit) : null,
       cursor: `${this.epoch}.${this.events.length}`,
+      ...(this.site ? { site: this.site } : {}),
     };
   }
 

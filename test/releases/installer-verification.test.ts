@@ -115,7 +115,7 @@ describe("verification in the background", () => {
     await s.holder.verified();
     expect((await manifest()).status).toBe(200);
     expect((await bytesOf(await s.site.request("GET", `/updates/${big.lane}/${big.installer}`, { token }))).equals(Buffer.from(big.installerBytes))).toBe(true);
-    expect(await (await s.site.request("GET", "/health")).json()).toEqual({ ok: true, rateLimits: "per-process", licensing: "on" });
+    expect(await (await s.site.request("GET", "/health")).json()).toEqual({ ok: true, status: "ok", rateLimits: "per-process", licensing: "on" });
   });
 
   async function holderOf(t: ReleaseTree, installers: InstallerVerifier, snapshotFile?: string) {

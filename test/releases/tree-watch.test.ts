@@ -83,6 +83,7 @@ describe("release tree watch exhausted (inotify max_user_watches)", () => {
     expect(holder.changeDetection).toEqual({ mode: "periodic", everyMs: 20_000, reason: "inotify watches exhausted (raise fs.inotify.max_user_watches)" });
     expect(lines.find((l) => l.msg === "cannot watch the release tree; re-scanning it periodically")).toMatchObject({ everySeconds: 20 });
     expect(await site.health()).toEqual({
+      status: "ok",
       rateLimits: "per-process",
       licensing: "off",
       releaseChanges: "re-scanned every 20 s: inotify watches exhausted (raise fs.inotify.max_user_watches)",
@@ -111,7 +112,7 @@ describe("release tree watch exhausted (inotify max_user_watches)", () => {
     });
     await holder.start({ watch: true });
     expect(holder.changeDetection).toEqual({ mode: "watch" });
-    expect(await site.health()).toEqual({ rateLimits: "per-process", licensing: "off" });
+    expect(await site.health()).toEqual({ status: "ok", rateLimits: "per-process", licensing: "off" });
 
     t.add({ version: "1.1.0", released: "2026-10-01T00:00:00+00:00" });
     fail(enospc());

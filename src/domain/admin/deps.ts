@@ -1,3 +1,4 @@
+import type { KeyRing } from "../keys";
 import type { Variant } from "../../config/variants";
 import type { AuditRecord, Store } from "../../store/types";
 import type { AuditAction } from "../audit";
@@ -51,6 +52,8 @@ export interface AdminDeps {
   readonly webhookDestinations?: DestinationPolicy;
   /** Seals webhook secrets and idempotent answers in the records; kept in clear when absent (tests of other things). */
   readonly seal?: RecordSeal;
+  /** The license public keys the feed publishes to mirrors; none when absent (commands that do not serve). */
+  readonly keys?: KeyRing;
 }
 
 /** `admin` holds every scope. */

@@ -40,7 +40,12 @@ export async function snapshotPage(d: AdminDeps, position: FeedPosition, reason:
     const rows = section === "releases" ? releaseRows(await d.store.listReleaseControls(), key, left) : await stateRows(d, section, now, key, left);
     for (const row of rows.items) {
       if (section === "activations" || section === "licenses")
-        answer.revocations.push({ kind: section === "activations" ? "activation" : "license", id: row.id, tokensValidUntil: isoTime(row.until!) });
+        answer.revocations.push({
+          kind: section === "activations" ? "activation" : "license",
+          id: row.id,
+          tokensValidUntil: isoTime(row.until!),
+          ...(row.license ? { license: row.license } : {}),
+        });
       else if (section === "expiries") answer.expiries.push({ license: row.id, expires: isoTime(row.until!) });
       else answer.releases.push(row.release!);
     }
@@ -58,6 +63,7 @@ export async function snapshotPage(d: AdminDeps, position: FeedPosition, reason:
 interface Row {
   readonly id: string;
   readonly until?: number;
+  readonly license?: string;
   readonly release?: SnapshotAnswer["releases"][number];
 }
 

@@ -1,4 +1,5 @@
 import { KeyturnError } from "../errors";
+import { licenseKeyRole, type LicenseKeyRole } from "../keys";
 import { FEED_TYPES } from "../events";
 import { requireScope, type AdminCaller, type AdminDeps } from "./deps";
 import { feedItem, type FeedItem } from "./feed-items";
@@ -18,7 +19,24 @@ export type { FeedItem } from "./feed-items";
  * snapshot (mode `snapshot`): the state a mirror needs, paged with `snapshot=<next>`, whose last
  * page gives the cursor the events go on from. Items hold ids, times and controls only.
  */
-export type FeedAnswer = EventsAnswer | SnapshotAnswer;
+export type FeedAnswer = (EventsAnswer | SnapshotAnswer) & { readonly site: FeedSite };
+
+/** The vendor's site as mirrors follow it: its lanes and its license public keys (docs/admin-api.md "The vendor feed"). */
+export interface FeedSite {
+  readonly channels: readonly string[];
+  readonly platforms: readonly string[];
+  /** `role` only when a key signs (a site with public keys only has none). */
+  readonly keys: readonly { readonly kid: string; readonly spki: string; readonly role?: LicenseKeyRole }[];
+}
+
+function feedSite(d: AdminDeps): FeedSite {
+  const signing = d.keys?.signing?.kid ?? null;
+  const keys = [...(d.keys?.verify.values() ?? [])]
+    .filter((k) => k.purpose === "license")
+    .sort((a, b) => (a.kid < b.kid ? -1 : 1))
+    .map((k) => ({ kid: k.kid, spki: k.spki, ...(signing !== null ? { role: licenseKeyRole(k.kid, signing) } : {}) }));
+  return { channels: d.variant.channels, platforms: d.variant.platforms, keys };
+}
 
 export interface EventsAnswer {
   readonly mode: "events";
@@ -33,8 +51,8 @@ export interface SnapshotAnswer {
   readonly mode: "snapshot";
   readonly epoch: string;
   readonly reason: SnapshotReason;
-  /** Activations deactivated and licenses revoked whose tokens have not all expired. */
-  readonly revocations: { kind: "activation" | "license"; id: string; tokensValidUntil: string }[];
+  /** Activations deactivated (with their license, unless a revocation of it stands for them) and licenses revoked whose tokens have not all expired. */
+  readonly revocations: { kind: "activation" | "license"; id: string; tokensValidUntil: string; license?: string }[];
   /** Licenses whose expiry comes before the exp of tokens issued to them. */
   readonly expiries: { license: string; expires: string }[];
   /** Releases halted or withdrawn, or once halted (their ramp runs late by haltedMs). */
@@ -52,10 +70,10 @@ export async function readFeed(d: AdminDeps, caller: AdminCaller, input: unknown
   requireScope(caller.principal, "feed:read");
   const answer = await answerFeed(d, input);
   await auditRead(d, caller, "feed-read");
-  return answer;
+  return { ...answer, site: feedSite(d) };
 }
 
-async function answerFeed(d: AdminDeps, input: unknown): Promise<FeedAnswer> {
+async function answerFeed(d: AdminDeps, input: unknown): Promise<EventsAnswer | SnapshotAnswer> {
   const o = readObject(input ?? {}, ["after", "snapshot", "limit"], "query");
   const limit = pageLimit(o.limit, 500, 1000);
   if (o.after !== undefined && o.snapshot !== undefined) throw new KeyturnError("invalid_request", "give after or snapshot, not both");

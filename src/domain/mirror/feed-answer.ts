@@ -19,10 +19,22 @@ const maybeTime = Type.Union([time, Type.Null()]);
 export const MAX_PAGE_ITEMS = 1000;
 
 const LicenseRef = Type.Object({ id: id, expires: Type.Optional(maybeTime) });
-const ActivationRef = Type.Object({ id: id });
+const ActivationRef = Type.Object({ id: id, license: Type.Optional(id) });
 const Lane = Type.String({ minLength: 1, maxLength: 300 });
 const Version = Type.String({ minLength: 1, maxLength: 100 });
 const Release = Type.Object({ lane: Lane, version: Version });
+
+const LaneWord = Type.String({ minLength: 1, maxLength: 32, pattern: "^[a-z0-9]+(-[a-z0-9]+)*$" });
+/** The vendor's site as its feed describes it: its lanes and its license public keys (a feed from before them sends none). */
+const Site = Type.Object({
+  channels: Type.Array(LaneWord, { maxItems: 16 }),
+  platforms: Type.Array(LaneWord, { maxItems: 16 }),
+  keys: Type.Array(
+    Type.Object({ kid: Type.String({ minLength: 1, maxLength: 64, pattern: "^[a-z0-9-]+$" }), spki: Type.String({ minLength: 1, maxLength: 400, pattern: "^[A-Za-z0-9+/]+={0,2}$" }) }),
+    { maxItems: 32 },
+  ),
+});
+export type FeedSite = Static<typeof Site>;
 
 const item = <T extends string, D extends TSchema>(type: T, data: D) =>
   Type.Object({ id: Type.String({ maxLength: 100 }), seq, type: Type.Literal(type), timestamp: time, data });
@@ -42,13 +54,15 @@ const KnownItem = Type.Union([
 /** Any event: a type this mirror does not know is passed over (its seq still counts). */
 const AnyItem = Type.Object({ id: Type.String({ maxLength: 100 }), seq, type: Type.String({ maxLength: 100 }), timestamp: time, data: Type.Unknown() });
 
-const EventsAnswer = Type.Object({ ok: Type.Literal(true), mode: Type.Literal("events"), epoch, events: Type.Array(AnyItem, { maxItems: MAX_PAGE_ITEMS }), cursor });
+const EventsAnswer = Type.Object({ ok: Type.Literal(true), mode: Type.Literal("events"), epoch, events: Type.Array(AnyItem, { maxItems: MAX_PAGE_ITEMS }), cursor, site: Type.Optional(Site) });
 const SnapshotAnswer = Type.Object({
   ok: Type.Literal(true),
   mode: Type.Literal("snapshot"),
   epoch,
   reason: Type.String({ maxLength: 20 }),
-  revocations: Type.Array(Type.Object({ kind: Type.Union([Type.Literal("activation"), Type.Literal("license")]), id, tokensValidUntil: time }), { maxItems: MAX_PAGE_ITEMS }),
+  revocations: Type.Array(Type.Object({ kind: Type.Union([Type.Literal("activation"), Type.Literal("license")]), id, tokensValidUntil: time, license: Type.Optional(id) }), {
+    maxItems: MAX_PAGE_ITEMS,
+  }),
   expiries: Type.Array(Type.Object({ license: id, expires: time }), { maxItems: MAX_PAGE_ITEMS }),
   releases: Type.Array(
     Type.Object({ lane: Lane, version: Version, halted: maybeTime, haltedMs: Type.Integer({ minimum: 0, maximum: 100 * 365 * 86_400_000 }), withdrawn: maybeTime }),
@@ -56,6 +70,7 @@ const SnapshotAnswer = Type.Object({
   ),
   next: Type.Union([Type.String({ minLength: 1, maxLength: 2000, pattern: "^[A-Za-z0-9_-]+$" }), Type.Null()]),
   cursor,
+  site: Type.Optional(Site),
 });
 
 const eventsCheck = TypeCompiler.Compile(EventsAnswer);
@@ -73,20 +88,23 @@ export interface EventsPage {
   readonly received: number;
   /** Where the next page starts: `epoch.seq`. */
   readonly cursor: string;
+  readonly site: FeedSite | null;
 }
 
 export interface SnapshotPage {
   readonly mode: "snapshot";
   readonly epoch: string;
   readonly reason: string;
-  readonly revocations: readonly { readonly kind: "activation" | "license"; readonly id: string; readonly validUntil: number }[];
-  readonly expiries: readonly { readonly licenseId: string; readonly expires: number }[];
+  readonly revocations: readonly { readonly kind: "activation" | "license"; readonly id: string; readonly validUntil: number; readonly licenseId: string | null }[];
+  /** null: an expiry beyond any token's life, which refuses nothing (licenseExpiry). */
+  readonly expiries: readonly { readonly licenseId: string; readonly expires: number | null }[];
   readonly releases: readonly { readonly lane: string; readonly version: string; readonly halted: number | null; readonly haltedMs: number; readonly withdrawn: number | null }[];
   readonly received: number;
   /** Ask for it with `snapshot`; null on the last page. */
   readonly next: string | null;
   /** Where the events go on after the last page. */
   readonly cursor: string;
+  readonly site: FeedSite | null;
 }
 
 export type FeedPage = EventsPage | SnapshotPage;
@@ -116,6 +134,28 @@ export function vendorTime(text: string, what: string, now: number): number {
   if (ms < EARLIEST || ms > now + MAX_TOKEN_LIFETIME_MS)
     throw new FeedProblem(`${what} (${text.slice(0, 40)}) is implausible: not between 2020 and ${MAX_TOKEN_LIFETIME_MS / DAY} days from now`);
   return ms;
+}
+
+/**
+ * A license's expiry from the feed, bounded like the vendor's other times: not before 2020 (refused
+ * as implausible). A license may run for years, so a later expiry is no refusal: it lies beyond the
+ * `exp` of every token the vendor has issued or could issue within the longest lifetime from now,
+ * and it is kept as none (null), which refuses nothing and takes no entry. When the vendor moves it
+ * closer later, that change comes through the feed as well.
+ */
+export function licenseExpiry(text: string, what: string, now: number): number | null {
+  const ms = ISO.test(text) ? Date.parse(text) : NaN;
+  if (Number.isNaN(ms)) throw new FeedProblem(`${what} is not an ISO 8601 time`);
+  if (ms > now + MAX_TOKEN_LIFETIME_MS) return null;
+  return vendorTime(text, what, now);
+}
+
+/**
+ * The end of a revocation that came with an event at `eventTime`: no token the vendor issued before
+ * the event lives past the longest token lifetime after it, so a later `tokensValidUntil` is cut there.
+ */
+export function revocationEnd(validUntil: number, eventTime: number): number {
+  return Math.min(validUntil, eventTime + MAX_TOKEN_LIFETIME_MS);
 }
 
 /** `epoch.seq` split; a cursor from before epochs (a bare seq) has none. */
@@ -155,7 +195,7 @@ export function parseFeedAnswer(body: unknown, after: string | null, now: number
   }
   if (next.seq < asked.seq) throw new FeedProblem(`cursor ${body.cursor} is before ${after}: the feed went backwards`);
   if (next.seq < previous) throw new FeedProblem(`cursor ${body.cursor} is before the page's last event (${previous})`);
-  return { mode: "events", epoch: body.epoch, events, received: body.events.length, cursor: body.cursor };
+  return { mode: "events", epoch: body.epoch, events, received: body.events.length, cursor: body.cursor, site: body.site ?? null };
 }
 
 function parseSnapshot(body: unknown, now: number): SnapshotPage {
@@ -168,11 +208,17 @@ function parseSnapshot(body: unknown, now: number): SnapshotPage {
     mode: "snapshot",
     epoch: body.epoch,
     reason: body.reason,
-    revocations: body.revocations.map((r) => ({ kind: r.kind, id: r.id, validUntil: vendorTime(r.tokensValidUntil, `snapshot: ${r.kind} revocation's tokensValidUntil`, now) })),
-    expiries: body.expiries.map((e) => ({ licenseId: e.license, expires: vendorTime(e.expires, "snapshot: license expires", now) })),
+    revocations: body.revocations.map((r) => ({
+      kind: r.kind,
+      id: r.id,
+      validUntil: vendorTime(r.tokensValidUntil, `snapshot: ${r.kind} revocation's tokensValidUntil`, now),
+      licenseId: r.kind === "activation" ? (r.license ?? null) : null,
+    })),
+    expiries: body.expiries.map((e) => ({ licenseId: e.license, expires: licenseExpiry(e.expires, "snapshot: license expires", now) })),
     releases: body.releases.map((r) => ({ lane: r.lane, version: r.version, halted: at(r.halted, "snapshot: release halted"), haltedMs: r.haltedMs, withdrawn: at(r.withdrawn, "snapshot: release withdrawn") })),
     received,
     next: body.next,
     cursor: body.cursor,
+    site: body.site ?? null,
   };
 }

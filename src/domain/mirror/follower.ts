@@ -1,8 +1,10 @@
 import type { Logger } from "../../config/log";
-import type { MirrorReplacement, MirrorStateStore } from "../../store/mirror-state";
+import { MirrorBoundError, type MirrorStateStore } from "../../store/mirror-state";
+import type { ReleaseControlRecord } from "../../store/types";
+import type { KeyHolder } from "../key-holder";
 import type { Clock } from "../clock";
 import { changesOf } from "./changes";
-import { FeedProblem, type EventsPage, type SnapshotPage } from "./feed-answer";
+import { FeedProblem, type EventsPage, type FeedSite, type SnapshotPage } from "./feed-answer";
 import { fetchFeedPage } from "./feed-client";
 import type { MirroredReleaseControl, MirrorKnowledge } from "./knowledge";
 import { escapeControl } from "../../config/text";
@@ -14,15 +16,25 @@ export interface MirrorFollowerDeps {
   readonly pollMs: number;
   readonly state: MirrorStateStore;
   readonly knowledge: MirrorKnowledge;
+  /** Taught the vendor's license public keys as the feed publishes them. */
+  readonly keys: KeyHolder;
   readonly clock: Clock;
   /** [0, 1): the jitter of the backoff. */
   readonly random: () => number;
   readonly log: Logger;
   /** Called for every activation or license refused anew, so cached tokens are dropped at once. */
   readonly onRevoked: (match: { readonly activation?: string; readonly license?: string }) => void;
+  /** Called when a snapshot replaced what was known: cached tokens it refuses are dropped. */
+  readonly onReplaced: () => void;
+  /** Called when a key the vendor published before is gone: every cached token is checked again. */
+  readonly onKeysRemoved: () => void;
   readonly requestTimeoutMs?: number;
-  /** Entries kept at most (revocations, expiries, release controls); a page or snapshot beyond is refused. */
-  readonly maxEntries?: number;
+  /**
+   * Entries kept at most (revocations, expiries, release controls; --mirror-max-entries): past it
+   * the page or snapshot is refused and bearer requests answer 503. Revocations are looked up on
+   * disk, not held in memory, so this bounds the SQLite file (some 130 bytes an entry).
+   */
+  readonly maxEntries: number;
 }
 
 export type PollOutcome =
@@ -35,16 +47,16 @@ const PAGE_LIMIT = 500;
 const MAX_BACKOFF_MS = 5 * 60_000;
 /** The wait between the pages of a backlog or a snapshot: at most 10 pages a second, whatever the vendor sends. */
 export const PAGE_GAP_MS = 100;
-/** What a mirror keeps at most unless told otherwise: some 100 MB of SQLite at the longest ids. */
-export const DEFAULT_MAX_ENTRIES = 250_000;
+/** Release controls a snapshot may hold (kept in memory while its pages are read). */
+const MAX_SNAPSHOT_RELEASES = 100_000;
 
-/** A snapshot being read, page after page: applied only whole, so a mirror never serves half of one. */
-interface SnapshotInProgress extends MirrorReplacement {
+/** A snapshot being read, page after page: staged on disk and applied only whole, so a mirror never serves half of one. */
+interface SnapshotInProgress {
   readonly epoch: string;
   readonly next: string;
-  readonly revocations: MirrorReplacement["revocations"][number][];
-  readonly expiries: MirrorReplacement["expiries"][number][];
-  readonly releases: MirrorReplacement["releases"][number][];
+  /** Items staged so far. */
+  readonly held: number;
+  readonly releases: Omit<ReleaseControlRecord, "updated">[];
 }
 
 /**
@@ -66,9 +78,14 @@ export class MirrorFollower {
   private readonly stopping = new AbortController();
   private readonly maxEntries: number;
 
+  /** Settles once the vendor's keys kept from an earlier run are held again. */
+  readonly keysLoaded: Promise<void>;
+
   constructor(private readonly d: MirrorFollowerDeps) {
-    d.knowledge.load(d.state.load(d.of, d.clock()));
-    this.maxEntries = d.maxEntries ?? DEFAULT_MAX_ENTRIES;
+    const loaded = d.state.load(d.of, d.clock());
+    d.knowledge.load(loaded);
+    this.keysLoaded = d.keys.learn(loaded.vendorKeys).then(() => undefined);
+    this.maxEntries = d.maxEntries;
   }
 
   /** The release controls the vendor's feed reported (for the release holder to apply). */
@@ -81,7 +98,6 @@ export class MirrorFollower {
     const { knowledge, state, clock, log } = this.d;
     const now = clock();
     state.prune(now);
-    knowledge.prune(now);
     const after = knowledge.feedCursor;
     const continuing = this.snapshot;
     try {
@@ -96,6 +112,7 @@ export class MirrorFollower {
         now,
       });
       const outcome = page.mode === "snapshot" ? this.takeSnapshotPage(page, continuing) : this.applyEvents(page);
+      await this.followSite(page.site);
       if (this.failures > 0 || this.lastProblem !== null) log.info("mirror feed answers again", { of: this.d.of, failedAttempts: this.failures });
       this.failures = 0;
       this.lastProblem = null;
@@ -117,10 +134,14 @@ export class MirrorFollower {
   private applyEvents(page: EventsPage): PollOutcome {
     const { knowledge, state, clock, log } = this.d;
     const changes = changesOf(page.events, clock());
-    const entries = knowledge.entriesWith(changes);
-    if (entries > this.maxEntries) throw new FeedProblem(`applying the page would keep ${entries} entries, more than this mirror's bound of ${this.maxEntries}`);
     const syncedAt = clock();
-    state.commit(changes, page.cursor, syncedAt);
+    try {
+      state.commit(changes, page.cursor, syncedAt, this.maxEntries);
+    } catch (e) {
+      if (e instanceof MirrorBoundError) throw this.overflowed(`applying the page would keep ${e.entries} entries, more than this mirror's bound of ${e.bound}`);
+      throw e;
+    }
+    knowledge.noteOverflow(null);
     knowledge.applyPage(changes, page.cursor, syncedAt);
     for (const c of changes) {
       if (c.op === "revoke") this.d.onRevoked(c.kind === "activation" ? { activation: c.id } : { license: c.id });
@@ -130,37 +151,67 @@ export class MirrorFollower {
     return { ok: true, applied: changes.length, more: page.received >= PAGE_LIMIT };
   }
 
+  /**
+   * The bound was hit: what the vendor revoked can no longer all be kept, so the mirror cannot tell
+   * a good token from a revoked one and refuses every bearer request (503) until a page fits again
+   * (revocations are forgotten as their tokens expire) or the bound is raised.
+   */
+  private overflowed(problem: string): FeedProblem {
+    this.d.knowledge.noteOverflow(
+      `its vendor's feed holds more revocations than this mirror's bound of ${this.maxEntries} entries (--mirror-max-entries) lets it keep`,
+    );
+    return new FeedProblem(`${problem}: bearer requests answer 503 until it fits`);
+  }
+
   private takeSnapshotPage(page: SnapshotPage, continuing: SnapshotInProgress | null): PollOutcome {
     const { knowledge, state, clock, log } = this.d;
     // A vendor's feed fills every page of a snapshot but the last: a short one with more to come is not a feed.
     if (page.next !== null && page.received < PAGE_LIMIT)
       throw new FeedProblem(`a snapshot page of ${page.received} items announces more: implausible (pages are full but the last)`);
-    const into: SnapshotInProgress =
-      continuing && continuing.epoch === page.epoch ? continuing : { epoch: page.epoch, next: "", revocations: [], expiries: [], releases: [] };
-    const held = into.revocations.length + into.expiries.length + into.releases.length + page.received;
-    if (held > this.maxEntries) throw new FeedProblem(`the vendor's snapshot holds more than ${this.maxEntries} entries, this mirror's bound: refused`);
-    into.revocations.push(...page.revocations);
-    into.expiries.push(...page.expiries);
-    into.releases.push(...page.releases);
+    const first = !(continuing && continuing.epoch === page.epoch);
+    const held = (first ? 0 : continuing!.held) + page.received;
+    const tooMany = () => this.overflowed(`the vendor's snapshot holds more than ${this.maxEntries} entries, this mirror's bound: refused`);
+    if (held > this.maxEntries) throw tooMany();
+    try {
+      state.stage({ revocations: page.revocations, expiries: page.expiries }, first, this.maxEntries);
+    } catch (e) {
+      if (e instanceof MirrorBoundError) throw tooMany();
+      throw e;
+    }
+    const releases = [...(first ? [] : continuing!.releases), ...page.releases];
+    // Release controls are held in memory until the last page: a vendor has a few per lane, never this many.
+    if (releases.length > MAX_SNAPSHOT_RELEASES) throw new FeedProblem(`a snapshot of more than ${MAX_SNAPSHOT_RELEASES} release controls is implausible`);
     if (page.next !== null) {
-      this.snapshot = { ...into, next: page.next };
+      this.snapshot = { epoch: page.epoch, next: page.next, held, releases };
       return { ok: true, applied: 0, more: true };
     }
     this.snapshot = null;
     const now = clock();
-    state.replace(into, page.cursor, now);
+    state.replace(releases, page.cursor, now);
     knowledge.load(state.load(this.d.of, now));
-    for (const r of into.revocations) this.d.onRevoked(r.kind === "activation" ? { activation: r.id } : { license: r.id });
-    for (const e of into.expiries) this.d.onRevoked({ license: e.licenseId });
+    knowledge.noteOverflow(null);
+    this.d.onReplaced();
     log.info("mirror resynchronised from the vendor's snapshot", {
       of: this.d.of,
       reason: escapeControl(page.reason, 20),
-      revocations: into.revocations.length,
-      expiries: into.expiries.length,
-      releaseControls: into.releases.length,
+      entries: state.entries(),
+      releaseControls: releases.length,
       cursor: page.cursor,
     });
     return { ok: true, applied: held, more: false };
+  }
+
+  /** The vendor's lanes (for /health) and its license public keys, learnt and kept for a restart with the vendor away. */
+  private async followSite(site: FeedSite | null): Promise<void> {
+    if (site === null) return;
+    const { knowledge, keys, state, clock, log } = this.d;
+    knowledge.noteVendorSite(site);
+    const published = site.keys.filter((k) => keys.learnable(k.kid)).map(({ kid, spki }) => ({ kid, spki }));
+    const { added, removed } = await keys.learn(published);
+    if (added.length === 0 && removed.length === 0) return;
+    state.setVendorKeys(published, clock());
+    if (removed.length > 0) this.d.onKeysRemoved();
+    log.info("mirror follows its vendor's public keys", { of: this.d.of, added, removed });
   }
 
   /** The wait before the next poll: the interval after an answer, at once after a full page, else exponential backoff with jitter. */
