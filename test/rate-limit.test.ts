@@ -89,9 +89,9 @@ describe("rate limits per address", () => {
     const token = (await createAdminToken(site.composed.services.admin, CLI_CALLER, { name: "desk", scopes: ["licenses:read"] })).secret;
     const nat = "198.51.100.44";
     const fromNat = (path: string, fields: Record<string, string>) => {
-      const request = new Request(`http://localhost${path}`, {
+      const request = new Request(`${BASE_URL}${path}`, {
         method: "POST",
-        headers: { origin: "http://localhost", "content-type": "application/x-www-form-urlencoded" },
+        headers: { origin: new URL(BASE_URL).origin, "content-type": "application/x-www-form-urlencoded" },
         body: new URLSearchParams(fields).toString(),
       });
       return send(nat, "POST", "", { request });

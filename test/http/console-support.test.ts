@@ -6,13 +6,13 @@ import { createLogger } from "../../src/config/log";
 import { CLI_CALLER } from "../../src/domain/admin/deps";
 import { createAdminToken } from "../../src/domain/admin/tokens";
 import { webhookSecretContext } from "../../src/domain/webhooks/signing";
-import { createLicense, device, testSite, type TestSite } from "../helpers";
+import { BASE_URL, createLicense, device, testSite, type TestSite } from "../helpers";
 
 // Issue 33 items 3 and 7: support without a shell. Each console action calls the admin API's domain
 // function, needs its scope, writes its audit line naming the session's token as actor; destructive
 // buttons open a confirmation page naming their object; secrets (a reissued key, an admin token, a
 // webhook secret) are shown once and never logged; an offline answer says until when.
-const ORIGIN = "http://localhost";
+const ORIGIN = new URL(BASE_URL).origin;
 const DAY = 86_400_000;
 let site: TestSite;
 const logLines: string[] = [];
