@@ -65,7 +65,7 @@ describe("POST /admin/activations/offline", () => {
     const { key } = await createLicense(s.composed.services.admin, CLI_CALLER, body());
     const { secret } = await createAdminToken(s.composed.services.admin, CLI_CALLER, { name: "support", scopes: ["activations:write"] });
     const dev = device("gamma");
-    const done = await answerOfflineRequest(s.composed.services.licensing, offlineRequestCode({ device: dev }), key, { address: null });
+    const done = await answerOfflineRequest(s.composed.services.licensing, { code: offlineRequestCode({ device: dev }), key }, { address: null });
     const c = claimsOf(done.answer);
     expect((c.exp - c.iat) * 1000).toBe(7 * DAY);
     for (const code of ["not base64 at all!", Buffer.from("[1,2]").toString("base64url"), offlineRequestCode({ device: dev })]) {

@@ -3,7 +3,8 @@ import type { ActivationRecord, LicenseRecord, Store } from "../store/types";
 import type { AdoptionRecorder } from "./adoption";
 import { type Audit, type RequestContext } from "./audit";
 import { isoTime, type Clock } from "./clock";
-import { installationOf, parseDevice, type Device } from "./device";
+import { type Static, Type } from "@sinclair/typebox";
+import { checkDevice, DeviceModel, installationOf, type Device, type DeviceInput } from "./device";
 import type { EntitlementStatusSource } from "./entitlement-status";
 import { KeyturnError } from "./errors";
 import { activationEvent, activationView, newEvent, reclaimEvents, revocationTtl, tokensValidUntil } from "./events";
@@ -11,6 +12,13 @@ import { newId } from "./ids";
 import { hashLicenseKey, normalizeLicenseKey } from "./license-key";
 import { capTokenTtlToLease, seatLeaseView, type SeatLeaseView } from "./seat-lease";
 import type { EntitlementClaims, TokenSigner, TokenVerifier } from "./tokens";
+
+/** A licence key as typed: its shape only; whether this site knows it is activation's question. */
+export const LicenseKeyText = Type.String({ minLength: 1, maxLength: 200 });
+/** POST /licenses/activate's body (the spec's ActivateRequest). */
+export const ActivateModel = Type.Object({ key: LicenseKeyText, device: DeviceModel });
+/** POST /entitlements/refresh's body. */
+export const RefreshModel = Type.Object({ device: DeviceModel });
 
 /** The spec's Entitlement object. */
 export interface Entitlement {
@@ -85,13 +93,11 @@ export class Licensing {
       throw new KeyturnError("licensing_unavailable", `This site is a mirror of ${this.d.mirrorOf}: activate, refresh, deactivate and sign in there.`);
   }
 
-  async activate(key: unknown, rawDevice: unknown, ctx: RequestContext): Promise<ActivationAnswer> {
+  async activate(input: Static<typeof ActivateModel>, ctx: RequestContext): Promise<ActivationAnswer> {
     this.requireRecords();
-    if (typeof key !== "string" || key.length === 0 || key.length > 200)
-      throw new KeyturnError("invalid_request", "key is required and must be a license key string");
-    const device = parseDevice(this.d.variant, rawDevice);
+    const device = checkDevice(this.d.variant, input.device);
     this.requireSigner();
-    const canonical = normalizeLicenseKey(this.d.variant, key);
+    const canonical = normalizeLicenseKey(this.d.variant, input.key);
     const license = canonical ? await this.d.store.findLicenseByKeyHash(hashLicenseKey(canonical)) : null;
     if (!license || license.kind !== "license") throw new KeyturnError("license_unknown", "The key is not known, or is mistyped.");
     return this.grantSeat(license, device, ctx, "activate");
@@ -137,9 +143,9 @@ export class Licensing {
     return this.issue(signer, license, result.activation, result.seatsUsed, now);
   }
 
-  async refresh(principal: Principal, rawDevice: unknown, ctx: RequestContext): Promise<ActivationAnswer> {
+  async refresh(principal: Principal, input: DeviceInput, ctx: RequestContext): Promise<ActivationAnswer> {
     this.requireRecords();
-    const device = parseDevice(this.d.variant, rawDevice);
+    const device = checkDevice(this.d.variant, input);
     const signer = this.requireSigner();
     const { claims } = principal;
     const ids = { licenseId: claims.lic, activationId: claims.sub };

@@ -3,7 +3,7 @@ import type { LicenseRecord } from "../store/types";
 import type { AdminCaller, AdminDeps } from "./admin/deps";
 import { deactivateActivation } from "./admin/licenses";
 import type { RequestContext } from "./audit";
-import { parseDevice } from "./device";
+import { checkDevice } from "./device";
 import { KeyturnError } from "./errors";
 import { activationView, licenseView, type ActivationView, type LicenseView } from "./events";
 import { hashLicenseKey, normalizeLicenseKey } from "./license-key";
@@ -45,7 +45,7 @@ export async function portalDeactivate(d: AdminDeps, licenseId: string, address:
 export async function offlineAnswer(
   d: { variant: Variant; licensing: Licensing; store: AdminDeps["store"] },
   licenseId: string,
-  code: unknown,
+  code: string,
   ctx: RequestContext,
 ): Promise<ActivationAnswer> {
   const request = readOfflineRequest(code);
@@ -56,5 +56,5 @@ export async function offlineAnswer(
     if (!canonical || hashLicenseKey(canonical) !== license.keyHash)
       throw new KeyturnError("invalid_request", "The request code was made for another license key.");
   }
-  return d.licensing.grantSeat(license, parseDevice(d.variant, request.device), ctx, "activate");
+  return d.licensing.grantSeat(license, checkDevice(d.variant, request.device), ctx, "activate");
 }

@@ -1,3 +1,5 @@
+import { decode } from "../../domain/decode";
+import { PortalOfflineModel } from "../../domain/offline-activation";
 import type { Session } from "../../domain/console-sessions";
 import { KeyturnError } from "../../domain/errors";
 import { offlineAnswer, portalDeactivate, portalLicense } from "../../domain/portal";
@@ -57,7 +59,8 @@ export async function portalDeactivateAction(d: ConsoleDeps, s: Session, address
   return { redirect: "/portal/" };
 }
 
-export async function portalOfflineAction(d: ConsoleDeps, s: Session, address: string | null, code: string | null): Promise<Outcome> {
+export async function portalOfflineAction(d: ConsoleDeps, s: Session, address: string | null, form: URLSearchParams): Promise<Outcome> {
+  const { code } = decode(PortalOfflineModel, { code: form.get("code") ?? undefined });
   const answer = await offlineAnswer({ variant: d.variant, licensing: d.licensing, store: d.admin.store }, s.licenseId!, code, { address });
   const shown = html`${notice("Paste this answer code into the program. It holds this computer's seat.")}
 <p><textarea id="answer-code" readonly aria-label="Answer code">${answer.token}</textarea> <button type="button" class="plain" data-copy="answer-code" hidden>Copy answer code</button></p>`;

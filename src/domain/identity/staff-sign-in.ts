@@ -4,13 +4,19 @@ import type { Variant } from "../../config/variants";
 import type { LicenseRecord, Store } from "../../store/types";
 import type { RequestContext } from "../audit";
 import type { Clock } from "../clock";
-import { parseDevice } from "../device";
+import { type Static, Type } from "@sinclair/typebox";
+import { checkDevice, DeviceModel } from "../device";
 import { KeyturnError } from "../errors";
 import type { ActivationAnswer, Licensing } from "../licensing";
 import { Challenges, type Challenge } from "./challenges";
 import { ID_TOKEN_TOLERANCE_SECONDS, invalid, verifyIdToken, type IdTokenClaims } from "./id-token";
 import { IssuerKeys } from "./issuer-keys";
 import { requireAllowedGroup, requireRecentAuthentication, requireSecondFactor } from "./sign-in-rules";
+
+/** POST /auth/identity/challenge's body. */
+export const ChallengeModel = Type.Object({ device: DeviceModel });
+/** POST /auth/identity/exchange's body: the issuer's ID token and the device it signs in. */
+export const ExchangeModel = Type.Object({ id_token: Type.String({ maxLength: 16384 }), device: DeviceModel });
 
 export interface StaffSignInDeps {
   readonly variant: Variant;
@@ -60,9 +66,9 @@ export class StaffSignIn {
     return this.d.identity;
   }
 
-  async challenge(rawDevice: unknown): Promise<Challenge> {
+  async challenge(input: Static<typeof ChallengeModel>): Promise<Challenge> {
     this.requireEnabled();
-    return this.challenges.issue(parseDevice(this.d.variant, rawDevice));
+    return this.challenges.issue(checkDevice(this.d.variant, input.device));
   }
 
   /**
@@ -71,9 +77,10 @@ export class StaffSignIn {
    * so a refused token does not cost the installation its sign-in (a stale auth_time is the usual
    * case: the issuer kept an old session; the program signs in again with the same challenge).
    */
-  async exchange(idToken: string, rawDevice: unknown, ctx: RequestContext): Promise<ActivationAnswer> {
+  async exchange(input: Static<typeof ExchangeModel>, ctx: RequestContext): Promise<ActivationAnswer> {
     const identity = this.requireEnabled();
-    const device = parseDevice(this.d.variant, rawDevice);
+    const idToken = input.id_token;
+    const device = checkDevice(this.d.variant, input.device);
     if (!this.d.licensing.available) throw new KeyturnError("licensing_unavailable", "The site has no signing key configured.");
 
     const claims = await verifyIdToken(idToken, {

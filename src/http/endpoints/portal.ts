@@ -115,7 +115,7 @@ export function portalEndpoints(d: ConsoleDeps, audit: Audit): Endpoint[] {
       portalDeactivateAction(d, s, call.context.address, param(call, "id")),
     ),
     web("POST", "/portal/offline", "Offline activation: a request code in, the answer code out", "activate", "signin", (call, s, form) =>
-      portalOfflineAction(d, s, call.context.address, form.get("code")),
+      portalOfflineAction(d, s, call.context.address, form),
     ),
     web("GET", "/portal/download/{product}/{channel}/{platform}", "The newest installer of one of the licence's channels", "update", "api", async (call, s) => {
       const release = await portalInstaller(d, s, param(call, "product"), param(call, "channel"), param(call, "platform"));
