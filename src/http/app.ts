@@ -10,6 +10,7 @@ import { lifecycle, type Exchange } from "./lifecycle";
 import { openApiDocument } from "./openapi";
 import { refusals } from "./refusal";
 import { routeIndex } from "./route-index";
+import { sessionGate } from "./sessions";
 import { routeTable } from "./route-table";
 import { hasValidHost, routedAsSplit, targetOf } from "./target";
 
@@ -29,6 +30,7 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
     front: frontDoor(services),
     refuse: refusals(services),
     index: routeIndex(endpoints),
+    sessions: sessionGate(services.consoleSessions, services.consoleOpenId !== null),
     authenticate: (request) => services.licensing.authenticate(bearerToken(request)),
     authenticateAdmin: (request) => authenticateAdmin(services.admin, bearerToken(request, "admin")),
     metrics: services.metrics,

@@ -3,14 +3,19 @@ import { KeyturnError } from "../domain/errors";
 import type { Principal } from "../domain/licensing";
 import { actorOf, requireScope, type AdminCaller, type AdminPrincipal } from "../domain/admin/deps";
 import { checkOf, describeError } from "../domain/decode";
+import { actorOfSession } from "../console/deps";
+import type { Session } from "../domain/console-sessions";
 import { queryReader, readJsonBody, type QueryReader } from "./body";
 import { parseCookies } from "./cookies";
 import type { Call, Endpoint } from "./endpoint";
 import type { FrontDoor, RequestState } from "./front-door";
 import type { Metrics } from "./metrics";
 import type { Refusals } from "./refusal";
+import { errorResponse } from "./respond";
 import type { RouteIndex } from "./route-index";
+import type { SessionGate } from "./sessions";
 import type { Target } from "./target";
+import { readForm, refusalPage } from "./web";
 
 export interface LifecycleDeps {
   readonly front: FrontDoor;
@@ -21,6 +26,8 @@ export interface LifecycleDeps {
   readonly authenticate: (request: Request) => Promise<Principal>;
   /** The bearer check of admin endpoints; throws admin_token_invalid. */
   readonly authenticateAdmin: (request: Request) => Promise<AdminPrincipal>;
+  /** The console's and portal's session check. */
+  readonly sessions: SessionGate;
   /** Told every answered request (metrics), when metrics are on. */
   readonly metrics?: Metrics;
 }
@@ -41,6 +48,8 @@ export interface Exchange {
   principal: Principal;
   admin: AdminCaller;
   queryValues: Readonly<Record<string, string>>;
+  session: Session | null;
+  form: URLSearchParams;
   /** Set once the answer has its rate headers and its log line (an answer is finished once). */
   finished: boolean;
 }
@@ -48,6 +57,7 @@ export interface Exchange {
 const NO_PRINCIPAL = undefined as unknown as Principal;
 const NO_ADMIN = undefined as unknown as AdminCaller;
 const NO_QUERY: Readonly<Record<string, string>> = Object.freeze({});
+const NO_FORM = new URLSearchParams();
 
 /** A handler's Call; `cookies` are parsed only when a handler asks for them. */
 class RouteCall implements Call {
@@ -58,9 +68,11 @@ class RouteCall implements Call {
   readonly principal: Principal;
   readonly admin: AdminCaller;
   readonly context: { address: string | null };
+  readonly session: Session | null;
+  readonly form: URLSearchParams;
   constructor(
     exchange: Exchange,
-    readonly params: Readonly<Record<string, string | null>>,
+    readonly params: Readonly<Record<string, string>>,
     readonly body: unknown,
   ) {
     this.request = exchange.request;
@@ -69,6 +81,8 @@ class RouteCall implements Call {
     this.principal = exchange.principal;
     this.admin = exchange.admin;
     this.context = { address: exchange.state.address };
+    this.session = exchange.session;
+    this.form = exchange.form;
   }
   cookies(): Promise<Readonly<Record<string, string>>> {
     return (this.#cookies ??= parseCookies(this.request.headers.get("cookie")));
@@ -86,18 +100,31 @@ class RouteCall implements Call {
 export function lifecycle(deps: LifecycleDeps) {
   const { front, refuse, index } = deps;
 
-  /** The checks an endpoint's declaration asks for, before any body is read. */
-  const authorizeFor = (e: Endpoint, query: QueryReader | null) => async (exchange: Exchange) => {
+  /**
+   * The checks an endpoint's declaration asks for, before any body is read: the bearer and its
+   * scope, or the browser's session (a page without one answers the sign-in) and its form's origin
+   * and CSRF token; then the precondition and the query.
+   */
+  const authorizeFor = (e: Endpoint, query: QueryReader | null) => async (exchange: Exchange): Promise<Response | undefined> => {
     exchange.endpoint = e;
-    if (e.auth === "entitlement") exchange.principal = await deps.authenticate(exchange.request);
-    else if (typeof e.auth === "object") {
+    const auth = e.auth;
+    if (auth === "entitlement") exchange.principal = await deps.authenticate(exchange.request);
+    else if (typeof auth === "object") {
       const holder = await deps.authenticateAdmin(exchange.request);
       exchange.state.actor = actorOf(holder);
-      requireScope(holder, e.auth.scope);
+      requireScope(holder, auth.scope);
       exchange.admin = { principal: holder, address: exchange.state.address };
+    } else if (auth !== "none") {
+      const kind = deps.sessions.kindOf(auth);
+      const session = await deps.sessions.find(exchange.request, kind);
+      if (session === null && deps.sessions.required(auth)) return finish(exchange, deps.sessions.signedOut(kind, e.method));
+      if (session !== null) exchange.state.actor = actorOfSession(session);
+      exchange.session = session;
     }
+    if (e.page && e.method === "POST") exchange.form = await readForm(exchange.request, exchange.session);
     e.precondition?.();
     if (query) exchange.queryValues = query(exchange.target.query);
+    return undefined;
   };
 
   /** Rate headers, HEAD without its body, the log line and metrics: the end of every answer, done once. */
@@ -117,12 +144,12 @@ export function lifecycle(deps: LifecycleDeps) {
   };
 
   /** A refusal answered and finished before routing (the route's own hooks never run). */
-  const refuseEarly = async (exchange: Exchange, error: KeyturnError, audit: AuditAction) => finish(exchange, await refuse(error, audit, exchange.state));
+  const refuseEarly = async (exchange: Exchange, error: KeyturnError, audit: AuditAction) => finish(exchange, errorResponse(await refuse(error, audit, exchange.state)));
 
   return {
     /** The request's exchange, made once in onRequest. */
     begin(request: Request, method: string, target: Target, peer: string | null, hostValid: boolean): Exchange {
-      return { request, method, target, state: front.begin(request, peer), hostValid, rateHeaders: null, principal: NO_PRINCIPAL, admin: NO_ADMIN, queryValues: NO_QUERY, finished: false };
+      return { request, method, target, state: front.begin(request, peer), hostValid, rateHeaders: null, principal: NO_PRINCIPAL, admin: NO_ADMIN, queryValues: NO_QUERY, session: null, form: NO_FORM, finished: false };
     },
 
     /**
@@ -158,10 +185,11 @@ export function lifecycle(deps: LifecycleDeps) {
       const authorize = authorizeFor(e, e.querySchema ? queryReader(e.querySchema) : null);
       // Elysia reads from a handler's source which parts of the request it uses ("sucrose"): only a
       // route that takes a JSON body names `body`, so a form's body is left for the handler to read.
+      const admitted = admittedParams(e);
       const handler = ({ request, params }: { request: Request; params: Record<string, string | null> }) =>
-        e.handler(new RouteCall(exchangeOf(request), params, undefined));
+        e.handler(new RouteCall(exchangeOf(request), admitted(params), undefined));
       const bodyHandler = ({ request, params, body }: { request: Request; params: Record<string, string | null>; body: unknown }) =>
-        e.handler(new RouteCall(exchangeOf(request), params, body));
+        e.handler(new RouteCall(exchangeOf(request), admitted(params), body));
       // Elysia guesses from a hook's source text whether to await it (a `return f(…)` or `=> f(…)`
       // reads as async): this one is sync (a HEAD's answer, a Promise, Elysia maps as one), so its
       // source returns a plain name. test/http/elysia-app.test.ts holds that it is not awaited.
@@ -178,6 +206,7 @@ export function lifecycle(deps: LifecycleDeps) {
           body: e.body,
           // Elysia's body validation runs after `parse`: the bearer is checked here first.
           parse: async ({ request }: { request: Request }) => {
+            // A JSON body route is an API route: its checks refuse (throw), they never answer a page.
             await authorize(exchangeOf(request));
             const value = await readJsonBody(request);
             // Elysia copies the parsed body into an object before validating: anything else is refused here.
@@ -191,7 +220,8 @@ export function lifecycle(deps: LifecycleDeps) {
 
     /**
      * The global onError: every refusal (thrown by a hook or a handler, Elysia's body validation,
-     * a path Elysia did not route) becomes the spec's error body with its audit line and `ref`.
+     * a path Elysia did not route) is audited once and answered as the spec's error body with its
+     * `ref`, or, for a page endpoint, as its page.
      */
     async refusal(exchange: Exchange, code: unknown, error: unknown): Promise<Response> {
       // Elysia wraps what a `parse` hook throws in its ParseError.
@@ -199,11 +229,29 @@ export function lifecycle(deps: LifecycleDeps) {
       const e = exchange.endpoint;
       if (code === "NOT_FOUND") cause = new KeyturnError("not_found", "There is nothing at this address.");
       else if (code === "VALIDATION" && e?.body) cause = new KeyturnError("invalid_request", describeError(checkOf(e.body), (error as { value?: unknown }).value));
-      const response = await refuse(cause, e?.audit ?? "request", exchange.state);
+      const refused = await refuse(cause, e?.audit ?? "request", exchange.state, !e?.page);
+      const response = e?.page ? (e.page.refused?.(refused) ?? refusalPage(refused, e.page.back)) : errorResponse(refused);
       // A routed request's answer is finished by its route's mapResponse; finishing is done once.
       return code === "NOT_FOUND" ? finish(exchange, response) : response;
     },
   };
+}
+
+/**
+ * The path's parameters as the handler may trust them: a parameter that is not valid percent-encoded
+ * UTF-8 (Elysia gives null) or is not among its declared `values` is nothing at this address.
+ */
+function admittedParams(e: Endpoint) {
+  const closed = (e.params ?? []).filter((p) => p.values !== undefined);
+  return (params: Record<string, string | null>): Readonly<Record<string, string>> => {
+    for (const name in params) if (params[name] === null) throw nothingHere();
+    for (const p of closed) if (!p.values!.includes(params[p.name] ?? "")) throw nothingHere();
+    return params as Readonly<Record<string, string>>;
+  };
+}
+
+function nothingHere(): KeyturnError {
+  return new KeyturnError("not_found", "There is nothing at this address.");
 }
 
 function badHost(): KeyturnError {

@@ -7,7 +7,7 @@ import { PENDING_SIGN_IN_MS } from "../../domain/console-sessions";
 import { KeyturnError } from "../../domain/errors";
 import type { ConsoleOpenId } from "../../domain/identity/console-sign-in";
 import { endpoint, type Endpoint } from "../endpoint";
-import { pendingCookie, queryParams, refusalPage, setPendingCookie, setSessionCookie, WEB_HEADERS } from "../web";
+import { pendingCookie, setPendingCookie, setSessionCookie, WEB_HEADERS } from "../web";
 /** The issuer sends the browser back here; register `<site>/console/oidc/callback` as the client's redirect URI. */
 const CALLBACK = "/console/oidc/callback";
 const callbackUri = (request: Request) => new URL(CALLBACK, request.url).href;
@@ -19,7 +19,7 @@ const callbackUri = (request: Request) => new URL(CALLBACK, request.url).href;
  * console by itself: a redirect at the end of the issuer's cross-site chain would not carry the
  * SameSite=Strict session cookie.
  */
-export function consoleOpenIdEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOpenId): Endpoint[] {
+export function consoleOpenIdEndpoints(deps: ConsoleDeps, audit: Audit, openId: ConsoleOpenId): Endpoint[] {
   return [
     endpoint({
       method: "GET",
@@ -29,14 +29,11 @@ export function consoleOpenIdEndpoints(d: ConsoleDeps, audit: Audit, openId: Con
       auth: "none",
       budget: "signin",
       audit: "console-sign-in",
+      page: { back: SIGN_IN },
       errors: [],
-      handler: async ({ request, context }) => {
-        try {
-          const { url, state } = await openId.start(callbackUri(request));
-          return new Response(null, { status: 303, headers: { ...WEB_HEADERS, location: url, "set-cookie": setPendingCookie(request, state, PENDING_SIGN_IN_MS / 1000) } });
-        } catch (e) {
-          return refusalPage(audit, "console-sign-in", context.address, e, SIGN_IN);
-        }
+      handler: async ({ request }) => {
+        const { url, state } = await openId.start(callbackUri(request));
+        return new Response(null, { status: 303, headers: { ...WEB_HEADERS, location: url, "set-cookie": setPendingCookie(request, state, PENDING_SIGN_IN_MS / 1000) } });
       },
     }),
     endpoint({
@@ -47,25 +44,22 @@ export function consoleOpenIdEndpoints(d: ConsoleDeps, audit: Audit, openId: Con
       auth: "none",
       budget: "signin",
       audit: "console-sign-in",
+      page: { back: SIGN_IN },
       errors: [],
       handler: async (call) => {
         const { request, query, context } = call;
-        try {
-          const q = queryParams(query);
-          const state = q.get("state");
-          if (state === null || state !== (await pendingCookie(call)))
-            throw new KeyturnError("challenge_unknown", "This sign-in was not started in this browser: start it again.");
-          if (q.get("error")) throw new KeyturnError("token_invalid", `The issuer refused the sign-in (${q.get("error")!.slice(0, 100)}).`);
-          const { secret, session } = await openId.finish(state, q.get("code"), callbackUri(request));
-          await audit.ok("console-sign-in", context, {});
-          const page = plainPage("Signed in", html`<meta http-equiv="refresh" content="0;url=/console/"><p>Signed in as ${session.name}. <a href="/console/">Open the console</a></p>`);
-          const headers = new Headers({ ...WEB_HEADERS, "content-type": "text/html;charset=utf-8" });
-          headers.append("set-cookie", setSessionCookie(request, "console", secret, (session.expires - d.clock()) / 1000));
-          headers.append("set-cookie", setPendingCookie(request, null));
-          return new Response(page.text, { status: 200, headers });
-        } catch (e) {
-          return refusalPage(audit, "console-sign-in", context.address, e, SIGN_IN);
-        }
+        const q = new URLSearchParams(query);
+        const state = q.get("state");
+        if (state === null || state !== (await pendingCookie(call)))
+          throw new KeyturnError("challenge_unknown", "This sign-in was not started in this browser: start it again.");
+        if (q.get("error")) throw new KeyturnError("token_invalid", `The issuer refused the sign-in (${q.get("error")!.slice(0, 100)}).`);
+        const { secret, session } = await openId.finish(state, q.get("code"), callbackUri(request));
+        await audit.ok("console-sign-in", context, {});
+        const page = plainPage("Signed in", html`<meta http-equiv="refresh" content="0;url=/console/"><p>Signed in as ${session.name}. <a href="/console/">Open the console</a></p>`);
+        const headers = new Headers({ ...WEB_HEADERS, "content-type": "text/html;charset=utf-8" });
+        headers.append("set-cookie", setSessionCookie(request, "console", secret, (session.expires - deps.clock()) / 1000));
+        headers.append("set-cookie", setPendingCookie(request, null));
+        return new Response(page.text, { status: 200, headers });
       },
     }),
   ];

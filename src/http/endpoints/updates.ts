@@ -65,16 +65,10 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
       answers: UPDATE_ANSWERS,
       errors: [...BEARER_ERRORS, "channel_not_allowed", "no_release", "not_found", "range_not_satisfiable", "unavailable"],
       handler: async ({ request, params: p, query, principal }) => {
+        // The product, channel and platform are among their declared values (the lifecycle refused others).
+        const { channel, platform, file } = p;
         const product = withProduct ? (p.product ?? "") : null;
-        const channel = p.channel ?? "";
-        const platform = p.platform ?? "";
-        const file = p.file ?? "";
-        const known =
-          (product === null || v.products.includes(product)) &&
-          v.channels.includes(channel) &&
-          v.platforms.includes(platform) &&
-          (file === v.manifestFile || file === sigFile || isInstallerName(file));
-        if (!known) throw new KeyturnError("not_found", "There is nothing at this address.");
+        if (file !== v.manifestFile && file !== sigFile && !isInstallerName(file)) throw new KeyturnError("not_found", "There is nothing at this address.");
         if (!principal.claims.chn.includes(channel))
           throw new KeyturnError("channel_not_allowed", `The entitlement does not include the ${channel} channel.`);
 
