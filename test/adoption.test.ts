@@ -5,6 +5,7 @@ import { AdoptionRecorder } from "../src/domain/adoption";
 import { openSqliteStore, type SqliteStore } from "../src/store/sqlite";
 import type { Store } from "../src/store/types";
 import { createLicense, device, tempDir, testClock, testSite, type TestSite } from "./helpers";
+import { releaseSite } from "./release-tree";
 
 // Adoption (design.md): last-seen times and the lane an installation reads, recorded without a write
 // per request: coalesced in memory, written in one transaction at each flush and at close.
@@ -83,5 +84,30 @@ describe("entitlements/current and refresh record the installation", () => {
     site.clock.advance(60_000);
     expect((await site.request("POST", "/entitlements/refresh", { token, body: { device: { ...d, version: "1.2.0" } } })).status).toBe(200);
     expect(await site.composed.store.getActivation(activation.id)).toMatchObject({ version: "1.2.0", lastSeen: created + 120_000 });
+  });
+});
+
+describe("one sighting per bearer request", () => {
+  test("a manifest GET is seen once, naming its lane; current once, naming none", async () => {
+    const s = await releaseSite("alpha");
+    try {
+      const release = s.tree.add({ version: "1.0.0" });
+      await s.holder.rescan();
+      const token = await s.token();
+      const adoption = s.site.composed.services.adoption;
+      const lanes: Array<string | null> = [];
+      const seen = adoption.seen.bind(adoption);
+      adoption.seen = (id, lane) => {
+        lanes.push(lane);
+        seen(id, lane);
+      };
+      expect((await s.site.request("GET", `/updates/${release.lane}/alpha-update.json`, { token })).status).toBe(200);
+      expect(lanes).toEqual([release.lane]);
+      lanes.length = 0;
+      expect((await s.site.request("GET", "/entitlements/current", { token })).status).toBe(200);
+      expect(lanes).toEqual([null]);
+    } finally {
+      await s.close();
+    }
   });
 });

@@ -116,3 +116,11 @@ export const VARIANT_NAMES = Object.keys(VARIANTS) as VariantName[];
 export function hasProducts(v: Variant): boolean {
   return v.products.length > 0;
 }
+
+/**
+ * Whether a product, channel and platform name one of this variant's lanes: the product null
+ * exactly when the variant has none; without a platform, whether any platform of that channel is.
+ */
+export function isLane(v: Variant, product: string | null, channel: string, platform?: string): boolean {
+  return (product === null ? v.products.length === 0 : v.products.includes(product)) && v.channels.includes(channel) && (platform === undefined || v.platforms.includes(platform));
+}

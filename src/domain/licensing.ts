@@ -9,7 +9,7 @@ import type { EntitlementStatusSource } from "./entitlement-status";
 import { KeyturnError } from "./errors";
 import { activationEvent, activationView, newEvent, reclaimEvents, revocationTtl, tokensValidUntil } from "./events";
 import { newId } from "./ids";
-import { hashLicenseKey, normalizeLicenseKey } from "./license-key";
+import { findLicenseByTypedKey } from "./license-key";
 import { capTokenTtlToLease, seatLeaseView, type SeatLeaseView } from "./seat-lease";
 import type { EntitlementClaims, TokenSigner, TokenVerifier } from "./tokens";
 
@@ -19,6 +19,15 @@ export const LicenseKeyText = Type.String({ minLength: 1, maxLength: 200 });
 export const ActivateModel = Type.Object({ key: LicenseKeyText, device: DeviceModel });
 /** POST /entitlements/refresh's body. */
 export const RefreshModel = Type.Object({ device: DeviceModel });
+
+/**
+ * Whether a licence can be used now: license_revoked or license_expired otherwise. The one rule for
+ * activation, refresh, current, staff sign-in and the portal's downloads.
+ */
+export function requireLive(license: Pick<LicenseRecord, "revoked" | "expires">, now: number, ids?: { licenseId: string; activationId?: string }): void {
+  if (license.revoked !== null) throw new KeyturnError("license_revoked", "The licence is revoked.", ids);
+  if (license.expires !== null && license.expires <= now) throw new KeyturnError("license_expired", "The licence is expired.", ids);
+}
 
 /** The spec's Entitlement object. */
 export interface Entitlement {
@@ -97,8 +106,7 @@ export class Licensing {
     this.requireRecords();
     const device = checkDevice(this.d.variant, input.device);
     this.requireSigner();
-    const canonical = normalizeLicenseKey(this.d.variant, input.key);
-    const license = canonical ? await this.d.store.findLicenseByKeyHash(hashLicenseKey(canonical)) : null;
+    const license = await findLicenseByTypedKey(this.d.store, this.d.variant, input.key);
     if (!license || license.kind !== "license") throw new KeyturnError("license_unknown", "The key is not known, or is mistyped.");
     return this.grantSeat(license, device, ctx, "activate");
   }
@@ -116,8 +124,7 @@ export class Licensing {
     const signer = this.requireSigner();
     const now = this.d.clock();
     const ids = { licenseId: license.id };
-    if (license.revoked !== null) throw new KeyturnError("license_revoked", "The license is revoked.", ids);
-    if (license.expires !== null && license.expires <= now) throw new KeyturnError("license_expired", "The license is expired.", ids);
+    requireLive(license, now, ids);
     const result = await this.d.store.activate({
       licenseId: license.id,
       kind: license.kind,
@@ -154,7 +161,7 @@ export class Licensing {
     const { activation, license, seatsUsed } = found;
     if (device.hash !== claims.dev || installationOf(this.d.variant, device) !== activation.installation)
       throw new KeyturnError("device_mismatch", "The device is not the one this entitlement was issued to.", ids);
-    this.requireLive(license, ids);
+    requireLive(license, this.d.clock(), ids);
     const now = this.d.clock();
     await this.d.store.touchActivation(activation.id, { deviceHash: device.hash, ...device }, now, this.tokenExpiry(license, now));
     const answer = this.issue(signer, license, activation, seatsUsed, now);
@@ -181,7 +188,7 @@ export class Licensing {
     const found = await this.d.store.getActivationWithLicense(claims.sub);
     if (!found) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
     const { activation, license, seatsUsed } = found;
-    this.requireLive(license, ids);
+    requireLive(license, this.d.clock(), ids);
     return {
       entitlement: entitlementOf(license, activation.id, claims.iat, claims.exp, seatsUsed, this.d.clock()),
       activation: {
@@ -203,15 +210,17 @@ export class Licensing {
   async authenticate(token: string): Promise<Principal> {
     const claims = await this.d.verifier.verify(token);
     await this.d.status.check(claims);
-    // Every bearer request keeps a leased seat; a mirror holds no activations to record it on.
-    if (!this.d.mirrorOf) this.d.adoption?.seen(claims.sub, null);
     return { claims };
   }
 
-  private requireLive(license: LicenseRecord, ids: { licenseId: string; activationId: string }): void {
-    if (license.revoked !== null) throw new KeyturnError("license_revoked", "The license is revoked.", ids);
-    if (license.expires !== null && license.expires <= this.d.clock())
-      throw new KeyturnError("license_expired", "The license is expired.", ids);
+  /**
+   * The one sighting of a bearer request, recorded as it ends: every one keeps a leased seat, and
+   * one that read a lane's manifest or feed names it (adoption). A mirror holds no activations to
+   * record an unnamed sighting on.
+   */
+  sighted(principal: Principal, lane: string | null): void {
+    if (lane === null && this.d.mirrorOf) return;
+    this.d.adoption?.seen(principal.claims.sub, lane);
   }
 
   /**

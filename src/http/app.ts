@@ -32,6 +32,7 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
     index: routeIndex(endpoints),
     sessions: sessionGate(services.consoleSessions, services.consoleOpenId !== null),
     authenticate: (request) => services.licensing.authenticate(bearerToken(request)),
+    sighted: (principal, lane) => services.licensing.sighted(principal, lane),
     authenticateAdmin: (request) => authenticateAdmin(services.admin, bearerToken(request, "admin")),
     metrics: services.metrics,
   });

@@ -74,6 +74,8 @@ export interface Call<B = unknown, P = object> {
   readonly session: Session | null;
   /** A page endpoint's POSTed form, checked to come from this site (and to carry the session's CSRF token). */
   readonly form: URLSearchParams;
+  /** Names the lane this bearer request read, for the request's one sighting (adoption). */
+  sightedOn(lane: string): void;
   /** The request's cookies by name, parsed by Elysia's cookie parser on first call (see cookies.ts for Set-Cookie). */
   cookies(): Promise<Readonly<Record<string, string>>>;
 }

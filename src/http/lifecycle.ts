@@ -24,6 +24,8 @@ export interface LifecycleDeps {
   readonly index: RouteIndex;
   /** The bearer check of `auth: "entitlement"` endpoints; throws the entitlement_* refusal. */
   readonly authenticate: (request: Request) => Promise<Principal>;
+  /** Records the one sighting of a bearer request, with the lane its handler named (or null). */
+  readonly sighted: (principal: Principal, lane: string | null) => void;
   /** The bearer check of admin endpoints; throws admin_token_invalid. */
   readonly authenticateAdmin: (request: Request) => Promise<AdminPrincipal>;
   /** The console's and portal's session check. */
@@ -50,6 +52,8 @@ export interface Exchange {
   queryValues: Readonly<Record<string, string>>;
   session: Session | null;
   form: URLSearchParams;
+  /** The lane a bearer request read (its manifest or feed), for its sighting. */
+  lane: string | null;
   /** Set once the answer has its rate headers and its log line (an answer is finished once). */
   finished: boolean;
 }
@@ -62,6 +66,7 @@ const NO_FORM = new URLSearchParams();
 /** A handler's Call; `cookies` are parsed only when a handler asks for them. */
 class RouteCall implements Call {
   #cookies: Promise<Readonly<Record<string, string>>> | undefined;
+  readonly #exchange: Exchange;
   readonly request: Request;
   readonly query: string;
   readonly queryValues: Readonly<Record<string, string>>;
@@ -75,6 +80,7 @@ class RouteCall implements Call {
     readonly params: Readonly<Record<string, string>>,
     readonly body: unknown,
   ) {
+    this.#exchange = exchange;
     this.request = exchange.request;
     this.query = exchange.target.query;
     this.queryValues = exchange.queryValues;
@@ -87,6 +93,9 @@ class RouteCall implements Call {
   cookies(): Promise<Readonly<Record<string, string>>> {
     return (this.#cookies ??= parseCookies(this.request.headers.get("cookie")));
   }
+  readonly sightedOn = (lane: string): void => {
+    this.#exchange.lane = lane;
+  };
 }
 
 /**
@@ -131,6 +140,7 @@ export function lifecycle(deps: LifecycleDeps) {
   const finish = (exchange: Exchange, response: Response): Response | Promise<Response> => {
     if (exchange.finished) return response;
     exchange.finished = true;
+    if (exchange.principal !== NO_PRINCIPAL) deps.sighted(exchange.principal, exchange.lane);
     const headers = exchange.rateHeaders;
     if (headers) for (const name in headers) response.headers.set(name, headers[name]!);
     if (exchange.method === "HEAD") return withoutBody(response).then((r) => logged(exchange, r));
@@ -149,7 +159,7 @@ export function lifecycle(deps: LifecycleDeps) {
   return {
     /** The request's exchange, made once in onRequest. */
     begin(request: Request, method: string, target: Target, peer: string | null, hostValid: boolean): Exchange {
-      return { request, method, target, state: front.begin(request, peer), hostValid, rateHeaders: null, principal: NO_PRINCIPAL, admin: NO_ADMIN, queryValues: NO_QUERY, session: null, form: NO_FORM, finished: false };
+      return { request, method, target, state: front.begin(request, peer), hostValid, rateHeaders: null, principal: NO_PRINCIPAL, admin: NO_ADMIN, queryValues: NO_QUERY, session: null, form: NO_FORM, lane: null, finished: false };
     },
 
     /**

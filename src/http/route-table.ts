@@ -29,9 +29,9 @@ export function routeTable(s: AppServices, openapi: () => string): Endpoint[] {
   };
   return [
     ...licensingEndpoints(s.licensing),
-    ...updateEndpoints(s.variant, s.releases, s.selection, s.adoption),
+    ...updateEndpoints(s.variant, s.releases, s.selection),
     ...releasesEndpoints(s.variant, s.releases, s.selection),
-    ...feedEndpoints(s.feeds, s.adoption),
+    ...feedEndpoints(s.feeds),
     ...identityEndpoints(s.staffSignIn),
     ...siteEndpoints(s.site, openapi),
     ...adminLicenseEndpoints(s.admin),

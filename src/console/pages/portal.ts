@@ -1,3 +1,5 @@
+import { isLane } from "../../config/variants";
+import { requireLive } from "../../domain/licensing";
 import { decode } from "../../domain/decode";
 import { PortalOfflineModel } from "../../domain/offline-activation";
 import type { Session } from "../../domain/console-sessions";
@@ -69,11 +71,11 @@ export async function portalOfflineAction(d: ConsoleDeps, s: Session, address: s
 
 /** The installer a portal download link names, if the license's channels hold it. */
 export async function portalInstaller(d: ConsoleDeps, s: Session, product: string, channel: string, platform: string): Promise<Release> {
-  const { license } = await portalLicense(d.admin, s.licenseId!);
-  if (license.revoked !== null) throw new KeyturnError("license_revoked", "The licence is revoked.");
-  if (license.expires !== null && Date.parse(license.expires) <= d.clock()) throw new KeyturnError("license_expired", "The licence is expired.");
+  const license = await d.admin.store.getLicense(s.licenseId!);
+  if (!license) throw new KeyturnError("license_unknown", "The licence is no longer known.");
+  requireLive(license, d.clock());
   const p = product === "-" ? null : product;
-  const known = (p === null ? d.variant.products.length === 0 : d.variant.products.includes(p)) && license.channels.includes(channel) && d.variant.platforms.includes(platform);
+  const known = isLane(d.variant, p, channel, platform) && license.channels.includes(channel);
   const index = known ? await d.releases.ready() : null;
   const release = index ? await d.selection.served(index, portalInstallation(license.id), p, channel, platform) : null;
   if (!release) throw new KeyturnError("not_found", "There is no installer here for your licence.");

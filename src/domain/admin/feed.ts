@@ -58,7 +58,7 @@ export async function readFeed(d: AdminDeps, caller: AdminCaller, input: unknown
 async function answerFeed(d: AdminDeps, input: unknown): Promise<FeedAnswer> {
   const o = readObject(input ?? {}, ["after", "snapshot", "limit"], "query");
   const limit = pageLimit(o.limit, 500, 1000);
-  if (o.after !== undefined && o.snapshot !== undefined) throw new KeyturnError("invalid_request", "give after or snapshot, not both");
+  if (o.after !== undefined && o.snapshot !== undefined) throw new KeyturnError("invalid_request", "Give after or snapshot, not both.");
   const position = await d.store.feedPosition();
   const fromStart = { section: "activations", key: null, seq: position.newest } as const;
   if (o.snapshot !== undefined) {
@@ -69,7 +69,7 @@ async function answerFeed(d: AdminDeps, input: unknown): Promise<FeedAnswer> {
   }
   if (o.after === undefined) return snapshotPage(d, position, "start", fromStart, limit);
   const m = typeof o.after === "string" ? CURSOR.exec(o.after) : null;
-  if (!m || BigInt(m[2]!) > 2n ** 63n - 1n) throw new KeyturnError("invalid_request", "after must be a cursor this feed answered (epoch.seq)");
+  if (!m || BigInt(m[2]!) > 2n ** 63n - 1n) throw new KeyturnError("invalid_request", "after must be a cursor this feed answered (epoch.seq).");
   const seq = BigInt(m[2]!);
   const reason: SnapshotReason | null =
     m[1] !== position.epoch ? "epoch" : seq > position.newest ? "ahead" : seq < position.prunedThrough ? "gap" : null;

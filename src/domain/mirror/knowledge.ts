@@ -117,9 +117,9 @@ export class MirrorKnowledge implements EntitlementStatusSource {
     const deactivatedUntil = this.revokedActivations.get(claims.sub);
     if (deactivatedUntil !== undefined && now < deactivatedUntil) throw new KeyturnError("entitlement_revoked", "The installation was deactivated.", ids);
     const revokedUntil = this.revokedLicenses.get(claims.lic);
-    if (revokedUntil !== undefined && now < revokedUntil) throw new KeyturnError("license_revoked", "The license is revoked.", ids);
+    if (revokedUntil !== undefined && now < revokedUntil) throw new KeyturnError("license_revoked", "The licence is revoked.", ids);
     const expires = this.expiries.get(claims.lic);
-    if (expires !== undefined && expires !== null && expires <= now) throw new KeyturnError("license_expired", "The license is expired.", ids);
+    if (expires !== undefined && expires !== null && expires <= now) throw new KeyturnError("license_expired", "The licence is expired.", ids);
   }
 
   status(): MirrorStatus {

@@ -2,7 +2,6 @@ import type { ConsoleDeps, Outcome } from "../../console/deps";
 import { portalDeactivateAction, portalHome, portalInstaller, portalOfflineAction, portalSignInPage } from "../../console/pages/portal";
 import type { Audit, AuditAction } from "../../domain/audit";
 import type { Session } from "../../domain/console-sessions";
-import { KeyturnError } from "../../domain/errors";
 import { licenseOfKey } from "../../domain/portal";
 import { installerEtag } from "../../domain/releases/release-index";
 import { signOutEndpoint } from "./sign-out";
@@ -94,9 +93,7 @@ export function portalEndpoints(deps: ConsoleDeps, audit: Audit): Endpoint[] {
     page("GET", "/portal/download/{product}/{channel}/{platform}", "The newest installer of one of the licence's channels", "update", "api", async (call, session) => {
       const { product, channel, platform } = call.params;
       const release = await portalInstaller(deps, session, product, channel, platform);
-      const verified = deps.releases.openInstaller(release);
-      if (verified === null) throw new KeyturnError("unavailable", "The installer is being replaced; try again shortly.");
-      return serveFile(call.request, verified, release.manifest.size, installerEtag(release), release.manifest.installer);
+      return serveFile(call.request, deps.releases.verifiedInstaller(release), release.manifest.size, installerEtag(release), release.manifest.installer);
     }),
   ];
 }

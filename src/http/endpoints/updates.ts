@@ -1,6 +1,5 @@
 import type { Variant } from "../../config/variants";
 import { KeyturnError } from "../../domain/errors";
-import type { AdoptionRecorder } from "../../domain/adoption";
 import type { ReleaseHolder } from "../../domain/releases/holder";
 import { laneName } from "../../domain/releases/release-controls";
 import type { ReleaseSelection } from "../../domain/releases/release-selection";
@@ -40,7 +39,7 @@ const UPDATE_ANSWERS: Record<string, ExtraAnswer> = {
  * Files are found in the release index by exact name, never by joining the URL onto a path, so no
  * request can reach a file outside the tree.
  */
-export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: ReleaseSelection, adoption: AdoptionRecorder): Endpoint[] {
+export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: ReleaseSelection): Endpoint[] {
   const withProduct = v.products.length > 0;
   const sigFile = `${v.manifestFile}.sig`;
   const params: ParamDoc[] = [
@@ -64,7 +63,7 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
       query: [{ name: "version", description: "With the manifest or its .sig: that release's, when this installation may install it (the address GET /releases gives each release); not used with an installer" }],
       answers: UPDATE_ANSWERS,
       errors: [...BEARER_ERRORS, "channel_not_allowed", "no_release", "not_found", "range_not_satisfiable", "unavailable"],
-      handler: async ({ request, params: p, query, principal }) => {
+      handler: async ({ request, params: p, query, principal, sightedOn }) => {
         // The product, channel and platform are among their declared values (the lifecycle refused others).
         const { channel, platform, file } = p;
         const product = withProduct ? (p.product ?? "") : null;
@@ -89,7 +88,7 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
           return serveBytes(request, release.manifestBytes, release.manifestEtag, "application/json");
         }
         if (file === v.manifestFile) {
-          adoption.seen(principal.claims.sub, laneName(product, channel, platform));
+          sightedOn(laneName(product, channel, platform));
           return serveBytes(request, served.manifestBytes, served.manifestEtag, "application/json");
         }
         if (file === sigFile) return serveBytes(request, served.signatureBytes, served.signatureEtag, "application/jose");
@@ -97,10 +96,7 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
         // The installer of the release served to this installation, or of an older one not withdrawn.
         const release = index.installer(product, channel, platform, file);
         if (!release || !(await selection.installerAllowed(index, who, release))) throw new KeyturnError("not_found", "There is nothing at this address.");
-        // Only bytes hashed to the manifest's sha256 are sent, read through the descriptor that was checked.
-        const verified = releases.openInstaller(release);
-        if (verified === null) throw new KeyturnError("unavailable", "The installer is being replaced; try again shortly.");
-        return serveFile(request, verified, release.manifest.size, installerEtag(release), release.manifest.installer);
+        return serveFile(request, releases.verifiedInstaller(release), release.manifest.size, installerEtag(release), release.manifest.installer);
       },
     }),
   ];
