@@ -285,7 +285,7 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       ];
       for (const l of lines) await store.writeAudit(l);
       const refs = (xs: AuditRecord[]) => xs.map((x) => x.ref);
-      const [l1, l2, l3, l4] = lines.map((l) => l.ref);
+      const [l1, l2, l3, l4] = lines.map((l) => l.ref) as [string, string, string, string];
       expect(await store.listAudit({})).toEqual([...lines].reverse());
       expect(refs(await store.listAudit({ licenseId: "lic_a" }))).toEqual([l2, l1]);
       expect(refs(await store.listAudit({ activationId: "act_1" }))).toEqual([l1]);

@@ -153,7 +153,7 @@ describe("token cache", () => {
       const body = (await (await s.request("POST", "/licenses/activate", { body: { key, device: device("alpha") } })).json()) as any;
       expect((await s.request("GET", "/entitlements/current", { token: body.token })).status).toBe(200);
     }
-    const verifier = (s.composed.services.licensing as any).d.verifier;
+    const verifier = (s.composed.services.licensing as any).deps.verifier;
     expect(verifier.cached).toBe(2);
   });
 });
@@ -230,7 +230,7 @@ describe("TokenVerifier's cache of verified tokens", () => {
       const { key, license } = await createLicense(s);
       const body = (await (await s.request("POST", "/licenses/activate", { body: { key, device: device("alpha") } })).json()) as any;
       expect((await s.request("GET", "/entitlements/current", { token: body.token })).status).toBe(200);
-      const verifier = (s.composed.services.licensing as any).d.verifier as TokenVerifier;
+      const verifier = (s.composed.services.licensing as any).deps.verifier as TokenVerifier;
       expect(verifier.cached).toBe(1);
       if (revoke === "deactivate") expect((await s.request("POST", "/entitlements/deactivate", { token: body.token })).status).toBe(200);
       if (revoke === "operator") await s.admin.deactivate(body.entitlement.id);

@@ -51,8 +51,7 @@ export function isLaneWord(name: string): boolean {
 }
 
 /**
- * A variant with the site's own channels and platforms (design.md "Platforms and channels beyond
- * the spec's"); the lists are checked by the caller (config.ts).
+ * A variant with the site's own channels and platforms; the lists are checked by the caller (config.ts).
  */
 export function withLanes(v: Variant, lanes: { readonly channels?: readonly string[]; readonly platforms?: readonly string[] }): Variant {
   return Object.freeze({

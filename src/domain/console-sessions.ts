@@ -43,14 +43,14 @@ const csrfOf = (secret: string) => sha256Hex(`keyturn-csrf\0${secret}`);
  * outlives the token.
  */
 export class ConsoleSessions {
-  constructor(private readonly d: { store: Store; clock: Clock }) {}
+  constructor(private readonly deps: { store: Store; clock: Clock }) {}
 
   /** Opens a console session with an admin token; admin_token_invalid as the API answers it. */
   async signInWithToken(token: unknown): Promise<{ secret: string; session: Session }> {
-    const principal = await authenticateAdmin(this.d, typeof token === "string" ? token.trim() : token);
-    const tokens = await this.d.store.listAdminTokens();
+    const principal = await authenticateAdmin(this.deps, typeof token === "string" ? token.trim() : token);
+    const tokens = await this.deps.store.listAdminTokens();
     const record = tokens.find((t) => t.id === principal.tokenId);
-    const now = this.d.clock();
+    const now = this.deps.clock();
     const expires = Math.min(now + CONSOLE_SESSION_MS, record?.expires ?? Infinity);
     return this.open({ kind: "console", tokenId: principal.tokenId, subject: null, licenseId: null, name: principal.name, scopes: principal.scopes, detail: null, expires });
   }
@@ -58,33 +58,33 @@ export class ConsoleSessions {
   /** Opens a console session for a staff member whose ID token was verified, with the scopes their groups map to. */
   async signInStaff(subject: string, name: string, scopes: readonly Scope[]): Promise<{ secret: string; session: Session }> {
     if (scopes.length === 0) throw new KeyturnError("not_in_required_group", "None of your groups is given access to the console.");
-    const expires = this.d.clock() + CONSOLE_SESSION_MS;
+    const expires = this.deps.clock() + CONSOLE_SESSION_MS;
     return this.open({ kind: "console", tokenId: null, subject, licenseId: null, name, scopes, detail: null, expires });
   }
 
   /** Opens a portal session for the license (found by its key by the caller). */
   async signInPortal(licenseId: string, name: string): Promise<{ secret: string; session: Session }> {
-    const expires = this.d.clock() + PORTAL_SESSION_MS;
+    const expires = this.deps.clock() + PORTAL_SESSION_MS;
     return this.open({ kind: "portal", tokenId: null, subject: null, licenseId, name, scopes: [], detail: null, expires });
   }
 
   /** The live session of a cookie's secret of the kind asked; null when unknown, expired or revoked. */
   async find(secret: string | null, kind: "console" | "portal"): Promise<Session | null> {
     if (secret === null || !SECRET.test(secret)) return null;
-    const r = await this.d.store.findConsoleSession(hashOf(secret));
-    if (!r || r.kind !== kind || r.revoked !== null || r.expires <= this.d.clock()) return null;
+    const r = await this.deps.store.findConsoleSession(hashOf(secret));
+    if (!r || r.kind !== kind || r.revoked !== null || r.expires <= this.deps.clock()) return null;
     return sessionOf(r, secret);
   }
 
   /** Ends a session at once (sign out); later requests with its cookie are signed out. */
   async revoke(secret: string | null): Promise<void> {
-    if (secret !== null && SECRET.test(secret)) await this.d.store.revokeConsoleSession(hashOf(secret), this.d.clock());
+    if (secret !== null && SECRET.test(secret)) await this.deps.store.revokeConsoleSession(hashOf(secret), this.deps.clock());
   }
 
   /** Keeps an OpenID sign-in's PKCE verifier and nonce under the hash of its `state`. */
   async beginPending(state: string, pending: PendingSignIn): Promise<void> {
-    const now = this.d.clock();
-    await this.d.store.createConsoleSession({
+    const now = this.deps.clock();
+    await this.deps.store.createConsoleSession({
       idHash: hashOf(state),
       kind: "pending",
       tokenId: null,
@@ -102,16 +102,16 @@ export class ConsoleSessions {
   /** Takes a pending sign-in once (a replayed callback finds nothing); null when unknown or expired. */
   async takePending(state: string | null): Promise<PendingSignIn | null> {
     if (state === null || !SECRET.test(state)) return null;
-    const r = await this.d.store.findConsoleSession(hashOf(state));
-    if (!r || r.kind !== "pending" || r.expires <= this.d.clock() || r.detail === null) return null;
-    if (!(await this.d.store.revokeConsoleSession(r.idHash, this.d.clock()))) return null;
+    const r = await this.deps.store.findConsoleSession(hashOf(state));
+    if (!r || r.kind !== "pending" || r.expires <= this.deps.clock() || r.detail === null) return null;
+    if (!(await this.deps.store.revokeConsoleSession(r.idHash, this.deps.clock()))) return null;
     return JSON.parse(r.detail) as PendingSignIn;
   }
 
   private async open(s: Omit<ConsoleSessionRecord, "idHash" | "created" | "revoked">): Promise<{ secret: string; session: Session }> {
     const secret = newSecret();
-    const record: ConsoleSessionRecord = { ...s, idHash: hashOf(secret), created: this.d.clock(), revoked: null };
-    await this.d.store.createConsoleSession(record);
+    const record: ConsoleSessionRecord = { ...s, idHash: hashOf(secret), created: this.deps.clock(), revoked: null };
+    await this.deps.store.createConsoleSession(record);
     return { secret, session: sessionOf(record, secret) };
   }
 }

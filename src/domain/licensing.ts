@@ -90,23 +90,23 @@ export interface LicensingDeps {
 
 /** The license half of the spec: activate, refresh, deactivate, current, and the bearer check. */
 export class Licensing {
-  constructor(private readonly d: LicensingDeps) {}
+  constructor(private readonly deps: LicensingDeps) {}
 
   get available(): boolean {
-    return this.d.signer !== null && !this.d.mirrorOf;
+    return this.deps.signer !== null && !this.deps.mirrorOf;
   }
 
   /** Throws licensing_unavailable on a mirror: licenses, activations and sign-in live at the vendor. */
   requireRecords(): void {
-    if (this.d.mirrorOf)
-      throw new KeyturnError("licensing_unavailable", `This site is a mirror of ${this.d.mirrorOf}: activate, refresh, deactivate and sign in there.`);
+    if (this.deps.mirrorOf)
+      throw new KeyturnError("licensing_unavailable", `This site is a mirror of ${this.deps.mirrorOf}: activate, refresh, deactivate and sign in there.`);
   }
 
   async activate(input: Static<typeof ActivateModel>, ctx: RequestContext): Promise<ActivationAnswer> {
     this.requireRecords();
-    const device = checkDevice(this.d.variant, input.device);
+    const device = checkDevice(this.deps.variant, input.device);
     this.requireSigner();
-    const license = await findLicenseByTypedKey(this.d.store, this.d.variant, input.key);
+    const license = await findLicenseByTypedKey(this.deps.store, this.deps.variant, input.key);
     if (!license || license.kind !== "license") throw new KeyturnError("license_unknown", "The key is not known, or is mistyped.");
     return this.grantSeat(license, device, ctx, "activate");
   }
@@ -122,13 +122,13 @@ export class Licensing {
     action: "activate" | "sign-in",
   ): Promise<ActivationAnswer> {
     const signer = this.requireSigner();
-    const now = this.d.clock();
+    const now = this.deps.clock();
     const ids = { licenseId: license.id };
     requireLive(license, now, ids);
-    const result = await this.d.store.activate({
+    const result = await this.deps.store.activate({
       licenseId: license.id,
       kind: license.kind,
-      installation: installationOf(this.d.variant, device),
+      installation: installationOf(this.deps.variant, device),
       deviceHash: device.hash,
       product: device.product,
       name: device.name,
@@ -137,12 +137,12 @@ export class Licensing {
       newId: newId("act", now),
       now,
       tokenExp: this.tokenExpiry(license, now),
-      audit: this.d.audit.okLine(action, ctx, license.id),
+      audit: this.deps.audit.okLine(action, ctx, license.id),
       event: activationEvent(action, license.id, device, now),
       reclaim: (reclaimed, by) => ({
-        audit: { ...this.d.audit.okLine("reclaim", ctx, license.id), activationId: reclaimed.id, actor: by.id },
+        audit: { ...this.deps.audit.okLine("reclaim", ctx, license.id), activationId: reclaimed.id, actor: by.id },
         // As for any revocation: with no recorded token expiry (before migration 6) a token may predate the lease.
-        events: reclaimEvents(reclaimed, by, now, revocationTtl(this.d.tokenTtlSeconds, license)),
+        events: reclaimEvents(reclaimed, by, now, revocationTtl(this.deps.tokenTtlSeconds, license)),
       }),
     });
     if (result.outcome === "seat_limit")
@@ -152,45 +152,45 @@ export class Licensing {
 
   async refresh(principal: Principal, input: DeviceInput, ctx: RequestContext): Promise<ActivationAnswer> {
     this.requireRecords();
-    const device = checkDevice(this.d.variant, input);
+    const device = checkDevice(this.deps.variant, input);
     const signer = this.requireSigner();
     const { claims } = principal;
     const ids = { licenseId: claims.lic, activationId: claims.sub };
-    const found = await this.d.store.getActivationWithLicense(claims.sub);
+    const found = await this.deps.store.getActivationWithLicense(claims.sub);
     if (!found) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
     const { activation, license, seatsUsed } = found;
-    if (device.hash !== claims.dev || installationOf(this.d.variant, device) !== activation.installation)
+    if (device.hash !== claims.dev || installationOf(this.deps.variant, device) !== activation.installation)
       throw new KeyturnError("device_mismatch", "The device is not the one this entitlement was issued to.", ids);
-    requireLive(license, this.d.clock(), ids);
-    const now = this.d.clock();
-    await this.d.store.touchActivation(activation.id, { deviceHash: device.hash, ...device }, now, this.tokenExpiry(license, now));
+    requireLive(license, this.deps.clock(), ids);
+    const now = this.deps.clock();
+    await this.deps.store.touchActivation(activation.id, { deviceHash: device.hash, ...device }, now, this.tokenExpiry(license, now));
     const answer = this.issue(signer, license, activation, seatsUsed, now);
-    await this.d.audit.ok("refresh", ctx, ids);
+    await this.deps.audit.ok("refresh", ctx, ids);
     return answer;
   }
 
   async deactivate(principal: Principal, ctx: RequestContext): Promise<void> {
     this.requireRecords();
     const { sub, lic } = principal.claims;
-    const ttl = revocationTtl(this.d.tokenTtlSeconds, await this.d.store.getLicense(lic));
-    const now = this.d.clock();
+    const ttl = revocationTtl(this.deps.tokenTtlSeconds, await this.deps.store.getLicense(lic));
+    const now = this.deps.clock();
     const event = (a: ActivationRecord) =>
       newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, ttl, null, a.tokenExp) }, now);
-    if (!(await this.d.store.deactivate(sub, now, { event })))
+    if (!(await this.deps.store.deactivate(sub, now, { event })))
       throw new KeyturnError("entitlement_revoked", "The installation was deactivated.", { licenseId: lic, activationId: sub });
-    await this.d.audit.ok("deactivate", ctx, { licenseId: lic, activationId: sub });
+    await this.deps.audit.ok("deactivate", ctx, { licenseId: lic, activationId: sub });
   }
 
   async current(principal: Principal): Promise<CurrentAnswer> {
     this.requireRecords();
     const { claims } = principal;
     const ids = { licenseId: claims.lic, activationId: claims.sub };
-    const found = await this.d.store.getActivationWithLicense(claims.sub);
+    const found = await this.deps.store.getActivationWithLicense(claims.sub);
     if (!found) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
     const { activation, license, seatsUsed } = found;
-    requireLive(license, this.d.clock(), ids);
+    requireLive(license, this.deps.clock(), ids);
     return {
-      entitlement: entitlementOf(license, activation.id, claims.iat, claims.exp, seatsUsed, this.d.clock()),
+      entitlement: entitlementOf(license, activation.id, claims.iat, claims.exp, seatsUsed, this.deps.clock()),
       activation: {
         id: activation.id,
         ...(activation.product !== null ? { product: activation.product } : {}),
@@ -208,8 +208,8 @@ export class Licensing {
    * installation the status source still serves, asked on every request.
    */
   async authenticate(token: string): Promise<Principal> {
-    const claims = await this.d.verifier.verify(token);
-    await this.d.status.check(claims);
+    const claims = await this.deps.verifier.verify(token);
+    await this.deps.status.check(claims);
     return { claims };
   }
 
@@ -219,8 +219,8 @@ export class Licensing {
    * record an unnamed sighting on.
    */
   sighted(principal: Principal, lane: string | null): void {
-    if (lane === null && this.d.mirrorOf) return;
-    this.d.adoption?.seen(principal.claims.sub, lane);
+    if (lane === null && this.deps.mirrorOf) return;
+    this.deps.adoption?.seen(principal.claims.sub, lane);
   }
 
   /**
@@ -229,7 +229,7 @@ export class Licensing {
    * feed's tokensValidUntil) before it is signed.
    */
   private tokenExpiry(license: LicenseRecord, now: number): number {
-    const ttlEnd = now + capTokenTtlToLease(license.tokenTtl ?? this.d.tokenTtlSeconds, license) * 1000;
+    const ttlEnd = now + capTokenTtlToLease(license.tokenTtl ?? this.deps.tokenTtlSeconds, license) * 1000;
     return license.expires !== null ? Math.min(ttlEnd, license.expires) : ttlEnd;
   }
 
@@ -254,12 +254,12 @@ export class Licensing {
   }
 
   private requireSigner(): TokenSigner {
-    if (!this.d.signer) throw new KeyturnError("licensing_unavailable", "The site has no signing key configured.");
-    return this.d.signer;
+    if (!this.deps.signer) throw new KeyturnError("licensing_unavailable", "The site has no signing key configured.");
+    return this.deps.signer;
   }
 
   private seatLimitMessage(license: LicenseRecord, holders: readonly ActivationRecord[]): string {
-    const computers = this.d.variant.seatHolders === "computers";
+    const computers = this.deps.variant.seatHolders === "computers";
     const names = holders.map((h) =>
       computers || h.product === null ? `"${h.name}"` : `"${h.name}" (${h.product})`,
     );

@@ -16,30 +16,30 @@ import { siteEndpoints } from "./endpoints/site";
 import { updateEndpoints } from "./endpoints/updates";
 
 /** Every endpoint of the API, the console and the portal, each declared once. `openapi` gives the document made from this table. */
-export function routeTable(s: AppServices, openapi: () => string): Endpoint[] {
+export function routeTable(services: AppServices, openapi: () => string): Endpoint[] {
   const web: ConsoleDeps = {
-    variant: s.variant,
-    admin: s.admin,
-    sessions: s.consoleSessions,
-    licensing: s.licensing,
-    releases: s.releases,
-    controls: s.selection.controls,
-    selection: s.selection,
-    clock: s.clock,
+    variant: services.variant,
+    admin: services.admin,
+    sessions: services.consoleSessions,
+    licensing: services.licensing,
+    releases: services.releases,
+    controls: services.selection.controls,
+    selection: services.selection,
+    clock: services.clock,
   };
   return [
-    ...licensingEndpoints(s.licensing),
-    ...updateEndpoints(s.variant, s.releases, s.selection),
-    ...releasesEndpoints(s.variant, s.releases, s.selection),
-    ...feedEndpoints(s.feeds),
-    ...identityEndpoints(s.staffSignIn),
-    ...siteEndpoints(s.site, openapi),
-    ...adminLicenseEndpoints(s.admin),
-    ...adminOfflineEndpoints(s.licensing),
-    ...adminRecordEndpoints(s.admin),
-    ...adminWebhookEndpoints(s.admin),
-    ...adminReleaseEndpoints(s.admin, s.releases, s.selection.controls, s.clock),
-    ...consoleEndpoints(web, s.audit, s.consoleOpenId),
-    ...portalEndpoints(web, s.audit),
+    ...licensingEndpoints(services.licensing),
+    ...updateEndpoints(services.variant, services.releases, services.selection),
+    ...releasesEndpoints(services.variant, services.releases, services.selection),
+    ...feedEndpoints(services.feeds),
+    ...identityEndpoints(services.staffSignIn),
+    ...siteEndpoints(services.site, openapi),
+    ...adminLicenseEndpoints(services.admin),
+    ...adminOfflineEndpoints(services.licensing),
+    ...adminRecordEndpoints(services.admin),
+    ...adminWebhookEndpoints(services.admin),
+    ...adminReleaseEndpoints(services.admin, services.releases, services.selection.controls, services.clock),
+    ...consoleEndpoints(web, services.audit, services.consoleOpenId),
+    ...portalEndpoints(web, services.audit),
   ];
 }

@@ -9,7 +9,7 @@ import { pageLimit, readObject } from "./input";
 export type { FeedItem } from "./feed-items";
 
 /**
- * The vendor feed (scope feed:read), what mirrors follow (design.md "Mirror mode", docs/admin-api.md).
+ * The vendor feed (scope feed:read), what mirrors follow (docs/admin-api.md).
  *
  * Every answer names the records' epoch (FeedPosition); a cursor is `<epoch>.<seq>`. Asked after a
  * cursor of these records, the feed answers the events after it (mode `events`). Asked with no

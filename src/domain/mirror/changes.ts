@@ -11,7 +11,7 @@ function expiryOf(e: FeedEvent, text: string): number {
 }
 
 /**
- * What each event means to a mirror (the revocation semantics of design.md "Mirror mode"):
+ * What each event means to a mirror (its revocation semantics):
  * a deactivation refuses the activation's tokens and a revocation the license's, each until the
  * latest `exp` of those tokens; a reinstatement lifts the license's; a changed expiry refuses the
  * license's tokens after it; release controls are applied at the vendor's time of the control

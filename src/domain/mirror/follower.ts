@@ -66,19 +66,19 @@ export class MirrorFollower {
   private readonly stopping = new AbortController();
   private readonly maxEntries: number;
 
-  constructor(private readonly d: MirrorFollowerDeps) {
-    d.knowledge.load(d.state.load(d.of, d.clock()));
-    this.maxEntries = d.maxEntries ?? DEFAULT_MAX_ENTRIES;
+  constructor(private readonly deps: MirrorFollowerDeps) {
+    deps.knowledge.load(deps.state.load(deps.of, deps.clock()));
+    this.maxEntries = deps.maxEntries ?? DEFAULT_MAX_ENTRIES;
   }
 
   /** The release controls the vendor's feed reported (for the release holder to apply). */
   mirroredReleaseControls(): MirroredReleaseControl[] {
-    return this.d.knowledge.mirroredReleaseControls();
+    return this.deps.knowledge.mirroredReleaseControls();
   }
 
   /** Reads and applies one page. Never throws for a feed problem; returns it. */
   async pollOnce(): Promise<PollOutcome> {
-    const { knowledge, state, clock, log } = this.d;
+    const { knowledge, state, clock, log } = this.deps;
     const now = clock();
     state.prune(now);
     knowledge.prune(now);
@@ -86,17 +86,17 @@ export class MirrorFollower {
     const continuing = this.snapshot;
     try {
       const page = await fetchFeedPage({
-        of: this.d.of,
-        token: this.d.token,
+        of: this.deps.of,
+        token: this.deps.token,
         after: continuing ? null : after,
         snapshot: continuing?.next ?? null,
         limit: PAGE_LIMIT,
-        timeoutMs: this.d.requestTimeoutMs ?? 10_000,
+        timeoutMs: this.deps.requestTimeoutMs ?? 10_000,
         signal: this.stopping.signal,
         now,
       });
       const outcome = page.mode === "snapshot" ? this.takeSnapshotPage(page, continuing) : this.applyEvents(page);
-      if (this.failures > 0 || this.lastProblem !== null) log.info("mirror feed answers again", { of: this.d.of, failedAttempts: this.failures });
+      if (this.failures > 0 || this.lastProblem !== null) log.info("mirror feed answers again", { of: this.deps.of, failedAttempts: this.failures });
       this.failures = 0;
       this.lastProblem = null;
       knowledge.noteProblem(null);
@@ -109,13 +109,13 @@ export class MirrorFollower {
       this.failures++;
       this.lastProblem = e.message;
       knowledge.noteProblem(escapeControl(e.message, 300));
-      log.warn("mirror feed refused: keeping what is known", { of: this.d.of, problem: escapeControl(e.message, 300), failures: this.failures, cursor: after });
+      log.warn("mirror feed refused: keeping what is known", { of: this.deps.of, problem: escapeControl(e.message, 300), failures: this.failures, cursor: after });
       return { ok: false, problem: e.message };
     }
   }
 
   private applyEvents(page: EventsPage): PollOutcome {
-    const { knowledge, state, clock, log } = this.d;
+    const { knowledge, state, clock, log } = this.deps;
     const changes = changesOf(page.events, clock());
     const entries = knowledge.entriesWith(changes);
     if (entries > this.maxEntries) throw new FeedProblem(`applying the page would keep ${entries} entries, more than this mirror's bound of ${this.maxEntries}`);
@@ -123,15 +123,15 @@ export class MirrorFollower {
     state.commit(changes, page.cursor, syncedAt);
     knowledge.applyPage(changes, page.cursor, syncedAt);
     for (const c of changes) {
-      if (c.op === "revoke") this.d.onRevoked(c.kind === "activation" ? { activation: c.id } : { license: c.id });
-      else if (c.op === "expiry") this.d.onRevoked({ license: c.licenseId });
+      if (c.op === "revoke") this.deps.onRevoked(c.kind === "activation" ? { activation: c.id } : { license: c.id });
+      else if (c.op === "expiry") this.deps.onRevoked({ license: c.licenseId });
     }
     if (page.received > 0) log.info("mirror feed applied", { events: page.received, applied: changes.length, cursor: page.cursor });
     return { ok: true, applied: changes.length, more: page.received >= PAGE_LIMIT };
   }
 
   private takeSnapshotPage(page: SnapshotPage, continuing: SnapshotInProgress | null): PollOutcome {
-    const { knowledge, state, clock, log } = this.d;
+    const { knowledge, state, clock, log } = this.deps;
     // A vendor's feed fills every page of a snapshot but the last: a short one with more to come is not a feed.
     if (page.next !== null && page.received < PAGE_LIMIT)
       throw new FeedProblem(`a snapshot page of ${page.received} items announces more: implausible (pages are full but the last)`);
@@ -149,11 +149,11 @@ export class MirrorFollower {
     this.snapshot = null;
     const now = clock();
     state.replace(into, page.cursor, now);
-    knowledge.load(state.load(this.d.of, now));
-    for (const r of into.revocations) this.d.onRevoked(r.kind === "activation" ? { activation: r.id } : { license: r.id });
-    for (const e of into.expiries) this.d.onRevoked({ license: e.licenseId });
+    knowledge.load(state.load(this.deps.of, now));
+    for (const r of into.revocations) this.deps.onRevoked(r.kind === "activation" ? { activation: r.id } : { license: r.id });
+    for (const e of into.expiries) this.deps.onRevoked({ license: e.licenseId });
     log.info("mirror resynchronised from the vendor's snapshot", {
-      of: this.d.of,
+      of: this.deps.of,
       reason: escapeControl(page.reason, 20),
       revocations: into.revocations.length,
       expiries: into.expiries.length,
@@ -165,10 +165,10 @@ export class MirrorFollower {
 
   /** The wait before the next poll: the interval after an answer, at once after a full page, else exponential backoff with jitter. */
   nextDelayMs(outcome: PollOutcome): number {
-    if (outcome.ok) return outcome.more ? PAGE_GAP_MS : this.d.pollMs;
-    const cap = Math.max(this.d.pollMs, Math.min(MAX_BACKOFF_MS, this.d.pollMs * 8));
-    const base = Math.min(cap, this.d.pollMs * 2 ** Math.min(this.failures - 1, 20));
-    return Math.round(base / 2 + this.d.random() * (base / 2));
+    if (outcome.ok) return outcome.more ? PAGE_GAP_MS : this.deps.pollMs;
+    const cap = Math.max(this.deps.pollMs, Math.min(MAX_BACKOFF_MS, this.deps.pollMs * 8));
+    const base = Math.min(cap, this.deps.pollMs * 2 ** Math.min(this.failures - 1, 20));
+    return Math.round(base / 2 + this.deps.random() * (base / 2));
   }
 
   /** Polls now, then on its own schedule until stop(). */
@@ -198,8 +198,8 @@ export class MirrorFollower {
           this.failures++;
           this.snapshot = null;
           const error = escapeControl(String((e as Error)?.message ?? e), 300);
-          this.d.knowledge.noteProblem(`the mirror's own records failed: ${error}`);
-          this.d.log.error("mirror follower failed", { error });
+          this.deps.knowledge.noteProblem(`the mirror's own records failed: ${error}`);
+          this.deps.log.error("mirror follower failed", { error });
           this.schedule(this.nextDelayMs({ ok: false, problem: "internal" }));
         },
       );

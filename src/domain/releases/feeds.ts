@@ -17,7 +17,7 @@ export interface FeedCaller {
 const OLDER_LISTED = 10;
 
 /**
- * The feeds for updaters vendors already use (design.md "Feeds for existing updaters"), decided
+ * The feeds for updaters vendors already use, decided
  * from the same index, controls and rollouts as the update path: which release each installation
  * is offered, and the facts each format needs. The formats themselves are in feed-formats.ts.
  */

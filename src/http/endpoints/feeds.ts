@@ -41,7 +41,7 @@ const FEED_ERRORS = [...BEARER_ERRORS, "channel_not_allowed", "not_found"] as co
 const RELEASE_ERRORS = ["no_release", "unavailable"] as const;
 
 /**
- * The feeds of the updaters vendors already use (design.md "Feeds for existing updaters"), under
+ * The feeds of the updaters vendors already use, under
  * /feeds: electron-updater's generic provider, Tauri v2, Sparkle and Velopack. Each needs the
  * entitlement token and answers from the same index, controls and rollouts as the update path.
  */

@@ -1,9 +1,9 @@
-import type { Variant } from "../config/variants";
-import type { ActivationRecord, LicenseRecord, Store } from "../store/types";
-import { CLI_CALLER, type AdminDeps } from "./admin/deps";
-import { createLicense, deactivateActivation, findLicense, revokeLicense } from "./admin/licenses";
-import type { Audit } from "./audit";
-import type { Clock } from "./clock";
+import type { Variant } from "../../config/variants";
+import type { ActivationRecord, LicenseRecord, Store } from "../../store/types";
+import { CLI_CALLER, type AdminDeps } from "./deps";
+import { createLicense, deactivateActivation, findLicense, revokeLicense } from "./licenses";
+import type { Audit } from "../audit";
+import type { Clock } from "../clock";
 
 /** The token TTL's default (7 days), for callers that do not pass the configured one. */
 const DEFAULT_TOKEN_TTL_SECONDS = 7 * 86400;
