@@ -24,7 +24,8 @@ export { API_PREFIX };
  */
 export function createApp(services: AppServices, more: readonly Endpoint[] = []) {
   let openapi = "";
-  const endpoints = [...routeTable(services, () => openapi), ...more];
+  const areas: Record<string, readonly Endpoint[]> = { ...routeTable(services, () => openapi), ...(more.length > 0 ? { more } : {}) };
+  const endpoints = Object.values(areas).flat();
   openapi = JSON.stringify(openApiDocument(services.variant, endpoints, VERSION));
   const life = lifecycle({
     front: frontDoor(services),
@@ -45,13 +46,7 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
   const exchanges = new WeakMap<Request, Exchange>();
   const exchangeOf = (request: Request) => exchanges.get(request)!;
 
-  const elysia = new Elysia({
-    // One entry (fetch): listen's native routes would be a second way in.
-    systemRouter: false,
-    strictPath: true,
-    // An unknown field is refused, never silently dropped.
-    normalize: false,
-  })
+  const elysia = new Elysia(CONFIG)
     // Declared first so that it covers every route (Elysia's onError covers routes registered after it).
     .onError(({ request, code, error }) => {
       const exchange = exchanges.get(request);
@@ -79,11 +74,18 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
       return life.admit(exchange);
     });
 
-  for (const e of endpoints) {
-    const path = fullPath(e).replace(/\{([^}]+)\}/g, ":$1");
-    const { handler, plain, withBody } = life.route(e, exchangeOf);
-    if (withBody) elysia.route(e.method, path, handler, withBody);
-    else elysia.route(e.method, path, handler, plain);
+  // One plugin per area, used after the global hooks above so that they cover its routes.
+  const plugins: { name: string; routes: string[] }[] = [];
+  for (const [area, declared] of Object.entries(areas)) {
+    const plugin = new Elysia({ name: `keyturn:${area}`, ...CONFIG });
+    for (const e of declared) {
+      const path = fullPath(e).replace(/\{([^}]+)\}/g, ":$1");
+      const { handler, plain, withBody } = life.route(e, exchangeOf);
+      if (withBody) plugin.route(e.method, path, handler, withBody);
+      else plugin.route(e.method, path, handler, plain);
+    }
+    elysia.use(plugin);
+    plugins.push({ name: plugin.config.name ?? area, routes: plugin.routes.map((r) => `${r.method} ${r.path}`) });
   }
 
   /** A re-entered request, through the same instance. */
@@ -103,6 +105,8 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
     fetch: (request: Request) => handle(request),
     /** The Elysia instance every request goes through. */
     elysia,
+    /** The area plugins (name, and method and path of each route) in the order used. */
+    plugins,
     endpoints,
     /** Method and full path of every route answered (GETs also answer HEAD). */
     routes: endpoints.flatMap((e) => {
@@ -123,6 +127,15 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
     },
   };
 }
+
+/** The instance's and each area plugin's configuration. */
+const CONFIG = {
+  // One entry (fetch): listen's native routes would be a second way in.
+  systemRouter: false,
+  strictPath: true,
+  // An unknown field is refused, never silently dropped.
+  normalize: false,
+} as const;
 
 /** What onRequest is told of a request it cannot see for itself. */
 interface Handover {

@@ -15,8 +15,14 @@ import { releasesEndpoints } from "./endpoints/releases";
 import { siteEndpoints } from "./endpoints/site";
 import { updateEndpoints } from "./endpoints/updates";
 
-/** Every endpoint of the API, the console and the portal, each declared once. `openapi` gives the document made from this table. */
-export function routeTable(services: AppServices, openapi: () => string): Endpoint[] {
+/**
+ * The areas of the site: each is one Elysia plugin (app.ts), named `keyturn:<area>`, registering its
+ * declarations. A new endpoint goes into its area's list; a new area is one more key.
+ */
+export type AreaName = "licensing" | "updates" | "releases" | "feeds" | "identity" | "site" | "admin" | "console" | "portal";
+
+/** Every endpoint of the API, the console and the portal, each declared once, by area. `openapi` gives the document made from this table. */
+export function routeTable(services: AppServices, openapi: () => string): Record<AreaName, Endpoint[]> {
   const web: ConsoleDeps = {
     variant: services.variant,
     admin: services.admin,
@@ -27,19 +33,21 @@ export function routeTable(services: AppServices, openapi: () => string): Endpoi
     selection: services.selection,
     clock: services.clock,
   };
-  return [
-    ...licensingEndpoints(services.licensing),
-    ...updateEndpoints(services.variant, services.releases, services.selection),
-    ...releasesEndpoints(services.variant, services.releases, services.selection),
-    ...feedEndpoints(services.feeds),
-    ...identityEndpoints(services.staffSignIn),
-    ...siteEndpoints(services.site, openapi),
-    ...adminLicenseEndpoints(services.admin),
-    ...adminOfflineEndpoints(services.licensing),
-    ...adminRecordEndpoints(services.admin),
-    ...adminWebhookEndpoints(services.admin),
-    ...adminReleaseEndpoints(services.admin, services.releases, services.selection.controls, services.clock),
-    ...consoleEndpoints(web, services.audit, services.consoleOpenId),
-    ...portalEndpoints(web, services.audit),
-  ];
+  return {
+    licensing: licensingEndpoints(services.licensing),
+    updates: updateEndpoints(services.variant, services.releases, services.selection),
+    releases: releasesEndpoints(services.variant, services.releases, services.selection),
+    feeds: feedEndpoints(services.feeds),
+    identity: identityEndpoints(services.staffSignIn),
+    site: siteEndpoints(services.site, openapi),
+    admin: [
+      ...adminLicenseEndpoints(services.admin),
+      ...adminOfflineEndpoints(services.licensing),
+      ...adminRecordEndpoints(services.admin),
+      ...adminWebhookEndpoints(services.admin),
+      ...adminReleaseEndpoints(services.admin, services.releases, services.selection.controls, services.clock),
+    ],
+    console: consoleEndpoints(web, services.audit, services.consoleOpenId),
+    portal: portalEndpoints(web, services.audit),
+  };
 }

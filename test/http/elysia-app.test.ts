@@ -63,3 +63,10 @@ test("each route's hooks are keyturn's: a JSON body route reads its body in its 
     expect(hooks.mapResponse?.length).toBe(1);
   }
 });
+
+test("the routes are registered by one plugin per area of the site, each route by exactly one", () => {
+  expect(site.app.plugins.map((p) => p.name)).toEqual(["licensing", "updates", "releases", "feeds", "identity", "site", "admin", "console", "portal"].map((a) => `keyturn:${a}`));
+  const byPlugins = site.app.plugins.flatMap((p) => p.routes).sort();
+  expect(byPlugins).toEqual(site.app.elysia.routes.map((r) => `${r.method} ${r.path}`).sort());
+  expect(new Set(byPlugins).size).toBe(byPlugins.length);
+});
