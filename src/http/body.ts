@@ -76,15 +76,23 @@ function tooLarge(): KeyturnError {
 /** Checks a query string against a closed object schema of strings; throws invalid_request naming the parameter. */
 export type QueryReader = (query: string) => Readonly<Record<string, string>>;
 
-/** The query string is within the URL limit when this runs; a parameter may appear once. */
+/**
+ * The query string is within the URL limit when this runs; a declared parameter may appear once.
+ * A parameter the schema does not name is refused, unless the schema says `additionalProperties:
+ * true` (where real clients add their own, such as cache busters): then it is ignored.
+ */
 export function queryReader(schema: TSchema): QueryReader {
   const check = TypeCompiler.Compile(schema);
   const known = new Set(Object.keys((schema as { properties?: object }).properties ?? {}));
+  const open = (schema as { additionalProperties?: unknown }).additionalProperties === true;
   return (query) => {
     const values: Record<string, string> = {};
     if (query !== "")
       for (const [name, value] of new URLSearchParams(query)) {
-        if (!known.has(name)) throw new KeyturnError("invalid_request", `Unknown query parameter: ${name.slice(0, 64)}.`);
+        if (!known.has(name)) {
+          if (open) continue;
+          throw new KeyturnError("invalid_request", `Unknown query parameter: ${name.slice(0, 64)}.`);
+        }
         if (Object.hasOwn(values, name)) throw new KeyturnError("invalid_request", `The query parameter ${name} is given more than once.`);
         values[name] = value;
       }

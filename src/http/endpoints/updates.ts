@@ -1,3 +1,4 @@
+import { Type } from "@sinclair/typebox";
 import type { Variant } from "../../config/variants";
 import { KeyturnError } from "../../domain/errors";
 import type { ReleaseHolder } from "../../domain/releases/holder";
@@ -10,6 +11,19 @@ import { serveBytes, serveFile } from "../file-serving";
 import { BEARER_ERRORS } from "./shared";
 
 const FILE_HEADERS = ["ETag", "Cache-Control", "Accept-Ranges"];
+
+/** The update path's query: `version`, and whatever an updater adds of its own (a cache buster), ignored. */
+const UpdateQuery = Type.Object(
+  {
+    version: Type.Optional(
+      Type.String({
+        description:
+          "With the manifest or its .sig: that release's, when this installation may install it (the address GET /releases gives each release); not used with an installer",
+      }),
+    ),
+  },
+  { additionalProperties: true },
+);
 
 /** The documented answers of the update files beyond refusals. */
 const UPDATE_ANSWERS: Record<string, ExtraAnswer> = {
@@ -60,10 +74,10 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
       budget: "api",
       audit: "update",
       params,
-      query: [{ name: "version", description: "With the manifest or its .sig: that release's, when this installation may install it (the address GET /releases gives each release); not used with an installer" }],
+      querySchema: UpdateQuery,
       answers: UPDATE_ANSWERS,
       errors: [...BEARER_ERRORS, "channel_not_allowed", "no_release", "not_found", "range_not_satisfiable", "unavailable"],
-      handler: async ({ request, params: p, query, principal, sightedOn }) => {
+      handler: async ({ request, params: p, queryValues, principal, sightedOn }) => {
         // The product, channel and platform are among their declared values (the lifecycle refused others).
         const { channel, platform, file } = p;
         const product = withProduct ? (p.product ?? "") : null;
@@ -78,8 +92,8 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
           if (releases.verifying(product, channel, platform)) throw new KeyturnError("unavailable", "The release is being verified; try again shortly.");
           throw new KeyturnError("no_release", `Nothing has been released on ${laneName(product, channel, platform)}.`);
         }
-        const version = file === v.manifestFile || file === sigFile ? new URLSearchParams(query).get("version") : null;
-        if (version !== null) {
+        const version = file === v.manifestFile || file === sigFile ? queryValues.version : undefined;
+        if (version !== undefined) {
           // An older release's own manifest: only one this installation could install (not withdrawn, not ahead of its rollout).
           const named = index.releasesOf(product, channel, platform).find((r) => r.manifest.version === version);
           const release = named && (await selection.installerAllowed(index, who, named)) ? index.withBytes(named) : null;
