@@ -12,7 +12,7 @@ import { silentLogger } from "../src/config/log";
 import { toConfig } from "../src/config/config";
 import { VARIANTS } from "../src/config/variants";
 import { compose } from "../src/compose";
-import { Admin } from "../src/domain/admin";
+import { Admin } from "../src/domain/admin/operator";
 import { generateKeyFiles } from "../src/domain/keys";
 import { createApp } from "../src/http/app";
 import { makeSmallTree } from "./lib/small-tree";

@@ -13,7 +13,7 @@ import { openSqliteStore, SQLITE_FILE } from "../src/store/sqlite";
 import type { Store } from "../src/store/types";
 import { createLicense, device, tempDir, testSite, type TestSite } from "./helpers";
 import { announceSkip, freshSchema, PG_URL, type TestSchema } from "./databases";
-import { license, seat } from "./store.suite";
+import { license, seat } from "./store/store.suite";
 
 if (!PG_URL) announceSkip("test/copy.test.ts", "KEYTURN_TEST_POSTGRES_URL");
 

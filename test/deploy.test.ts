@@ -68,8 +68,8 @@ test("keyturn.service runs keyturn unprivileged and sandboxed, on the example's 
     ["PrivateDevices", "yes"],
     ["RestrictSUIDSGID", "yes"],
     ["KillSignal", "SIGTERM"],
-  ])
-    expect([key, unitValues(key!)]).toEqual([key, [value]]);
+  ] as const)
+    expect([key, unitValues(key)]).toEqual([key, [value]]);
 });
 
 test.skipIf(!Bun.which("systemd-analyze"))("systemd accepts every line of keyturn.service", async () => {

@@ -7,7 +7,7 @@ import { ReleaseTree } from "./release-tree";
 import { startServe } from "./serve-process";
 import { backupSqlite } from "../src/store/sqlite-backup";
 import { openSqliteStore } from "../src/store/sqlite";
-import { Admin } from "../src/domain/admin";
+import { Admin } from "../src/domain/admin/operator";
 import { Audit } from "../src/domain/audit";
 import { systemClock } from "../src/domain/clock";
 import { VARIANTS } from "../src/config/variants";

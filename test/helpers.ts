@@ -5,7 +5,7 @@ import { toConfig } from "../src/config/config";
 import { silentLogger, type Logger } from "../src/config/log";
 import { VARIANTS, type VariantName } from "../src/config/variants";
 import { compose } from "../src/compose";
-import { Admin } from "../src/domain/admin";
+import { Admin } from "../src/domain/admin/operator";
 import { generateKeyFiles } from "../src/domain/keys";
 import { createApp } from "../src/http/app";
 import { createHash, randomBytes } from "node:crypto";

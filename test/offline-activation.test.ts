@@ -66,13 +66,13 @@ describe("POST /admin/activations/offline", () => {
     const { key } = await createLicense(s.composed.services.admin, CLI_CALLER, body({ seats: 2 }));
     const { secret } = await createAdminToken(s.composed.services.admin, CLI_CALLER, { name: "support", scopes: ["activations:write"] });
     const dev = device("gamma");
-    const done = await answerOfflineRequest(s.composed.services.licensing, offlineRequestCode({ device: dev }), key, { address: null });
+    const done = await answerOfflineRequest(s.composed.services.licensing, { code: offlineRequestCode({ device: dev }), key }, { address: null });
     const c = claimsOf(done.answer);
     expect((c.exp - c.iat) * 1000).toBe(366 * DAY);
     expect(Date.parse(done.validUntil)).toBe(c.exp * 1000);
     expect(answerLastsUntil(done.entitlement)).toBe(`This answer code works until ${new Date(c.exp * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC; after that the computer needs a new one.`);
     // An online activation of another computer on the same site still gets the 7 days of --token-ttl.
-    const online = await s.composed.services.licensing.activate(key, device("gamma"), { address: null });
+    const online = await s.composed.services.licensing.activate({ key: key, device: device("gamma") }, { address: null });
     expect(Date.parse(online.entitlement.expires) - s.clock()).toBe(7 * DAY);
     for (const code of ["not base64 at all!", Buffer.from("[1,2]").toString("base64url"), offlineRequestCode({ device: dev })]) {
       const r = await s.request("POST", "/admin/activations/offline", { token: secret, body: { code } });
@@ -96,13 +96,13 @@ describe("--offline-token-ttl", () => {
 
     const ends = s.clock() + 10 * DAY;
     const short = await createLicense(s.composed.services.admin, CLI_CALLER, body({ expires: new Date(ends).toISOString() }));
-    const cut = await answerOfflineRequest(s.composed.services.licensing, offlineRequestCode({ device: device("gamma") }), short.key, { address: null });
+    const cut = await answerOfflineRequest(s.composed.services.licensing, { code: offlineRequestCode({ device: device("gamma") }), key: short.key }, { address: null });
     expect(Date.parse(cut.validUntil)).toBe(ends);
     expect(answerLastsUntil(cut.entitlement)).toContain("when the licence ends");
 
     // A seat lease caps every token of the licence (a seat not seen that long is freed): the answer says so.
     const leased = await createLicense(s.composed.services.admin, CLI_CALLER, body({ seatLease: "10d" }));
-    const capped = await answerOfflineRequest(s.composed.services.licensing, offlineRequestCode({ device: device("gamma") }), leased.key, { address: null });
+    const capped = await answerOfflineRequest(s.composed.services.licensing, { code: offlineRequestCode({ device: device("gamma") }), key: leased.key }, { address: null });
     expect(Date.parse(capped.validUntil)).toBe(s.clock() + 10 * DAY);
     expect(answerLastsUntil(capped.entitlement)).toContain(", the licence's seat lease (10d) from now;");
   });

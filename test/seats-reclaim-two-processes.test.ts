@@ -11,7 +11,7 @@ import { SQL } from "bun";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { VARIANTS } from "../src/config/variants";
-import { Admin } from "../src/domain/admin";
+import { Admin } from "../src/domain/admin/operator";
 import { Audit } from "../src/domain/audit";
 import { systemClock } from "../src/domain/clock";
 import { openPostgresStore } from "../src/store/postgres";

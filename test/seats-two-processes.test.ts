@@ -7,7 +7,7 @@ import { Database } from "bun:sqlite";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { VARIANTS } from "../src/config/variants";
-import { Admin } from "../src/domain/admin";
+import { Admin } from "../src/domain/admin/operator";
 import { Audit } from "../src/domain/audit";
 import { systemClock } from "../src/domain/clock";
 import { openSqliteStore, SQLITE_FILE } from "../src/store/sqlite";

@@ -103,7 +103,7 @@ describe.each([
     const res = await s.site.request("POST", "/licenses/activate", { body: { key, device: device("alpha", { platform: "mac-arm64" }) } });
     if (!configured) {
       expect(res.status).toBe(400);
-      expect(((await res.json()) as { message: string }).message).toBe("device.platform must be one of: win-x64");
+      expect(((await res.json()) as { message: string }).message).toBe("device.platform must be one of: win-x64.");
       expect((await s.site.request("GET", "/updates/alpha/stable/mac-arm64/alpha-update.json", { token: await s.token(["stable"]) })).status).toBe(404);
       return;
     }

@@ -3,8 +3,8 @@ import { SQL } from "bun";
 import { migratePostgres, openPostgresStore } from "../src/store/postgres";
 import { MIGRATIONS } from "../src/store/migrations";
 import { announceSkip, freshSchema, PG_URL } from "./databases";
-import { adminStoreSuite } from "./store-admin.suite";
-import { storeSuite } from "./store.suite";
+import { adminStoreSuite } from "./store/store-admin.suite";
+import { storeSuite } from "./store/store.suite";
 
 if (!PG_URL) announceSkip("test/store-postgres.test.ts", "KEYTURN_TEST_POSTGRES_URL");
 

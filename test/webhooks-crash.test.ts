@@ -6,7 +6,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { VARIANTS } from "../src/config/variants";
-import { Admin } from "../src/domain/admin";
+import { Admin } from "../src/domain/admin/operator";
 import { CLI_CALLER } from "../src/domain/admin/deps";
 import { Audit } from "../src/domain/audit";
 import { systemClock } from "../src/domain/clock";

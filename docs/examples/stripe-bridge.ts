@@ -126,7 +126,7 @@ export function stripeBridge(o: StripeBridgeOptions): (request: Request) => Prom
     const items = meta.plan && meta.seats ? [] : ((await o.lineItems?.(session.id)) ?? []);
     const priceId = (p: Pick<Stripe.LineItem, "price">["price"]) => (typeof p === "string" ? p : p?.id);
     const item = items.find((i) => o.prices?.[priceId(i.price) ?? ""] !== undefined) ?? items[0];
-    const plan = meta.plan ?? o.prices?.[priceId(item?.price) ?? ""];
+    const plan = meta.plan ?? o.prices?.[priceId(item?.price ?? null) ?? ""];
     const template = plan === undefined ? undefined : o.plans[plan];
     if (!plan || !template) return null;
     const seats = meta.seats ? Number(meta.seats) : (item?.quantity ?? template.seats ?? 1);

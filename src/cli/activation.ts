@@ -1,5 +1,6 @@
 import { isoTime } from "../domain/clock";
-import { answerLastsUntil, answerOfflineRequest } from "../domain/offline-activation";
+import { decode } from "../domain/decode";
+import { answerLastsUntil, answerOfflineRequest, OfflineAnswerModel } from "../domain/offline-activation";
 import type { ActivationRecord } from "../store/types";
 import { openAdmin, type AdminContext } from "./admin-context";
 import { err, out, printJson, UsageError } from "./io";
@@ -72,7 +73,7 @@ async function offline(ctx: AdminContext, json: boolean): Promise<number> {
     throw new UsageError(USAGE, "activation offline needs the site's --base-url (or its --config): the token names it as its issuer");
   const licensing = await offlineLicensing(ctx);
   const key = typeof ctx.flags.key === "string" ? ctx.flags.key : undefined;
-  const done = await answerOfflineRequest(licensing, code, key, { address: null, actor: "cli" });
+  const done = await answerOfflineRequest(licensing, decode(OfflineAnswerModel, { code, key }), { address: null, actor: "cli" });
   if (json) printJson(done);
   else {
     out(done.answer);

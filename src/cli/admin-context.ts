@@ -2,7 +2,7 @@ import type { ParseArgsOptionsConfig } from "node:util";
 import { readSettings, toConfig, type Config } from "../config/config";
 import { RecordSeal } from "../domain/record-seal";
 import { ConfigError } from "../config/parse";
-import { Admin } from "../domain/admin";
+import { Admin } from "../domain/admin/operator";
 import type { AdminDeps } from "../domain/admin/deps";
 import { Audit } from "../domain/audit";
 import { systemClock } from "../domain/clock";

@@ -4,7 +4,7 @@ import { join, resolve } from "node:path";
 import type { Config } from "../config/config";
 import { VARIANTS, type VariantName } from "../config/variants";
 import { settingDefault } from "../config/settings";
-import type { Admin } from "../domain/admin";
+import type { Admin } from "../domain/admin/operator";
 import { CLI_CALLER, type AdminDeps } from "../domain/admin/deps";
 import { authenticateAdmin, createAdminToken } from "../domain/admin/tokens";
 import { isKeyturnError } from "../domain/errors";

@@ -1,7 +1,7 @@
 import { readSettings, toConfig } from "../config/config";
 import { ConfigError } from "../config/parse";
 import { SETTINGS, envName } from "../config/settings";
-import { Admin } from "../domain/admin";
+import { Admin } from "../domain/admin/operator";
 import { privateKeyFiles, unusableLicenseKeys } from "../domain/keys";
 import { startRetention } from "../domain/retention";
 import { WebhookWorker } from "../domain/webhooks/worker";

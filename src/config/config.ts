@@ -28,7 +28,7 @@ export interface IdentityConfig {
   readonly consoleGroups: ReadonlyMap<string, readonly string[]>;
 }
 
-/** A mirror's vendor and how it follows the vendor's feed (design.md "Mirror mode"). */
+/** A mirror's vendor and how it follows the vendor's feed. */
 export interface MirrorConfig {
   /** The vendor's address, normalised as --base-url is: the `iss` of the tokens a mirror accepts. */
   readonly of: string;

@@ -51,8 +51,7 @@ export function isLaneWord(name: string): boolean {
 }
 
 /**
- * A variant with the site's own channels and platforms (design.md "Platforms and channels beyond
- * the spec's"); the lists are checked by the caller (config.ts).
+ * A variant with the site's own channels and platforms; the lists are checked by the caller (config.ts).
  */
 export function withLanes(v: Variant, lanes: { readonly channels?: readonly string[]; readonly platforms?: readonly string[] }): Variant {
   return Object.freeze({
@@ -115,4 +114,12 @@ export const VARIANT_NAMES = Object.keys(VARIANTS) as VariantName[];
 
 export function hasProducts(v: Variant): boolean {
   return v.products.length > 0;
+}
+
+/**
+ * Whether a product, channel and platform name one of this variant's lanes: the product null
+ * exactly when the variant has none; without a platform, whether any platform of that channel is.
+ */
+export function isLane(v: Variant, product: string | null, channel: string, platform?: string): boolean {
+  return (product === null ? v.products.length === 0 : v.products.includes(product)) && v.channels.includes(channel) && (platform === undefined || v.platforms.includes(platform));
 }

@@ -23,10 +23,10 @@ export interface Confirmation {
   readonly current: string;
 }
 
-export function confirmPage(s: Session, c: Confirmation): Outcome {
+export function confirmPage(session: Session, c: Confirmation): Outcome {
   const body = html`<p id="confirm-question"><strong>${c.question}</strong></p><p>${c.consequence}</p>
-<form class="row" method="post" action="${c.action}">${csrfField(s)}<button type="submit" class="danger">${c.button}</button> <a href="${c.back}">Cancel</a></form>`;
-  return { page: consolePage({ title: c.title, session: s, current: c.current, body }) };
+<form class="row" method="post" action="${c.action}">${csrfField(session)}<button type="submit" class="danger">${c.button}</button> <a href="${c.back}">Cancel</a></form>`;
+  return { page: consolePage({ title: c.title, session: session, current: c.current, body }) };
 }
 
 /** The button that opens a destructive action's confirmation page (a GET: nothing is done yet). */

@@ -30,9 +30,15 @@ export type Outcome = { readonly page: Html; readonly status?: number } | { read
  * The admin caller a console session acts as: its admin token, or `staff:<subject>` for a staff
  * member, so audit lines name who did it as the admin API's would.
  */
-export function callerOf(s: Session, address: string | null): AdminCaller {
-  const tokenId = s.tokenId ?? (s.subject !== null ? `staff:${s.subject}` : null);
-  return { principal: { tokenId, name: s.name, scopes: s.scopes }, address };
+export function callerOf(session: Session, address: string | null): AdminCaller {
+  const tokenId = session.tokenId ?? (session.subject !== null ? `staff:${session.subject}` : null);
+  return { principal: { tokenId, name: session.name, scopes: session.scopes }, address };
+}
+
+/** Who a session's audit lines name: the console's admin token or staff member, or the portal's licence (as domain/portal.ts names it). */
+export function actorOfSession(session: Session): string {
+  if (session.kind === "portal") return actorOf({ tokenId: `portal:${session.licenseId}`, name: "customer", scopes: [] });
+  return actorOf(callerOf(session, null).principal);
 }
 
 /** How audit lines name a console session's person: `tok_… (name)` or `staff:<subject> (name)`. */

@@ -13,6 +13,6 @@ export function field(f: Form, name: string): string | undefined {
 export function numberField(f: Form, name: string): number | undefined {
   const v = field(f, name);
   if (v === undefined) return undefined;
-  if (!/^\d{1,10}$/.test(v)) throw new KeyturnError("invalid_request", `${name} must be a whole number`);
+  if (!/^\d{1,10}$/.test(v)) throw new KeyturnError("invalid_request", `${name} must be a whole number.`);
   return Number(v);
 }

@@ -22,28 +22,28 @@ ${charts ? html`<script src="/console/assets/uplot.js" defer></script>` : ""}<sc
 </head>`;
 
 /** The hidden field every console and portal form carries (checked with the Origin on each POST). */
-export const csrfField = (s: Session) => html`<input type="hidden" name="csrf" value="${s.csrf}">`;
+export const csrfField = (session: Session) => html`<input type="hidden" name="csrf" value="${session.csrf}">`;
 
 /** A form that POSTs one action: a button, with the session's CSRF token. */
-export function actionForm(s: Session, action: string, label: string | Html, danger = false, extra?: Html): Html {
-  return html`<form class="inline" method="post" action="${action}">${csrfField(s)}${extra}<button type="submit"${danger ? html` class="danger"` : ""}>${label}</button></form>`;
+export function actionForm(session: Session, action: string, label: string | Html, danger = false, extra?: Html): Html {
+  return html`<form class="inline" method="post" action="${action}">${csrfField(session)}${extra}<button type="submit"${danger ? html` class="danger"` : ""}>${label}</button></form>`;
 }
 
 export function consolePage(o: { title: string; session: Session; current: string; body: Html; charts?: boolean }): Html {
-  const s = o.session;
-  const nav = SECTIONS.filter((x) => sessionHas(s, x.scope)).map(
+  const session = o.session;
+  const nav = SECTIONS.filter((x) => sessionHas(session, x.scope)).map(
     (x) => html`<li><a href="${x.path}"${x.path === o.current ? html` aria-current="page"` : ""}>${x.label}</a></li>`,
   );
   return html`${head(o.title, o.charts ?? false)}<body>
 <header><span class="brand">keyturn console</span><nav aria-label="Sections"><ul>${nav}</ul></nav>
-<span class="muted">${s.name}</span>${actionForm(s, "/console/sign-out", "Sign out")}</header>
+<span class="muted">${session.name}</span>${actionForm(session, "/console/sign-out", "Sign out")}</header>
 <main id="main"><h1>${o.title}</h1>${o.body}</main></body></html>`;
 }
 
 export function portalPage(o: { title: string; session: Session | null; body: Html }): Html {
-  const s = o.session;
+  const session = o.session;
   return html`${head(o.title, false)}<body>
-<header><span class="brand">Licence portal</span>${s ? actionForm(s, "/portal/sign-out", "Sign out") : ""}</header>
+<header><span class="brand">Licence portal</span>${session ? actionForm(session, "/portal/sign-out", "Sign out") : ""}</header>
 <main id="main"><h1>${o.title}</h1>${o.body}</main></body></html>`;
 }
 

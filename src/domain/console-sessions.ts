@@ -78,16 +78,16 @@ export function scopesOfGroups(mapping: ReadonlyMap<string, readonly Scope[]>, g
 export class ConsoleSessions {
   private readonly consoleGroups: ReadonlyMap<string, readonly Scope[]>;
 
-  constructor(private readonly d: { store: Store; clock: Clock; consoleGroups?: ReadonlyMap<string, readonly Scope[]> }) {
-    this.consoleGroups = d.consoleGroups ?? new Map();
+  constructor(private readonly deps: { store: Store; clock: Clock; consoleGroups?: ReadonlyMap<string, readonly Scope[]> }) {
+    this.consoleGroups = deps.consoleGroups ?? new Map();
   }
 
   /** Opens a console session with an admin token; admin_token_invalid as the API answers it. */
   async signInWithToken(token: unknown): Promise<{ secret: string; session: Session }> {
-    const principal = await authenticateAdmin(this.d, typeof token === "string" ? token.trim() : token);
-    const tokens = await this.d.store.listAdminTokens();
+    const principal = await authenticateAdmin(this.deps, typeof token === "string" ? token.trim() : token);
+    const tokens = await this.deps.store.listAdminTokens();
     const record = tokens.find((t) => t.id === principal.tokenId);
-    const now = this.d.clock();
+    const now = this.deps.clock();
     const expires = Math.min(now + CONSOLE_SESSION_MS, record?.expires ?? Infinity);
     return this.open({ kind: "console", tokenId: principal.tokenId, subject: null, licenseId: null, name: principal.name, scopes: principal.scopes, detail: null, expires });
   }
@@ -99,7 +99,7 @@ export class ConsoleSessions {
    */
   async signInStaff(subject: string, name: string, groups: readonly string[], notAfter: number): Promise<{ secret: string; session: Session }> {
     if (scopesOfGroups(this.consoleGroups, groups).length === 0) throw new KeyturnError("not_in_required_group", "None of your groups is given access to the console.");
-    const now = this.d.clock();
+    const now = this.deps.clock();
     if (notAfter <= now) throw new KeyturnError("token_invalid", "The ID token has expired: sign in again.");
     const expires = Math.min(now + CONSOLE_SESSION_MS, notAfter);
     return this.open({ kind: "console", tokenId: null, subject, licenseId: null, name, scopes: [], staffGroups: [...groups], detail: null, expires });
@@ -107,7 +107,7 @@ export class ConsoleSessions {
 
   /** Opens a portal session for the license (found by its key by the caller). */
   async signInPortal(licenseId: string, name: string): Promise<{ secret: string; session: Session }> {
-    const expires = this.d.clock() + PORTAL_SESSION_MS;
+    const expires = this.deps.clock() + PORTAL_SESSION_MS;
     return this.open({ kind: "portal", tokenId: null, subject: null, licenseId, name, scopes: [], detail: null, expires });
   }
 
@@ -117,8 +117,8 @@ export class ConsoleSessions {
    */
   async find(secret: string | null, kind: "console" | "portal"): Promise<Session | null> {
     if (secret === null || !SECRET.test(secret)) return null;
-    const r = await this.d.store.findConsoleSession(hashOf(secret));
-    if (!r || r.kind !== kind || r.revoked !== null || r.expires <= this.d.clock()) return null;
+    const r = await this.deps.store.findConsoleSession(hashOf(secret));
+    if (!r || r.kind !== kind || r.revoked !== null || r.expires <= this.deps.clock()) return null;
     const session = sessionOf(r, csrfOf(secret), this.scopesOf(r));
     return session.kind === "console" && session.scopes.length === 0 ? null : session;
   }
@@ -134,20 +134,20 @@ export class ConsoleSessions {
    */
   async end(id: string, audit: AuditRecord): Promise<ConsoleSessionView> {
     const record = PUBLIC_ID.test(id) ? (await this.openRecords()).find((r) => publicIdOf(r.idHash) === id) : undefined;
-    if (!record || !(await this.d.store.revokeConsoleSession(record.idHash, this.d.clock(), audit)))
+    if (!record || !(await this.deps.store.revokeConsoleSession(record.idHash, this.deps.clock(), audit)))
       throw new KeyturnError("not_found", "No open console session has this id.");
     return this.viewOf(record);
   }
 
   /** Ends a session at once (sign out); later requests with its cookie are signed out. */
   async revoke(secret: string | null): Promise<void> {
-    if (secret !== null && SECRET.test(secret)) await this.d.store.revokeConsoleSession(hashOf(secret), this.d.clock());
+    if (secret !== null && SECRET.test(secret)) await this.deps.store.revokeConsoleSession(hashOf(secret), this.deps.clock());
   }
 
   /** Keeps an OpenID sign-in's PKCE verifier and nonce under the hash of its `state`. */
   async beginPending(state: string, pending: PendingSignIn): Promise<void> {
-    const now = this.d.clock();
-    await this.d.store.createConsoleSession({
+    const now = this.deps.clock();
+    await this.deps.store.createConsoleSession({
       idHash: hashOf(state),
       kind: "pending",
       tokenId: null,
@@ -165,21 +165,21 @@ export class ConsoleSessions {
   /** Takes a pending sign-in once (a replayed callback finds nothing); null when unknown or expired. */
   async takePending(state: string | null): Promise<PendingSignIn | null> {
     if (state === null || !SECRET.test(state)) return null;
-    const r = await this.d.store.findConsoleSession(hashOf(state));
-    if (!r || r.kind !== "pending" || r.expires <= this.d.clock() || r.detail === null) return null;
-    if (!(await this.d.store.revokeConsoleSession(r.idHash, this.d.clock()))) return null;
+    const r = await this.deps.store.findConsoleSession(hashOf(state));
+    if (!r || r.kind !== "pending" || r.expires <= this.deps.clock() || r.detail === null) return null;
+    if (!(await this.deps.store.revokeConsoleSession(r.idHash, this.deps.clock()))) return null;
     return JSON.parse(r.detail) as PendingSignIn;
   }
 
   private async open(s: Omit<ConsoleSessionRecord, "idHash" | "created" | "revoked">): Promise<{ secret: string; session: Session }> {
     const secret = newSecret();
-    const record: ConsoleSessionRecord = { ...s, idHash: hashOf(secret), created: this.d.clock(), revoked: null };
-    await this.d.store.createConsoleSession(record);
+    const record: ConsoleSessionRecord = { ...s, idHash: hashOf(secret), created: this.deps.clock(), revoked: null };
+    await this.deps.store.createConsoleSession(record);
     return { secret, session: sessionOf(record, csrfOf(secret), this.scopesOf(record)) };
   }
 
   private openRecords(): Promise<ConsoleSessionRecord[]> {
-    return this.d.store.listConsoleSessions(this.d.clock(), MAX_LISTED_SESSIONS);
+    return this.deps.store.listConsoleSessions(this.deps.clock(), MAX_LISTED_SESSIONS);
   }
 
   private viewOf(r: ConsoleSessionRecord): ConsoleSessionView {

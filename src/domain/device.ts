@@ -1,4 +1,5 @@
 import { hasProducts, type Variant } from "../config/variants";
+import { type Static, Type } from "@sinclair/typebox";
 import { KeyturnError } from "./errors";
 
 /** A device as sent by an installation, after the spec's rules have been checked. */
@@ -11,37 +12,36 @@ export interface Device {
   readonly product: string | null;
 }
 
-const HASH = /^[A-Za-z0-9_-]{43}$/;
-const MAX_TEXT = 200;
+/** A device's text field: at most 200 characters, not empty, not only spaces. */
+const DeviceText = Type.String({ minLength: 1, maxLength: 200, pattern: "\\S", description: "text with at least one visible character" });
 
-function text(raw: Record<string, unknown>, field: string): string {
-  const v = raw[field];
-  if (typeof v !== "string" || v.trim().length === 0)
-    throw new KeyturnError("invalid_request", `device.${field} is required and must be a non-empty string`);
-  if (v.length > MAX_TEXT) throw new KeyturnError("invalid_request", `device.${field} is longer than ${MAX_TEXT} characters`);
-  return v;
-}
+/**
+ * A device as an installation sends it (the spec's Device table): the shape only. The variant's
+ * platforms and products are rules a schema of this module cannot state; `checkDevice` applies them.
+ */
+export const DeviceModel = Type.Object({
+  hash: Type.String({ pattern: "^[A-Za-z0-9_-]{43}$", description: "43 base64url characters (the SHA-256 of the device text)" }),
+  name: DeviceText,
+  platform: DeviceText,
+  version: DeviceText,
+  product: Type.Optional(DeviceText),
+});
+export type DeviceInput = Static<typeof DeviceModel>;
 
-/** Checks a device against the spec's Device table for this variant; throws invalid_request naming the field. */
-export function parseDevice(variant: Variant, raw: unknown): Device {
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
-    throw new KeyturnError("invalid_request", "device is required and must be an object");
-  const d = raw as Record<string, unknown>;
-  const hash = text(d, "hash");
-  if (!HASH.test(hash))
-    throw new KeyturnError("invalid_request", "device.hash must be 43 base64url characters (SHA-256 of the device text)");
-  const platform = text(d, "platform");
-  if (!variant.platforms.includes(platform))
-    throw new KeyturnError("invalid_request", `device.platform must be one of: ${variant.platforms.join(", ")}`);
+/** A decoded device checked against this variant's platforms and products; throws invalid_request naming the field. */
+export function checkDevice(variant: Variant, input: DeviceInput): Device {
+  if (!variant.platforms.includes(input.platform))
+    throw new KeyturnError("invalid_request", `device.platform must be one of: ${variant.platforms.join(", ")}.`);
   let product: string | null = null;
   if (hasProducts(variant)) {
-    product = text(d, "product");
-    if (!variant.products.includes(product))
-      throw new KeyturnError("invalid_request", `device.product must be one of: ${variant.products.join(", ")}`);
-  } else if (d.product !== undefined) {
-    throw new KeyturnError("invalid_request", `device.product is not part of the ${variant.name} variant`);
+    if (input.product === undefined) throw new KeyturnError("invalid_request", "device.product is required.");
+    if (!variant.products.includes(input.product))
+      throw new KeyturnError("invalid_request", `device.product must be one of: ${variant.products.join(", ")}.`);
+    product = input.product;
+  } else if (input.product !== undefined) {
+    throw new KeyturnError("invalid_request", `device.product is not part of the ${variant.name} variant.`);
   }
-  return { hash, name: text(d, "name"), platform, version: text(d, "version"), product };
+  return { hash: input.hash, name: input.name, platform: input.platform, version: input.version, product };
 }
 
 /** The seat key: the hash alone when the variant's programs share a seat, else hash and product. */

@@ -21,6 +21,6 @@ export class RecordsStatusSource implements EntitlementStatusSource {
     const status = await this.store.activationStatus(claims.sub);
     if (!status) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
     if (status.deactivated !== null) throw new KeyturnError("entitlement_revoked", "The installation was deactivated.", ids);
-    if (status.licenseRevoked !== null) throw new KeyturnError("license_revoked", "The license is revoked.", ids);
+    if (status.licenseRevoked !== null) throw new KeyturnError("license_revoked", "The licence is revoked.", ids);
   }
 }

@@ -33,12 +33,12 @@ export const ERROR_CODES = [
   "range_not_satisfiable",
   "unavailable",
   "internal_error",
-  // design.md wave 2: the admin API
+  // The admin API
   "admin_token_invalid",
   "insufficient_scope",
   "idempotency_conflict",
   "seats_in_use",
-  // issue 21: a second deactivation by an operator is a conflict, not a refused token
+  // A second deactivation by an operator is a conflict, not a refused token
   "already_deactivated",
 ] as const;
 

@@ -23,7 +23,7 @@ export function randomBase32(length: number): string {
  * `act_…`, `lic_…`, `ref_…` (and `evt_`, `tok_`, `whe_`, `dlv_`): 20 base32 characters, the creation time in milliseconds (10) then
  * 50 random bits (10). Ids made one after another sort together, so every index keyed by them
  * grows at its end: an insert rewrites the index's last page instead of a random one, which is
- * most of what a commit writes (issue 6; bench/README.md, "Notes behind the code"). `now` is the
+ * most of what a commit writes (bench/README.md, "Notes behind the code"). `now` is the
  * caller's injected clock, so an id's time is the time of the record it names.
  */
 export function newId(prefix: "act" | "lic" | "ref" | "evt" | "tok" | "whe" | "dlv", now: number): string {

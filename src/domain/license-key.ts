@@ -1,4 +1,5 @@
 import type { Variant } from "../config/variants";
+import type { LicenseRecord, Store } from "../store/types";
 import { CROCKFORD, randomBase32, sha256Hex } from "./ids";
 
 /** A new license key: the variant prefix and five groups of five Crockford base32 characters (125 bits). */
@@ -34,4 +35,20 @@ export function normalizeLicenseKey(variant: Variant, input: string): string | n
 /** What the records keep instead of the key. */
 export function hashLicenseKey(canonicalKey: string): string {
   return sha256Hex(canonicalKey);
+}
+
+/**
+ * The licence a key as typed names (any case, spaces or dashes the variant's form allows), or null
+ * when it is not a key of this form or no licence has it: the one lookup of activation, the
+ * portal's sign-in and the admin API's `{id}` given as a key.
+ */
+export async function findLicenseByTypedKey(store: Pick<Store, "findLicenseByKeyHash">, variant: Variant, typed: string): Promise<LicenseRecord | null> {
+  const hash = typedKeyHash(variant, typed);
+  return hash === null ? null : store.findLicenseByKeyHash(hash);
+}
+
+/** The stored hash of a key as typed, or null when it is not a key of this variant's form. */
+export function typedKeyHash(variant: Variant, typed: string): string | null {
+  const canonical = normalizeLicenseKey(variant, typed);
+  return canonical === null ? null : hashLicenseKey(canonical);
 }

@@ -3,14 +3,31 @@ import type { ActivationRecord, LicenseRecord, Store } from "../store/types";
 import type { AdoptionRecorder } from "./adoption";
 import { type Audit, type RequestContext } from "./audit";
 import { isoTime, type Clock } from "./clock";
-import { installationOf, parseDevice, type Device } from "./device";
+import { type Static, Type } from "@sinclair/typebox";
+import { checkDevice, DeviceModel, installationOf, type Device, type DeviceInput } from "./device";
 import type { EntitlementStatusSource } from "./entitlement-status";
 import { KeyturnError } from "./errors";
 import { activationEvent, activationView, newEvent, reclaimEvents, revocationTtl, tokensValidUntil } from "./events";
 import { newId } from "./ids";
-import { hashLicenseKey, normalizeLicenseKey } from "./license-key";
+import { findLicenseByTypedKey } from "./license-key";
 import { capTokenTtlToLease, seatLeaseView, type SeatLeaseView } from "./seat-lease";
 import type { EntitlementClaims, TokenSigner, TokenVerifier } from "./tokens";
+
+/** A licence key as typed: its shape only; whether this site knows it is activation's question. */
+export const LicenseKeyText = Type.String({ minLength: 1, maxLength: 200 });
+/** POST /licenses/activate's body (the spec's ActivateRequest). */
+export const ActivateModel = Type.Object({ key: LicenseKeyText, device: DeviceModel });
+/** POST /entitlements/refresh's body. */
+export const RefreshModel = Type.Object({ device: DeviceModel });
+
+/**
+ * Whether a licence can be used now: license_revoked or license_expired otherwise. The one rule for
+ * activation, refresh, current, staff sign-in and the portal's downloads.
+ */
+export function requireLive(license: Pick<LicenseRecord, "revoked" | "expires">, now: number, ids?: { licenseId: string; activationId?: string }): void {
+  if (license.revoked !== null) throw new KeyturnError("license_revoked", "The licence is revoked.", ids);
+  if (license.expires !== null && license.expires <= now) throw new KeyturnError("license_expired", "The licence is expired.", ids);
+}
 
 /** The spec's Entitlement object. */
 export interface Entitlement {
@@ -81,26 +98,23 @@ export interface LicensingDeps {
 
 /** The license half of the spec: activate, refresh, deactivate, current, and the bearer check. */
 export class Licensing {
-  constructor(private readonly d: LicensingDeps) {}
+  constructor(private readonly deps: LicensingDeps) {}
 
   get available(): boolean {
-    return this.d.signer !== null && !this.d.mirrorOf;
+    return this.deps.signer !== null && !this.deps.mirrorOf;
   }
 
   /** Throws licensing_unavailable on a mirror: licenses, activations and sign-in live at the vendor. */
   requireRecords(): void {
-    if (this.d.mirrorOf)
-      throw new KeyturnError("licensing_unavailable", `This site is a mirror of ${this.d.mirrorOf}: activate, refresh, deactivate and sign in there.`);
+    if (this.deps.mirrorOf)
+      throw new KeyturnError("licensing_unavailable", `This site is a mirror of ${this.deps.mirrorOf}: activate, refresh, deactivate and sign in there.`);
   }
 
-  async activate(key: unknown, rawDevice: unknown, ctx: RequestContext, use: TokenUse = "online"): Promise<ActivationAnswer> {
+  async activate(input: Static<typeof ActivateModel>, ctx: RequestContext, use: TokenUse = "online"): Promise<ActivationAnswer> {
     this.requireRecords();
-    if (typeof key !== "string" || key.length === 0 || key.length > 200)
-      throw new KeyturnError("invalid_request", "key is required and must be a license key string");
-    const device = parseDevice(this.d.variant, rawDevice);
+    const device = checkDevice(this.deps.variant, input.device);
     this.requireSigner();
-    const canonical = normalizeLicenseKey(this.d.variant, key);
-    const license = canonical ? await this.d.store.findLicenseByKeyHash(hashLicenseKey(canonical)) : null;
+    const license = await findLicenseByTypedKey(this.deps.store, this.deps.variant, input.key);
     if (!license || license.kind !== "license") throw new KeyturnError("license_unknown", "The key is not known, or is mistyped.");
     return this.grantSeat(license, device, ctx, "activate", use);
   }
@@ -117,14 +131,13 @@ export class Licensing {
     use: TokenUse = "online",
   ): Promise<ActivationAnswer> {
     const signer = this.requireSigner();
-    const now = this.d.clock();
+    const now = this.deps.clock();
     const ids = { licenseId: license.id };
-    if (license.revoked !== null) throw new KeyturnError("license_revoked", "The license is revoked.", ids);
-    if (license.expires !== null && license.expires <= now) throw new KeyturnError("license_expired", "The license is expired.", ids);
-    const result = await this.d.store.activate({
+    requireLive(license, now, ids);
+    const result = await this.deps.store.activate({
       licenseId: license.id,
       kind: license.kind,
-      installation: installationOf(this.d.variant, device),
+      installation: installationOf(this.deps.variant, device),
       deviceHash: device.hash,
       product: device.product,
       name: device.name,
@@ -133,12 +146,12 @@ export class Licensing {
       newId: newId("act", now),
       now,
       tokenExp: this.tokenExpiry(license, now, use),
-      audit: this.d.audit.okLine(action, ctx, license.id),
+      audit: this.deps.audit.okLine(action, ctx, license.id),
       event: activationEvent(action, license.id, device, now),
       reclaim: (reclaimed, by) => ({
-        audit: { ...this.d.audit.okLine("reclaim", ctx, license.id), activationId: reclaimed.id, actor: by.id },
+        audit: { ...this.deps.audit.okLine("reclaim", ctx, license.id), activationId: reclaimed.id, actor: by.id },
         // As for any revocation: with no recorded token expiry (before migration 6) a token may predate the lease.
-        events: reclaimEvents(reclaimed, by, now, revocationTtl(this.d.tokenTtlSeconds, license)),
+        events: reclaimEvents(reclaimed, by, now, revocationTtl(this.deps.tokenTtlSeconds, license)),
       }),
     });
     if (result.outcome === "seat_limit")
@@ -146,47 +159,47 @@ export class Licensing {
     return this.issue(signer, license, result.activation, result.seatsUsed, now, use);
   }
 
-  async refresh(principal: Principal, rawDevice: unknown, ctx: RequestContext): Promise<ActivationAnswer> {
+  async refresh(principal: Principal, input: DeviceInput, ctx: RequestContext): Promise<ActivationAnswer> {
     this.requireRecords();
-    const device = parseDevice(this.d.variant, rawDevice);
+    const device = checkDevice(this.deps.variant, input);
     const signer = this.requireSigner();
     const { claims } = principal;
     const ids = { licenseId: claims.lic, activationId: claims.sub };
-    const found = await this.d.store.getActivationWithLicense(claims.sub);
+    const found = await this.deps.store.getActivationWithLicense(claims.sub);
     if (!found) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
     const { activation, license, seatsUsed } = found;
-    if (device.hash !== claims.dev || installationOf(this.d.variant, device) !== activation.installation)
+    if (device.hash !== claims.dev || installationOf(this.deps.variant, device) !== activation.installation)
       throw new KeyturnError("device_mismatch", "The device is not the one this entitlement was issued to.", ids);
-    this.requireLive(license, ids);
-    const now = this.d.clock();
-    await this.d.store.touchActivation(activation.id, { deviceHash: device.hash, ...device }, now, this.tokenExpiry(license, now));
+    requireLive(license, this.deps.clock(), ids);
+    const now = this.deps.clock();
+    await this.deps.store.touchActivation(activation.id, { deviceHash: device.hash, ...device }, now, this.tokenExpiry(license, now));
     const answer = this.issue(signer, license, activation, seatsUsed, now);
-    await this.d.audit.ok("refresh", ctx, ids);
+    await this.deps.audit.ok("refresh", ctx, ids);
     return answer;
   }
 
   async deactivate(principal: Principal, ctx: RequestContext): Promise<void> {
     this.requireRecords();
     const { sub, lic } = principal.claims;
-    const ttl = revocationTtl(this.d.tokenTtlSeconds, await this.d.store.getLicense(lic));
-    const now = this.d.clock();
+    const ttl = revocationTtl(this.deps.tokenTtlSeconds, await this.deps.store.getLicense(lic));
+    const now = this.deps.clock();
     const event = (a: ActivationRecord) =>
       newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, ttl, null, a.tokenExp) }, now);
-    if (!(await this.d.store.deactivate(sub, now, { event })))
+    if (!(await this.deps.store.deactivate(sub, now, { event })))
       throw new KeyturnError("entitlement_revoked", "The installation was deactivated.", { licenseId: lic, activationId: sub });
-    await this.d.audit.ok("deactivate", ctx, { licenseId: lic, activationId: sub });
+    await this.deps.audit.ok("deactivate", ctx, { licenseId: lic, activationId: sub });
   }
 
   async current(principal: Principal): Promise<CurrentAnswer> {
     this.requireRecords();
     const { claims } = principal;
     const ids = { licenseId: claims.lic, activationId: claims.sub };
-    const found = await this.d.store.getActivationWithLicense(claims.sub);
+    const found = await this.deps.store.getActivationWithLicense(claims.sub);
     if (!found) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
     const { activation, license, seatsUsed } = found;
-    this.requireLive(license, ids);
+    requireLive(license, this.deps.clock(), ids);
     return {
-      entitlement: entitlementOf(license, activation.id, claims.iat, claims.exp, seatsUsed, this.d.clock()),
+      entitlement: entitlementOf(license, activation.id, claims.iat, claims.exp, seatsUsed, this.deps.clock()),
       activation: {
         id: activation.id,
         ...(activation.product !== null ? { product: activation.product } : {}),
@@ -204,17 +217,19 @@ export class Licensing {
    * installation the status source still serves, asked on every request.
    */
   async authenticate(token: string): Promise<Principal> {
-    const claims = await this.d.verifier.verify(token);
-    await this.d.status.check(claims);
-    // Every bearer request keeps a leased seat; a mirror holds no activations to record it on.
-    if (!this.d.mirrorOf) this.d.adoption?.seen(claims.sub, null);
+    const claims = await this.deps.verifier.verify(token);
+    await this.deps.status.check(claims);
     return { claims };
   }
 
-  private requireLive(license: LicenseRecord, ids: { licenseId: string; activationId: string }): void {
-    if (license.revoked !== null) throw new KeyturnError("license_revoked", "The license is revoked.", ids);
-    if (license.expires !== null && license.expires <= this.d.clock())
-      throw new KeyturnError("license_expired", "The license is expired.", ids);
+  /**
+   * The one sighting of a bearer request, recorded as it ends: every one keeps a leased seat, and
+   * one that read a lane's manifest or feed names it (adoption). A mirror holds no activations to
+   * record an unnamed sighting on.
+   */
+  sighted(principal: Principal, lane: string | null): void {
+    if (lane === null && this.deps.mirrorOf) return;
+    this.deps.adoption?.seen(principal.claims.sub, lane);
   }
 
   /**
@@ -223,14 +238,14 @@ export class Licensing {
    * feed's tokensValidUntil) before it is signed.
    */
   private tokenExpiry(license: LicenseRecord, now: number, use: TokenUse = "online"): number {
-    const siteTtl = use === "offline" ? this.d.offlineTokenTtlSeconds : this.d.tokenTtlSeconds;
+    const siteTtl = use === "offline" ? this.deps.offlineTokenTtlSeconds : this.deps.tokenTtlSeconds;
     const ttlEnd = now + capTokenTtlToLease(license.tokenTtl ?? siteTtl, license) * 1000;
     return license.expires !== null ? Math.min(ttlEnd, license.expires) : ttlEnd;
   }
 
   /** Drops every verified token kept (the keys changed): each is checked against the keys held now. */
   forgetVerifiedTokens(): void {
-    this.d.verifier.clear();
+    this.deps.verifier.clear();
   }
 
   private issue(signer: TokenSigner, license: LicenseRecord, activation: ActivationRecord, seatsUsed: number, now: number, use: TokenUse = "online"): ActivationAnswer {
@@ -254,12 +269,12 @@ export class Licensing {
   }
 
   private requireSigner(): TokenSigner {
-    if (!this.d.signer) throw new KeyturnError("licensing_unavailable", "The site has no signing key configured.");
-    return this.d.signer;
+    if (!this.deps.signer) throw new KeyturnError("licensing_unavailable", "The site has no signing key configured.");
+    return this.deps.signer;
   }
 
   private seatLimitMessage(license: LicenseRecord, holders: readonly ActivationRecord[]): string {
-    const computers = this.d.variant.seatHolders === "computers";
+    const computers = this.deps.variant.seatHolders === "computers";
     const names = holders.map((h) =>
       computers || h.product === null ? `"${h.name}"` : `"${h.name}" (${h.product})`,
     );

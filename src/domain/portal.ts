@@ -3,22 +3,21 @@ import type { AdminCaller, AdminDeps } from "./admin/deps";
 import { deactivateActivation } from "./admin/licenses";
 import { KeyturnError } from "./errors";
 import { activationView, licenseView, type ActivationView, type LicenseView } from "./events";
-import { hashLicenseKey, normalizeLicenseKey } from "./license-key";
+import { findLicenseByTypedKey } from "./license-key";
 
 /**
  * The customer's side of a license, for the portal: they sign in with the key, see and free their
  * seats and activate a computer offline. Audit lines name them as `portal:<license id>`.
  */
 export async function licenseOfKey(d: Pick<AdminDeps, "store" | "variant">, key: unknown): Promise<LicenseRecord> {
-  const canonical = typeof key === "string" && key.length <= 200 ? normalizeLicenseKey(d.variant, key.trim()) : null;
-  const license = canonical ? await d.store.findLicenseByKeyHash(hashLicenseKey(canonical)) : null;
+  const license = typeof key === "string" && key.length <= 200 ? await findLicenseByTypedKey(d.store, d.variant, key.trim()) : null;
   if (!license || license.kind !== "license") throw new KeyturnError("license_unknown", "The key is not known, or is mistyped.");
   return license;
 }
 
 export async function portalLicense(d: AdminDeps, licenseId: string): Promise<{ license: LicenseView; activations: ActivationView[] }> {
   const license = await d.store.getLicense(licenseId);
-  if (!license) throw new KeyturnError("license_unknown", "The license is no longer known.");
+  if (!license) throw new KeyturnError("license_unknown", "The licence is no longer known.");
   const [seatsUsed, activations] = await Promise.all([d.store.countActiveSeats(license.id), d.store.listActivations(license.id)]);
   return { license: licenseView(license, seatsUsed), activations: activations.map(activationView) };
 }
@@ -27,7 +26,7 @@ export async function portalLicense(d: AdminDeps, licenseId: string): Promise<{ 
 export async function portalDeactivate(d: AdminDeps, licenseId: string, address: string | null, activationId: unknown): Promise<ActivationView> {
   const id = typeof activationId === "string" ? activationId : "";
   const activation = id ? await d.store.getActivation(id) : null;
-  if (!activation || activation.licenseId !== licenseId) throw new KeyturnError("not_found", "No such installation on this license.");
+  if (!activation || activation.licenseId !== licenseId) throw new KeyturnError("not_found", "No such installation on this licence.");
   const caller: AdminCaller = { principal: { tokenId: `portal:${licenseId}`, name: "customer", scopes: ["activations:write"] }, address };
   return deactivateActivation(d, caller, id);
 }

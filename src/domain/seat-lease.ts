@@ -26,13 +26,13 @@ export function parseSeatLease(text: string | null): number | null {
   const m = /^(\d{1,9})([smhdw])$/.exec(text);
   const ms = m ? Number(m[1]) * UNITS.find(([u]) => u === m[2])![1] : NaN;
   if (!Number.isFinite(ms))
-    throw new KeyturnError("invalid_request", `seatLease must be a duration such as 10m, 12h or 30d, or none (got "${text.slice(0, 40)}")`);
+    throw new KeyturnError("invalid_request", `seatLease must be a duration such as 10m, 12h or 30d, or none (got "${text.slice(0, 40)}").`);
   if (ms < MIN_SEAT_LEASE_MS)
     throw new KeyturnError(
       "invalid_request",
       `seatLease must be at least ${formatSeatLease(MIN_SEAT_LEASE_MS)}: twice the interval at which sightings are written, or a seat in use could lapse (got ${text})`,
     );
-  if (ms > MAX_SEAT_LEASE_MS) throw new KeyturnError("invalid_request", `seatLease must be at most ${formatSeatLease(MAX_SEAT_LEASE_MS)} (got ${text})`);
+  if (ms > MAX_SEAT_LEASE_MS) throw new KeyturnError("invalid_request", `seatLease must be at most ${formatSeatLease(MAX_SEAT_LEASE_MS)} (got ${text}).`);
   return ms;
 }
 

@@ -65,31 +65,31 @@ export interface HealthDetails {
 
 /** Health and metadata of this keyturn site. */
 export class Site {
-  constructor(private readonly d: SiteDeps) {}
+  constructor(private readonly deps: SiteDeps) {}
 
   /** Throws `unavailable` unless the records answer, the first release index is built and the release tree can be read. */
   async health(): Promise<HealthDetails> {
     try {
-      await this.d.store.ping();
+      await this.deps.store.ping();
     } catch {
       throw new KeyturnError("unavailable", "The records cannot be reached.");
     }
-    if (!this.d.releasesReady()) throw new KeyturnError("unavailable", "The release index is being built; try again shortly.");
+    if (!this.deps.releasesReady()) throw new KeyturnError("unavailable", "The release index is being built; try again shortly.");
     if (!(await this.releasesReadable()))
       throw new KeyturnError("unavailable", "The release tree cannot be read.");
-    const tree = this.d.releaseTree?.();
+    const tree = this.deps.releaseTree?.();
     if (tree?.startVerified === false)
       throw new KeyturnError("unavailable", `Installers found at start are being hashed (${tree.installersVerifying} left); try again shortly.`);
     const changes = tree?.changes;
-    const mirror = this.d.mirror?.();
+    const mirror = this.deps.mirror?.();
     // A mirror that had to refuse part of what its vendor revoked refuses every bearer request: it is not serving.
     if (mirror?.refusing) throw new KeyturnError("unavailable", `The mirror refuses every bearer request: ${mirror.refusing}.`);
     const degraded = mirror?.degraded ?? [];
     return {
       status: degraded.length > 0 ? "degraded" : "ok",
       ...(degraded.length > 0 ? { degraded } : {}),
-      rateLimits: this.d.rateLimits(),
-      licensing: this.d.mirror ? "at-vendor" : this.d.keys.signing ? "on" : "off",
+      rateLimits: this.deps.rateLimits(),
+      licensing: this.deps.mirror ? "at-vendor" : this.deps.keys.signing ? "on" : "off",
       ...(mirror ? { mirror: mirrorHealth(mirror) } : {}),
       ...(changes?.mode === "periodic" ? { releaseChanges: `re-scanned every ${changes.everyMs / 1000} s: ${changes.reason}` } : {}),
       ...(tree && tree.installersVerifying > 0 ? { installersVerifying: tree.installersVerifying } : {}),
@@ -97,31 +97,31 @@ export class Site {
   }
 
   async meta(): Promise<SiteMeta> {
-    const { variant, keys } = this.d;
+    const { variant, keys } = this.deps;
     const published = [...keys.verify.values()]
       .sort((a, b) => (a.purpose === b.purpose ? (a.kid < b.kid ? -1 : 1) : a.purpose === "license" ? -1 : 1))
       // A mirror (or a site before its key) signs nothing: its keys have no part in a rotation of its own.
       .map(({ kid, purpose, spki }) => ({ kid, purpose, spki, ...(purpose === "license" && keys.signing ? { role: licenseKeyRole(kid, keys.signing.kid) } : {}) }));
     return {
       service: "keyturn",
-      version: this.d.version,
+      version: this.deps.version,
       variant: variant.name,
       ...(hasProducts(variant) ? { products: variant.products } : {}),
       features: {
         licensing: keys.signing !== null,
-        staffSignIn: this.d.staffSignIn,
+        staffSignIn: this.deps.staffSignIn,
         updates: await this.releasesReadable(),
         rateLimit: true,
       },
       keys: published,
-      ...(this.d.mirror ? { mirror: mirrorMeta(this.d.mirror()) } : {}),
+      ...(this.deps.mirror ? { mirror: mirrorMeta(this.deps.mirror()) } : {}),
     };
   }
 
   private async releasesReadable(): Promise<boolean> {
     try {
-      await access(this.d.releasesDir, constants.R_OK | constants.X_OK);
-      await readdir(this.d.releasesDir);
+      await access(this.deps.releasesDir, constants.R_OK | constants.X_OK);
+      await readdir(this.deps.releasesDir);
       return true;
     } catch {
       return false;

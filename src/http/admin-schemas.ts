@@ -1,4 +1,4 @@
-import "./formats";
+import "../domain/formats";
 import { Type, type TSchema } from "@sinclair/typebox";
 import { SCOPES } from "../domain/admin/deps";
 import { METADATA_LIMITS, TOKEN_TTL_MAX, TOKEN_TTL_MIN } from "../domain/admin/input";
@@ -13,7 +13,7 @@ import { Entitlement } from "./answer-schemas";
  * name the field they refuse). Answers carry `ok: true` besides what the service returns.
  */
 export const Timestamp = Type.String({ format: "date-time", description: "ISO 8601 with a numeric offset, no fraction" });
-/** A time in a request: RFC 3339 with Z or a numeric offset (src/http/formats.ts). */
+/** A time in a request: RFC 3339 with Z or a numeric offset (src/domain/formats.ts). */
 const TimeInput = Type.String({ maxLength: 40, format: "date-time", description: "RFC 3339: date, time and Z or a numeric offset" });
 export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const Ok = Type.Literal(true);
@@ -79,11 +79,6 @@ export const AdminLicenseUpdateBody = closed(
   },
   "Only the fields to change; metadata is replaced whole. Seats below those in use: 409 seats_in_use",
 );
-
-export const AdminOfflineActivationBody = closed({
-  code: Type.String({ minLength: 1, maxLength: 12_000, description: "The request code the client kit made (offlineRequestCode): base64url of { key?, device }" }),
-  key: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "The license key, when the code does not carry it (it wins over the code's)" })),
-});
 
 export const IdempotencyKeyHeader = Type.String({ minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$", description: "Idempotency-Key" });
 

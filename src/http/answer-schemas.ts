@@ -1,4 +1,4 @@
-import "./formats";
+import "../domain/formats";
 import { Type, type TSchema } from "@sinclair/typebox";
 import { ERROR_CODES } from "../domain/errors";
 

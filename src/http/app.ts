@@ -1,22 +1,20 @@
 import type { Server } from "bun";
 import { Elysia } from "elysia";
 import { authenticateAdmin } from "../domain/admin/tokens";
-import { KeyturnError } from "../domain/errors";
-import type { AuditAction } from "../domain/audit";
 import { VERSION } from "../version";
 import { bearerToken } from "./bearer";
 import type { AppServices } from "./deps";
 import { API_PREFIX, fullPath, type Endpoint } from "./endpoint";
 import { frontDoor } from "./front-door";
-import { lifecycle, type Flight } from "./lifecycle";
+import { lifecycle, type Exchange } from "./lifecycle";
 import { openApiDocument } from "./openapi";
 import { refusals } from "./refusal";
+import { routeIndex } from "./route-index";
+import { sessionGate } from "./sessions";
 import { routeTable } from "./route-table";
-import { hasValidHost, targetOf } from "./target";
+import { hasValidHost, routedAsSplit, targetOf } from "./target";
 
 export { API_PREFIX };
-
-const METHODS = ["GET", "POST", "PATCH", "DELETE"] as const;
 
 /**
  * keyturn's API: one Elysia instance with every declaration of the route table registered on it.
@@ -26,95 +24,89 @@ const METHODS = ["GET", "POST", "PATCH", "DELETE"] as const;
  */
 export function createApp(services: AppServices, more: readonly Endpoint[] = []) {
   let openapi = "";
-  const endpoints = [...routeTable(services, () => openapi), ...more];
+  const areas: Record<string, readonly Endpoint[]> = { ...routeTable(services, () => openapi), ...(more.length > 0 ? { more } : {}) };
+  const endpoints = Object.values(areas).flat();
   openapi = JSON.stringify(openApiDocument(services.variant, endpoints, VERSION));
   const life = lifecycle({
     front: frontDoor(services),
     refuse: refusals(services),
+    index: routeIndex(endpoints),
+    sessions: sessionGate(services.consoleSessions, services.consoleOpenId !== null, services.origin),
     authenticate: (request) => services.licensing.authenticate(bearerToken(request)),
+    sighted: (principal, lane) => services.licensing.sighted(principal, lane),
     authenticateAdmin: (request) => authenticateAdmin(services.admin, bearerToken(request, "admin")),
     metrics: services.metrics,
   });
   const peerOf = services.peerAddress ?? (() => null);
 
-  // Handed from `handle` to onRequest, which Elysia's fetch calls synchronously before anything
-  // else: the peer address and whether the runtime's URL had a valid Host.
-  let handedPeer: string | null | undefined;
-  let handedBadHost = false;
-  let handedHead = false;
+  // What `handle` and a re-entry tell onRequest about a request, keyed by the Request itself: the
+  // peer address (Elysia cannot know it outside listen), whether the Host was valid, the method sent.
+  const handovers = new WeakMap<Request, Handover>();
+  // Each request's exchange, from onRequest to its last hook.
+  const exchanges = new WeakMap<Request, Exchange>();
+  const exchangeOf = (request: Request) => exchanges.get(request)!;
 
-  const elysia = new Elysia({
-    // One entry (fetch): listen's native routes would be a second way in.
-    systemRouter: false,
-    strictPath: true,
-    // An unknown field is refused, never silently dropped.
-    normalize: false,
-  })
-    // A hook container saying the hook is sync: Elysia guesses from the source (a `return f(…)`
-    // reads as async) and would await it on every request.
-    .onRequest({ isAsync: false, fn: (c: { request: Request }) => {
-      const request = c.request;
+  const elysia = new Elysia(CONFIG)
+    // Declared first so that it covers every route (Elysia's onError covers routes registered after it).
+    .onError(({ request, code, error }) => {
+      const exchange = exchanges.get(request);
+      if (exchange) return life.refusal(exchange, code, error);
+    })
+    .onRequest(async ({ request }): Promise<Response | undefined> => {
       const url = request.url;
       const target = targetOf(url);
-      const peer = handedPeer === undefined ? peerOf(request) : handedPeer;
-      const badHost = handedBadHost || !hasValidHost(url);
-      const method = handedHead ? "HEAD" : request.method;
-      handedPeer = undefined;
-      handedBadHost = false;
-      handedHead = false;
-      // Elysia finds the path from the 11th character of the URL: a bare path (no valid Host) or a
-      // 1–3 character Host would misroute; such a request is routed again by keyturn's split.
-      // Elysia's HEAD reads the whole GET answer: a HEAD is routed as its GET, and keyturn's finish
-      // drops the body (keeping the file's Content-Length without reading it).
-      const misrouted = target.path !== (c as unknown as { path: string }).path;
-      if (misrouted || request.method === "HEAD") return redo(request, target, misrouted, peer, badHost);
-      (c as unknown as { kt: Flight }).kt = life.begin(request, method, target, peer, !badHost);
-    } } as never)
-    .onError((c) => {
-      const f = (c as unknown as { kt?: Flight }).kt;
-      if (!f) return;
-      return life.refusal(f, c.code, c.error, unrouted);
+      const handover = handovers.get(request);
+      const peer = handover ? handover.peer : peerOf(request);
+      const hostValid = handover ? handover.hostValid : hasValidHost(url);
+      // Elysia takes the path from the first "/" at or after the URL's 11th character: a bare path
+      // (no valid Host) or a 1–3 character Host would be routed to another path, so such a request
+      // is routed again on keyturn's own split. Elysia's HEAD reads the whole GET answer: a HEAD is
+      // routed as its GET, and the finish drops the body (keeping a file's Content-Length unread).
+      const misrouted = !routedAsSplit(url);
+      if (misrouted || request.method === "HEAD") {
+        const head = request.method === "HEAD";
+        const again = new Request(misrouted ? `http://localhost${target.path}${target.query ? `?${target.query}` : ""}` : url, head ? { method: "GET", headers: request.headers } : request);
+        handovers.set(again, { peer, hostValid, method: handover?.method ?? request.method });
+        return routeAgain(again);
+      }
+      const exchange = life.begin(request, handover?.method ?? request.method, target, peer, hostValid);
+      exchanges.set(request, exchange);
+      return life.admit(exchange);
     });
 
-  for (const e of endpoints) {
-    const path = fullPath(e).replace(/\{([^}]+)\}/g, ":$1");
-    const { handler, hooks } = life.route(e);
-    elysia.route(e.method, path, handler as never, { ...hooks, config: { endpoint: e } } as never);
-  }
-  const endpointAt = endpointFinder(elysia, endpoints);
-
-  /** 405 (with Allow, filed under the path's endpoint) when the path is answered under other methods, else 404. */
-  function unrouted(method: string, path: string): { error: KeyturnError; audit: AuditAction } {
-    const answered = METHODS.map((m) => endpointAt(m, path)).filter((e) => e !== undefined);
-    if (answered.length === 0) return { error: new KeyturnError("not_found", "There is nothing at this address."), audit: "request" };
-    const allow = answered.flatMap((e) => (e.method === "GET" ? ["GET", "HEAD"] : [e.method]));
-    const error = new KeyturnError("method_not_allowed", `${method} is not allowed here; use ${allow.join(" or ")}.`);
-    error.headers = { allow: allow.join(", ") };
-    return { error, audit: answered[0]!.audit };
+  // One plugin per area, used after the global hooks above so that they cover its routes.
+  const plugins: { name: string; routes: string[] }[] = [];
+  for (const [area, declared] of Object.entries(areas)) {
+    const plugin = new Elysia({ name: `keyturn:${area}`, ...CONFIG });
+    for (const e of declared) {
+      const path = fullPath(e).replace(/\{([^}]+)\}/g, ":$1");
+      const { handler, plain, withBody } = life.route(e, exchangeOf);
+      if (withBody) plugin.route(e.method, path, handler, withBody);
+      else plugin.route(e.method, path, handler, plain);
+    }
+    elysia.use(plugin);
+    plugins.push({ name: plugin.config.name ?? area, routes: plugin.routes.map((r) => `${r.method} ${r.path}`) });
   }
 
-  /** Routes a request again: a HEAD as its GET, a misrouted URL on keyturn's own split of it. */
-  function redo(request: Request, target: { path: string; query: string }, misrouted: boolean, peer: string | null, badHost: boolean) {
-    const head = request.method === "HEAD";
-    const url = misrouted ? `http://localhost${target.path}${target.query ? `?${target.query}` : ""}` : request.url;
-    const again = new Request(url, head ? { method: "GET", headers: request.headers } : request);
-    return handle(again, peer, badHost, head);
+  /** A re-entered request, through the same instance. */
+  async function routeAgain(request: Request): Promise<Response> {
+    return elysia.fetch(request);
   }
 
   /** Answers one request; `peer` is the socket's address (else services.peerAddress decides). */
-  function handle(request: Request, peer?: string | null, badHost = false, head = false): Promise<Response> {
-    handedPeer = peer;
-    handedBadHost = badHost;
-    handedHead = head;
-    return elysia.fetch(request) as Promise<Response>;
+  function handle(request: Request, peer?: string | null): Promise<Response> {
+    if (peer !== undefined) handovers.set(request, { peer, hostValid: hasValidHost(request.url), method: request.method });
+    return routeAgain(request);
   }
   let server: Server<undefined> | null = null;
 
   return {
-    handle: (request: Request, peer?: string | null) => handle(request, peer),
+    handle,
     fetch: (request: Request) => handle(request),
     /** The Elysia instance every request goes through. */
     elysia,
+    /** The area plugins (name, and method and path of each route) in the order used. */
+    plugins,
     endpoints,
     /** Method and full path of every route answered (GETs also answer HEAD). */
     routes: endpoints.flatMap((e) => {
@@ -136,33 +128,21 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
   };
 }
 
-/**
- * The endpoint Elysia routes a method and path to, for 405's Allow: static paths from Elysia's
- * static table, parameterised ones from its router (each route's store found once at start).
- */
-function endpointFinder(elysia: { router: unknown }, endpoints: readonly Endpoint[]) {
-  const router = elysia.router as unknown as {
-    static: Record<string, Record<string, number>>;
-    history: { hooks: { config?: { endpoint?: Endpoint } } }[];
-    http: { find(method: string, path: string): { store: object } | null };
-  };
-  const byStore = new Map<object, Endpoint>();
-  let dynamic = 0;
-  for (const e of endpoints) {
-    const path = fullPath(e);
-    if (!path.includes("{")) continue;
-    dynamic++;
-    const sample = path.replace(/\{[^}]+\}/g, "x");
-    const found = router.http.find(e.method, sample);
-    if (found) byStore.set(found.store, e);
-  }
-  if (byStore.size !== dynamic) throw new Error("Two parameterised routes of the route table share a sample path.");
-  return (method: string, path: string): Endpoint | undefined => {
-    const index = router.static[path]?.[method];
-    if (index !== undefined) return router.history[index]!.hooks.config?.endpoint;
-    const found = router.http.find(method, path);
-    return found ? byStore.get(found.store) : undefined;
-  };
+/** The instance's and each area plugin's configuration. */
+const CONFIG = {
+  // One entry (fetch): listen's native routes would be a second way in.
+  systemRouter: false,
+  strictPath: true,
+  // An unknown field is refused, never silently dropped.
+  normalize: false,
+} as const;
+
+/** What onRequest is told of a request it cannot see for itself. */
+interface Handover {
+  readonly peer: string | null;
+  readonly hostValid: boolean;
+  /** The method as sent (a re-entered HEAD is a GET). */
+  readonly method: string;
 }
 
 export type App = ReturnType<typeof createApp>;

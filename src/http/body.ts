@@ -1,14 +1,13 @@
 import type { TSchema } from "@sinclair/typebox";
-import { TypeCompiler, ValueErrorType, type TypeCheck } from "@sinclair/typebox/compiler";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { KeyturnError } from "../domain/errors";
-import "./formats";
 
 /** JSON bodies larger than this are refused with 413 before they are read in full. */
 export const MAX_JSON_BODY = 16 * 1024;
 
 /**
  * Reads a JSON body within the limits: size (413), media type (415), UTF-8 and JSON syntax (400).
- * The schema is Elysia's `body` validator on the route; `describeBodyError` words its refusal.
+ * The schema is Elysia's `body` validator on the route; domain/decode.ts words its refusal.
  */
 export async function readJsonBody(request: Request): Promise<unknown> {
   return parseJson(await readLimited(request));
@@ -74,64 +73,26 @@ function tooLarge(): KeyturnError {
   return new KeyturnError("payload_too_large", `JSON bodies are limited to ${MAX_JSON_BODY} bytes.`);
 }
 
-/**
- * The refusal of a body that is JSON but does not fit its schema: names the first field at fault
- * and says what is wrong in plain words; no schema or validator text leaks.
- */
-export function describeBodyError(check: TypeCheck<TSchema>, value: unknown): string {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return "The body must be a JSON object.";
-  const first = check.Errors(value).First();
-  if (!first) return "The body is not valid.";
-  const field = first.path.replace(/^\//, "").replaceAll("/", ".") || "body";
-  const present = first.path
-    .split("/")
-    .slice(1)
-    .reduce<unknown>((v, k) => (v && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined), value);
-  if (present === undefined) return `${field} is required.`;
-  const schema = first.schema as { type?: string; maxLength?: number; minLength?: number; enum?: unknown[]; const?: unknown; format?: string; minimum?: number; maximum?: number; maxItems?: number };
-  // A field the schema does not know: the error is its parent object's (additionalProperties).
-  if (first.type === ValueErrorType.ObjectAdditionalProperties) return `${field} is not a known field.`;
-  if (typeof present === "string" && schema.maxLength !== undefined && present.length > schema.maxLength)
-    return `${field} is longer than ${schema.maxLength} characters.`;
-  if (typeof present === "string" && schema.minLength !== undefined && present.length < schema.minLength)
-    return schema.minLength === 1 ? `${field} must not be empty.` : `${field} is shorter than ${schema.minLength} characters.`;
-  if (Array.isArray(present) && schema.maxItems !== undefined && present.length > schema.maxItems)
-    return `${field} has more than ${schema.maxItems} items.`;
-  if (typeof present === "number" && schema.minimum !== undefined && present < schema.minimum) return `${field} must be at least ${schema.minimum}.`;
-  if (typeof present === "number" && schema.maximum !== undefined && present > schema.maximum) return `${field} must be at most ${schema.maximum}.`;
-  const allowed = allowedValues(first.schema);
-  if (allowed) return `${field} must be one of: ${allowed.join(", ")}.`;
-  if (schema.format && typeof present === "string") return `${field} is not a valid ${schema.format}.`;
-  const expected = schema.type;
-  if (expected) return `${field} must be ${article(expected === "object" ? "JSON object" : expected)}.`;
-  return `${field} has a value that is not allowed here.`;
-}
-
-/** The literal values a schema (a literal, an enum or a union of literals) admits, if it is one of those. */
-function allowedValues(schema: TSchema): string[] | null {
-  const s = schema as { const?: unknown; enum?: unknown[]; anyOf?: TSchema[] };
-  if (s.const !== undefined) return [JSON.stringify(s.const)];
-  if (s.enum) return s.enum.map((v) => JSON.stringify(v));
-  if (s.anyOf && s.anyOf.every((o) => (o as { const?: unknown }).const !== undefined)) return s.anyOf.map((o) => JSON.stringify((o as { const?: unknown }).const));
-  return null;
-}
-
-function article(noun: string): string {
-  return /^[aeiou]/i.test(noun) ? `an ${noun}` : `a ${noun}`;
-}
-
 /** Checks a query string against a closed object schema of strings; throws invalid_request naming the parameter. */
 export type QueryReader = (query: string) => Readonly<Record<string, string>>;
 
-/** The query string is within the URL limit when this runs; a parameter may appear once. */
+/**
+ * The query string is within the URL limit when this runs; a declared parameter may appear once.
+ * A parameter the schema does not name is refused, unless the schema says `additionalProperties:
+ * true` (where real clients add their own, such as cache busters): then it is ignored.
+ */
 export function queryReader(schema: TSchema): QueryReader {
   const check = TypeCompiler.Compile(schema);
   const known = new Set(Object.keys((schema as { properties?: object }).properties ?? {}));
+  const open = (schema as { additionalProperties?: unknown }).additionalProperties === true;
   return (query) => {
     const values: Record<string, string> = {};
     if (query !== "")
       for (const [name, value] of new URLSearchParams(query)) {
-        if (!known.has(name)) throw new KeyturnError("invalid_request", `Unknown query parameter: ${name.slice(0, 64)}.`);
+        if (!known.has(name)) {
+          if (open) continue;
+          throw new KeyturnError("invalid_request", `Unknown query parameter: ${name.slice(0, 64)}.`);
+        }
         if (Object.hasOwn(values, name)) throw new KeyturnError("invalid_request", `The query parameter ${name} is given more than once.`);
         values[name] = value;
       }

@@ -1,7 +1,8 @@
 import type { Static, TSchema } from "@sinclair/typebox";
 import type { AdminCaller, Scope } from "../domain/admin/deps";
 import type { AuditAction, RequestContext } from "../domain/audit";
-import type { ErrorCode } from "../domain/errors";
+import type { Session } from "../domain/console-sessions";
+import type { ErrorCode, KeyturnError } from "../domain/errors";
 import type { Principal } from "../domain/licensing";
 
 /** API endpoints are below this prefix; others (console, portal) declare their own `prefix`. */
@@ -11,12 +12,33 @@ export const API_PREFIX = "/api/v1";
 export type Budget = "signin" | "api" | "admin" | "console";
 
 /**
- * Who may call an endpoint, checked by the dispatcher: anyone, the holder of an entitlement token,
- * or the holder of an admin token with the scope (`admin` holds every scope).
+ * Who may call an endpoint, checked by the lifecycle before the handler: anyone, the holder of an
+ * entitlement token, the holder of an admin token with the scope (`admin` holds every scope), or a
+ * browser with a console or portal session (its forms carry the session's CSRF token). The page
+ * pipeline's sessions are strings, so `typeof auth === "object"` means an admin scope.
  */
-export type Auth = "none" | "entitlement" | { readonly scope: Scope };
+export type Auth = "none" | "entitlement" | SessionAuth | { readonly scope: Scope };
+/** A console or portal session, required (`console-session`, `portal-session`) or read when present (`…-if-any`). */
+export type SessionAuth = "console-session" | "portal-session" | "console-session-if-any" | "portal-session-if-any";
 
-/** A path or query parameter as documented; `values` are the only ones the endpoint answers. */
+/** What a page endpoint (console, portal) answers instead of JSON when it refuses. */
+export interface PageAnswers {
+  /** Where the refusal page leads back to. */
+  readonly back: string;
+  /** A page of the endpoint's own for a refusal (a sign-in form shown again with its reason), else the refusal page. */
+  readonly refused?: (error: KeyturnError) => Response | null;
+}
+
+/** The names of a path's `{param}` segments. */
+type ParamNames<P extends string> = P extends `${string}{${infer Name}}${infer Rest}` ? Name | ParamNames<Rest> : never;
+/**
+ * A path's parameters, typed from the path itself: `/licenses/{id}` gives `{ id: string }`. Each is
+ * percent-decoded; one that is not valid percent-encoded UTF-8, or not among its `values`, is
+ * refused (not_found) before the handler.
+ */
+export type ParamsOf<P extends string> = { readonly [Name in ParamNames<P>]: string };
+
+/** A path or query parameter as documented; `values` are the only ones the endpoint answers (the lifecycle refuses others). */
 export interface ParamDoc {
   readonly name: string;
   readonly description: string;
@@ -32,10 +54,10 @@ export interface ExtraAnswer {
 }
 
 /** What a handler is given: the request and what the dispatcher already established about it. */
-export interface Call<B = unknown> {
+export interface Call<B = unknown, P = object> {
   readonly request: Request;
-  /** Path parameters, percent-decoded; null for one that is not valid percent-encoded UTF-8. */
-  readonly params: Readonly<Record<string, string | null>>;
+  /** Path parameters, percent-decoded and within their declared values. */
+  readonly params: P;
   /** The query string without `?` ("" when none). */
   readonly query: string;
   /** The JSON body checked against `body` (undefined when the endpoint takes none). */
@@ -48,6 +70,12 @@ export interface Call<B = unknown> {
   readonly queryValues: Readonly<Record<string, string>>;
   /** Who asked, for audit lines. */
   readonly context: RequestContext;
+  /** The console or portal session (session auth; null when an `…-if-any` endpoint found none). */
+  readonly session: Session | null;
+  /** A page endpoint's POSTed form, checked to come from this site (and to carry the session's CSRF token). */
+  readonly form: URLSearchParams;
+  /** Names the lane this bearer request read, for the request's one sighting (adoption). */
+  sightedOn(lane: string): void;
   /** The request's cookies by name, parsed by Elysia's cookie parser on first call (see cookies.ts for Set-Cookie). */
   cookies(): Promise<Readonly<Record<string, string>>>;
 }
@@ -56,10 +84,10 @@ export interface Call<B = unknown> {
  * One endpoint, declared once. Routing, HEAD, 405 with Allow, the bearer check, the rate budget,
  * the audit action of its refusals and the OpenAPI document are all derived from this.
  */
-export interface Endpoint<S extends TSchema | undefined = TSchema | undefined> {
+export interface Endpoint<S extends TSchema | undefined = TSchema | undefined, P extends string = string> {
   readonly method: "GET" | "POST" | "PATCH" | "DELETE";
   /** Below `prefix`, with `{param}` segments. */
-  readonly path: string;
+  readonly path: P;
   /**
    * The path's prefix: API_PREFIX unless said (the console's and portal's pages say ""). Only
    * endpoints below API_PREFIX are in the OpenAPI document.
@@ -83,13 +111,15 @@ export interface Endpoint<S extends TSchema | undefined = TSchema | undefined> {
   /** Request headers the endpoint reads, documented (e.g. Idempotency-Key). */
   readonly headers?: readonly (ParamDoc & { readonly schema: TSchema })[];
   readonly answers?: Readonly<Record<string, ExtraAnswer>>;
+  /** Set for the console's and portal's pages: their refusals are pages, their POSTs forms. */
+  readonly page?: PageAnswers;
   /** Refusals beyond those every endpoint can give (see ALWAYS_ERRORS in openapi.ts). */
   readonly errors: readonly ErrorCode[];
-  readonly handler: (call: Call<S extends TSchema ? Static<S> : undefined>) => Promise<Response> | Response;
+  readonly handler: (call: Call<S extends TSchema ? Static<S> : undefined, ParamsOf<P>>) => Promise<Response> | Response;
 }
 
-/** Declares an endpoint with its body type inferred from its schema. */
-export function endpoint<S extends TSchema | undefined = undefined>(e: Endpoint<S>): Endpoint {
+/** Declares an endpoint with its body type inferred from its schema and its parameters from its path. */
+export function endpoint<S extends TSchema | undefined = undefined, const P extends string = string>(e: Endpoint<S, P>): Endpoint {
   return e as unknown as Endpoint;
 }
 

@@ -38,6 +38,11 @@ interface FrontDoorDeps {
   readonly log: Logger;
 }
 
+/** What the front door decided of one request: answered (429), refused, or let in with its headers. */
+export type Admission =
+  | { readonly limited: Response }
+  | { readonly headers: Record<string, string> | null; readonly refused?: KeyturnError };
+
 /**
  * What every request meets first: its client address (after trusted proxies), the rate limit of its
  * endpoint's budget, the URL size limit, and at the end one log line. A limited request is answered
@@ -50,56 +55,57 @@ export function frontDoor(deps: FrontDoorDeps) {
   const clients = new Map<string, { address: string | null; group: string }>();
   const clientOf = (peer: string | null, forwardedFor: string | null) => {
     const key = forwardedFor === null ? `${peer}` : `${peer}|${forwardedFor}`;
-    let c = clients.get(key);
-    if (!c) {
+    let client = clients.get(key);
+    if (!client) {
       const ip = resolve(peer, forwardedFor);
-      c = { address: ip ? formatIp(ip) : null, group: ip ? addressGroup(ip) : "unknown" };
+      client = { address: ip ? formatIp(ip) : null, group: ip ? addressGroup(ip) : "unknown" };
       if (clients.size >= MAX_REMEMBERED_CLIENTS) clients.clear();
-      clients.set(key, c);
+      clients.set(key, client);
     }
-    return c;
+    return client;
   };
 
   return {
     begin(request: Request, peer: string | null): RequestState {
       // Without trusted proxies X-Forwarded-For is never believed, so it is not even read.
-      const c = clientOf(peer, deps.trustProxy.length === 0 ? null : request.headers.get("x-forwarded-for"));
-      return { start: performance.now(), address: c.address, group: c.group };
+      const client = clientOf(peer, deps.trustProxy.length === 0 ? null : request.headers.get("x-forwarded-for"));
+      return { start: performance.now(), address: client.address, group: client.group };
     },
 
     /**
-     * The rate limit, then the URL size limit. Answers a limited request (429) itself; throws the
-     * URL-size refusal; otherwise gives the headers every answer carries: RateLimit, and on admin
-     * paths Cache-Control: no-store.
+     * The rate limit, then the URL size limit: a limited request's 429 answer, the URL-size refusal,
+     * or the headers every answer carries (RateLimit, and on admin paths Cache-Control: no-store).
+     * Nothing is thrown: the caller ends the request with the answer or the refusal.
      */
-    async admit(s: RequestState, budget: Budget, target: Target): Promise<{ limited: Response | null; headers: Record<string, string> | null }> {
-      const decision = await deps.rateLimiter.check(budget, s.group);
+    async admit(state: RequestState, budget: Budget, target: Target): Promise<Admission> {
+      const decision = await deps.rateLimiter.check(budget, state.group);
       // Admin answers hold licences, keys and records: no cache (browser, proxy) may keep any of them.
       // Set here for every admin answer, so no admin handler sets it itself.
       const noStore = isAdminPath(target.path) ? NO_STORE : null;
       if (decision?.limited) {
-        s.code = "rate_limited";
+        state.code = "rate_limited";
         const limited = errorResponse(
           new KeyturnError("rate_limited", `Too many requests from this address; try again in ${decision.retryAfter} s.`),
           { ...decision.headers, ...noStore },
         );
-        return { limited, headers: null };
+        return { limited };
       }
+      const headers = noStore ? { ...decision?.headers, ...noStore } : (decision?.headers ?? null);
       // The runtime percent-encodes the URL, so its characters are its bytes.
       if (target.path.length + (target.query ? target.query.length + 1 : 0) > MAX_URL_BYTES)
-        throw new KeyturnError("invalid_request", `The path and query are limited to ${MAX_URL_BYTES} bytes.`);
-      return { limited: null, headers: noStore ? { ...decision?.headers, ...noStore } : (decision?.headers ?? null) };
+        return { headers, refused: new KeyturnError("invalid_request", `The path and query are limited to ${MAX_URL_BYTES} bytes.`) };
+      return { headers };
     },
 
     /** The request's one log line. */
-    logLine(method: string, target: Target, s: RequestState, status: number) {
+    logLine(method: string, target: Target, state: RequestState, status: number) {
       deps.log.info("request", {
-        address: s.address,
+        address: state.address,
         method,
         path: loggedPath(target.path),
         status,
-        ms: Math.round((performance.now() - s.start) * 10) / 10,
-        ...(s.ref ? { ref: s.ref } : {}),
+        ms: Math.round((performance.now() - state.start) * 10) / 10,
+        ...(state.ref ? { ref: state.ref } : {}),
       });
     },
   };

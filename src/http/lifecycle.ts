@@ -1,214 +1,271 @@
-import type { TSchema } from "@sinclair/typebox";
-import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { AuditAction } from "../domain/audit";
 import { KeyturnError } from "../domain/errors";
 import type { Principal } from "../domain/licensing";
 import { actorOf, requireScope, type AdminCaller, type AdminPrincipal } from "../domain/admin/deps";
-import { describeBodyError, queryReader, readJsonBody, type QueryReader } from "./body";
+import { checkOf, describeError } from "../domain/decode";
+import { actorOfSession } from "../console/deps";
+import type { Session } from "../domain/console-sessions";
+import { queryReader, readJsonBody, type QueryReader } from "./body";
 import { parseCookies } from "./cookies";
 import type { Call, Endpoint } from "./endpoint";
 import type { FrontDoor, RequestState } from "./front-door";
 import type { Metrics } from "./metrics";
 import type { Refusals } from "./refusal";
+import { errorResponse } from "./respond";
+import type { RouteIndex } from "./route-index";
+import type { SessionGate } from "./sessions";
 import type { Target } from "./target";
+import { readForm, refusalPage } from "./web";
 
 export interface LifecycleDeps {
   readonly front: FrontDoor;
   readonly refuse: Refusals;
+  /** keyturn's index of its own declarations: the endpoint (and so the budget) before routing, and 405's Allow. */
+  readonly index: RouteIndex;
   /** The bearer check of `auth: "entitlement"` endpoints; throws the entitlement_* refusal. */
   readonly authenticate: (request: Request) => Promise<Principal>;
+  /** Records the one sighting of a bearer request, with the lane its handler named (or null). */
+  readonly sighted: (principal: Principal, lane: string | null) => void;
   /** The bearer check of admin endpoints; throws admin_token_invalid. */
   readonly authenticateAdmin: (request: Request) => Promise<AdminPrincipal>;
+  /** The console's and portal's session check. */
+  readonly sessions: SessionGate;
   /** Told every answered request (metrics), when metrics are on. */
   readonly metrics?: Metrics;
 }
 
-/** What keyturn knows of one request on its way through Elysia's lifecycle (the context's `kt`). */
-export interface Flight {
+/** What keyturn knows of one request while Elysia answers it, from onRequest to the last hook. */
+export interface Exchange {
   /** The request as Elysia routes it (a HEAD is routed as its GET). */
   readonly request: Request;
   /** The method as sent (HEAD for a HEAD). */
   readonly method: string;
   readonly target: Target;
-  readonly s: RequestState;
+  readonly state: RequestState;
   /** False when the runtime could not make a URL from the Host header (RFC 9112 3.2: 400). */
   readonly hostValid: boolean;
-  /** The endpoint Elysia routed the request to (unset for 404/405). */
+  /** The endpoint that answers the request (unset when none does: 404/405). */
   endpoint?: Endpoint;
   rateHeaders: Record<string, string> | null;
   principal: Principal;
   admin: AdminCaller;
   queryValues: Readonly<Record<string, string>>;
-}
-
-/** The context fields keyturn's hooks read (Elysia's context carries more). */
-interface Ctx {
-  readonly request: Request;
-  readonly params: Record<string, string | null>;
-  readonly body?: unknown;
-  kt: Flight;
-}
-
-/** A request answered before its handler (rate limited): onError answers it as it is. */
-class Answered {
-  constructor(readonly response: Response) {}
+  session: Session | null;
+  form: URLSearchParams;
+  /** The lane a bearer request read (its manifest or feed), for its sighting. */
+  lane: string | null;
+  /** Set once the answer has its rate headers and its log line (an answer is finished once). */
+  finished: boolean;
 }
 
 const NO_PRINCIPAL = undefined as unknown as Principal;
 const NO_ADMIN = undefined as unknown as AdminCaller;
 const NO_QUERY: Readonly<Record<string, string>> = Object.freeze({});
+const NO_FORM = new URLSearchParams();
 
 /** A handler's Call; `cookies` are parsed only when a handler asks for them. */
 class RouteCall implements Call {
   #cookies: Promise<Readonly<Record<string, string>>> | undefined;
+  readonly #exchange: Exchange;
+  readonly request: Request;
+  readonly query: string;
+  readonly queryValues: Readonly<Record<string, string>>;
+  readonly principal: Principal;
+  readonly admin: AdminCaller;
+  readonly context: { address: string | null };
+  readonly session: Session | null;
+  readonly form: URLSearchParams;
   constructor(
-    readonly request: Request,
-    readonly params: Readonly<Record<string, string | null>>,
-    readonly query: string,
-    readonly queryValues: Readonly<Record<string, string>>,
+    exchange: Exchange,
+    readonly params: Readonly<Record<string, string>>,
     readonly body: unknown,
-    readonly principal: Principal,
-    readonly admin: AdminCaller,
-    readonly context: { address: string | null },
-  ) {}
+  ) {
+    this.#exchange = exchange;
+    this.request = exchange.request;
+    this.query = exchange.target.query;
+    this.queryValues = exchange.queryValues;
+    this.principal = exchange.principal;
+    this.admin = exchange.admin;
+    this.context = { address: exchange.state.address };
+    this.session = exchange.session;
+    this.form = exchange.form;
+  }
   cookies(): Promise<Readonly<Record<string, string>>> {
     return (this.#cookies ??= parseCookies(this.request.headers.get("cookie")));
   }
+  readonly sightedOn = (lane: string): void => {
+    this.#exchange.lane = lane;
+  };
 }
 
 /**
- * keyturn's hooks in Elysia's lifecycle, per endpoint: the front door (rate budget, URL limit, Host),
- * bearer and scope, precondition and query run first, in the route's `parse` hook when it takes a
- * body (Elysia validates the body after `parse`) and in `beforeHandle` otherwise; the handler gets
- * a Call; `mapResponse` and the global `onError` finish every answer (rate headers, HEAD, log
- * line, metrics). docs/architecture.md, "The way of a request", walks through it.
+ * keyturn's hooks in Elysia's lifecycle. `admit` (onRequest, before routing) finds the endpoint in
+ * keyturn's own index and charges its budget, checks the URL size and the Host, and answers 404/405
+ * itself; a route's `parse` (when it takes a body: Elysia validates the body after `parse`) or
+ * `beforeHandle` checks the bearer, the scope, the precondition and the query; the handler gets a
+ * Call; the route's `mapResponse` and the global `onError` finish every answer (rate headers, HEAD,
+ * log line, metrics). docs/architecture.md, "The way of a request", walks through it.
  */
 export function lifecycle(deps: LifecycleDeps) {
-  const { front, refuse } = deps;
+  const { front, refuse, index } = deps;
 
-  /** The front door and the checks every endpoint's declaration asks for, before any body is read. */
-  const admitTo = (e: Endpoint, query: QueryReader | null) => async (f: Flight) => {
-    f.endpoint = e;
-    const admitted = await front.admit(f.s, e.budget, f.target);
-    if (admitted.limited) throw new Answered(admitted.limited);
-    f.rateHeaders = admitted.headers;
-    if (!f.hostValid) throw badHost();
-    if (e.auth === "entitlement") f.principal = await deps.authenticate(f.request);
-    else if (typeof e.auth === "object") {
-      const holder = await deps.authenticateAdmin(f.request);
-      f.s.actor = actorOf(holder);
-      requireScope(holder, e.auth.scope);
-      f.admin = { principal: holder, address: f.s.address };
+  /**
+   * The checks an endpoint's declaration asks for, before any body is read: the bearer and its
+   * scope, or the browser's session (a page without one answers the sign-in) and its form's origin
+   * and CSRF token; then the precondition and the query.
+   */
+  const authorizeFor = (e: Endpoint, query: QueryReader | null) => async (exchange: Exchange): Promise<Response | undefined> => {
+    exchange.endpoint = e;
+    const auth = e.auth;
+    if (auth === "entitlement") exchange.principal = await deps.authenticate(exchange.request);
+    else if (typeof auth === "object") {
+      const holder = await deps.authenticateAdmin(exchange.request);
+      exchange.state.actor = actorOf(holder);
+      requireScope(holder, auth.scope);
+      exchange.admin = { principal: holder, address: exchange.state.address };
+    } else if (auth !== "none") {
+      const kind = deps.sessions.kindOf(auth);
+      const session = await deps.sessions.find(exchange.request, kind);
+      if (session === null && deps.sessions.required(auth)) return finish(exchange, deps.sessions.signedOut(kind, e.method));
+      if (session !== null) exchange.state.actor = actorOfSession(session);
+      exchange.session = session;
     }
+    if (e.page && e.method === "POST") exchange.form = await readForm(deps.sessions.site, exchange.request, exchange.session);
     e.precondition?.();
-    if (query) f.queryValues = query(f.target.query);
+    if (query) exchange.queryValues = query(exchange.target.query);
+    return undefined;
   };
 
-  /** Rate headers, HEAD without its body, the log line and metrics: the end of every answer. */
-  const finish = (f: Flight, response: Response): Response | Promise<Response> => {
-    if (f.rateHeaders) for (const name in f.rateHeaders) response.headers.set(name, f.rateHeaders[name]!);
-    if (f.method === "HEAD") return withoutBody(response).then((r) => logged(f, r));
-    return logged(f, response);
+  /** Rate headers, HEAD without its body, the log line and metrics: the end of every answer, done once. */
+  const finish = (exchange: Exchange, response: Response): Response | Promise<Response> => {
+    if (exchange.finished) return response;
+    exchange.finished = true;
+    if (exchange.principal !== NO_PRINCIPAL) deps.sighted(exchange.principal, exchange.lane);
+    const headers = exchange.rateHeaders;
+    if (headers) for (const name in headers) response.headers.set(name, headers[name]!);
+    if (exchange.method === "HEAD") return withoutBody(response).then((r) => logged(exchange, r));
+    return logged(exchange, response);
   };
 
-  const logged = (f: Flight, response: Response) => {
-    front.logLine(f.method, f.target, f.s, response.status);
-    deps.metrics?.observe(f.endpoint, response.status, f.s.code, (performance.now() - f.s.start) / 1000);
+  const logged = (exchange: Exchange, response: Response) => {
+    front.logLine(exchange.method, exchange.target, exchange.state, response.status);
+    deps.metrics?.observe(exchange.endpoint, response.status, exchange.state.code, (performance.now() - exchange.state.start) / 1000);
     return response;
   };
 
+  /** A refusal answered and finished before routing (the route's own hooks never run). */
+  const refuseEarly = async (exchange: Exchange, error: KeyturnError, audit: AuditAction) => finish(exchange, errorResponse(await refuse(error, audit, exchange.state)));
+
   return {
-    /** The first hook (onRequest): the client address and the request's split target. */
-    begin(request: Request, method: string, target: Target, peer: string | null, hostValid: boolean): Flight {
-      return { request, method, target, s: front.begin(request, peer), hostValid, rateHeaders: null, principal: NO_PRINCIPAL, admin: NO_ADMIN, queryValues: NO_QUERY };
+    /** The request's exchange, made once in onRequest. */
+    begin(request: Request, method: string, target: Target, peer: string | null, hostValid: boolean): Exchange {
+      return { request, method, target, state: front.begin(request, peer), hostValid, rateHeaders: null, principal: NO_PRINCIPAL, admin: NO_ADMIN, queryValues: NO_QUERY, session: null, form: NO_FORM, lane: null, finished: false };
+    },
+
+    /**
+     * onRequest, before routing: the budget of the endpoint keyturn's index finds (a limited
+     * request is answered here, before any body, record or audit line), the URL size, the Host,
+     * and 404/405 for what no declaration answers. Undefined lets Elysia route the request.
+     */
+    async admit(exchange: Exchange): Promise<Response | undefined> {
+      const e = index.find(exchange.method, exchange.target.path);
+      exchange.endpoint = e;
+      const admission = await front.admit(exchange.state, e?.budget ?? "api", exchange.target);
+      if ("limited" in admission) return finish(exchange, admission.limited);
+      exchange.rateHeaders = admission.headers;
+      const audit = e?.audit ?? "request";
+      if (admission.refused) return refuseEarly(exchange, admission.refused, audit);
+      if (!exchange.hostValid) return refuseEarly(exchange, badHost(), audit);
+      if (e) return undefined;
+      // keyturn is no proxy: a tunnel request is malformed here, whatever its target.
+      if (exchange.request.method === "CONNECT") return refuseEarly(exchange, new KeyturnError("invalid_request", "CONNECT is not served here."), audit);
+      const answering = index.answering(exchange.target.path);
+      if (answering.length === 0) return refuseEarly(exchange, new KeyturnError("not_found", "There is nothing at this address."), audit);
+      const allow = answering.flatMap((a) => (a.method === "GET" ? ["GET", "HEAD"] : [a.method]));
+      const error = new KeyturnError("method_not_allowed", `${exchange.method} is not allowed here; use ${allow.join(" or ")}.`);
+      error.headers = { allow: allow.join(", ") };
+      return refuseEarly(exchange, error, answering[0]!.audit);
     },
 
     /**
      * The route-level hooks and handler of one endpoint. Its `mapResponse` finishes every answer of
      * the route, refusals included (Elysia passes onError's answer through it).
      */
-    route(e: Endpoint) {
-      const admit = admitTo(e, e.querySchema ? queryReader(e.querySchema) : null);
-      // Elysia guesses from a hook's source whether to await it; this one is sync (a HEAD's answer,
-      // a Promise, Elysia maps as one), so it is said in a hook container rather than guessed.
-      const mapResponse = { fn: (c: { kt: Flight; responseValue: unknown }) => finish(c.kt, c.responseValue as Response), isAsync: false };
-      if (e.body) {
-        const body = e.body;
-        return {
-          hooks: {
-            body,
-            // Elysia's body validation runs after `parse`: the budget and bearer are checked here first.
-            parse: async (c: Ctx) => {
-              const f = c.kt;
-              await admit(f);
-              const value = await readJsonBody(f.request);
-              // Elysia copies the parsed body into an object before validating: anything else is refused here.
-              if (typeof value !== "object" || value === null || Array.isArray(value)) throw new KeyturnError("invalid_request", "The body must be a JSON object.");
-              return value;
-            },
-            mapResponse,
-          },
-          handler: (c: Ctx) => {
-            const f = c.kt;
-            return e.handler(new RouteCall(f.request, c.params, f.target.query, f.queryValues, c.body, f.principal, f.admin, { address: f.s.address }));
-          },
-        };
+    route(e: Endpoint, exchangeOf: (request: Request) => Exchange) {
+      const authorize = authorizeFor(e, e.querySchema ? queryReader(e.querySchema) : null);
+      // Elysia reads from a handler's source which parts of the request it uses ("sucrose"): only a
+      // route that takes a JSON body names `body`, so a form's body is left for the handler to read.
+      const admitted = admittedParams(e);
+      const handler = ({ request, params }: { request: Request; params: Record<string, string | null> }) =>
+        e.handler(new RouteCall(exchangeOf(request), admitted(params), undefined));
+      const bodyHandler = ({ request, params, body }: { request: Request; params: Record<string, string | null>; body: unknown }) =>
+        e.handler(new RouteCall(exchangeOf(request), admitted(params), body));
+      // Elysia guesses from a hook's source text whether to await it (a `return f(…)` or `=> f(…)`
+      // reads as async): this one is sync (a HEAD's answer, a Promise, Elysia maps as one), so its
+      // source returns a plain name. test/http/elysia-app.test.ts holds that it is not awaited.
+      function mapResponse({ request, responseValue }: { request: Request; responseValue: unknown }) {
+        const finished = finish(exchangeOf(request), responseValue as Response);
+        return finished;
       }
+      const plain = { beforeHandle: ({ request }: { request: Request }) => authorize(exchangeOf(request)), mapResponse };
+      if (!e.body) return { handler, plain, withBody: null };
       return {
-        hooks: { beforeHandle: (c: Ctx) => admit(c.kt), mapResponse },
-        handler: (c: Ctx) => {
-          const f = c.kt;
-          return e.handler(new RouteCall(f.request, c.params, f.target.query, f.queryValues, undefined, f.principal, f.admin, { address: f.s.address }));
+        handler: bodyHandler,
+        plain: null,
+        withBody: {
+          body: e.body,
+          // Elysia's body validation runs after `parse`: the bearer is checked here first.
+          parse: async ({ request }: { request: Request }) => {
+            // A JSON body route is an API route: its checks refuse (throw), they never answer a page.
+            await authorize(exchangeOf(request));
+            const value = await readJsonBody(request);
+            // Elysia copies the parsed body into an object before validating: anything else is refused here.
+            if (typeof value !== "object" || value === null || Array.isArray(value)) throw new KeyturnError("invalid_request", "The body must be a JSON object.");
+            return value;
+          },
+          mapResponse,
         },
       };
     },
 
     /**
      * The global onError: every refusal (thrown by a hook or a handler, Elysia's body validation,
-     * a route Elysia did not find) becomes the spec's error body with its audit line and `ref`.
+     * a path Elysia did not route) is audited once and answered as the spec's error body with its
+     * `ref`, or, for a page endpoint, as its page.
      */
-    async refusal(f: Flight, code: unknown, error: unknown, unrouted: (method: string, path: string) => { error: KeyturnError; audit: AuditAction }) {
+    async refusal(exchange: Exchange, code: unknown, error: unknown): Promise<Response> {
       // Elysia wraps what a `parse` hook throws in its ParseError.
-      const cause0 = code === "PARSE" && error instanceof Error && error.cause !== undefined ? error.cause : error;
-      // A routed request's answer is finished by its route's mapResponse, a 404/405 here.
-      if (cause0 instanceof Answered) return f.endpoint ? cause0.response : finish(f, cause0.response);
-      let audit: AuditAction = f.endpoint?.audit ?? "request";
-      let cause = cause0;
-      if (code === "NOT_FOUND" && !f.endpoint) {
-        const admitted = await front.admit(f.s, "api", f.target).catch((e: unknown) => ({ refused: e }));
-        if ("refused" in admitted) cause = admitted.refused;
-        else if (admitted.limited) return finish(f, admitted.limited);
-        else {
-          f.rateHeaders = admitted.headers;
-          if (!f.hostValid) cause = badHost();
-          // keyturn is no proxy: a tunnel request is malformed here, whatever its target.
-          else if (f.request.method === "CONNECT") cause = new KeyturnError("invalid_request", "CONNECT is not served here.");
-          else {
-            const miss = unrouted(f.method, f.target.path);
-            audit = miss.audit;
-            cause = miss.error;
-          }
-        }
-      } else if (code === "VALIDATION" && f.endpoint?.body) {
-        const value = (error as { value?: unknown }).value;
-        cause = new KeyturnError("invalid_request", describeBodyError(checkOf(f.endpoint.body), value));
-      }
-      const response = await refuse(cause, audit, f.s);
-      return f.endpoint ? response : finish(f, response);
+      let cause = code === "PARSE" && error instanceof Error && error.cause !== undefined ? error.cause : error;
+      const e = exchange.endpoint;
+      if (code === "NOT_FOUND") cause = new KeyturnError("not_found", "There is nothing at this address.");
+      else if (code === "VALIDATION" && e?.body) cause = new KeyturnError("invalid_request", describeError(checkOf(e.body), (error as { value?: unknown }).value));
+      const refused = await refuse(cause, e?.audit ?? "request", exchange.state, !e?.page);
+      const response = e?.page ? (e.page.refused?.(refused) ?? refusalPage(refused, e.page.back)) : errorResponse(refused);
+      // A routed request's answer is finished by its route's mapResponse; finishing is done once.
+      return code === "NOT_FOUND" ? finish(exchange, response) : response;
     },
   };
 }
 
-function badHost(): KeyturnError {
-  return new KeyturnError("invalid_request", "The Host header is missing or not a valid host.");
+/**
+ * The path's parameters as the handler may trust them: a parameter that is not valid percent-encoded
+ * UTF-8 (Elysia gives null) or is not among its declared `values` is nothing at this address.
+ */
+function admittedParams(e: Endpoint) {
+  const closed = (e.params ?? []).filter((p) => p.values !== undefined);
+  return (params: Record<string, string | null>): Readonly<Record<string, string>> => {
+    for (const name in params) if (params[name] === null) throw nothingHere();
+    for (const p of closed) if (!p.values!.includes(params[p.name] ?? "")) throw nothingHere();
+    return params as Readonly<Record<string, string>>;
+  };
 }
 
-/** A body schema compiled for wording its refusal (Elysia's own validator decides; this only words it). */
-const checks = new WeakMap<TSchema, ReturnType<typeof TypeCompiler.Compile>>();
-function checkOf(schema: TSchema) {
-  let check = checks.get(schema);
-  if (!check) checks.set(schema, (check = TypeCompiler.Compile(schema)));
-  return check;
+function nothingHere(): KeyturnError {
+  return new KeyturnError("not_found", "There is nothing at this address.");
+}
+
+function badHost(): KeyturnError {
+  return new KeyturnError("invalid_request", "The Host header is missing or not a valid host.");
 }
 
 /** HEAD: the GET's status and headers with the Content-Length of the body not sent. */

@@ -9,7 +9,7 @@ import { adminWebhookEndpoints } from "./endpoints/admin-webhooks";
 import { adminWebhookSecretEndpoints } from "./endpoints/admin-webhook-secret";
 import { consoleEndpoints } from "./endpoints/console";
 import { consoleSupportEndpoints } from "./endpoints/console-support";
-import { consoleSessionEndpoints } from "./endpoints/console-sessions";
+import { adminConsoleSessionEndpoints, consoleSessionPages } from "./endpoints/console-sessions";
 import { portalEndpoints } from "./endpoints/portal";
 import { feedEndpoints } from "./endpoints/feeds";
 import { identityEndpoints } from "./endpoints/identity";
@@ -18,35 +18,42 @@ import { releasesEndpoints } from "./endpoints/releases";
 import { siteEndpoints } from "./endpoints/site";
 import { updateEndpoints } from "./endpoints/updates";
 
-/** Every endpoint of the API, the console and the portal, each declared once. `openapi` gives the document made from this table. */
-export function routeTable(s: AppServices, openapi: () => string): Endpoint[] {
+/**
+ * The areas of the site: each is one Elysia plugin (app.ts), named `keyturn:<area>`, registering its
+ * declarations. A new endpoint goes into its area's list; a new area is one more key.
+ */
+export type AreaName = "licensing" | "updates" | "releases" | "feeds" | "identity" | "site" | "admin" | "console" | "portal";
+
+/** Every endpoint of the API, the console and the portal, each declared once, by area. `openapi` gives the document made from this table. */
+export function routeTable(services: AppServices, openapi: () => string): Record<AreaName, Endpoint[]> {
   const web: ConsoleDeps = {
-    variant: s.variant,
-    admin: s.admin,
-    sessions: s.consoleSessions,
-    licensing: s.licensing,
-    releases: s.releases,
-    controls: s.selection.controls,
-    selection: s.selection,
-    clock: s.clock,
-    site: s.origin,
+    variant: services.variant,
+    admin: services.admin,
+    sessions: services.consoleSessions,
+    licensing: services.licensing,
+    releases: services.releases,
+    controls: services.selection.controls,
+    selection: services.selection,
+    clock: services.clock,
+    site: services.origin,
   };
-  return [
-    ...licensingEndpoints(s.licensing),
-    ...updateEndpoints(s.variant, s.releases, s.selection, s.adoption),
-    ...releasesEndpoints(s.variant, s.releases, s.selection),
-    ...feedEndpoints(s.feeds, s.adoption),
-    ...identityEndpoints(s.staffSignIn),
-    ...siteEndpoints(s.site, openapi),
-    ...adminLicenseEndpoints(s.admin),
-    ...adminOfflineEndpoints(s.licensing),
-    ...adminRecordEndpoints(s.admin),
-    ...adminWebhookEndpoints(s.admin),
-    ...adminWebhookSecretEndpoints(s.admin),
-    ...adminReleaseEndpoints(s.admin, s.releases, s.selection.controls, s.clock),
-    ...consoleEndpoints(web, s.audit, s.consoleOpenId),
-    ...consoleSupportEndpoints(web, s.audit, s.consoleOpenId),
-    ...consoleSessionEndpoints(web, s.audit, s.consoleOpenId),
-    ...portalEndpoints(web, s.audit),
-  ];
+  return {
+    licensing: licensingEndpoints(services.licensing),
+    updates: updateEndpoints(services.variant, services.releases, services.selection),
+    releases: releasesEndpoints(services.variant, services.releases, services.selection),
+    feeds: feedEndpoints(services.feeds),
+    identity: identityEndpoints(services.staffSignIn),
+    site: siteEndpoints(services.site, openapi),
+    admin: [
+      ...adminLicenseEndpoints(services.admin),
+      ...adminOfflineEndpoints(services.licensing),
+      ...adminRecordEndpoints(services.admin),
+      ...adminWebhookEndpoints(services.admin),
+      ...adminWebhookSecretEndpoints(services.admin),
+      ...adminConsoleSessionEndpoints(web),
+      ...adminReleaseEndpoints(services.admin, services.releases, services.selection.controls, services.clock),
+    ],
+    console: [...consoleEndpoints(web, services.audit, services.consoleOpenId), ...consoleSupportEndpoints(web), ...consoleSessionPages(web)],
+    portal: portalEndpoints(web, services.audit),
+  };
 }

@@ -28,3 +28,12 @@ export function targetOf(url: string): Target {
 export function hasValidHost(url: string): boolean {
   return url.charCodeAt(0) !== SLASH;
 }
+
+/**
+ * Whether Elysia finds the same path as keyturn's split: it takes the path from the first "/" at or
+ * after the URL's 11th character, right for a URL with a Host of 4 characters or more, wrong for a
+ * bare path (no valid Host) or a 1–3 character Host.
+ */
+export function routedAsSplit(url: string): boolean {
+  return hasValidHost(url) && url.indexOf("/", url.indexOf("//") + 2) >= 11;
+}

@@ -1,12 +1,11 @@
 import { timingSafeEqual } from "node:crypto";
-import type { Audit, AuditAction } from "../domain/audit";
 import type { Session } from "../domain/console-sessions";
 import { KeyturnError } from "../domain/errors";
 import type { Outcome } from "../console/deps";
 import { html } from "../console/html";
 import { plainPage } from "../console/layout";
 import { cookieNameOn, sentFromSite, type SiteOrigin } from "../config/site-origin";
-import { setCookie } from "./cookies";
+import { parseCookies, setCookie } from "./cookies";
 import type { Call } from "./endpoint";
 import { STATUS_OF } from "./status";
 
@@ -33,9 +32,9 @@ export function cookieName(site: SiteOrigin, kind: SessionKind): string {
   return cookieNameOn(site, `keyturn-${kind}`);
 }
 
-/** The session cookie's value (read through the Call: Elysia's cookie parser), or null. */
-export async function sessionCookie(call: Call, site: SiteOrigin, kind: SessionKind): Promise<string | null> {
-  return (await call.cookies())[cookieName(site, kind)] ?? null;
+/** The session cookie's value (read with Elysia's cookie parser), or null. */
+export async function sessionCookie(request: Request, site: SiteOrigin, kind: SessionKind): Promise<string | null> {
+  return (await parseCookies(request.headers.get("cookie")))[cookieName(site, kind)] ?? null;
 }
 
 /** Sets (or, with null, clears) the session cookie: HttpOnly, SameSite=Strict, Path=/, Secure when --base-url is https. */
@@ -52,6 +51,12 @@ export function setPendingCookie(site: SiteOrigin, state: string | null, maxAgeS
 
 export async function pendingCookie(call: Call, site: SiteOrigin): Promise<string | null> {
   return (await call.cookies())[pendingName(site)] ?? null;
+}
+
+/** The session of a page declared with a required session (the lifecycle answered the sign-in otherwise). */
+export function signedIn(session: Session | null): Session {
+  if (session === null) throw new Error("A page that needs a session was answered without one.");
+  return session;
 }
 
 /** The answer of a page or an action: HTML with the web headers, or 303 See Other after a change. */
@@ -86,13 +91,8 @@ export async function readForm(site: SiteOrigin, request: Request, session: Sess
 /** The query string's parameters, bounded (the front door already caps the URL's length). */
 export const queryParams = (query: string) => new URLSearchParams(query);
 
-/**
- * A refusal as a page: audited under the action like an API refusal, shown with its status (from
- * the code) and its reference, the message escaped.
- */
-export async function refusalPage(audit: Audit, action: AuditAction, address: string | null, error: unknown, back: string, actor?: string): Promise<Response> {
-  if (!(error instanceof KeyturnError)) throw error;
-  if (error.ref === undefined) error.ref = await audit.refused(action, { address, ...(actor !== undefined ? { actor } : {}) }, error);
-  const body = html`<p class="notice error" role="alert">${error.message}</p><p class="muted">Reference: <code>${error.ref}</code> (${error.code})</p><p><a href="${back}">Back</a></p>`;
+/** A refusal as a page: its status (from the code), its message escaped and its audit reference. */
+export function refusalPage(error: KeyturnError, back: string): Response {
+  const body = html`<p class="notice error" role="alert">${error.message}</p><p class="muted">Reference: <code>${error.ref ?? "none"}</code> (${error.code})</p><p><a href="${back}">Back</a></p>`;
   return webAnswer({ page: plainPage(error.code === "insufficient_scope" ? "Not allowed" : "Refused", body), status: STATUS_OF[error.code] });
 }

@@ -52,7 +52,7 @@ export function backupSqlite(dataDir: string, file: string): BackupSummary {
 /**
  * A restored backup is other records than the ones mirrors followed since it was taken: under an
  * epoch of its own, a mirror's cursor into the live records is not taken for one into the copy
- * (design.md "Mirror mode"). Records older than the epoch (migration 6) get one when migrated.
+ *. Records older than the epoch (migration 6) get one when migrated.
  */
 function giveNewEpoch(file: string): void {
   const copy = new Database(file, { strict: true });

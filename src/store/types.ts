@@ -164,7 +164,7 @@ export interface RevokedLicenseRecord extends LicenseRecord {
   readonly tokensExpire: number | null;
 }
 
-/** Where the feed stands: its records' identity and what retention removed (design.md "Mirror mode"). */
+/** Where the feed stands: its records' identity and what retention removed. */
 export interface FeedPosition {
   /** Random, made with the records; another one in a copy (keyturn copy) and in a backup. */
   readonly epoch: string;

@@ -37,7 +37,7 @@ describe("keyturn release check", () => {
     rmSync(join(t, "missing/gamma-2.1.0-win-x64.exe"));
     truncateSync(join(t, "size/gamma-2.1.0-win-x64.exe"), 100);
     const installer = readFileSync(join(t, "sha/gamma-2.1.0-win-x64.exe"));
-    installer[0] ^= 1;
+    installer[0] = installer[0]! ^ 1;
     writeFileSync(join(t, "sha/gamma-2.1.0-win-x64.exe"), installer);
     writeFileSync(join(t, "sig/gamma-update.json"), readFileSync(join(t, "sig/gamma-update.json"), "utf8").replace("Security fix", "Security fiX"));
 

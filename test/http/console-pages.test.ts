@@ -50,6 +50,8 @@ describe("console pages over app.handle", () => {
     expect(ref).toBeDefined();
     const lines = await site.composed.store.listAudit({ limit: 1000 });
     expect(lines.find((l) => l.ref === ref)).toMatchObject({ action: "release-withdraw", outcome: "refused", error: "not_found" });
+    // The refusal names who was signed in, as the admin API's refusals name the token.
+    expect(lines.find((l) => l.ref === ref)?.actor).toMatch(/^tok_[0-9a-z]+ \(ops\)$/);
     expect((await site.composed.services.selection.controls.current()).all).toEqual([]);
   });
 

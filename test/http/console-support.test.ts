@@ -178,8 +178,8 @@ describe("reissuing a lost key", () => {
     expect(newKey).toMatch(/^[0-9A-Z-]{20,}$/);
     expect(newKey).not.toBe(oldKey);
     const licensing = site.composed.services.licensing;
-    await expect(licensing.activate(oldKey, device("alpha"), { address: null })).rejects.toMatchObject({ code: "license_unknown" });
-    expect((await licensing.activate(newKey, device("alpha"), { address: null })).entitlement.licensee).toBe("Grace Hopper");
+    await expect(licensing.activate({ key: oldKey, device: device("alpha") }, { address: null })).rejects.toMatchObject({ code: "license_unknown" });
+    expect((await licensing.activate({ key: newKey, device: device("alpha") }, { address: null })).entitlement.licensee).toBe("Grace Hopper");
     expect((await auditOf("license-rekey")).find((l) => l.licenseId === license.id)).toMatchObject({ outcome: "ok", actor: `${ops.tokenId} (ops)` });
     // Never again: the licence's page does not hold it, nor does the log or the audit trail.
     expect(await (await send(ops, "GET", `/console/licenses/${license.id}`)).text()).not.toContain(newKey);
@@ -220,7 +220,7 @@ describe("destructive buttons confirm, naming their object, and the page says wh
 
   test("deactivate names the installation and its licence; withdraw names the release and its lane", async () => {
     const { key, license } = await createLicense(site, { licensee: "Edsger Dijkstra" });
-    const { entitlement } = await site.composed.services.licensing.activate(key, device("alpha", { name: "Lab <PC>" }), { address: null });
+    const { entitlement } = await site.composed.services.licensing.activate({ key: key, device: device("alpha", { name: "Lab <PC>" }) }, { address: null });
     const confirm = await (await send(ops, "GET", `/console/activations/${entitlement.id}/deactivate`)).text();
     expect(confirm).toContain("Deactivate &quot;Lab &lt;PC&gt;&quot;");
     expect(confirm).toContain("of the licence of Edsger Dijkstra?");

@@ -43,3 +43,30 @@ test("the peer handed to app.handle is the request's address, not the fallback",
     ["HEAD", "198.51.100.10"],
   ]);
 });
+
+test("Elysia infers that no hook reads the whole context: no route parses headers, cookies or the query for keyturn", () => {
+  // Elysia reads its hooks' source text to decide which parts of a request to parse for every route;
+  // a hook handing the whole context to a function would make every request pay for all of them.
+  // `inference` is protected in Elysia's types; the test reads it by name.
+  expect(site.app.elysia["inference"]).toEqual({ body: false, cookie: false, headers: false, query: false, set: false, server: false, url: false, route: false, path: false });
+});
+
+test("each route's hooks are keyturn's: a JSON body route reads its body in its own parse, a route without one checks in beforeHandle", () => {
+  for (const route of site.app.elysia.routes) {
+    const declared = site.app.endpoints.find((e) => e.method === route.method && fullPath(e).replace(/\{([^}]+)\}/g, ":$1") === route.path)!;
+    const hooks = route.hooks as { parse?: unknown[]; beforeHandle?: unknown[]; mapResponse?: unknown[] };
+    expect({ path: route.path, parse: hooks.parse?.length ?? 0, beforeHandle: hooks.beforeHandle?.length ?? 0 }).toEqual({
+      path: route.path,
+      parse: declared.body ? 1 : 0,
+      beforeHandle: declared.body ? 0 : 1,
+    });
+    expect(hooks.mapResponse?.length).toBe(1);
+  }
+});
+
+test("the routes are registered by one plugin per area of the site, each route by exactly one", () => {
+  expect(site.app.plugins.map((p) => p.name)).toEqual(["licensing", "updates", "releases", "feeds", "identity", "site", "admin", "console", "portal"].map((a) => `keyturn:${a}`));
+  const byPlugins = site.app.plugins.flatMap((p) => p.routes).sort();
+  expect(byPlugins).toEqual(site.app.elysia.routes.map((r) => `${r.method} ${r.path}`).sort());
+  expect(new Set(byPlugins).size).toBe(byPlugins.length);
+});

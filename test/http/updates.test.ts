@@ -53,6 +53,17 @@ describe.each(["alpha", "beta", "gamma"] as VariantName[])("updates, %s", (varia
     expect((await get(`${lane}/${v.manifestFile}`, { "if-none-match": '"other"' })).status).toBe(200);
   });
 
+  test("the manifest: a parameter an updater adds of its own (a cache buster) is ignored; version given twice is refused", async () => {
+    const busted = await get(`${lane}/${v.manifestFile}?t=1732600000&nocache=1`);
+    expect(busted.status).toBe(200);
+    expect((await bytesOf(busted)).equals(readFileSync(newest.manifestPath))).toBe(true);
+    const older = await get(`${lane}/${v.manifestFile}?version=1.0.0&t=1`);
+    expect((await bytesOf(older)).equals(readFileSync(old.manifestPath))).toBe(true);
+    const twice = await get(`${lane}/${v.manifestFile}?version=1.0.0&version=1.1.0`);
+    expect(twice.status).toBe(400);
+    expect(((await twice.json()) as { message: string }).message).toBe("The query parameter version is given more than once.");
+  });
+
   test("the manifest: HEAD gives the headers and no body", async () => {
     const res = await get(`${lane}/${v.manifestFile}`, {}, "HEAD");
     expect(res.status).toBe(200);

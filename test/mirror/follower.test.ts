@@ -75,7 +75,7 @@ describe("a mirror's bearer check from its vendor's feed", () => {
       const b = vendor.token({ activation: "act_bbbb", license: "lic_one", nowMs: now, iss: f.url });
       const c = vendor.token({ activation: "act_cccc", license: "lic_two", nowMs: now, iss: f.url });
       for (const t of [a, b, c]) expect((await m.get(manifestPath, t)).status).toBe(200);
-      const verifier = m.composed.services.licensing["d"].verifier;
+      const verifier = m.composed.services.licensing["deps"].verifier;
       expect(verifier.cached).toBe(3);
 
       f.deactivate("act_aaaa", now + 7 * DAY);

@@ -45,7 +45,7 @@ describe("a mirror resynchronises from a snapshot when the feed's records are no
       for (let i = 0; i < 5; i++) f.add("release.published", { release: { lane: LANE, version: `0.${i}.0` } });
       expect((await m.follower.pollOnce()).ok).toBe(true);
       expect((await m.follower.pollOnce()).ok).toBe(true);
-      expect(m.follower["d"].knowledge.status().cursor).toBe("e0.5");
+      expect(m.follower["deps"].knowledge.status().cursor).toBe("e0.5");
       const token = tokenOf(f, m, "act_moved");
       expect((await m.get(manifestPath, token)).status).toBe(200);
 
@@ -55,7 +55,7 @@ describe("a mirror resynchronises from a snapshot when the feed's records are no
       expect(await m.follower.pollOnce()).toMatchObject({ ok: true, more: false });
       expect(f.requests.at(-1)).toMatchObject({ after: "e0.5" });
       expect(await code(await m.get(manifestPath, token))).toBe("entitlement_revoked");
-      expect(m.follower["d"].knowledge.status().cursor).toBe("e1.6");
+      expect(m.follower["deps"].knowledge.status().cursor).toBe("e1.6");
       expect(m.lines.some((l) => l.msg === "mirror resynchronised from the vendor's snapshot")).toBe(true);
     });
   });
@@ -72,7 +72,7 @@ describe("a mirror resynchronises from a snapshot when the feed's records are no
       (f as unknown as { events: unknown[] }).events.splice(2);
       expect(await m.follower.pollOnce()).toMatchObject({ ok: true });
       expect(f.requests.at(-1)).toMatchObject({ after: "e0.4" });
-      expect(m.follower["d"].knowledge.status().cursor).toBe("e0.2");
+      expect(m.follower["deps"].knowledge.status().cursor).toBe("e0.2");
       expect(await code(await m.get(manifestPath, token))).toBe("license_revoked");
 
       // Offline past retention: events after its cursor were pruned; the snapshot still holds the revocation.
@@ -113,20 +113,20 @@ describe("a page is applied with its cursor in one transaction, release controls
   test("one failing release control: nothing of the page is applied and the cursor stays; once it can be, all of it is", async () => {
     await withMirror(async (f, m) => {
       expect((await m.follower.pollOnce()).ok).toBe(true);
-      const before = m.follower["d"].knowledge.status().cursor;
+      const before = m.follower["deps"].knowledge.status().cursor;
       f.add("release.halted", { release: { lane: LANE, version: "1.2.0" }, share: 10 });
       f.deactivate("act_page", m.clock() + DAY);
       f.add("release.withdrawn", { release: { lane: LANE, version: "9.9.9" } });
       const db = dbOf(m);
       db.exec(`CREATE TRIGGER refuse_one BEFORE INSERT ON release_controls WHEN NEW.version = '9.9.9' BEGIN SELECT RAISE(ABORT, 'disk says no'); END`);
       await expect(m.follower.pollOnce()).rejects.toThrow("disk says no");
-      expect(m.follower["d"].knowledge.status().cursor).toBe(before);
+      expect(m.follower["deps"].knowledge.status().cursor).toBe(before);
       expect(await m.composed.store.listReleaseControls()).toEqual([]);
       expect((await m.get(manifestPath, tokenOf(f, m, "act_page"))).status).toBe(200);
 
       db.exec("DROP TRIGGER refuse_one");
       expect(await m.follower.pollOnce()).toMatchObject({ ok: true, applied: 3 });
-      expect(m.follower["d"].knowledge.status().cursor).toBe("e0.3");
+      expect(m.follower["deps"].knowledge.status().cursor).toBe("e0.3");
       expect((await m.composed.store.listReleaseControls()).map((c) => [c.version, c.halted !== null, c.withdrawn !== null])).toEqual([
         ["1.2.0", true, false],
         ["9.9.9", false, true],

@@ -7,14 +7,14 @@ import { consolePage, when } from "../layout";
 const FILTERS = ["license", "activation", "error", "since"] as const;
 
 /** The audit trail, newest first, filtered by licence, installation, error code and time (scope audit:read). */
-export async function auditPage(d: ConsoleDeps, s: Session, address: string | null, query: URLSearchParams): Promise<Outcome> {
+export async function auditPage(deps: ConsoleDeps, session: Session, address: string | null, query: URLSearchParams): Promise<Outcome> {
   const filter: Record<string, string> = {};
   for (const name of FILTERS) {
     const v = query.get(name)?.trim();
     if (v) filter[name] = v;
   }
   const cursor = query.get("cursor");
-  const page = await queryAudit(d.admin, callerOf(s, address), { ...filter, ...(cursor ? { cursor } : {}) });
+  const page = await queryAudit(deps.admin, callerOf(session, address), { ...filter, ...(cursor ? { cursor } : {}) });
   const body = html`<form class="row" method="get" action="/console/audit" role="search">
 <label>Licence id <input name="license" value="${filter.license ?? ""}" maxlength="100"></label>
 <label>Installation id <input name="activation" value="${filter.activation ?? ""}" maxlength="100"></label>
@@ -26,5 +26,5 @@ export async function auditPage(d: ConsoleDeps, s: Session, address: string | nu
     (l) => html`<tr><td>${when(l.time)}</td><td>${l.action}</td><td>${l.outcome === "ok" ? "ok" : `refused: ${l.error ?? ""}`}</td><td>${l.actor ?? "—"}</td><td>${l.license ?? "—"}</td><td>${l.activation ?? "—"}</td><td>${l.address ?? "—"}</td><td><code>${l.ref}</code></td></tr>`,
   )}</tbody></table></div>${page.lines.length === 0 ? html`<p>No line matches.</p>` : ""}
 ${page.next ? html`<p><a href="/console/audit?${new URLSearchParams({ ...filter, cursor: page.next }).toString()}">Older lines</a></p>` : ""}`;
-  return { page: consolePage({ title: "Audit trail", session: s, current: "/console/audit", body }) };
+  return { page: consolePage({ title: "Audit trail", session, current: "/console/audit", body }) };
 }

@@ -34,25 +34,25 @@ function activationChart(stats: Stats): Html {
   return html`${jsonData("chart-activations", {
     kind: "lines",
     title: "",
-    x: days.map((d) => Date.parse(d.day) / 1000),
+    x: days.map((deps) => Date.parse(deps.day) / 1000),
     series: [
-      { label: "activations", values: days.map((d) => d.activations) },
-      { label: "seat_limit refusals", values: days.map((d) => d.seatLimitRefusals) },
+      { label: "activations", values: days.map((deps) => deps.activations) },
+      { label: "seat_limit refusals", values: days.map((deps) => deps.seatLimitRefusals) },
     ],
   })}<div class="chart" data-chart="chart-activations" role="img" aria-label="Activations and seat_limit refusals per day"></div>
 <details><summary>Figures</summary><div class="table-wrap"><table id="activations-per-day"><thead><tr><th scope="col">Day</th><th scope="col">Activations</th><th scope="col">seat_limit refusals</th></tr></thead>
-<tbody>${days.filter((d) => d.activations > 0 || d.seatLimitRefusals > 0).map((d) => html`<tr><td>${d.day}</td><td>${d.activations}</td><td>${d.seatLimitRefusals}</td></tr>`)}</tbody></table></div></details>`;
+<tbody>${days.filter((deps) => deps.activations > 0 || deps.seatLimitRefusals > 0).map((deps) => html`<tr><td>${deps.day}</td><td>${deps.activations}</td><td>${deps.seatLimitRefusals}</td></tr>`)}</tbody></table></div></details>`;
 }
 
 /** The dashboard (scope stats:read): adoption by version per lane, activations, licences expiring, the release tree's health. */
-export async function dashboardPage(d: ConsoleDeps, s: Session, address: string | null): Promise<Outcome> {
-  const caller = callerOf(s, address);
+export async function dashboardPage(deps: ConsoleDeps, session: Session, address: string | null): Promise<Outcome> {
+  const caller = callerOf(session, address);
   requireScope(caller.principal, "stats:read");
-  await auditRead(d.admin, caller, "stats-read");
-  const stats = await collectStats({ store: d.admin.store, clock: d.clock, controls: d.controls, index: d.releases.current });
-  const index = d.releases.current;
-  const overview = index ? await releaseOverview({ index, skipped: d.releases.skipped, controls: d.controls, clock: d.clock }) : null;
-  const licenseLink = sessionHas(s, "licenses:read");
+  await auditRead(deps.admin, caller, "stats-read");
+  const stats = await collectStats({ store: deps.admin.store, clock: deps.clock, controls: deps.controls, index: deps.releases.current });
+  const index = deps.releases.current;
+  const overview = index ? await releaseOverview({ index, skipped: deps.releases.skipped, controls: deps.controls, clock: deps.clock }) : null;
+  const licenseLink = sessionHas(session, "licenses:read");
   const body = html`<p class="muted">Since ${when(stats.since)} (the last 30 days).</p>
 <div class="grid"><section><h2>Installations by version, per lane</h2>${stats.installations.length ? installationCharts(stats) : html`<p>No installation seen in the window.</p>`}</section>
 <section><h2>Activations and seat_limit refusals per day</h2>${activationChart(stats)}</section></div>
@@ -70,5 +70,5 @@ export async function dashboardPage(d: ConsoleDeps, s: Session, address: string 
   }${stats.rollouts.length ? html`<div class="table-wrap"><table><thead><tr><th scope="col">Lane</th><th scope="col">Version</th><th scope="col">Share</th><th scope="col">Admitted / seen</th></tr></thead><tbody>${stats.rollouts.map(
     (r) => html`<tr><td>${r.lane}</td><td>${r.version}</td><td>${r.withdrawn ? "withdrawn" : `${r.share}%${r.halted ? " (halted)" : ""}`}</td><td>${r.admitted} / ${r.seen}</td></tr>`,
   )}</tbody></table></div>` : ""}</section></div>`;
-  return { page: consolePage({ title: "Dashboard", session: s, current: "/console/", body, charts: true }) };
+  return { page: consolePage({ title: "Dashboard", session, current: "/console/", body, charts: true }) };
 }

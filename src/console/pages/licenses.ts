@@ -19,7 +19,7 @@ const DAY_SECONDS = 86_400;
 export const holderOf = (l: Pick<LicenseView, "licensee" | "organization">) => (l.organization ? `${l.licensee} (${l.organization})` : l.licensee);
 
 /** A token lifetime in seconds as a person reads it. */
-const lifetimeText = (seconds: number) => (seconds % DAY_SECONDS === 0 ? `${seconds / DAY_SECONDS} day(s)` : `${seconds} seconds`);
+const lifetimeText = (seconds: number) => (seconds % DAY_SECONDS === 0 ? `${seconds / DAY_SECONDS} day(session)` : `${seconds} seconds`);
 
 const statusOf = (l: LicenseView, now: number) =>
   l.revoked ? "revoked" : l.expires !== null && Date.parse(l.expires) <= now ? "expired" : "active";
@@ -30,8 +30,8 @@ function channelBoxes(channels: readonly string[], checked: readonly string[]): 
   )}</fieldset>`;
 }
 
-function createForm(d: ConsoleDeps, s: Session): Html {
-  return html`<h2>Create a licence</h2><form class="stack" method="post" action="/console/licenses">${csrfField(s)}
+function createForm(deps: ConsoleDeps, session: Session): Html {
+  return html`<h2>Create a licence</h2><form class="stack" method="post" action="/console/licenses">${csrfField(session)}
 <label>Licensee <input name="licensee" required maxlength="200" autocomplete="off"></label>
 <label>Organisation <input name="organization" required maxlength="200" autocomplete="off"></label>
 <label>Email <input name="email" type="email" maxlength="254" autocomplete="off"></label>
@@ -40,19 +40,19 @@ function createForm(d: ConsoleDeps, s: Session): Html {
 <label>Seats <input name="seats" type="number" min="1" required value="1"></label>
 <label>Expires (empty: never) <input name="expires" type="date"></label>
 <label>Seat lease (empty: none; e.g. 30d: a seat not seen that long is freed) <input name="seatLease" maxlength="16" autocomplete="off"></label>
-${channelBoxes(d.variant.channels, [d.variant.channels[0]!])}<button type="submit">Create licence</button></form>`;
+${channelBoxes(deps.variant.channels, [deps.variant.channels[0]!])}<button type="submit">Create licence</button></form>`;
 }
 
 /** Licences (scope licenses:read): search by key, licensee, organisation or email; the create form with licenses:write. */
-export async function licensesPage(d: ConsoleDeps, s: Session, address: string | null, query: URLSearchParams): Promise<Outcome> {
+export async function licensesPage(deps: ConsoleDeps, session: Session, address: string | null, query: URLSearchParams): Promise<Outcome> {
   const q = query.get("query")?.trim() ?? "";
-  const caller = callerOf(s, address);
+  const caller = callerOf(session, address);
   // A licence key typed whole finds its licence (the store keeps only the key's hash).
-  const byKey = q && normalizeLicenseKey(d.variant, q) ? await showLicense(d.admin, caller, q).catch(() => null) : null;
+  const byKey = q && normalizeLicenseKey(deps.variant, q) ? await showLicense(deps.admin, caller, q).catch(() => null) : null;
   const page = byKey
     ? { licenses: [byKey.license], next: null }
-    : await searchLicenses(d.admin, caller, { ...(q ? { query: q } : {}), ...(query.get("cursor") ? { cursor: query.get("cursor") } : {}) });
-  const now = d.clock();
+    : await searchLicenses(deps.admin, caller, { ...(q ? { query: q } : {}), ...(query.get("cursor") ? { cursor: query.get("cursor") } : {}) });
+  const now = deps.clock();
   const body = html`<form class="row" method="get" action="/console/licenses" role="search">
 <label>Search (key, licensee, organisation, email) <input name="query" type="search" value="${q}" maxlength="200"></label><button type="submit">Search</button></form>
 <div class="table-wrap"><table id="licenses"><thead><tr><th scope="col">Licensee</th><th scope="col">Organisation</th><th scope="col">Seats</th><th scope="col">Channels</th><th scope="col">Expires</th><th scope="col">Status</th></tr></thead>
@@ -61,15 +61,15 @@ export async function licensesPage(d: ConsoleDeps, s: Session, address: string |
   )}</tbody></table></div>
 ${page.licenses.length === 0 ? html`<p>No licence matches.</p>` : ""}
 ${page.next ? html`<p><a href="/console/licenses?${new URLSearchParams({ ...(q ? { query: q } : {}), cursor: page.next }).toString()}">Next page</a></p>` : ""}
-${sessionHas(s, "licenses:write") ? createForm(d, s) : ""}`;
-  return { page: consolePage({ title: "Licences", session: s, current: "/console/licenses", body }) };
+${sessionHas(session, "licenses:write") ? createForm(deps, session) : ""}`;
+  return { page: consolePage({ title: "Licences", session, current: "/console/licenses", body }) };
 }
 
 /** Creates a licence and shows its key once, with a copy button (the key is not kept anywhere readable). */
-export async function createLicenseAction(d: ConsoleDeps, s: Session, address: string | null, f: Form): Promise<Outcome> {
+export async function createLicenseAction(deps: ConsoleDeps, session: Session, address: string | null, f: Form): Promise<Outcome> {
   const expires = field(f, "expires");
   const email = field(f, "email");
-  const created = await createLicense(d.admin, callerOf(s, address), {
+  const created = await createLicense(deps.admin, callerOf(session, address), {
     licensee: f.get("licensee") ?? "",
     organization: f.get("organization") ?? "",
     plan: f.get("plan") ?? "",
@@ -83,11 +83,11 @@ export async function createLicenseAction(d: ConsoleDeps, s: Session, address: s
   const body = html`${notice("The licence was created. Its key is shown this once: copy it now and give it to the customer.")}
 <p><span class="key" id="license-key">${created.key}</span> <button type="button" class="plain" data-copy="license-key" hidden>Copy key</button></p>
 <p><a href="${licensePath(created.license.id)}">Open the licence of ${created.license.licensee}</a></p>`;
-  return { page: consolePage({ title: "Licence created", session: s, current: "/console/licenses", body }), status: 201 };
+  return { page: consolePage({ title: "Licence created", session, current: "/console/licenses", body }), status: 201 };
 }
 
-function installationRows(s: Session, activations: readonly ActivationView[]): Html {
-  const canDeactivate = sessionHas(s, "activations:write");
+function installationRows(session: Session, activations: readonly ActivationView[]): Html {
+  const canDeactivate = sessionHas(session, "activations:write");
   return html`<div class="table-wrap"><table id="installations" class="cards"><thead><tr><th scope="col">Name</th><th scope="col">Platform</th><th scope="col">Version</th><th scope="col">Last seen</th><th scope="col">State</th>${canDeactivate ? html`<th scope="col"><span class="muted">Action</span></th>` : ""}</tr></thead>
 <tbody>${activations.map(
     (a) => html`<tr data-activation="${a.id}"><td data-label="Name">${a.name}</td><td data-label="Platform">${a.platform}</td><td data-label="Version">${a.version}</td><td data-label="Last seen">${when(a.lastSeen)}</td><td data-label="State">${a.deactivated ? `deactivated ${when(a.deactivated)}` : "active"}</td>${
@@ -96,25 +96,25 @@ function installationRows(s: Session, activations: readonly ActivationView[]): H
   )}</tbody></table></div>${activations.length === 0 ? html`<p>No installation yet.</p>` : ""}`;
 }
 
-function editForm(d: ConsoleDeps, s: Session, l: LicenseView): Html {
-  return html`<h2>Edit</h2><form class="stack" method="post" action="${licensePath(l.id)}">${csrfField(s)}
+function editForm(deps: ConsoleDeps, session: Session, l: LicenseView): Html {
+  return html`<h2>Edit</h2><form class="stack" method="post" action="${licensePath(l.id)}">${csrfField(session)}
 <label>Seats <input name="seats" type="number" min="1" required value="${l.seats}"></label>
 <label>Expires (empty: never) <input name="expires" type="date" value="${l.expires ? l.expires.slice(0, 10) : ""}"></label>
 <label>Seat lease (empty: none) <input name="seatLease" maxlength="16" value="${l.seatLease ?? ""}" autocomplete="off"></label>
-${channelBoxes(d.variant.channels, l.channels)}<button type="submit">Save changes</button></form>`;
+${channelBoxes(deps.variant.channels, l.channels)}<button type="submit">Save changes</button></form>`;
 }
 
 /** A licence's own token lifetime, which every token of it lasts, offline answers included (the site's when empty). */
-function tokenLifetimeForm(s: Session, l: LicenseView): Html {
+function tokenLifetimeForm(session: Session, l: LicenseView): Html {
   const days = l.tokenTtl !== null && l.tokenTtl % DAY_SECONDS === 0 ? l.tokenTtl / DAY_SECONDS : "";
-  return html`<h2>Token lifetime</h2><form class="row" method="post" action="${licensePath(l.id)}/token-ttl">${csrfField(s)}
+  return html`<h2>Token lifetime</h2><form class="row" method="post" action="${licensePath(l.id)}/token-ttl">${csrfField(session)}
 <label>Days a token lasts, online or offline (1 to 366; empty: the site's) <input name="days" type="number" min="1" max="366" value="${days}"></label><button type="submit">Save token lifetime</button></form>`;
 }
 
 /** Support's tools on a licence: a new key for a lost one (licenses:write), an offline answer (activations:write). */
-function supportTools(s: Session, l: LicenseView): Html {
-  const rekey = sessionHas(s, "licenses:write") && l.revoked === null;
-  const offline = sessionHas(s, "activations:write");
+function supportTools(session: Session, l: LicenseView): Html {
+  const rekey = sessionHas(session, "licenses:write") && l.revoked === null;
+  const offline = sessionHas(session, "activations:write");
   if (!rekey && !offline) return html``;
   return html`<h2>Support</h2><p>${rekey ? confirmButton(`${licensePath(l.id)}/rekey`, "Reissue key") : ""}${
     offline ? html`<a href="/console/offline?license=${encodeURIComponent(l.id)}">Answer an offline request for this licence</a>` : ""
@@ -122,26 +122,26 @@ function supportTools(s: Session, l: LicenseView): Html {
 }
 
 /** A licence with its installations (scope licenses:read); edit, revoke, reinstate with licenses:write; deactivate with activations:write. */
-export async function licensePage(d: ConsoleDeps, s: Session, address: string | null, id: string, message?: string): Promise<Outcome> {
-  const { license: l, activations } = await showLicense(d.admin, callerOf(s, address), id);
-  const write = sessionHas(s, "licenses:write");
+export async function licensePage(deps: ConsoleDeps, session: Session, address: string | null, id: string, message?: string): Promise<Outcome> {
+  const { license: l, activations } = await showLicense(deps.admin, callerOf(session, address), id);
+  const write = sessionHas(session, "licenses:write");
   const body = html`${message ? notice(message) : ""}<dl class="grid">
 <div><dt>Licensee</dt><dd id="licensee">${l.licensee}</dd></div><div><dt>Organisation</dt><dd id="organization">${l.organization}</dd></div>
 <div><dt>Email</dt><dd>${l.email ?? "—"}</dd></div><div><dt>Plan</dt><dd>${l.planTitle} (${l.plan})</dd></div>
 <div><dt>Seats used</dt><dd id="seats">${l.seatsUsed ?? 0} / ${l.seats}</dd></div><div><dt>Channels</dt><dd>${l.channels.join(", ")}</dd></div>
 <div><dt>Seat lease</dt><dd id="seat-lease">${l.seatLease ?? "none"}</dd></div><div><dt>Token lifetime</dt><dd id="token-ttl">${l.tokenTtl === null ? "the site's" : `${lifetimeText(l.tokenTtl)} (this licence's own)`}</dd></div><div><dt>Issued</dt><dd>${when(l.issued)}</dd></div><div><dt>Expires</dt><dd>${when(l.expires)}</dd></div>
-<div><dt>Status</dt><dd id="status">${statusOf(l, d.clock())}</dd></div><div><dt>Id</dt><dd><code>${l.id}</code></dd></div></dl>
-${write ? (l.revoked ? actionForm(s, `${licensePath(l.id)}/reinstate`, "Reinstate licence") : confirmButton(`${licensePath(l.id)}/revoke`, "Revoke licence")) : ""}
-<h2>Installations</h2>${installationRows(s, activations)}
-${supportTools(s, l)}
-${write ? editForm(d, s, l) : ""}${write ? tokenLifetimeForm(s, l) : ""}
+<div><dt>Status</dt><dd id="status">${statusOf(l, deps.clock())}</dd></div><div><dt>Id</dt><dd><code>${l.id}</code></dd></div></dl>
+${write ? (l.revoked ? actionForm(session, `${licensePath(l.id)}/reinstate`, "Reinstate licence") : confirmButton(`${licensePath(l.id)}/revoke`, "Revoke licence")) : ""}
+<h2>Installations</h2>${installationRows(session, activations)}
+${supportTools(session, l)}
+${write ? editForm(deps, session, l) : ""}${write ? tokenLifetimeForm(session, l) : ""}
 <p><a href="/console/audit?license=${encodeURIComponent(l.id)}">Audit trail of this licence</a></p>`;
-  return { page: consolePage({ title: `Licence of ${l.licensee}`, session: s, current: "/console/licenses", body }) };
+  return { page: consolePage({ title: `Licence of ${l.licensee}`, session, current: "/console/licenses", body }) };
 }
 
-export async function updateLicenseAction(d: ConsoleDeps, s: Session, address: string | null, id: string, f: Form): Promise<Outcome> {
+export async function updateLicenseAction(deps: ConsoleDeps, session: Session, address: string | null, id: string, f: Form): Promise<Outcome> {
   const expires = field(f, "expires");
-  await updateLicense(d.admin, callerOf(s, address), id, {
+  await updateLicense(deps.admin, callerOf(session, address), id, {
     seats: numberField(f, "seats"),
     channels: f.getAll("channels"),
     expires: expires ?? null,
@@ -151,21 +151,21 @@ export async function updateLicenseAction(d: ConsoleDeps, s: Session, address: s
 }
 
 /** Sets or clears a licence's own token lifetime (the admin API's PATCH tokenTtl: licenses:write, audit license-update). */
-export async function tokenLifetimeAction(d: ConsoleDeps, s: Session, address: string | null, id: string, f: Form): Promise<Outcome> {
+export async function tokenLifetimeAction(deps: ConsoleDeps, session: Session, address: string | null, id: string, f: Form): Promise<Outcome> {
   const days = numberField(f, "days");
-  await updateLicense(d.admin, callerOf(s, address), id, { tokenTtl: days === undefined ? null : days * DAY_SECONDS });
+  await updateLicense(deps.admin, callerOf(session, address), id, { tokenTtl: days === undefined ? null : days * DAY_SECONDS });
   return { redirect: doneAt(licensePath(id), "token-ttl-saved") };
 }
 
 /** The confirmation of a revoke, naming the licence and its holder. */
-export async function revokeConfirmPage(d: ConsoleDeps, s: Session, address: string | null, id: string): Promise<Outcome> {
-  const caller = callerOf(s, address);
+export async function revokeConfirmPage(deps: ConsoleDeps, session: Session, address: string | null, id: string): Promise<Outcome> {
+  const caller = callerOf(session, address);
   requireScope(caller.principal, "licenses:write");
-  const { license: l } = await showLicense(d.admin, caller, id);
-  return confirmPage(s, {
+  const { license: l } = await showLicense(deps.admin, caller, id);
+  return confirmPage(session, {
     title: "Revoke licence?",
     question: `Revoke the licence of ${holderOf(l)}, ${l.id}?`,
-    consequence: `Its ${l.seatsUsed ?? 0} installation(s) stop being served at their next check, and nothing can be activated with its key. It can be reinstated later.`,
+    consequence: `Its ${l.seatsUsed ?? 0} installation(session) stop being served at their next check, and nothing can be activated with its key. It can be reinstated later.`,
     action: `${licensePath(l.id)}/revoke`,
     button: "Revoke licence",
     back: licensePath(l.id),
@@ -174,14 +174,14 @@ export async function revokeConfirmPage(d: ConsoleDeps, s: Session, address: str
 }
 
 /** The confirmation of a deactivation, naming the installation and its licence. */
-export async function deactivateConfirmPage(d: ConsoleDeps, s: Session, address: string | null, activationId: string): Promise<Outcome> {
-  const caller = callerOf(s, address);
+export async function deactivateConfirmPage(deps: ConsoleDeps, session: Session, address: string | null, activationId: string): Promise<Outcome> {
+  const caller = callerOf(session, address);
   requireScope(caller.principal, "activations:write");
-  const activation = await d.admin.store.getActivation(activationId);
+  const activation = await deps.admin.store.getActivation(activationId);
   if (!activation) throw new KeyturnError("not_found", `no activation ${activationId}`);
-  const { license: l, activations } = await showLicense(d.admin, caller, activation.licenseId);
+  const { license: l, activations } = await showLicense(deps.admin, caller, activation.licenseId);
   const a = activations.find((x) => x.id === activationId)!;
-  return confirmPage(s, {
+  return confirmPage(session, {
     title: "Deactivate installation?",
     question: `Deactivate "${a.name}" (${a.platform}, version ${a.version}) of the licence of ${l.licensee}?`,
     consequence: "Its seat is freed at once and its tokens stop working at their next check: the program must be activated again.",
@@ -192,17 +192,17 @@ export async function deactivateConfirmPage(d: ConsoleDeps, s: Session, address:
   });
 }
 
-export async function revokeLicenseAction(d: ConsoleDeps, s: Session, address: string | null, id: string): Promise<Outcome> {
-  await revokeLicense(d.admin, callerOf(s, address), id);
+export async function revokeLicenseAction(deps: ConsoleDeps, session: Session, address: string | null, id: string): Promise<Outcome> {
+  await revokeLicense(deps.admin, callerOf(session, address), id);
   return { redirect: doneAt(licensePath(id), "license-revoked") };
 }
 
-export async function reinstateLicenseAction(d: ConsoleDeps, s: Session, address: string | null, id: string): Promise<Outcome> {
-  await reinstateLicense(d.admin, callerOf(s, address), id);
+export async function reinstateLicenseAction(deps: ConsoleDeps, session: Session, address: string | null, id: string): Promise<Outcome> {
+  await reinstateLicense(deps.admin, callerOf(session, address), id);
   return { redirect: doneAt(licensePath(id), "license-reinstated") };
 }
 
-export async function deactivateAction(d: ConsoleDeps, s: Session, address: string | null, activationId: string): Promise<Outcome> {
-  const a = await deactivateActivation(d.admin, callerOf(s, address), activationId);
+export async function deactivateAction(deps: ConsoleDeps, session: Session, address: string | null, activationId: string): Promise<Outcome> {
+  const a = await deactivateActivation(deps.admin, callerOf(session, address), activationId);
   return { redirect: doneAt(licensePath(a.license), "installation-deactivated") };
 }

@@ -10,11 +10,11 @@ import { holderOf, licensePath } from "./licenses";
 const rekeyPath = (id: string) => `${licensePath(id)}/rekey`;
 
 /** The confirmation of a reissued key, naming the licence (licenses:write). */
-export async function rekeyConfirmPage(d: ConsoleDeps, s: Session, address: string | null, id: string): Promise<Outcome> {
-  const caller = callerOf(s, address);
+export async function rekeyConfirmPage(deps: ConsoleDeps, session: Session, address: string | null, id: string): Promise<Outcome> {
+  const caller = callerOf(session, address);
   requireScope(caller.principal, "licenses:write");
-  const { license: l } = await showLicense(d.admin, caller, id);
-  return confirmPage(s, {
+  const { license: l } = await showLicense(deps.admin, caller, id);
+  return confirmPage(session, {
     title: "Reissue key?",
     question: `Give the licence of ${holderOf(l)}, ${l.id}, a new key?`,
     consequence: "The current key stops working at once: nothing can be activated with it. Installations keep their seats. The new key is shown once.",
@@ -30,10 +30,10 @@ export async function rekeyConfirmPage(d: ConsoleDeps, s: Session, address: stri
  * audit license-rekey) and shows the new key this once: the records keep only its hash, and the
  * page is not cached (no-store), so it cannot be shown again.
  */
-export async function rekeyAction(d: ConsoleDeps, s: Session, address: string | null, id: string): Promise<Outcome> {
-  const { license, key } = await rekeyLicense(d.admin, callerOf(s, address), id);
+export async function rekeyAction(deps: ConsoleDeps, session: Session, address: string | null, id: string): Promise<Outcome> {
+  const { license, key } = await rekeyLicense(deps.admin, callerOf(session, address), id);
   const body = html`${notice("Key reissued. The new key is shown this once: copy it now and give it to the customer. The old key no longer works.")}
 <p><span class="key" id="license-key">${key}</span> <button type="button" class="plain" data-copy="license-key" hidden>Copy key</button></p>
 <p><a href="${licensePath(license.id)}">Open the licence of ${license.licensee}</a></p>`;
-  return { page: consolePage({ title: "Key reissued", session: s, current: "/console/licenses", body }) };
+  return { page: consolePage({ title: "Key reissued", session: session, current: "/console/licenses", body }) };
 }

@@ -18,19 +18,19 @@ export const CONFIRMED_RELEASE_OPS: Readonly<Partial<Record<ReleaseControlOp, st
   withdraw: "No installation is offered it any more, on any mirror: the lane falls back to the previous release until it is restored.",
 };
 
-const rolloutText = (r: Rollout | null) => (r === null ? "all at once" : "percent" in r ? `${r.percent}%` : `over ${r.days} day(s)`);
+const rolloutText = (r: Rollout | null) => (r === null ? "all at once" : "percent" in r ? `${r.percent}%` : `over ${r.days} day(session)`);
 
 const controlPath = (lane: string, version: string, op: ReleaseControlOp) =>
   `/console/releases/${encodeURIComponent(lane)}/${encodeURIComponent(version)}/${op}`;
 
 /** Lanes with their live releases and rollout state, the controls, and the skipped folders with why (scope releases:read). */
-export async function releasesPage(d: ConsoleDeps, s: Session, address: string | null, message?: string): Promise<Outcome> {
-  const caller = callerOf(s, address);
+export async function releasesPage(deps: ConsoleDeps, session: Session, address: string | null, message?: string): Promise<Outcome> {
+  const caller = callerOf(session, address);
   requireScope(caller.principal, "releases:read");
-  await auditRead(d.admin, caller, "release-list");
-  const index = await d.releases.ready();
-  const o = await releaseOverview({ index, skipped: d.releases.skipped, controls: d.controls, clock: d.clock });
-  const write = sessionHas(s, "releases:write");
+  await auditRead(deps.admin, caller, "release-list");
+  const index = await deps.releases.ready();
+  const o = await releaseOverview({ index, skipped: deps.releases.skipped, controls: deps.controls, clock: deps.clock });
+  const write = sessionHas(session, "releases:write");
   const lanes = o.lanes.map(
     (l) => html`<section><h2>${l.lane}</h2><div class="table-wrap"><table><thead><tr><th scope="col">Version</th><th scope="col">Released</th><th scope="col">Rollout</th><th scope="col">State</th>${write ? html`<th scope="col"><span class="muted">Controls</span></th>` : ""}</tr></thead>
 <tbody>${l.releases.map((r) => {
@@ -38,7 +38,7 @@ export async function releasesPage(d: ConsoleDeps, s: Session, address: string |
       const ops = RELEASE_OPS.filter((op) => (op === "halt" ? !r.halted && !r.withdrawn : op === "resume" ? !!r.halted : op === "withdraw" ? !r.withdrawn : !!r.withdrawn));
       return html`<tr><td>${r.version}</td><td>${when(r.released)}</td><td>${rolloutText(r.rollout)}</td><td>${state}</td>${
         write
-          ? html`<td>${ops.map((op) => (CONFIRMED_RELEASE_OPS[op] ? confirmButton(controlPath(l.lane, r.version, op), `${op} ${r.version}`) : actionForm(s, controlPath(l.lane, r.version, op), `${op} ${r.version}`)))}</td>`
+          ? html`<td>${ops.map((op) => (CONFIRMED_RELEASE_OPS[op] ? confirmButton(controlPath(l.lane, r.version, op), `${op} ${r.version}`) : actionForm(session, controlPath(l.lane, r.version, op), `${op} ${r.version}`)))}</td>`
           : ""
       }</tr>`;
     })}</tbody></table></div></section>`,
@@ -48,24 +48,24 @@ export async function releasesPage(d: ConsoleDeps, s: Session, address: string |
     ? html`<div class="table-wrap"><table id="skipped"><thead><tr><th scope="col">Folder</th><th scope="col">Why</th></tr></thead><tbody>${o.skipped.map((x) => html`<tr><td><code>${x.folder}</code></td><td>${x.reason}</td></tr>`)}</tbody></table></div>`
     : html`<p>None: every folder was taken.</p>`}
 ${o.otherControls.length ? html`<h2>Controls of releases not in the tree</h2><ul>${o.otherControls.map((c) => html`<li>${c.lane} ${c.version}: ${c.withdrawn ? "withdrawn" : "halted"}</li>`)}</ul>` : ""}`;
-  return { page: consolePage({ title: "Releases", session: s, current: "/console/releases", body }) };
+  return { page: consolePage({ title: "Releases", session, current: "/console/releases", body }) };
 }
 
 /** Halt, resume, withdraw or restore a release (scope releases:write), audited as the admin API does. */
-export async function releaseControlAction(d: ConsoleDeps, s: Session, address: string | null, lane: string, version: string, op: ReleaseControlOp): Promise<Outcome> {
-  const caller = callerOf(s, address);
+export async function releaseControlAction(deps: ConsoleDeps, session: Session, address: string | null, lane: string, version: string, op: ReleaseControlOp): Promise<Outcome> {
+  const caller = callerOf(session, address);
   requireScope(caller.principal, "releases:write");
-  await d.controls.applyToKnown(op, lane, version, d.releases.current, adminAudit(d.admin, caller, `release-${op}`));
+  await deps.controls.applyToKnown(op, lane, version, deps.releases.current, adminAudit(deps.admin, caller, `release-${op}`));
   return { redirect: doneAt("/console/releases", `release-${op}`) };
 }
 
 /** The confirmation of a halt or a withdrawal, naming the release and its lane. */
-export function releaseConfirmPage(s: Session, address: string | null, lane: string, version: string, op: ReleaseControlOp): Outcome {
-  requireScope(callerOf(s, address).principal, "releases:write");
+export function releaseConfirmPage(session: Session, address: string | null, lane: string, version: string, op: ReleaseControlOp): Outcome {
+  requireScope(callerOf(session, address).principal, "releases:write");
   const consequence = CONFIRMED_RELEASE_OPS[op];
   if (!consequence) throw new KeyturnError("not_found", "There is nothing at this address.");
   const verb = `${op[0]!.toUpperCase()}${op.slice(1)}`;
-  return confirmPage(s, {
+  return confirmPage(session, {
     title: `${verb} release?`,
     question: `${verb} version ${version} of ${lane}?`,
     consequence,

@@ -15,7 +15,7 @@ export function encodeCursor(query: Record<string, unknown>, position: unknown):
 
 export function decodeCursor<P>(cursor: unknown, query: Record<string, unknown>, isPosition: (p: unknown) => p is P): P | undefined {
   if (cursor === undefined) return undefined;
-  const invalid = () => new KeyturnError("invalid_request", "cursor is not a cursor of this query");
+  const invalid = () => new KeyturnError("invalid_request", "cursor is not a cursor of this query.");
   if (typeof cursor !== "string" || cursor.length > 500 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalid();
   let parsed: unknown;
   try {

@@ -59,7 +59,7 @@ export interface AdminDeps {
 /** `admin` holds every scope. */
 export function requireScope(principal: AdminPrincipal, scope: Scope): void {
   if (!principal.scopes.includes(scope) && !principal.scopes.includes("admin"))
-    throw new KeyturnError("insufficient_scope", `this admin token lacks the scope ${scope}`);
+    throw new KeyturnError("insufficient_scope", `This admin token lacks the scope ${scope}.`);
 }
 
 /** How an audit line names the actor: "tok_… (name)" or "cli"; never the secret. */

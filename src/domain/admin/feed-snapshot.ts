@@ -97,7 +97,7 @@ function writeSnapshotPlace(epoch: string, reason: SnapshotReason, p: SnapshotPl
 }
 
 export function readSnapshotPlace(value: unknown): SnapshotPlace & { epoch: string; reason: SnapshotReason } {
-  const bad = () => new KeyturnError("invalid_request", "snapshot must be the next a snapshot page answered");
+  const bad = () => new KeyturnError("invalid_request", "snapshot must be the next a snapshot page answered.");
   if (typeof value !== "string" || value.length > 2000 || !/^[A-Za-z0-9_-]+$/.test(value)) throw bad();
   let p: { e?: unknown; r?: unknown; s?: unknown; k?: unknown; q?: unknown };
   try {

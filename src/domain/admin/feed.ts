@@ -10,7 +10,7 @@ import { pageLimit, readObject } from "./input";
 export type { FeedItem } from "./feed-items";
 
 /**
- * The vendor feed (scope feed:read), what mirrors follow (design.md "Mirror mode", docs/admin-api.md).
+ * The vendor feed (scope feed:read), what mirrors follow (docs/admin-api.md).
  *
  * Every answer names the records' epoch (FeedPosition); a cursor is `<epoch>.<seq>`. Asked after a
  * cursor of these records, the feed answers the events after it (mode `events`). Asked with no
@@ -76,7 +76,7 @@ export async function readFeed(d: AdminDeps, caller: AdminCaller, input: unknown
 async function answerFeed(d: AdminDeps, input: unknown): Promise<EventsAnswer | SnapshotAnswer> {
   const o = readObject(input ?? {}, ["after", "snapshot", "limit"], "query");
   const limit = pageLimit(o.limit, 500, 1000);
-  if (o.after !== undefined && o.snapshot !== undefined) throw new KeyturnError("invalid_request", "give after or snapshot, not both");
+  if (o.after !== undefined && o.snapshot !== undefined) throw new KeyturnError("invalid_request", "Give after or snapshot, not both.");
   const position = await d.store.feedPosition();
   const fromStart = { section: "activations", key: null, seq: position.newest } as const;
   if (o.snapshot !== undefined) {
@@ -87,7 +87,7 @@ async function answerFeed(d: AdminDeps, input: unknown): Promise<EventsAnswer | 
   }
   if (o.after === undefined) return snapshotPage(d, position, "start", fromStart, limit);
   const m = typeof o.after === "string" ? CURSOR.exec(o.after) : null;
-  if (!m || BigInt(m[2]!) > 2n ** 63n - 1n) throw new KeyturnError("invalid_request", "after must be a cursor this feed answered (epoch.seq)");
+  if (!m || BigInt(m[2]!) > 2n ** 63n - 1n) throw new KeyturnError("invalid_request", "after must be a cursor this feed answered (epoch.seq).");
   const seq = BigInt(m[2]!);
   const reason: SnapshotReason | null =
     m[1] !== position.epoch ? "epoch" : seq > position.newest ? "ahead" : seq < position.prunedThrough ? "gap" : null;

@@ -4,7 +4,7 @@ import { KeyturnError } from "../errors";
 
 /** Checks of untrusted admin input: every entry point refuses wrong types, excess length and unknown fields. */
 const bad = (message: string): never => {
-  throw new KeyturnError("invalid_request", message);
+  throw new KeyturnError("invalid_request", `${message}.`);
 };
 
 /** A plain object with only the `allowed` fields. */

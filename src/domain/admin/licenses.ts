@@ -3,7 +3,7 @@ import { KeyturnError } from "../errors";
 import { activationView, licenseView, newEvent, revocationTtl, tokensValidUntil, type ActivationView, type LicenseView } from "../events";
 import { newId, sha256Hex } from "../ids";
 import { parseSeatLease } from "../seat-lease";
-import { generateLicenseKey, hashLicenseKey, normalizeLicenseKey } from "../license-key";
+import { findLicenseByTypedKey, generateLicenseKey, hashLicenseKey } from "../license-key";
 import { idempotencyAnswerContext } from "../record-seal";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { auditRead } from "./read-audit";
@@ -25,7 +25,7 @@ const UPDATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats",
 function seatLease(o: Record<string, unknown>): number | null | undefined {
   const v = o.seatLease;
   if (v === undefined) return undefined;
-  if (v !== null && typeof v !== "string") throw new KeyturnError("invalid_request", "seatLease must be a duration such as 30d, or null");
+  if (v !== null && typeof v !== "string") throw new KeyturnError("invalid_request", "seatLease must be a duration such as 30d, or null.");
   return parseSeatLease(v);
 }
 
@@ -44,7 +44,7 @@ export interface CreatedLicense {
 export async function createLicense(d: AdminDeps, caller: AdminCaller, body: unknown, idempotencyKey?: unknown): Promise<CreatedLicense> {
   requireScope(caller.principal, "licenses:write");
   if (idempotencyKey !== undefined && (typeof idempotencyKey !== "string" || !IDEMPOTENCY_KEY.test(idempotencyKey)))
-    throw new KeyturnError("invalid_request", "Idempotency-Key must be 1 to 255 visible ASCII characters");
+    throw new KeyturnError("invalid_request", "Idempotency-Key must be 1 to 255 visible ASCII characters.");
   const o = readObject(body, CREATE_FIELDS);
   const now = d.clock();
   const key = generateLicenseKey(d.variant);
@@ -90,7 +90,7 @@ export async function createLicense(d: AdminDeps, caller: AdminCaller, body: unk
   );
   if (result.outcome === "created") return answer;
   if (result.record.requestHash !== requestHash)
-    throw new KeyturnError("idempotency_conflict", "this Idempotency-Key was used with another body in the last 24 hours");
+    throw new KeyturnError("idempotency_conflict", "This Idempotency-Key was used with another body in the last 24 hours.");
   return JSON.parse(d.seal ? await d.seal.open(result.record.answer, context) : result.record.answer) as CreatedLicense;
 }
 
@@ -99,11 +99,8 @@ export async function findLicense(d: AdminDeps, keyOrId: unknown): Promise<Licen
   const t = idParam(keyOrId, "license", 200);
   let license: LicenseRecord | null = null;
   if (t.startsWith("lic_") || t.startsWith("staff:")) license = await d.store.getLicense(t);
-  else {
-    const canonical = normalizeLicenseKey(d.variant, t);
-    if (canonical) license = await d.store.findLicenseByKeyHash(hashLicenseKey(canonical));
-  }
-  if (!license) throw new KeyturnError("not_found", `no license matches ${JSON.stringify(t.slice(0, 60))}`);
+  else license = await findLicenseByTypedKey(d.store, d.variant, t);
+  if (!license) throw new KeyturnError("not_found", `No licence matches ${JSON.stringify(t.slice(0, 60))}.`);
   return license;
 }
 
@@ -117,7 +114,7 @@ export async function searchLicenses(d: AdminDeps, caller: AdminCaller, input: u
   const o = readObject(input ?? {}, ["query", "status", "cursor", "limit"], "query");
   const textQuery = o.query === undefined || o.query === "" ? undefined : text(o, "query", NAME_MAX);
   const status = o.status === undefined ? undefined : (o.status as LicenseStatus);
-  if (status !== undefined && !STATUSES.includes(status)) throw new KeyturnError("invalid_request", `status must be one of ${STATUSES.join(", ")}`);
+  if (status !== undefined && !STATUSES.includes(status)) throw new KeyturnError("invalid_request", `status must be one of ${STATUSES.join(", ")}.`);
   const limit = pageLimit(o.limit, 50, 200);
   const bound = { query: textQuery, status };
   const after = decodeCursor(o.cursor, bound, isLicensePosition);
@@ -163,7 +160,7 @@ export async function updateLicense(d: AdminDeps, caller: AdminCaller, keyOrId: 
     seatLease: seatLease(o),
   };
   const current = await findLicense(d, keyOrId);
-  if (current.kind !== "license") throw new KeyturnError("invalid_request", "staff entitlements follow the identity provider and are not edited");
+  if (current.kind !== "license") throw new KeyturnError("invalid_request", "Staff entitlements follow the identity provider and are not edited.");
   const before = { ...current, email: current.email ?? null, metadata: current.metadata ?? {}, tokenTtl: current.tokenTtl ?? null, seatLease: current.seatLease ?? null };
   const changed = UPDATE_FIELDS.filter((f) => patch[f] !== undefined && canonicalJson(patch[f]) !== canonicalJson(before[f]));
   const effective = Object.fromEntries(changed.map((f) => [f, patch[f]])) as LicensePatch;
@@ -172,9 +169,9 @@ export async function updateLicense(d: AdminDeps, caller: AdminCaller, keyOrId: 
     audit: adminAudit(d, caller, "license-update", { licenseId: current.id }),
     event: (l) => newEvent("license.updated", { license: licenseView(l), changed }, now),
   });
-  if (result.outcome === "unknown") throw new KeyturnError("not_found", `no license ${current.id}`);
+  if (result.outcome === "unknown") throw new KeyturnError("not_found", `No licence ${current.id}.`);
   if (result.outcome === "seats_in_use")
-    throw new KeyturnError("seats_in_use", `${result.seatsUsed} seats are in use: deactivate installations before lowering seats to ${effective.seats}`);
+    throw new KeyturnError("seats_in_use", `${result.seatsUsed} seats are in use: deactivate installations before lowering seats to ${effective.seats}.`);
   return { license: licenseView(result.license, result.seatsUsed), changed };
 }
 
@@ -188,7 +185,7 @@ export async function revokeLicense(d: AdminDeps, caller: AdminCaller, keyOrId: 
     endsPortalSessions: now,
     event: (l) => newEvent("license.revoked", { license: licenseView(l), tokensValidUntil: tokensValidUntil(now, revocationTtl(d.tokenTtlSeconds, l), l.expires, l.tokensExpire) }, now),
   });
-  if (!revoked) throw new KeyturnError("license_revoked", `license ${license.id} was already revoked`);
+  if (!revoked) throw new KeyturnError("license_revoked", `Licence ${license.id} was already revoked.`);
   return licenseView((await d.store.getLicense(license.id))!, await d.store.countActiveSeats(license.id));
 }
 
@@ -201,7 +198,7 @@ export async function reinstateLicense(d: AdminDeps, caller: AdminCaller, keyOrI
     audit: adminAudit(d, caller, "license-reinstate", { licenseId: license.id }),
     event: (l) => newEvent("license.reinstated", { license: licenseView(l) }, now),
   });
-  if (!reinstated) throw new KeyturnError("invalid_request", `license ${license.id} is not revoked`);
+  if (!reinstated) throw new KeyturnError("invalid_request", `Licence ${license.id} is not revoked.`);
   return licenseView(reinstated, await d.store.countActiveSeats(license.id));
 }
 
@@ -215,7 +212,7 @@ export async function reinstateLicense(d: AdminDeps, caller: AdminCaller, keyOrI
 export async function rekeyLicense(d: AdminDeps, caller: AdminCaller, keyOrId: unknown): Promise<CreatedLicense> {
   requireScope(caller.principal, "licenses:write");
   const current = await findLicense(d, keyOrId);
-  if (current.kind !== "license") throw new KeyturnError("invalid_request", "staff entitlements have no license key");
+  if (current.kind !== "license") throw new KeyturnError("invalid_request", "Staff entitlements have no licence key.");
   const now = d.clock();
   const key = generateLicenseKey(d.variant);
   const result = await d.store.updateLicense(current.id, { keyHash: hashLicenseKey(key) }, {
@@ -224,7 +221,7 @@ export async function rekeyLicense(d: AdminDeps, caller: AdminCaller, keyOrId: u
     endsPortalSessions: now,
     event: (l) => newEvent("license.updated", { license: licenseView(l), changed: ["key"] }, now),
   });
-  if (result.outcome !== "updated") throw new KeyturnError("not_found", `no license ${current.id}`);
+  if (result.outcome !== "updated") throw new KeyturnError("not_found", `No licence ${current.id}.`);
   return { license: licenseView(result.license, result.seatsUsed), key };
 }
 
@@ -245,7 +242,7 @@ export async function deactivateActivation(d: AdminDeps, caller: AdminCaller, ac
   requireScope(caller.principal, "activations:write");
   const id = idParam(activationId, "activation");
   const activation = await d.store.getActivation(id);
-  if (!activation) throw new KeyturnError("not_found", `no activation ${id}`);
+  if (!activation) throw new KeyturnError("not_found", `No activation ${id}.`);
   const ttl = revocationTtl(d.tokenTtlSeconds, await d.store.getLicense(activation.licenseId));
   const now = d.clock();
   let after: ActivationRecord | null = null;
@@ -256,6 +253,6 @@ export async function deactivateActivation(d: AdminDeps, caller: AdminCaller, ac
       return newEvent("activation.deactivated", { activation: activationView(a), tokensValidUntil: tokensValidUntil(now, ttl, null, a.tokenExp) }, now);
     },
   });
-  if (!done || !after) throw new KeyturnError("already_deactivated", `activation ${activation.id} was already deactivated`);
+  if (!done || !after) throw new KeyturnError("already_deactivated", `Activation ${activation.id} was already deactivated.`);
   return activationView(after);
 }

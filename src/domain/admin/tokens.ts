@@ -34,10 +34,10 @@ export async function createAdminToken(d: AdminDeps, caller: AdminCaller, input:
   const name = text(o, "name", 100);
   const scopes = o.scopes;
   if (!Array.isArray(scopes) || scopes.length === 0 || scopes.length > SCOPES.length || !scopes.every((s) => (SCOPES as readonly unknown[]).includes(s)))
-    throw new KeyturnError("invalid_request", `scopes must be a list of ${SCOPES.join(", ")}`);
+    throw new KeyturnError("invalid_request", `scopes must be a list of ${SCOPES.join(", ")}.`);
   const now = d.clock();
   const expires = o.expires === undefined || o.expires === null ? null : isoDate(o.expires, "expires");
-  if (expires !== null && expires <= now) throw new KeyturnError("invalid_request", "expires must be in the future");
+  if (expires !== null && expires <= now) throw new KeyturnError("invalid_request", "expires must be in the future.");
   const secret = PREFIX + Buffer.from(crypto.getRandomValues(new Uint8Array(SECRET_BYTES))).toString("base64url");
   const record: AdminTokenRecord = {
     id: newId("tok", now),
@@ -63,7 +63,7 @@ export async function revokeAdminToken(d: AdminDeps, caller: AdminCaller, id: un
   requireScope(caller.principal, "admin");
   const tokenId = idParam(id, "id");
   if (!(await d.store.revokeAdminToken(tokenId, d.clock(), adminAudit(d, caller, "admin-token-revoke"))))
-    throw new KeyturnError("not_found", `no unrevoked admin token ${tokenId}`);
+    throw new KeyturnError("not_found", `No unrevoked admin token ${tokenId}.`);
 }
 
 /**

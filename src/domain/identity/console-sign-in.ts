@@ -35,7 +35,7 @@ export class ConsoleOpenId {
   private readonly keys: IssuerKeys;
 
   constructor(
-    private readonly d: {
+    private readonly deps: {
       identity: IdentityConfig;
       scopes: ReadonlyMap<string, readonly Scope[]>;
       sessions: ConsoleSessions;
@@ -43,7 +43,7 @@ export class ConsoleOpenId {
       log: Logger;
     },
   ) {
-    this.keys = new IssuerKeys(d.identity.issuer, d.clock, d.log);
+    this.keys = new IssuerKeys(deps.identity.issuer, deps.clock, deps.log);
   }
 
   /** Where to send the browser: the issuer's authorization endpoint with a fresh state, nonce and code challenge. */
@@ -52,9 +52,9 @@ export class ConsoleOpenId {
     const state = newSecret();
     const nonce = newSecret();
     const verifier = base64url(crypto.getRandomValues(new Uint8Array(32)));
-    await this.d.sessions.beginPending(state, { verifier, nonce });
+    await this.deps.sessions.beginPending(state, { verifier, nonce });
     const url = new URL(authorization);
-    const id = this.d.identity;
+    const id = this.deps.identity;
     for (const [k, v] of Object.entries({
       response_type: "code",
       client_id: id.clientId,
@@ -72,11 +72,11 @@ export class ConsoleOpenId {
 
   /** The issuer's answer: the code exchanged (once: the state is taken), the ID token checked, a console session opened. */
   async finish(state: string | null, code: string | null, redirectUri: string): Promise<{ secret: string; session: Session }> {
-    const pending = await this.d.sessions.takePending(state);
+    const pending = await this.deps.sessions.takePending(state);
     if (!pending) throw new KeyturnError("challenge_unknown", "This sign-in is unknown, used or expired: start it again.");
     if (!code || code.length > 2048) throw new KeyturnError("invalid_request", "The issuer sent no authorization code.");
     const { token } = await this.keys.endpoints();
-    const id = this.d.identity;
+    const id = this.deps.identity;
     let answer: Record<string, unknown>;
     try {
       const res = await fetch(token, {
@@ -90,11 +90,11 @@ export class ConsoleOpenId {
       answer = JSON.parse(text);
       if (!res.ok) throw new Error(`the token endpoint answered ${res.status} ${String(answer.error ?? "")}`);
     } catch (e) {
-      this.d.log.warn("console sign-in: the code could not be exchanged", { error: (e as Error).message });
+      this.deps.log.warn("console sign-in: the code could not be exchanged", { error: (e as Error).message });
       throw new KeyturnError("issuer_unavailable", "The issuer did not exchange the sign-in code.");
     }
     if (typeof answer.id_token !== "string") throw new KeyturnError("token_invalid", "The issuer answered no ID token.");
-    const now = this.d.clock();
+    const now = this.deps.clock();
     const claims = await verifyIdToken(answer.id_token, { issuer: id.issuer, clientId: id.clientId, keys: this.keys, nowMs: now });
     if (claims.nonce !== pending.nonce) throw new KeyturnError("token_invalid", "The ID token was not made for this sign-in (nonce).");
     const detail = { licenseId: staffLicenseId(claims.sub) };
@@ -103,8 +103,8 @@ export class ConsoleOpenId {
     const groups = claims[id.groupsClaim];
     const list = typeof groups === "string" ? [groups] : Array.isArray(groups) ? groups.filter((g): g is string => typeof g === "string") : [];
     // Only the groups the mapping names are kept: they are all a later request maps, and the session stays small.
-    const kept = [...new Set(list)].filter((g) => this.d.scopes.has(g)).slice(0, MAX_KEPT_GROUPS);
+    const kept = [...new Set(list)].filter((g) => this.deps.scopes.has(g)).slice(0, MAX_KEPT_GROUPS);
     const name = typeof claims.name === "string" ? claims.name.slice(0, 200) : typeof claims.email === "string" ? claims.email.slice(0, 200) : claims.sub.slice(0, 200);
-    return this.d.sessions.signInStaff(claims.sub.slice(0, 200), name, kept, claims.exp * 1000);
+    return this.deps.sessions.signInStaff(claims.sub.slice(0, 200), name, kept, claims.exp * 1000);
   }
 }

@@ -4,13 +4,19 @@ import type { Variant } from "../../config/variants";
 import type { LicenseRecord, Store } from "../../store/types";
 import type { RequestContext } from "../audit";
 import type { Clock } from "../clock";
-import { parseDevice } from "../device";
+import { type Static, Type } from "@sinclair/typebox";
+import { checkDevice, DeviceModel } from "../device";
 import { KeyturnError } from "../errors";
 import type { ActivationAnswer, Licensing } from "../licensing";
 import { Challenges, type Challenge } from "./challenges";
 import { ID_TOKEN_TOLERANCE_SECONDS, invalid, verifyIdToken, type IdTokenClaims } from "./id-token";
 import { IssuerKeys } from "./issuer-keys";
 import { requireAllowedGroup, requireRecentAuthentication, requireSecondFactor } from "./sign-in-rules";
+
+/** POST /auth/identity/challenge's body. */
+export const ChallengeModel = Type.Object({ device: DeviceModel });
+/** POST /auth/identity/exchange's body: the issuer's ID token and the device it signs in. */
+export const ExchangeModel = Type.Object({ id_token: Type.String({ maxLength: 16384 }), device: DeviceModel });
 
 export interface StaffSignInDeps {
   readonly variant: Variant;
@@ -41,13 +47,13 @@ export class StaffSignIn {
   private readonly challenges: Challenges;
   private readonly keys: IssuerKeys | null;
 
-  constructor(private readonly d: StaffSignInDeps) {
-    this.challenges = new Challenges(d.variant, d.store, d.clock);
-    this.keys = d.identity ? new IssuerKeys(d.identity.issuer, d.clock, d.log) : null;
+  constructor(private readonly deps: StaffSignInDeps) {
+    this.challenges = new Challenges(deps.variant, deps.store, deps.clock);
+    this.keys = deps.identity ? new IssuerKeys(deps.identity.issuer, deps.clock, deps.log) : null;
   }
 
   info(): StaffSignInInfo {
-    const id = this.d.identity;
+    const id = this.deps.identity;
     return id
       ? { enabled: true, issuer: id.issuer, clientId: id.clientId, scopes: id.scopes, maxAge: id.maxAgeSeconds }
       : { enabled: false, issuer: null, clientId: null, scopes: [], maxAge: null };
@@ -55,14 +61,14 @@ export class StaffSignIn {
 
   /** Throws identity_disabled unless issuer, client id and groups are configured. */
   requireEnabled(): IdentityConfig {
-    this.d.licensing.requireRecords();
-    if (!this.d.identity) throw new KeyturnError("identity_disabled", "Staff sign-in is not switched on.");
-    return this.d.identity;
+    this.deps.licensing.requireRecords();
+    if (!this.deps.identity) throw new KeyturnError("identity_disabled", "Staff sign-in is not switched on.");
+    return this.deps.identity;
   }
 
-  async challenge(rawDevice: unknown): Promise<Challenge> {
+  async challenge(input: Static<typeof ChallengeModel>): Promise<Challenge> {
     this.requireEnabled();
-    return this.challenges.issue(parseDevice(this.d.variant, rawDevice));
+    return this.challenges.issue(checkDevice(this.deps.variant, input.device));
   }
 
   /**
@@ -71,30 +77,31 @@ export class StaffSignIn {
    * so a refused token does not cost the installation its sign-in (a stale auth_time is the usual
    * case: the issuer kept an old session; the program signs in again with the same challenge).
    */
-  async exchange(idToken: string, rawDevice: unknown, ctx: RequestContext): Promise<ActivationAnswer> {
+  async exchange(input: Static<typeof ExchangeModel>, ctx: RequestContext): Promise<ActivationAnswer> {
     const identity = this.requireEnabled();
-    const device = parseDevice(this.d.variant, rawDevice);
-    if (!this.d.licensing.available) throw new KeyturnError("licensing_unavailable", "The site has no signing key configured.");
+    const idToken = input.id_token;
+    const device = checkDevice(this.deps.variant, input.device);
+    if (!this.deps.licensing.available) throw new KeyturnError("licensing_unavailable", "The site has no signing key configured.");
 
     const claims = await verifyIdToken(idToken, {
       issuer: identity.issuer,
       clientId: identity.clientId,
       keys: this.keys!,
-      nowMs: this.d.clock(),
+      nowMs: this.deps.clock(),
     });
     const detail = { licenseId: staffLicenseId(claims.sub) };
     const challenge = await this.challenges.find(claims.nonce, device, detail);
     if (claims.iat < Math.floor(challenge.created / 1000) - ID_TOKEN_TOLERANCE_SECONDS)
       throw invalid("it was issued before its sign-in started", detail);
-    requireRecentAuthentication(claims, identity.maxAgeSeconds, this.d.clock(), detail);
+    requireRecentAuthentication(claims, identity.maxAgeSeconds, this.deps.clock(), detail);
     requireSecondFactor(claims, identity, detail);
     requireAllowedGroup(claims, identity, detail);
     // A second exchange of the same nonce may have passed the same checks meanwhile: only one uses it.
     await this.challenges.consume(claims.nonce, device, detail);
 
-    const license = await this.d.store.upsertStaffLicense(this.staffLicense(claims));
+    const license = await this.deps.store.upsertStaffLicense(this.staffLicense(claims));
     // The audit line names the person as the console's do: `staff:<subject> (<name>)`.
-    return this.d.licensing.grantSeat(license, device, { ...ctx, actor: `${license.id} (${license.licensee})` }, "sign-in");
+    return this.deps.licensing.grantSeat(license, device, { ...ctx, actor: `${license.id} (${license.licensee})` }, "sign-in");
   }
 
   private staffLicense(claims: IdTokenClaims): LicenseRecord {
@@ -103,12 +110,12 @@ export class StaffSignIn {
       kind: "staff",
       keyHash: null,
       licensee: ([claims.name, claims.email].find(isName) ?? claims.sub).slice(0, MAX_NAME),
-      organization: this.d.staffOrganization,
+      organization: this.deps.staffOrganization,
       plan: "staff",
       planTitle: "Staff",
-      channels: [...this.d.variant.channels],
-      seats: this.d.staffSeats,
-      issued: this.d.clock(),
+      channels: [...this.deps.variant.channels],
+      seats: this.deps.staffSeats,
+      issued: this.deps.clock(),
       expires: null,
       revoked: null,
     };

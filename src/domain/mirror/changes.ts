@@ -2,7 +2,7 @@ import type { MirrorChange } from "../../store/mirror-state";
 import { FeedProblem, licenseExpiry, revocationEnd, vendorTime, type FeedEvent } from "./feed-answer";
 
 /**
- * What each event means to a mirror (the revocation semantics of design.md "Mirror mode"):
+ * What each event means to a mirror (its revocation semantics):
  * a deactivation refuses the activation's tokens and a revocation the license's, each until the
  * latest `exp` of those tokens (at most the longest token lifetime after the event); a
  * reinstatement lifts the license's; a changed expiry refuses the license's tokens after it;

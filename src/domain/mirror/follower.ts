@@ -81,39 +81,39 @@ export class MirrorFollower {
   /** Settles once the vendor's keys kept from an earlier run are held again. */
   readonly keysLoaded: Promise<void>;
 
-  constructor(private readonly d: MirrorFollowerDeps) {
-    const loaded = d.state.load(d.of, d.clock());
-    d.knowledge.load(loaded);
-    this.keysLoaded = d.keys.learn(loaded.vendorKeys).then(() => undefined);
-    this.maxEntries = d.maxEntries;
+  constructor(private readonly deps: MirrorFollowerDeps) {
+    const loaded = deps.state.load(deps.of, deps.clock());
+    deps.knowledge.load(loaded);
+    this.keysLoaded = deps.keys.learn(loaded.vendorKeys).then(() => undefined);
+    this.maxEntries = deps.maxEntries;
   }
 
   /** The release controls the vendor's feed reported (for the release holder to apply). */
   mirroredReleaseControls(): MirroredReleaseControl[] {
-    return this.d.knowledge.mirroredReleaseControls();
+    return this.deps.knowledge.mirroredReleaseControls();
   }
 
   /** Reads and applies one page. Never throws for a feed problem; returns it. */
   async pollOnce(): Promise<PollOutcome> {
-    const { knowledge, state, clock, log } = this.d;
+    const { knowledge, state, clock, log } = this.deps;
     const now = clock();
     state.prune(now);
     const after = knowledge.feedCursor;
     const continuing = this.snapshot;
     try {
       const page = await fetchFeedPage({
-        of: this.d.of,
-        token: this.d.token,
+        of: this.deps.of,
+        token: this.deps.token,
         after: continuing ? null : after,
         snapshot: continuing?.next ?? null,
         limit: PAGE_LIMIT,
-        timeoutMs: this.d.requestTimeoutMs ?? 10_000,
+        timeoutMs: this.deps.requestTimeoutMs ?? 10_000,
         signal: this.stopping.signal,
         now,
       });
       const outcome = page.mode === "snapshot" ? this.takeSnapshotPage(page, continuing) : this.applyEvents(page);
       await this.followSite(page.site);
-      if (this.failures > 0 || this.lastProblem !== null) log.info("mirror feed answers again", { of: this.d.of, failedAttempts: this.failures });
+      if (this.failures > 0 || this.lastProblem !== null) log.info("mirror feed answers again", { of: this.deps.of, failedAttempts: this.failures });
       this.failures = 0;
       this.lastProblem = null;
       knowledge.noteProblem(null);
@@ -126,13 +126,13 @@ export class MirrorFollower {
       this.failures++;
       this.lastProblem = e.message;
       knowledge.noteProblem(escapeControl(e.message, 300));
-      log.warn("mirror feed refused: keeping what is known", { of: this.d.of, problem: escapeControl(e.message, 300), failures: this.failures, cursor: after });
+      log.warn("mirror feed refused: keeping what is known", { of: this.deps.of, problem: escapeControl(e.message, 300), failures: this.failures, cursor: after });
       return { ok: false, problem: e.message };
     }
   }
 
   private applyEvents(page: EventsPage): PollOutcome {
-    const { knowledge, state, clock, log } = this.d;
+    const { knowledge, state, clock, log } = this.deps;
     const changes = changesOf(page.events, clock());
     const syncedAt = clock();
     try {
@@ -144,8 +144,8 @@ export class MirrorFollower {
     knowledge.noteOverflow(null);
     knowledge.applyPage(changes, page.cursor, syncedAt);
     for (const c of changes) {
-      if (c.op === "revoke") this.d.onRevoked(c.kind === "activation" ? { activation: c.id } : { license: c.id });
-      else if (c.op === "expiry") this.d.onRevoked({ license: c.licenseId });
+      if (c.op === "revoke") this.deps.onRevoked(c.kind === "activation" ? { activation: c.id } : { license: c.id });
+      else if (c.op === "expiry") this.deps.onRevoked({ license: c.licenseId });
     }
     if (page.received > 0) log.info("mirror feed applied", { events: page.received, applied: changes.length, cursor: page.cursor });
     return { ok: true, applied: changes.length, more: page.received >= PAGE_LIMIT };
@@ -157,14 +157,14 @@ export class MirrorFollower {
    * (revocations are forgotten as their tokens expire) or the bound is raised.
    */
   private overflowed(problem: string): FeedProblem {
-    this.d.knowledge.noteOverflow(
+    this.deps.knowledge.noteOverflow(
       `its vendor's feed holds more revocations than this mirror's bound of ${this.maxEntries} entries (--mirror-max-entries) lets it keep`,
     );
     return new FeedProblem(`${problem}: bearer requests answer 503 until it fits`);
   }
 
   private takeSnapshotPage(page: SnapshotPage, continuing: SnapshotInProgress | null): PollOutcome {
-    const { knowledge, state, clock, log } = this.d;
+    const { knowledge, state, clock, log } = this.deps;
     // A vendor's feed fills every page of a snapshot but the last: a short one with more to come is not a feed.
     if (page.next !== null && page.received < PAGE_LIMIT)
       throw new FeedProblem(`a snapshot page of ${page.received} items announces more: implausible (pages are full but the last)`);
@@ -188,11 +188,11 @@ export class MirrorFollower {
     this.snapshot = null;
     const now = clock();
     state.replace(releases, page.cursor, now);
-    knowledge.load(state.load(this.d.of, now));
+    knowledge.load(state.load(this.deps.of, now));
     knowledge.noteOverflow(null);
-    this.d.onReplaced();
+    this.deps.onReplaced();
     log.info("mirror resynchronised from the vendor's snapshot", {
-      of: this.d.of,
+      of: this.deps.of,
       reason: escapeControl(page.reason, 20),
       entries: state.entries(),
       releaseControls: releases.length,
@@ -204,22 +204,22 @@ export class MirrorFollower {
   /** The vendor's lanes (for /health) and its license public keys, learnt and kept for a restart with the vendor away. */
   private async followSite(site: FeedSite | null): Promise<void> {
     if (site === null) return;
-    const { knowledge, keys, state, clock, log } = this.d;
+    const { knowledge, keys, state, clock, log } = this.deps;
     knowledge.noteVendorSite(site);
     const published = site.keys.filter((k) => keys.learnable(k.kid)).map(({ kid, spki }) => ({ kid, spki }));
     const { added, removed } = await keys.learn(published);
     if (added.length === 0 && removed.length === 0) return;
     state.setVendorKeys(published, clock());
-    if (removed.length > 0) this.d.onKeysRemoved();
-    log.info("mirror follows its vendor's public keys", { of: this.d.of, added, removed });
+    if (removed.length > 0) this.deps.onKeysRemoved();
+    log.info("mirror follows its vendor's public keys", { of: this.deps.of, added, removed });
   }
 
   /** The wait before the next poll: the interval after an answer, at once after a full page, else exponential backoff with jitter. */
   nextDelayMs(outcome: PollOutcome): number {
-    if (outcome.ok) return outcome.more ? PAGE_GAP_MS : this.d.pollMs;
-    const cap = Math.max(this.d.pollMs, Math.min(MAX_BACKOFF_MS, this.d.pollMs * 8));
-    const base = Math.min(cap, this.d.pollMs * 2 ** Math.min(this.failures - 1, 20));
-    return Math.round(base / 2 + this.d.random() * (base / 2));
+    if (outcome.ok) return outcome.more ? PAGE_GAP_MS : this.deps.pollMs;
+    const cap = Math.max(this.deps.pollMs, Math.min(MAX_BACKOFF_MS, this.deps.pollMs * 8));
+    const base = Math.min(cap, this.deps.pollMs * 2 ** Math.min(this.failures - 1, 20));
+    return Math.round(base / 2 + this.deps.random() * (base / 2));
   }
 
   /** Polls now, then on its own schedule until stop(). */
@@ -249,8 +249,8 @@ export class MirrorFollower {
           this.failures++;
           this.snapshot = null;
           const error = escapeControl(String((e as Error)?.message ?? e), 300);
-          this.d.knowledge.noteProblem(`the mirror's own records failed: ${error}`);
-          this.d.log.error("mirror follower failed", { error });
+          this.deps.knowledge.noteProblem(`the mirror's own records failed: ${error}`);
+          this.deps.log.error("mirror follower failed", { error });
           this.schedule(this.nextDelayMs({ ok: false, problem: "internal" }));
         },
       );

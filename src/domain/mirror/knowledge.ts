@@ -154,12 +154,12 @@ export class MirrorKnowledge implements EntitlementStatusSource {
     if (deactivated !== null && now < deactivated.validUntil) throw new KeyturnError("entitlement_revoked", "The installation was deactivated.", ids);
     const revoked = this.lookup.revocation("license", claims.lic);
     if (revoked !== null && now < revoked.validUntil) {
-      if (revoked.issuedBefore === null) throw new KeyturnError("license_revoked", "The license is revoked.", ids);
+      if (revoked.issuedBefore === null) throw new KeyturnError("license_revoked", "The licence is revoked.", ids);
       if (claims.iat * 1000 < revoked.issuedBefore)
-        throw new KeyturnError("license_revoked", "The token was issued before the license was reinstated. Refresh it at the vendor.", ids);
+        throw new KeyturnError("license_revoked", "The token was issued before the licence was reinstated. Refresh it at the vendor.", ids);
     }
     const expires = this.lookup.expiry(claims.lic);
-    if (expires !== null && expires <= now) throw new KeyturnError("license_expired", "The license is expired.", ids);
+    if (expires !== null && expires <= now) throw new KeyturnError("license_expired", "The licence is expired.", ids);
   }
 
   /** Whether check() refuses these claims now. */

@@ -4,8 +4,7 @@ import { readRegularFile } from "./files";
 import { ReleaseProblem } from "./problem";
 
 /**
- * A file of a release folder that one of the existing updaters' feeds serves (design.md "Feeds for
- * existing updaters"): named in the signed manifest with its size and SHA-256, checked by `release
+ * A file of a release folder that one of the existing updaters' feeds serves: named in the signed manifest with its size and SHA-256, checked by `release
  * sign`, `release check` and the scan like the installer, and hashed again each time it is served.
  */
 export interface FeedFile {

@@ -1,4 +1,4 @@
-import type { Variant } from "../../config/variants";
+import { isLane, type Variant } from "../../config/variants";
 import { KeyturnError } from "../errors";
 import type { FeedFile } from "./feed-files";
 import type { ReleaseHolder } from "./holder";
@@ -17,7 +17,7 @@ export interface FeedCaller {
 const OLDER_LISTED = 10;
 
 /**
- * The feeds for updaters vendors already use (design.md "Feeds for existing updaters"), decided
+ * The feeds for updaters vendors already use, decided
  * from the same index, controls and rollouts as the update path: which release each installation
  * is offered, and the facts each format needs. The formats themselves are in feed-formats.ts.
  */
@@ -32,8 +32,7 @@ export class FeedService {
 
   /** Checks product, channel and the licence's channels; the index once ready. */
   async lane(caller: FeedCaller, product: string | null, channel: string): Promise<ReleaseIndex> {
-    if ((product !== null && !this.variant.products.includes(product)) || !this.variant.channels.includes(channel))
-      throw new KeyturnError("not_found", "There is nothing at this address.");
+    if (!isLane(this.variant, product, channel)) throw new KeyturnError("not_found", "There is nothing at this address.");
     if (!caller.channels.includes(channel)) throw new KeyturnError("channel_not_allowed", `The entitlement does not include the ${channel} channel.`);
     return this.releases.ready();
   }
@@ -122,9 +121,7 @@ export class FeedService {
 
   /** The installer's path reading exactly its verified bytes; unavailable while it is being replaced. */
   installerPath(release: Release): string {
-    const path = this.releases.openInstaller(release);
-    if (path === null) throw new KeyturnError("unavailable", "The installer is being replaced; try again shortly.");
-    return path;
+    return this.releases.verifiedInstaller(release);
   }
 }
 

@@ -1,3 +1,4 @@
+import { KeyturnError } from "../errors";
 import type { Logger } from "../../config/log";
 import { dirname } from "node:path";
 import { knownOf, loadSnapshot, saveSnapshot, type LoadedSnapshot } from "./index-snapshot";
@@ -213,6 +214,16 @@ export class ReleaseHolder {
   /** A path reading exactly the verified bytes of the release's installer, or null (it changed: a re-scan is started). */
   openInstaller(release: Release): string | null {
     return this.rescanUnless(this.handles.open(release), release);
+  }
+
+  /**
+   * The path of the release's verified installer, or `unavailable` while it is being replaced: only
+   * bytes hashed to the manifest's sha256 are ever sent, read through the descriptor that was checked.
+   */
+  verifiedInstaller(release: Release): string {
+    const path = this.openInstaller(release);
+    if (path === null) throw new KeyturnError("unavailable", "The installer is being replaced; try again shortly.");
+    return path;
   }
 
   /** The verified installer's SHA-512 (base64), or null (it changed: a re-scan is started). */

@@ -1,4 +1,4 @@
-import type { Variant } from "../../config/variants";
+import { isLane, type Variant } from "../../config/variants";
 import type { AuditRecord, ReleaseControlOp, ReleaseControlRecord, ReleaseKey, Store } from "../../store/types";
 import type { Clock } from "../clock";
 import { KeyturnError } from "../errors";
@@ -18,9 +18,8 @@ export function placeOfLane(variant: Variant, lane: string): { product: string |
   const withProduct = variant.products.length > 0;
   if (parts.length !== (withProduct ? 3 : 2)) return null;
   const [product, channel, platform] = withProduct ? parts : [null, ...parts];
-  if (product !== null && !variant.products.includes(product!)) return null;
-  if (!variant.channels.includes(channel!) || !variant.platforms.includes(platform!)) return null;
-  return { product: product ?? null, channel: channel!, platform: platform! };
+  if (!channel || !platform || !isLane(variant, product ?? null, channel, platform)) return null;
+  return { product: product ?? null, channel, platform };
 }
 
 /** The controls of every release as one process last read them. */

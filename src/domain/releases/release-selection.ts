@@ -56,7 +56,7 @@ export interface ReleaseListing {
 }
 
 /**
- * Which release each installation is served (design.md "Staged rollouts"): in a lane, the newest
+ * Which release each installation is served: in a lane, the newest
  * live release that is not withdrawn and admits the installation (u < share, rollout.ts), else the
  * one before it, and so on.
  *

@@ -86,7 +86,7 @@ export async function removeWebhookEndpoint(d: AdminDeps, caller: AdminCaller, i
   requireScope(caller.principal, "webhooks:write");
   const endpointId = idParam(id, "id");
   if (!(await d.store.removeWebhookEndpoint(endpointId, adminAudit(d, caller, "webhook-remove"))))
-    throw new KeyturnError("not_found", `no webhook endpoint ${endpointId}`);
+    throw new KeyturnError("not_found", `No webhook endpoint ${endpointId}.`);
 }
 
 /**
@@ -113,7 +113,7 @@ export async function setWebhookEndpointEnabled(d: AdminDeps, caller: AdminCalle
   const endpointId = idParam(id, "id");
   const reason = enabled ? null : `disabled by ${caller.principal.tokenId ?? "cli"}`;
   if (!(await d.store.setWebhookEndpointEnabled(endpointId, enabled, reason, adminAudit(d, caller, enabled ? "webhook-enable" : "webhook-disable"))))
-    throw new KeyturnError("not_found", `no webhook endpoint ${endpointId}`);
+    throw new KeyturnError("not_found", `No webhook endpoint ${endpointId}.`);
   return endpointView((await d.store.getWebhookEndpoint(endpointId))!);
 }
 
@@ -127,7 +127,7 @@ export async function listDeliveries(d: AdminDeps, caller: AdminCaller, input: u
   const o = readObject(input ?? {}, ["endpoint", "status", "cursor", "limit"], "query");
   const endpointId = o.endpoint === undefined ? undefined : idParam(o.endpoint, "endpoint");
   const status = o.status as DeliveryStatus | undefined;
-  if (status !== undefined && !STATUSES.includes(status)) throw new KeyturnError("invalid_request", `status must be one of ${STATUSES.join(", ")}`);
+  if (status !== undefined && !STATUSES.includes(status)) throw new KeyturnError("invalid_request", `status must be one of ${STATUSES.join(", ")}.`);
   const bound = { endpoint: endpointId, status };
   const after = decodeCursor(o.cursor, bound, isDeliveryPosition);
   const limit = pageLimit(o.limit, 50, 200);
@@ -142,7 +142,7 @@ export async function showDelivery(d: AdminDeps, caller: AdminCaller, id: unknow
   requireScope(caller.principal, "webhooks:read");
   const deliveryId = idParam(id, "id");
   const delivery = await d.store.getDelivery(deliveryId);
-  if (!delivery) throw new KeyturnError("not_found", `no delivery ${deliveryId}`);
+  if (!delivery) throw new KeyturnError("not_found", `No delivery ${deliveryId}.`);
   const attempts = await d.store.listAttempts(deliveryId);
   await auditRead(d, caller, "delivery-show");
   return {
@@ -159,8 +159,8 @@ export async function retryDelivery(d: AdminDeps, caller: AdminCaller, id: unkno
   requireScope(caller.principal, "webhooks:write");
   const deliveryId = idParam(id, "id");
   const delivery = await d.store.getDelivery(deliveryId);
-  if (!delivery) throw new KeyturnError("not_found", `no delivery ${deliveryId}`);
+  if (!delivery) throw new KeyturnError("not_found", `No delivery ${deliveryId}.`);
   if (!(await d.store.retryDelivery(deliveryId, d.clock(), adminAudit(d, caller, "webhook-retry"))))
-    throw new KeyturnError("invalid_request", `delivery ${deliveryId} was delivered already`);
+    throw new KeyturnError("invalid_request", `Delivery ${deliveryId} was delivered already.`);
   return deliveryView((await d.store.getDelivery(deliveryId))!);
 }

@@ -1,6 +1,6 @@
 import { actorOf } from "../../domain/admin/deps";
 import type { Licensing } from "../../domain/licensing";
-import { answerOfflineRequest } from "../../domain/offline-activation";
+import { answerOfflineRequest, OfflineAnswerModel } from "../../domain/offline-activation";
 import * as S from "../admin-schemas";
 import { endpoint, type Endpoint } from "../endpoint";
 import { json } from "../respond";
@@ -18,11 +18,11 @@ export function adminOfflineEndpoints(licensing: Licensing): Endpoint[] {
       querySchema: S.NoQuery,
       // An activation like any: its line (ok or refused) is `activate`, naming the admin token as actor.
       audit: "activate",
-      body: S.AdminOfflineActivationBody,
+      body: OfflineAnswerModel,
       answer: S.AdminOfflineActivationAnswer,
       errors: [...ADMIN_ERRORS, ...BODY_ERRORS, "license_unknown", ...LICENSE_STATE_ERRORS, "seat_limit", "licensing_unavailable"],
       handler: async ({ body, admin: caller, context }) => {
-        const done = await answerOfflineRequest(licensing, body.code, body.key, { address: context.address, actor: actorOf(caller.principal) });
+        const done = await answerOfflineRequest(licensing, body, { address: context.address, actor: actorOf(caller.principal) });
         return json({ ok: true, ...done });
       },
     }),

@@ -8,7 +8,7 @@ import { PENDING_SIGN_IN_MS } from "../../domain/console-sessions";
 import { KeyturnError } from "../../domain/errors";
 import type { ConsoleOpenId } from "../../domain/identity/console-sign-in";
 import { endpoint, type Endpoint } from "../endpoint";
-import { pendingCookie, queryParams, refusalPage, setPendingCookie, setSessionCookie, WEB_HEADERS } from "../web";
+import { pendingCookie, setPendingCookie, setSessionCookie, WEB_HEADERS } from "../web";
 /** The issuer sends the browser back here; register `<--base-url>/console/oidc/callback` as the client's redirect URI. */
 const CALLBACK = "/console/oidc/callback";
 
@@ -19,9 +19,9 @@ const CALLBACK = "/console/oidc/callback";
  * console by itself: a redirect at the end of the issuer's cross-site chain would not carry the
  * SameSite=Strict session cookie.
  */
-export function consoleOpenIdEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOpenId): Endpoint[] {
+export function consoleOpenIdEndpoints(deps: ConsoleDeps, audit: Audit, openId: ConsoleOpenId): Endpoint[] {
   // From --base-url, not the request: behind a TLS proxy the request says http:// and the upstream address.
-  const callbackUri = absoluteUrl(d.site, CALLBACK);
+  const callbackUri = absoluteUrl(deps.site, CALLBACK);
   return [
     endpoint({
       method: "GET",
@@ -31,14 +31,11 @@ export function consoleOpenIdEndpoints(d: ConsoleDeps, audit: Audit, openId: Con
       auth: "none",
       budget: "console",
       audit: "console-sign-in",
+      page: { back: SIGN_IN },
       errors: [],
-      handler: async ({ context }) => {
-        try {
-          const { url, state } = await openId.start(callbackUri);
-          return new Response(null, { status: 303, headers: { ...WEB_HEADERS, location: url, "set-cookie": setPendingCookie(d.site, state, PENDING_SIGN_IN_MS / 1000) } });
-        } catch (e) {
-          return refusalPage(audit, "console-sign-in", context.address, e, SIGN_IN);
-        }
+      handler: async () => {
+        const { url, state } = await openId.start(callbackUri);
+        return new Response(null, { status: 303, headers: { ...WEB_HEADERS, location: url, "set-cookie": setPendingCookie(deps.site, state, PENDING_SIGN_IN_MS / 1000) } });
       },
     }),
     endpoint({
@@ -49,25 +46,22 @@ export function consoleOpenIdEndpoints(d: ConsoleDeps, audit: Audit, openId: Con
       auth: "none",
       budget: "console",
       audit: "console-sign-in",
+      page: { back: SIGN_IN },
       errors: [],
       handler: async (call) => {
         const { query, context } = call;
-        try {
-          const q = queryParams(query);
-          const state = q.get("state");
-          if (state === null || state !== (await pendingCookie(call, d.site)))
-            throw new KeyturnError("challenge_unknown", "This sign-in was not started in this browser: start it again.");
-          if (q.get("error")) throw new KeyturnError("token_invalid", `The issuer refused the sign-in (${q.get("error")!.slice(0, 100)}).`);
-          const { secret, session } = await openId.finish(state, q.get("code"), callbackUri);
-          await audit.ok("console-sign-in", { ...context, actor: sessionActor(session) }, {});
-          const page = plainPage("Signed in", html`<meta http-equiv="refresh" content="0;url=/console/"><p>Signed in as ${session.name}. <a href="/console/">Open the console</a></p>`);
-          const headers = new Headers({ ...WEB_HEADERS, "content-type": "text/html;charset=utf-8" });
-          headers.append("set-cookie", setSessionCookie(d.site, "console", secret, (session.expires - d.clock()) / 1000));
-          headers.append("set-cookie", setPendingCookie(d.site, null));
-          return new Response(page.text, { status: 200, headers });
-        } catch (e) {
-          return refusalPage(audit, "console-sign-in", context.address, e, SIGN_IN);
-        }
+        const q = new URLSearchParams(query);
+        const state = q.get("state");
+        if (state === null || state !== (await pendingCookie(call, deps.site)))
+          throw new KeyturnError("challenge_unknown", "This sign-in was not started in this browser: start it again.");
+        if (q.get("error")) throw new KeyturnError("token_invalid", `The issuer refused the sign-in (${q.get("error")!.slice(0, 100)}).`);
+        const { secret, session } = await openId.finish(state, q.get("code"), callbackUri);
+        await audit.ok("console-sign-in", { ...context, actor: sessionActor(session) }, {});
+        const page = plainPage("Signed in", html`<meta http-equiv="refresh" content="0;url=/console/"><p>Signed in as ${session.name}. <a href="/console/">Open the console</a></p>`);
+        const headers = new Headers({ ...WEB_HEADERS, "content-type": "text/html;charset=utf-8" });
+        headers.append("set-cookie", setSessionCookie(deps.site, "console", secret, (session.expires - deps.clock()) / 1000));
+        headers.append("set-cookie", setPendingCookie(deps.site, null));
+        return new Response(page.text, { status: 200, headers });
       },
     }),
   ];

@@ -2,13 +2,11 @@ import { Type } from "@sinclair/typebox";
 import type { ConsoleDeps } from "../../console/deps";
 import { endSessionAction, SESSIONS, sessionsPage } from "../../console/pages/sessions";
 import { endConsoleSession, listConsoleSessions } from "../../domain/admin/console-sessions";
-import type { Audit } from "../../domain/audit";
-import type { ConsoleOpenId } from "../../domain/identity/console-sign-in";
 import * as S from "../admin-schemas";
 import { endpoint, type Endpoint, type ParamDoc } from "../endpoint";
 import { json } from "../respond";
 import { queryParams } from "../web";
-import { consolePageEndpoint } from "./console";
+import { consolePage } from "./console";
 import { ADMIN_ERRORS } from "./shared";
 
 const SESSION_ID: ParamDoc = { name: "id", description: "The console session's id (cs_…), as the list gives it" };
@@ -35,8 +33,7 @@ const ConsoleSessionEnded = Type.Object({ ok: Type.Literal(true), session: Conso
  * The console sessions open now and ending one: under /admin (scope admin) and as a console page
  * (`/console/sessions`, a session holding admin). Ending a session signs it out at its next request.
  */
-export function consoleSessionEndpoints(d: ConsoleDeps, audit: Audit, openId: ConsoleOpenId | null): Endpoint[] {
-  const web = consolePageEndpoint(d, audit, openId);
+export function adminConsoleSessionEndpoints(deps: ConsoleDeps): Endpoint[] {
   return [
     endpoint({
       method: "GET",
@@ -48,7 +45,7 @@ export function consoleSessionEndpoints(d: ConsoleDeps, audit: Audit, openId: Co
       querySchema: S.NoQuery,
       answer: ConsoleSessionList,
       errors: [...ADMIN_ERRORS],
-      handler: async ({ admin: caller }) => json({ ok: true, sessions: await listConsoleSessions(d.admin, d.sessions, caller) }),
+      handler: async ({ admin: caller }) => json({ ok: true, sessions: await listConsoleSessions(deps.admin, deps.sessions, caller) }),
     }),
     endpoint({
       method: "POST",
@@ -61,11 +58,18 @@ export function consoleSessionEndpoints(d: ConsoleDeps, audit: Audit, openId: Co
       params: [SESSION_ID],
       answer: ConsoleSessionEnded,
       errors: [...ADMIN_ERRORS, "not_found"],
-      handler: async ({ params, admin: caller }) => json({ ok: true, session: await endConsoleSession(d.admin, d.sessions, caller, params.id) }),
+      handler: async ({ params, admin: caller }) => json({ ok: true, session: await endConsoleSession(deps.admin, deps.sessions, caller, params.id) }),
     }),
-    web("GET", SESSIONS, "The console sessions open now, each with a button that ends it", "console-session-list", (p) =>
-      sessionsPage(d, p.session, p.address, queryParams(p.call.query)),
+  ];
+}
+
+/** The console's page of them: `/console/sessions`, for a session holding admin. */
+export function consoleSessionPages(deps: ConsoleDeps): Endpoint[] {
+  const page = consolePage;
+  return [
+    page("GET", SESSIONS, "The console sessions open now, each with a button that ends it", "console-session-list", (p) =>
+      sessionsPage(deps, p.session, p.address, queryParams(p.call.query)),
     ),
-    web("POST", `${SESSIONS}/{id}/end`, "End a console session", "console-session-end", (p) => endSessionAction(d, p.session, p.address, p.param("id"))),
+    page("POST", `${SESSIONS}/{id}/end`, "End a console session", "console-session-end", (p) => endSessionAction(deps, p.session, p.address, p.params.id)),
   ];
 }

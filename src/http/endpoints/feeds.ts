@@ -1,4 +1,4 @@
-import type { AdoptionRecorder } from "../../domain/adoption";
+import { isLane } from "../../config/variants";
 import { KeyturnError } from "../../domain/errors";
 import { isoTime } from "../../domain/clock";
 import {
@@ -41,11 +41,11 @@ const FEED_ERRORS = [...BEARER_ERRORS, "channel_not_allowed", "not_found"] as co
 const RELEASE_ERRORS = ["no_release", "unavailable"] as const;
 
 /**
- * The feeds of the updaters vendors already use (design.md "Feeds for existing updaters"), under
+ * The feeds of the updaters vendors already use, under
  * /feeds: electron-updater's generic provider, Tauri v2, Sparkle and Velopack. Each needs the
  * entitlement token and answers from the same index, controls and rollouts as the update path.
  */
-export function feedEndpoints(feeds: FeedService, adoption: AdoptionRecorder): Endpoint[] {
+export function feedEndpoints(feeds: FeedService): Endpoint[] {
   const v = feeds.variant;
   const withProduct = v.products.length > 0;
   const productParam: ParamDoc[] = withProduct ? [{ name: "product", description: "A product of this variant", values: v.products }] : [];
@@ -90,7 +90,7 @@ export function feedEndpoints(feeds: FeedService, adoption: AdoptionRecorder): E
       "304": NOT_MODIFIED,
     },
     errors: [...FEED_ERRORS, ...RELEASE_ERRORS, "range_not_satisfiable"],
-    handler: async ({ request, params: p, principal }) => {
+    handler: async ({ request, params: p, principal, sightedOn }) => {
       const { product, channel } = laneOf(p);
       const file = p.file ?? "";
       const caller = callerOf(principal);
@@ -99,7 +99,7 @@ export function feedEndpoints(feeds: FeedService, adoption: AdoptionRecorder): E
       if (platforms) {
         const served = await feeds.servedCascading(index, caller, product, channel, platforms);
         const newest = served[0]!;
-        adoption.seen(principal.claims.sub, laneName(product, newest.manifest.channel, newest.manifest.platform));
+        sightedOn(laneName(product, newest.manifest.channel, newest.manifest.platform));
         const yaml = electronYaml({
           version: newest.manifest.version,
           files: served.map((r) => ({ url: r.manifest.installer, sha512: feeds.sha512(r), size: r.manifest.size })),
@@ -143,16 +143,16 @@ export function feedEndpoints(feeds: FeedService, adoption: AdoptionRecorder): E
       "304": NOT_MODIFIED,
     },
     errors: [...FEED_ERRORS, ...RELEASE_ERRORS, "invalid_request"],
-    handler: async ({ request, params: p, principal }) => {
+    handler: async ({ request, params: p, principal, sightedOn }) => {
       const { product, channel } = laneOf(p);
       const caller = callerOf(principal);
       const index = await feeds.lane(caller, product, channel);
       const platform = tauriPlatform(p.target ?? "", p.arch ?? "");
-      if (platform === null || !v.platforms.includes(platform)) throw new KeyturnError("not_found", "There is nothing at this address.");
+      if (platform === null || !isLane(v, product, channel, platform)) throw new KeyturnError("not_found", "There is nothing at this address.");
       const current = VERSION.exec(p.current_version ?? "");
-      if (!current) throw new KeyturnError("invalid_request", "current_version must be a version like 1.4.2");
+      if (!current) throw new KeyturnError("invalid_request", "current_version must be a version like 1.4.2.");
       const served = await feeds.served(index, caller, product, channel, platform);
-      adoption.seen(principal.claims.sub, laneName(product, channel, platform));
+      sightedOn(laneName(product, channel, platform));
       const signature = served.manifest.feeds?.tauri?.signature;
       if (!signature || compareVersions(served.manifest.version, current[1]!) <= 0) return new Response(null, { status: 204 });
       const text = new TextDecoder().decode(feeds.feedFile(served, signature));
@@ -174,14 +174,14 @@ export function feedEndpoints(feeds: FeedService, adoption: AdoptionRecorder): E
       "304": NOT_MODIFIED,
     },
     errors: [...FEED_ERRORS],
-    handler: async ({ request, params: p, principal }) => {
+    handler: async ({ request, params: p, principal, sightedOn }) => {
       const { product, channel } = laneOf(p);
       const caller = callerOf(principal);
       const platforms = macPlatforms(v.platforms);
       if (platforms.length === 0) throw new KeyturnError("not_found", "This site has no macOS platform (--platforms).");
       const index = await feeds.lane(caller, product, channel);
       const listed = await feeds.listed(index, caller, product, channel, platforms, (r) => r.manifest.feeds?.sparkle !== undefined);
-      if (listed[0]) adoption.seen(principal.claims.sub, laneName(product, channel, listed[0].manifest.platform));
+      if (listed[0]) sightedOn(laneName(product, channel, listed[0].manifest.platform));
       const items = listed.map((r) => {
         const s = r.manifest.feeds!.sparkle!;
         return { release: r, url: updateUrl(r), edSignature: s.edSignature, bundleVersion: s.bundleVersion ?? r.manifest.version, notes: notesOf(r) };
@@ -203,7 +203,7 @@ export function feedEndpoints(feeds: FeedService, adoption: AdoptionRecorder): E
       "304": NOT_MODIFIED,
     },
     errors: [...FEED_ERRORS],
-    handler: async ({ request, params: p, principal }) => {
+    handler: async ({ request, params: p, principal, sightedOn }) => {
       const { product, channel } = laneOf(p);
       const caller = callerOf(principal);
       const os = VELOPACK_FILE.exec(p.file ?? "");
@@ -211,7 +211,7 @@ export function feedEndpoints(feeds: FeedService, adoption: AdoptionRecorder): E
       if (platforms.length === 0) throw new KeyturnError("not_found", "There is nothing at this address.");
       const index = await feeds.lane(caller, product, channel);
       const listed = await feeds.listed(index, caller, product, channel, platforms, (r) => r.manifest.feeds?.velopack !== undefined);
-      if (listed[0]) adoption.seen(principal.claims.sub, laneName(product, channel, listed[0].manifest.platform));
+      if (listed[0]) sightedOn(laneName(product, channel, listed[0].manifest.platform));
       const assets = listed.map((r) => ({ ...r.manifest.feeds!.velopack!, release: r, url: updateUrl(r), notes: notesOf(r) }));
       return feedDocument(request, velopackJson(assets), "application/json");
     },

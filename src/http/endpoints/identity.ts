@@ -1,8 +1,7 @@
-import type { StaffSignIn } from "../../domain/identity/staff-sign-in";
+import { ChallengeModel, ExchangeModel, type StaffSignIn } from "../../domain/identity/staff-sign-in";
 import * as A from "../answer-schemas";
 import { endpoint, type Endpoint } from "../endpoint";
 import { json } from "../respond";
-import { ChallengeBody, ExchangeBody } from "../schemas";
 import { BODY_ERRORS, LICENSE_STATE_ERRORS, NO_STORE } from "./shared";
 
 const SIGN_IN_ERRORS = [
@@ -38,10 +37,10 @@ export function identityEndpoints(staffSignIn: StaffSignIn): Endpoint[] {
       budget: "signin",
       audit: "challenge",
       precondition: () => void staffSignIn.requireEnabled(),
-      body: ChallengeBody,
+      body: ChallengeModel,
       answer: A.ChallengeAnswer,
       errors: [...BODY_ERRORS, "identity_disabled"],
-      handler: async ({ body }) => json({ ok: true, ...(await staffSignIn.challenge(body.device)) }, 200, NO_STORE),
+      handler: async ({ body }) => json({ ok: true, ...(await staffSignIn.challenge(body)) }, 200, NO_STORE),
     }),
     endpoint({
       method: "POST",
@@ -51,10 +50,10 @@ export function identityEndpoints(staffSignIn: StaffSignIn): Endpoint[] {
       budget: "signin",
       audit: "sign-in",
       precondition: () => void staffSignIn.requireEnabled(),
-      body: ExchangeBody,
+      body: ExchangeModel,
       answer: A.ActivationAnswer,
       errors: [...BODY_ERRORS, ...SIGN_IN_ERRORS, ...LICENSE_STATE_ERRORS, "seat_limit", "licensing_unavailable"],
-      handler: async ({ body, context }) => json({ ok: true, ...(await staffSignIn.exchange(body.id_token, body.device, context)) }, 200, NO_STORE),
+      handler: async ({ body, context }) => json({ ok: true, ...(await staffSignIn.exchange(body, context)) }, 200, NO_STORE),
     }),
   ];
 }

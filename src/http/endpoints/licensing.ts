@@ -1,8 +1,7 @@
-import type { Licensing } from "../../domain/licensing";
+import { ActivateModel, RefreshModel, type Licensing } from "../../domain/licensing";
 import * as A from "../answer-schemas";
 import { endpoint, type Endpoint } from "../endpoint";
 import { json } from "../respond";
-import { ActivateBody, RefreshBody } from "../schemas";
 import { BEARER_ERRORS, BODY_ERRORS, LICENSE_STATE_ERRORS, NO_STORE } from "./shared";
 
 /** POST /licenses/activate and the /entitlements endpoints. */
@@ -15,10 +14,10 @@ export function licensingEndpoints(licensing: Licensing): Endpoint[] {
       auth: "none",
       budget: "signin",
       audit: "activate",
-      body: ActivateBody,
+      body: ActivateModel,
       answer: A.ActivationAnswer,
       errors: [...BODY_ERRORS, "license_unknown", ...LICENSE_STATE_ERRORS, "seat_limit", "licensing_unavailable"],
-      handler: async ({ body, context }) => json({ ok: true, ...(await licensing.activate(body.key, body.device, context)) }, 200, NO_STORE),
+      handler: async ({ body, context }) => json({ ok: true, ...(await licensing.activate(body, context)) }, 200, NO_STORE),
     }),
     endpoint({
       method: "GET",
@@ -38,7 +37,7 @@ export function licensingEndpoints(licensing: Licensing): Endpoint[] {
       auth: "entitlement",
       budget: "api",
       audit: "refresh",
-      body: RefreshBody,
+      body: RefreshModel,
       answer: A.ActivationAnswer,
       errors: [...BEARER_ERRORS, ...BODY_ERRORS, ...LICENSE_STATE_ERRORS, "device_mismatch", "licensing_unavailable"],
       handler: async ({ principal, body, context }) => json({ ok: true, ...(await licensing.refresh(principal, body.device, context)) }, 200, NO_STORE),

@@ -1,6 +1,6 @@
+import { Type } from "@sinclair/typebox";
 import type { Variant } from "../../config/variants";
 import { KeyturnError } from "../../domain/errors";
-import type { AdoptionRecorder } from "../../domain/adoption";
 import type { ReleaseHolder } from "../../domain/releases/holder";
 import { laneName } from "../../domain/releases/release-controls";
 import type { ReleaseSelection } from "../../domain/releases/release-selection";
@@ -11,6 +11,19 @@ import { serveBytes, serveFile } from "../file-serving";
 import { BEARER_ERRORS } from "./shared";
 
 const FILE_HEADERS = ["ETag", "Cache-Control", "Accept-Ranges"];
+
+/** The update path's query: `version`, and whatever an updater adds of its own (a cache buster), ignored. */
+const UpdateQuery = Type.Object(
+  {
+    version: Type.Optional(
+      Type.String({
+        description:
+          "With the manifest or its .sig: that release's, when this installation may install it (the address GET /releases gives each release); not used with an installer",
+      }),
+    ),
+  },
+  { additionalProperties: true },
+);
 
 /** The documented answers of the update files beyond refusals. */
 const UPDATE_ANSWERS: Record<string, ExtraAnswer> = {
@@ -40,7 +53,7 @@ const UPDATE_ANSWERS: Record<string, ExtraAnswer> = {
  * Files are found in the release index by exact name, never by joining the URL onto a path, so no
  * request can reach a file outside the tree.
  */
-export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: ReleaseSelection, adoption: AdoptionRecorder): Endpoint[] {
+export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: ReleaseSelection): Endpoint[] {
   const withProduct = v.products.length > 0;
   const sigFile = `${v.manifestFile}.sig`;
   const params: ParamDoc[] = [
@@ -61,20 +74,14 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
       budget: "api",
       audit: "update",
       params,
-      query: [{ name: "version", description: "With the manifest or its .sig: that release's, when this installation may install it (the address GET /releases gives each release); not used with an installer" }],
+      querySchema: UpdateQuery,
       answers: UPDATE_ANSWERS,
       errors: [...BEARER_ERRORS, "channel_not_allowed", "no_release", "not_found", "range_not_satisfiable", "unavailable"],
-      handler: async ({ request, params: p, query, principal }) => {
+      handler: async ({ request, params: p, queryValues, principal, sightedOn }) => {
+        // The product, channel and platform are among their declared values (the lifecycle refused others).
+        const { channel, platform, file } = p;
         const product = withProduct ? (p.product ?? "") : null;
-        const channel = p.channel ?? "";
-        const platform = p.platform ?? "";
-        const file = p.file ?? "";
-        const known =
-          (product === null || v.products.includes(product)) &&
-          v.channels.includes(channel) &&
-          v.platforms.includes(platform) &&
-          (file === v.manifestFile || file === sigFile || isInstallerName(file));
-        if (!known) throw new KeyturnError("not_found", "There is nothing at this address.");
+        if (file !== v.manifestFile && file !== sigFile && !isInstallerName(file)) throw new KeyturnError("not_found", "There is nothing at this address.");
         if (!principal.claims.chn.includes(channel))
           throw new KeyturnError("channel_not_allowed", `The entitlement does not include the ${channel} channel.`);
 
@@ -85,8 +92,8 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
           if (releases.verifying(product, channel, platform)) throw new KeyturnError("unavailable", "The release is being verified; try again shortly.");
           throw new KeyturnError("no_release", `Nothing has been released on ${laneName(product, channel, platform)}.`);
         }
-        const version = file === v.manifestFile || file === sigFile ? new URLSearchParams(query).get("version") : null;
-        if (version !== null) {
+        const version = file === v.manifestFile || file === sigFile ? queryValues.version : undefined;
+        if (version !== undefined) {
           // An older release's own manifest: only one this installation could install (not withdrawn, not ahead of its rollout).
           const named = index.releasesOf(product, channel, platform).find((r) => r.manifest.version === version);
           const release = named && (await selection.installerAllowed(index, who, named)) ? index.withBytes(named) : null;
@@ -95,7 +102,7 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
           return serveBytes(request, release.manifestBytes, release.manifestEtag, "application/json");
         }
         if (file === v.manifestFile) {
-          adoption.seen(principal.claims.sub, laneName(product, channel, platform));
+          sightedOn(laneName(product, channel, platform));
           return serveBytes(request, served.manifestBytes, served.manifestEtag, "application/json");
         }
         if (file === sigFile) return serveBytes(request, served.signatureBytes, served.signatureEtag, "application/jose");
@@ -103,10 +110,7 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
         // The installer of the release served to this installation, or of an older one not withdrawn.
         const release = index.installer(product, channel, platform, file);
         if (!release || !(await selection.installerAllowed(index, who, release))) throw new KeyturnError("not_found", "There is nothing at this address.");
-        // Only bytes hashed to the manifest's sha256 are sent, read through the descriptor that was checked.
-        const verified = releases.openInstaller(release);
-        if (verified === null) throw new KeyturnError("unavailable", "The installer is being replaced; try again shortly.");
-        return serveFile(request, verified, release.manifest.size, installerEtag(release), release.manifest.installer);
+        return serveFile(request, releases.verifiedInstaller(release), release.manifest.size, installerEtag(release), release.manifest.installer);
       },
     }),
   ];

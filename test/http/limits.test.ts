@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import net from "node:net";
+import { startTransport, type Transport } from "../../src/cli/transport";
+import { silentLogger } from "../../src/config/log";
+import { MAX_JSON_BODY } from "../../src/http/body";
+import { MAX_URL_BYTES } from "../../src/http/front-door";
+import { device, testSite, type TestSite } from "../helpers";
+
+// design.md: "413 payload_too_large (JSON bodies over 16 KiB)". Issue: "header and URL sizes,
+// request timeouts against slow clients".
+
+let site: TestSite;
+let transport: Transport;
+let port: number;
+
+beforeAll(async () => {
+  site = await testSite("gamma", { settings: { "idle-timeout": "1s" } });
+  transport = startTransport({ ...site.composed.config, port: 0 }, (request) => site.app.handle(request), silentLogger);
+  port = Number(new URL(transport.url).port);
+});
+afterAll(async () => {
+  await transport.stop(1000);
+  await site.close();
+});
+
+/** Sends raw bytes, returns what the server answered before it closed (or `timeoutMs` passed). */
+function raw(text: string, opts: { holdOpenMs?: number } = {}): Promise<{ head: string; body: string; closedAfterMs: number }> {
+  return new Promise((resolve) => {
+    const started = performance.now();
+    const socket = net.connect(port, "127.0.0.1", () => socket.write(text));
+    let buf = "";
+    const done = () => {
+      const [head = "", body = ""] = buf.split("\r\n\r\n");
+      resolve({ head, body, closedAfterMs: performance.now() - started });
+    };
+    socket.on("data", (d) => (buf += d));
+    socket.on("close", done);
+    socket.on("error", () => {});
+    setTimeout(() => socket.destroy(), opts.holdOpenMs ?? 5000);
+  });
+}
+
+describe("size limits", () => {
+  test("a path and query over 8 KiB: 400 with the error body", async () => {
+    const long = await site.request("GET", `/meta?pad=${"a".repeat(MAX_URL_BYTES)}`);
+    expect(long.status).toBe(400);
+    expect(await long.json()).toMatchObject({ ok: false, error: "invalid_request", message: "The path and query are limited to 8192 bytes." });
+    expect((await site.request("GET", `/meta?pad=${"a".repeat(MAX_URL_BYTES - 20)}`)).status).toBe(200);
+  });
+
+  test("JSON bodies over 16 KiB: 413 payload_too_large, declared or streamed", async () => {
+    const big = JSON.stringify({ key: "k".repeat(MAX_JSON_BODY), device: device("gamma") });
+    const declared = await site.request("POST", "/licenses/activate", { body: big });
+    expect(declared.status).toBe(413);
+    expect(await declared.json()).toMatchObject({ error: "payload_too_large" });
+    // Streamed without a length: refused once 16 KiB have arrived, without reading the rest.
+    let pulled = 0;
+    const stream = new ReadableStream({
+      pull(c) {
+        pulled += 4096;
+        c.enqueue(new Uint8Array(4096).fill(32));
+      },
+    });
+    const r = await site.app.handle(
+      new Request("http://localhost/api/v1/licenses/activate", { method: "POST", headers: { "content-type": "application/json" }, body: stream, duplex: "half" } as RequestInit),
+    );
+    expect(r.status).toBe(413);
+    expect(pulled).toBeLessThan(MAX_JSON_BODY + 3 * 4096);
+  });
+
+  test("over the socket: the same 413 error body, and the runtime's own limits beyond", async () => {
+    const body = "x".repeat(MAX_JSON_BODY + 1);
+    const over = await raw(`POST /api/v1/licenses/activate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+    expect(over.head).toStartWith("HTTP/1.1 413");
+    expect(JSON.parse(over.body)).toMatchObject({ ok: false, error: "payload_too_large" });
+    // A 100 KB declared body still gets keyturn's own answer, without being read…
+    const large = await raw(`POST /api/v1/licenses/activate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100000\r\nConnection: close\r\n\r\n`);
+    expect(large.head).toStartWith("HTTP/1.1 413");
+    expect(JSON.parse(large.body)).toMatchObject({ ok: false, error: "payload_too_large" });
+    // …and beyond 8 MiB declared, Bun refuses before keyturn sees the request.
+    const absurd = await raw(`POST /api/v1/licenses/activate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n`);
+    expect(absurd.head).toStartWith("HTTP/1.1 413");
+    // Request line and headers together over 16 KiB: Bun answers 431 itself.
+    const headers = await raw(`GET /api/v1/meta HTTP/1.1\r\nHost: localhost\r\nX-Pad: ${"p".repeat(20_000)}\r\nConnection: close\r\n\r\n`);
+    expect(headers.head).toStartWith("HTTP/1.1 431");
+  });
+});
+
+describe("slow clients", () => {
+  // Bun checks idle timeouts every few seconds; this test takes about 4 s with --idle-timeout 1s.
+  test("a request whose body stalls is cut off after the idle timeout", async () => {
+    const stalled = await raw(`POST /api/v1/licenses/activate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"key":`, { holdOpenMs: 15_000 });
+    expect(stalled.closedAfterMs).toBeLessThan(8_000);
+    expect(stalled.head).not.toStartWith("HTTP/1.1 200");
+  });
+});

@@ -1,0 +1,25 @@
+import { rmSync } from "node:fs";
+import { openSqliteStore } from "../../src/store/sqlite";
+import { tempDir } from "../helpers";
+import { adminStoreSuite } from "./store-admin.suite";
+import { storeSuite } from "./store.suite";
+
+storeSuite("SQLite", {
+  async fresh() {
+    const dir = tempDir();
+    return {
+      open: async () => openSqliteStore(dir),
+      drop: async () => rmSync(dir, { recursive: true, force: true }),
+    };
+  },
+});
+
+adminStoreSuite("SQLite", {
+  async fresh() {
+    const dir = tempDir();
+    return {
+      open: async () => openSqliteStore(dir),
+      drop: async () => rmSync(dir, { recursive: true, force: true }),
+    };
+  },
+});
