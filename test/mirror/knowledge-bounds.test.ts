@@ -58,7 +58,7 @@ describe("a licence's revocation stands for its deactivated installations", () =
       expect(await m.follower.pollOnce()).toEqual({ ok: true, applied: 2, more: false });
       // One entry for lic_a where there were three (and a fourth came while it was revoked), and act_b1's.
       expect((await health(m)).mirror.entries).toBe(2);
-      for (const a of ["act_a1", "act_a4", "act_a9"]) expect(await refusal(await m.get(manifest, token(a, "lic_a")))).toBe("license_revoked: The license is revoked.");
+      for (const a of ["act_a1", "act_a4", "act_a9"]) expect(await refusal(await m.get(manifest, token(a, "lic_a")))).toBe("license_revoked: The licence is revoked.");
       expect(await refusal(await m.get(manifest, token("act_b1", "lic_b")))).toStartWith("entitlement_revoked");
 
       // Reinstated an hour later: which of lic_a's installations were deactivated is not kept, so
@@ -68,7 +68,7 @@ describe("a licence's revocation stands for its deactivated installations", () =
       m.clock.advance(2 * 3_600_000);
       expect((await m.follower.pollOnce()).ok).toBe(true);
       expect(await refusal(await m.get(manifest, token("act_a1", "lic_a")))).toBe(
-        "license_revoked: The token was issued before the license was reinstated. Refresh it at the vendor.",
+        "license_revoked: The token was issued before the licence was reinstated. Refresh it at the vendor.",
       );
       expect((await m.get(manifest, token("act_a5", "lic_a", m.clock()))).status).toBe(200);
       expect((await health(m)).mirror.entries).toBe(2);
