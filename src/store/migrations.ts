@@ -542,4 +542,44 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX console_sessions_by_expiry ON console_sessions(expires);
     `,
   },
+  {
+    version: 12,
+    name: "stats counted a slice at a time: rollout buckets stored once, indexes for the day counts and expiries",
+    // GET /admin/stats hashed every installation of a lane once per ramping release on each request
+    // (issue 34). An installation's bucket for a release never changes (src/domain/releases/rollout.ts),
+    // so it is stored the first time it is counted and compared in SQL afterwards; releases are
+    // numbered so a bucket row holds two integers and an id, not the lane and version again.
+    sqlite: `
+      CREATE TABLE rollout_releases (
+        no INTEGER PRIMARY KEY,
+        lane TEXT NOT NULL,
+        version TEXT NOT NULL,
+        UNIQUE (lane, version)
+      ) STRICT;
+      CREATE TABLE rollout_buckets (
+        release_no INTEGER NOT NULL,
+        activation_id TEXT NOT NULL,
+        bucket INTEGER NOT NULL,
+        PRIMARY KEY (release_no, activation_id)
+      ) STRICT, WITHOUT ROWID;
+      CREATE INDEX audit_activations_by_time ON audit(time, outcome, error) WHERE action IN ('activate', 'sign-in');
+      CREATE INDEX licenses_expiring ON licenses(expires, id) WHERE kind = 'license' AND revoked IS NULL;
+    `,
+    postgres: `
+      CREATE TABLE rollout_releases (
+        no BIGSERIAL PRIMARY KEY,
+        lane TEXT NOT NULL,
+        version TEXT NOT NULL,
+        UNIQUE (lane, version)
+      );
+      CREATE TABLE rollout_buckets (
+        release_no BIGINT NOT NULL,
+        activation_id TEXT NOT NULL,
+        bucket BIGINT NOT NULL,
+        PRIMARY KEY (release_no, activation_id)
+      );
+      CREATE INDEX audit_activations_by_time ON audit(time) INCLUDE (outcome, error) WHERE action IN ('activate', 'sign-in');
+      CREATE INDEX licenses_expiring ON licenses(expires, id) WHERE kind = 'license' AND revoked IS NULL;
+    `,
+  },
 ];

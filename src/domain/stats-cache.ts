@@ -1,0 +1,92 @@
+import type { Store } from "../store/types";
+import { isoTime, type Clock } from "./clock";
+import type { ReleaseControls } from "./releases/release-controls";
+import type { ReleaseIndex } from "./releases/release-index";
+import { collectStats, type Stats } from "./stats";
+
+/** Figures older than this are counted again in the background; the ones there are answered meanwhile. */
+export const STATS_REFRESH_MS = 30_000;
+/** Figures are never answered older than this: a caller waits for a count instead. */
+export const STATS_MAX_AGE_MS = 300_000;
+
+/** Stats as answered: the figures and when they were counted. */
+export interface CountedStats extends Stats {
+  /** When these figures were counted (ISO 8601). */
+  readonly counted: string;
+  /** Seconds since then (at most STATS_MAX_AGE_MS / 1000). */
+  readonly ageSeconds: number;
+}
+
+interface StatsDeps {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly controls: ReleaseControls;
+  readonly index: ReleaseIndex | null;
+}
+
+interface Counted {
+  readonly stats: Stats;
+  readonly at: number;
+  /** What the figures were counted against: a new release index or control change counts again. */
+  readonly index: ReleaseIndex | null;
+  readonly controls: number;
+}
+
+/**
+ * The figures of GET /admin/stats and the console's dashboard, counted off the request path
+ * (issue 34): a count reads every installation (a slice at a time, collectStats), so each process
+ * keeps the last one and answers it while it is younger than STATS_REFRESH_MS; older, it still
+ * answers it and starts one count in the background; only with none, one older than
+ * STATS_MAX_AGE_MS, or one counted against another release index or other release controls, does a
+ * caller wait. At most one count runs at a time.
+ */
+export class StatsCache {
+  private last: Counted | null = null;
+  private counting: { readonly index: ReleaseIndex | null; readonly controls: number; readonly done: Promise<Counted> } | null = null;
+
+  constructor(private readonly clock: Clock) {}
+
+  async get(d: StatsDeps): Promise<CountedStats> {
+    const now = this.clock();
+    const controls = (await d.controls.current()).generation;
+    const last = this.last;
+    const usable = last !== null && last.index === d.index && last.controls === controls && now - last.at <= STATS_MAX_AGE_MS;
+    if (!usable) return answer(await this.count(d, controls), this.clock());
+    if (now - last.at > STATS_REFRESH_MS) void this.count(d, controls).catch(() => undefined);
+    return answer(last, now);
+  }
+
+  private count(d: StatsDeps, controls: number): Promise<Counted> {
+    const running = this.counting;
+    if (running?.index === d.index && running.controls === controls) return running.done;
+    const entry: { index: ReleaseIndex | null; controls: number; done: Promise<Counted> } = { index: d.index, controls, done: Promise.resolve(null!) };
+    entry.done = (async () => {
+      // One count at a time: one against older releases or controls ends first.
+      await running?.done.catch(() => undefined);
+      try {
+        const at = this.clock();
+        const counted = { stats: await collectStats(d), at, index: d.index, controls };
+        this.last = counted;
+        return counted;
+      } finally {
+        if (this.counting === entry) this.counting = null;
+      }
+    })();
+    this.counting = entry;
+    return entry.done;
+  }
+}
+
+function answer(c: Counted, now: number): CountedStats {
+  return { ...c.stats, counted: isoTime(c.at), ageSeconds: Math.max(0, Math.floor((now - c.at) / 1000)) };
+}
+
+/** One cache per site's records (every endpoint and page of a process shares it). */
+const caches = new WeakMap<Store, StatsCache>();
+
+/** The stats of `d.store`'s site, counted at most STATS_MAX_AGE_MS ago (StatsCache). */
+export function cachedStats(d: StatsDeps): Promise<CountedStats> {
+  let cache = caches.get(d.store);
+  if (!cache) caches.set(d.store, (cache = new StatsCache(d.clock)));
+  return cache.get(d);
+}

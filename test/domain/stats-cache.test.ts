@@ -1,0 +1,75 @@
+import { afterEach, expect, test } from "bun:test";
+import { CLI_CALLER } from "../../src/domain/admin/deps";
+import { createAdminToken } from "../../src/domain/admin/tokens";
+import { isoTime } from "../../src/domain/clock";
+import { STATS_MAX_AGE_MS, STATS_REFRESH_MS } from "../../src/domain/stats-cache";
+import { createLicense, device, testSite, type TestSite } from "../helpers";
+
+// Issue 34 item 2: GET /admin/stats answers a kept count, counts again off the request path once
+// it is STATS_REFRESH_MS old, and never answers one older than STATS_MAX_AGE_MS.
+const sites: TestSite[] = [];
+afterEach(async () => {
+  while (sites.length) await sites.pop()!.close();
+});
+
+async function setUp() {
+  const s = await testSite("alpha");
+  sites.push(s);
+  const { secret } = await createAdminToken(s.composed.services.admin, CLI_CALLER, { name: "t", scopes: ["admin"] });
+  const { key } = await createLicense(s, { seats: 10 });
+  const activate = async () => expect((await s.request("POST", "/licenses/activate", { body: { key, device: device("alpha") } })).status).toBe(200);
+  const stats = async () => {
+    const res = await s.request("GET", "/admin/stats", { token: secret });
+    expect(res.status).toBe(200);
+    return (await res.json()) as { counted: string; ageSeconds: number; seats: { inUse: number } };
+  };
+  return { s, activate, stats };
+}
+
+/** Asks until the background count has landed (each ask is one event-loop turn apart; bounded). */
+async function untilCounted(stats: () => Promise<{ counted: string }>, after: string) {
+  for (let i = 0; i < 200; i++) {
+    const answer = await stats();
+    if (answer.counted !== after) return answer;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  throw new Error("The background count never landed.");
+}
+
+test("a kept count is answered with its age; once older than the refresh time it is still answered while a count runs in the background", async () => {
+  const { s, activate, stats } = await setUp();
+  await activate();
+  const first = await stats();
+  expect(first).toMatchObject({ counted: isoTime(s.clock()), ageSeconds: 0, seats: { inUse: 1 } });
+
+  await activate();
+  s.clock.advance(STATS_REFRESH_MS - 1000);
+  // Younger than the refresh time: the kept figures, not the second seat.
+  expect(await stats()).toMatchObject({ counted: first.counted, ageSeconds: STATS_REFRESH_MS / 1000 - 1, seats: { inUse: 1 } });
+
+  s.clock.advance(2000);
+  const stale = await stats();
+  expect(stale).toMatchObject({ counted: first.counted, ageSeconds: STATS_REFRESH_MS / 1000 + 1, seats: { inUse: 1 } });
+  const fresh = await untilCounted(stats, first.counted);
+  expect(fresh).toMatchObject({ counted: isoTime(s.clock()), ageSeconds: 0, seats: { inUse: 2 } });
+});
+
+test("a count older than the maximum age is never answered: the caller waits for a new one", async () => {
+  const { s, activate, stats } = await setUp();
+  await activate();
+  expect((await stats()).seats.inUse).toBe(1);
+  await activate();
+  s.clock.advance(STATS_MAX_AGE_MS + 1);
+  expect(await stats()).toMatchObject({ counted: isoTime(s.clock()), ageSeconds: 0, seats: { inUse: 2 } });
+});
+
+test("a release control changed since the count: counted again before answering", async () => {
+  const { s, activate, stats } = await setUp();
+  await activate();
+  const first = await stats();
+  await activate();
+  s.clock.advance(1000);
+  await s.composed.store.applyReleaseControl({ lane: "alpha/stable/win-x64", version: "1.0.0" }, "halt", s.clock());
+  expect(await stats()).toMatchObject({ counted: isoTime(s.clock()), seats: { inUse: 2 } });
+  expect(first.counted).not.toBe(isoTime(s.clock()));
+});
