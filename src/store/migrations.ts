@@ -550,7 +550,9 @@ export const MIGRATIONS: readonly Migration[] = [
     // so it is stored the first time it is counted and compared in SQL afterwards; releases are
     // numbered so a bucket row holds two integers and an id, not the lane and version again. The day
     // counts read the audit trail a day at a time through audit_by_time: an index of their own
-    // would be one more b-tree write in every activation.
+    // would be one more b-tree write in every activation. activations_by_last_seen (migration 4)
+    // served only the stats' whole-table count, now read by id a slice at a time; each sighting
+    // moved its entry (a random page written per installation seen, every 30 s).
     sqlite: `
       CREATE TABLE rollout_releases (
         no INTEGER PRIMARY KEY,
@@ -565,6 +567,7 @@ export const MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (release_no, activation_id)
       ) STRICT, WITHOUT ROWID;
       CREATE INDEX licenses_expiring ON licenses(expires, id) WHERE kind = 'license' AND revoked IS NULL;
+      DROP INDEX activations_by_last_seen;
     `,
     postgres: `
       CREATE TABLE rollout_releases (
@@ -580,6 +583,7 @@ export const MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (release_no, activation_id)
       );
       CREATE INDEX licenses_expiring ON licenses(expires, id) WHERE kind = 'license' AND revoked IS NULL;
+      DROP INDEX activations_by_last_seen;
     `,
   },
 ];
