@@ -8,7 +8,8 @@
  *   - one count: its wall time and the server's CPU (the first, which stores the rollout buckets,
  *     and a later one, on a restarted process);
  *   - `entitlements/current` p99 over 4 connections, alone and while a count runs.
- * Every wrk run fails on any status but 200 (bench/lua/report.lua); a stats answer must be a 200.
+ * Every wrk run fails on any status but 200 (bench/lua/report.lua); a stats answer must be a 200
+ * (a 503 while a count runs is asked again, 200 ms later, and the count's time runs until the 200).
  *
  *   bun bench/stats.ts [licences (100000)] [activations (300000)] [runs (3)]
  * Run it in another checkout to measure that build the same way (it builds the checkout it is in).
@@ -57,11 +58,15 @@ try {
   const tokens = join(data, "sample-tokens.txt");
   const serve = { exe, data, keys, releases };
 
+  /** GET /admin/stats until it answers 200 (a build that keeps counts says 503 while its first count runs). */
   const stats = async (kt: Running) => {
-    const res = await fetch(`${kt.url}/api/v1/admin/stats`, { headers: { authorization: `Bearer ${token}` } });
-    const body = (await res.json()) as { rollouts?: { admitted: number }[]; ageSeconds?: number };
-    if (res.status !== 200) throw new Error(`GET /admin/stats answered ${res.status}: ${JSON.stringify(body)}`);
-    return body;
+    for (;;) {
+      const res = await fetch(`${kt.url}/api/v1/admin/stats`, { headers: { authorization: `Bearer ${token}` } });
+      const body = (await res.json()) as { rollouts?: { admitted: number }[]; ageSeconds?: number };
+      if (res.status === 200) return body;
+      if (res.status !== 503) throw new Error(`GET /admin/stats answered ${res.status}: ${JSON.stringify(body)}`);
+      await Bun.sleep(200);
+    }
   };
   const current = (seconds: number, url: string) => wrk({ url, script: "tokens.lua", args: [tokens, "/api/v1/entitlements/current"], connections: CONNS, seconds });
 

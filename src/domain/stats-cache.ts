@@ -1,5 +1,6 @@
 import type { Store } from "../store/types";
 import { isoTime, type Clock } from "./clock";
+import { KeyturnError } from "./errors";
 import type { ReleaseControls } from "./releases/release-controls";
 import type { ReleaseIndex } from "./releases/release-index";
 import { collectStats, type Stats } from "./stats";
@@ -8,6 +9,11 @@ import { collectStats, type Stats } from "./stats";
 export const STATS_REFRESH_MS = 30_000;
 /** Figures are never answered older than this: a caller waits for a count instead. */
 export const STATS_MAX_AGE_MS = 300_000;
+/**
+ * How long a caller waits for a count (real time) before it is told to ask again: a site's first
+ * count hashes and stores every installation's rollout buckets, which outlasts an idle connection.
+ */
+export const STATS_WAIT_MS = 5_000;
 
 /** Stats as answered: the figures and when they were counted. */
 export interface CountedStats extends Stats {
@@ -44,14 +50,17 @@ export class StatsCache {
   private last: Counted | null = null;
   private counting: { readonly index: ReleaseIndex | null; readonly controls: number; readonly done: Promise<Counted> } | null = null;
 
-  constructor(private readonly clock: Clock) {}
+  constructor(
+    private readonly clock: Clock,
+    private readonly waitMs = STATS_WAIT_MS,
+  ) {}
 
   async get(d: StatsDeps): Promise<CountedStats> {
     const now = this.clock();
     const controls = (await d.controls.current()).generation;
     const last = this.last;
     const usable = last !== null && last.index === d.index && last.controls === controls && now - last.at <= STATS_MAX_AGE_MS;
-    if (!usable) return answer(await this.count(d, controls), this.clock());
+    if (!usable) return answer(await waited(this.count(d, controls), this.waitMs), this.clock());
     if (now - last.at > STATS_REFRESH_MS) void this.count(d, controls).catch(() => undefined);
     return answer(last, now);
   }
@@ -74,6 +83,24 @@ export class StatsCache {
     })();
     this.counting = entry;
     return entry.done;
+  }
+}
+
+/** The count, or `unavailable` (503, Retry-After) when it takes longer than STATS_WAIT_MS; it goes on either way. */
+async function waited(count: Promise<Counted>, waitMs: number): Promise<Counted> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const seconds = Math.ceil(waitMs / 1000);
+      const e = new KeyturnError("unavailable", `The stats are being counted; ask again in ${seconds} seconds.`);
+      e.headers = { "retry-after": String(seconds) };
+      reject(e);
+    }, waitMs);
+  });
+  try {
+    return await Promise.race([count, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

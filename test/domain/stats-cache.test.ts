@@ -2,7 +2,11 @@ import { afterEach, expect, test } from "bun:test";
 import { CLI_CALLER } from "../../src/domain/admin/deps";
 import { createAdminToken } from "../../src/domain/admin/tokens";
 import { isoTime } from "../../src/domain/clock";
-import { STATS_MAX_AGE_MS, STATS_REFRESH_MS } from "../../src/domain/stats-cache";
+import { VARIANTS } from "../../src/config/variants";
+import { KeyturnError } from "../../src/domain/errors";
+import { ReleaseControls } from "../../src/domain/releases/release-controls";
+import { StatsCache, STATS_MAX_AGE_MS, STATS_REFRESH_MS } from "../../src/domain/stats-cache";
+import type { Store } from "../../src/store/types";
 import { createLicense, device, testSite, type TestSite } from "../helpers";
 
 // Issue 34 item 2: GET /admin/stats answers a kept count, counts again off the request path once
@@ -72,4 +76,23 @@ test("a release control changed since the count: counted again before answering"
   await s.composed.store.applyReleaseControl({ lane: "alpha/stable/win-x64", version: "1.0.0" }, "halt", s.clock());
   expect(await stats()).toMatchObject({ counted: isoTime(s.clock()), seats: { inUse: 2 } });
   expect(first.counted).not.toBe(isoTime(s.clock()));
+});
+
+test("a count that outlasts the wait is answered 503 with Retry-After; it goes on, and the next caller gets it", async () => {
+  const { s, activate } = await setUp();
+  await activate();
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const store = s.composed.store;
+  // The records answer the seat count only once released: a count slower than the wait.
+  const slow: Store = Object.assign(Object.create(store), {
+    seatCountsIn: async (...args: Parameters<Store["seatCountsIn"]>) => (await held, store.seatCountsIn(...args)),
+  });
+  const cache = new StatsCache(s.clock, 20);
+  const deps = { store: slow, clock: s.clock, controls: new ReleaseControls(slow, s.clock, VARIANTS.alpha), index: null };
+  const refused = await cache.get(deps).catch((e: unknown) => e);
+  expect(refused).toBeInstanceOf(KeyturnError);
+  expect(refused).toMatchObject({ code: "unavailable", headers: { "retry-after": "1" } });
+  release();
+  expect(await cache.get(deps)).toMatchObject({ counted: isoTime(s.clock()), seats: { inUse: 1 } });
 });

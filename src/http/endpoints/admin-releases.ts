@@ -82,7 +82,7 @@ export function adminReleaseEndpoints(admin: AdminDeps, releases: ReleaseHolder,
       audit: "stats-read",
       querySchema: S.NoQuery,
       answer: S.AdminStats,
-      errors: [...ADMIN_ERRORS],
+      errors: [...ADMIN_ERRORS, "unavailable"],
       handler: async ({ admin: caller }) => {
         const stats = await cachedStats({ store: admin.store, clock, controls, index: releases.current });
         await auditRead(admin, caller, "stats-read");
