@@ -55,7 +55,7 @@ try {
     slot < 65 ? new Request(manifest, { headers: auth })
     : slot < 75 ? new Request(`${manifest}.sig`, { headers: auth })
     : slot < 95 ? new Request("http://localhost/api/v1/entitlements/current", { headers: auth })
-    : slot < 96 ? new Request("http://localhost/api/v1/releases?product=alpha", { headers: auth })
+    : slot < 96 ? new Request(process.env.PROBE_NO_LIST ? manifest : "http://localhost/api/v1/releases?product=alpha", { headers: auth })
     : activate();
   let peak = 0;
   for (let i = 0; i < Number(nRequests); i += 64) {

@@ -419,14 +419,18 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       for (const s of seats) await store.activate(s);
       await store.recordSightings(seats.slice(0, 10).map((s, i) => ({ activationId: s.newId, lastSeen: T0 + i, lane })));
       await store.recordSightings([{ activationId: seats[10]!.newId, lastSeen: T0 - 40 * day, lane }]);
-      const query = (no: number, threshold: bigint) => ({ no, lane, threshold });
+      // Two releases on the lane, counted together: the second admits a third of what the first does.
+      const releases = [{ lane, version }, { lane, version: "2.1.0" }];
+      const thresholds = (threshold: bigint) => [threshold, threshold / 3n];
 
       /** Every statement over slices of two rows, the buckets found missing hashed and stored, as GET /admin/stats does. */
       const sliced = async (now: number, threshold: bigint) => {
         const since = now - 30 * day;
-        const { numbers } = await store.rolloutReleaseNumbers([{ lane, version }], 1000);
+        const { numbers } = await store.rolloutReleaseNumbers(releases, 1000);
+        const queries = releases.map((r, i) => ({ no: numbers[i]!, lane, threshold: thresholds(threshold)[i]! }));
         const installations = new Map<string, number>();
-        const reach = { seen: 0, admitted: 0, hashed: 0 };
+        const reach = releases.map(() => ({ seen: 0, admitted: 0 }));
+        let hashed = 0;
         let seatsNow = { inUse: 0, lapsed: 0 };
         for (const table of ["activations", "licenses"] as const) {
           let from: string | null = null;
@@ -438,18 +442,20 @@ export function storeSuite(label: string, backend: StoreBackend): void {
             } else {
               for (const c of await store.installationsSeenIn({ from, to }, since))
                 installations.set(`${c.lane} ${c.version}`, (installations.get(`${c.lane} ${c.version}`) ?? 0) + c.installations);
-              const part = await store.rolloutReachIn({ from, to }, query(numbers[0]!, threshold), since);
-              const buckets = part.unbucketed.map((u) => ({ activationId: u.activationId, bucket: bucketOf(u.deviceHash, lane, version) }));
-              await store.storeRolloutBuckets(numbers[0]!, buckets);
-              reach.seen += part.seen;
-              reach.admitted += part.admitted + buckets.filter((b) => b.bucket < threshold).length;
-              reach.hashed += buckets.length;
+              const parts = await store.rolloutReachIn({ from, to }, queries, since);
+              for (const [i, part] of parts.entries()) {
+                const buckets = part.unbucketed.map((u) => ({ activationId: u.activationId, bucket: bucketOf(u.deviceHash, lane, releases[i]!.version) }));
+                await store.storeRolloutBuckets(queries[i]!.no, buckets);
+                reach[i]!.seen += part.seen;
+                reach[i]!.admitted += part.admitted + buckets.filter((b) => b.bucket < queries[i]!.threshold).length;
+                hashed += buckets.length;
+              }
             }
             if (to === null) break;
             from = to;
           }
         }
-        return { installations: Object.fromEntries(installations), reach, seats: seatsNow };
+        return { installations: Object.fromEntries(installations), reach, seats: seatsNow, hashed };
       };
       /** The same figures from the records one row at a time. */
       const recount = async (now: number, threshold: bigint) => {
@@ -457,7 +463,10 @@ export function storeSuite(label: string, backend: StoreBackend): void {
         const installations: Record<string, number> = {};
         for (const c of await store.installationsSeen(since)) installations[`${c.lane} ${c.version}`] = c.installations;
         const onLane = await store.devicesOnLane(lane, since, 1000);
-        const admitted = onLane.filter((x) => x.kind === "staff" || bucketOf(x.deviceHash, lane, version) < threshold).length;
+        const reach = releases.map((r, i) => ({
+          seen: onLane.length,
+          admitted: onLane.filter((x) => x.kind === "staff" || bucketOf(x.deviceHash, lane, r.version) < thresholds(threshold)[i]!).length,
+        }));
         const seatsNow = { inUse: 0, lapsed: 0 };
         for (const l of await store.listLicenses()) {
           if (l.kind !== "license" || l.revoked !== null) continue;
@@ -467,33 +476,32 @@ export function storeSuite(label: string, backend: StoreBackend): void {
             else seatsNow.inUse++;
           }
         }
-        return { installations, reach: { seen: onLane.length, admitted }, seats: seatsNow };
+        return { installations, reach, seats: seatsNow };
       };
       const same = async (now: number, threshold: bigint) => {
         const full = await recount(now, threshold);
         const first = await sliced(now, threshold);
-        expect({ ...first, reach: { seen: first.reach.seen, admitted: first.reach.admitted } }).toEqual(full);
+        expect({ ...first, hashed: 0 }).toEqual({ ...full, hashed: 0 });
         // Counted again: from the stored buckets alone, nothing hashed.
-        const again = await sliced(now, threshold);
-        expect(again.reach).toEqual({ ...full.reach, hashed: 0 });
-        return { full, hashedFirst: first.reach.hashed };
+        expect(await sliced(now, threshold)).toEqual({ ...full, hashed: 0 });
+        return { full, hashedFirst: first.hashed };
       };
 
       const half = 1n << 63n;
       const start = await same(T0 + 1000, half);
       expect(start.full.seats).toEqual({ inUse: 10, lapsed: 0 });
-      expect(start.full.reach.seen).toBe(10);
-      expect(start.hashedFirst).toBe(9); // the staff seat is admitted without a bucket
+      expect(start.full.reach.map((r) => r.seen)).toEqual([10, 10]);
+      expect(start.hashedFirst).toBe(18); // the staff seat is admitted without a bucket
       await store.activate(seat(plain.id, { product: "alpha", now: T0 + 2000 }));
       expect(await store.deactivate(seats[3]!.newId, T0 + 3000)).toBe(true);
       expect(await store.revokeLicense(doomed.id, T0 + 4000)).toBe(true);
       const later = await same(T0 + 20 * 60_000, (half * 3n) / 2n);
       expect(later.full.seats).toEqual({ inUse: 5, lapsed: 3 });
-      expect(later.full.reach.seen).toBe(9);
+      expect(later.full.reach.map((r) => r.seen)).toEqual([9, 9]);
       expect(later.hashedFirst).toBe(0);
       // A release no longer counted has its buckets dropped; counted again, they are stored again.
-      expect((await store.rolloutReleaseNumbers([], 1000)).dropped).toBe(9);
-      expect((await same(T0 + 20 * 60_000, half)).hashedFirst).toBe(8);
+      expect((await store.rolloutReleaseNumbers([], 1000)).dropped).toBe(18);
+      expect((await same(T0 + 20 * 60_000, half)).hashedFirst).toBe(16);
     });
 
     test("ping answers", async () => {

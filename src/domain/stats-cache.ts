@@ -19,7 +19,7 @@ export const STATS_WAIT_MS = 5_000;
 export interface CountedStats extends Stats {
   /** When these figures were counted (ISO 8601). */
   readonly counted: string;
-  /** Seconds since then (at most STATS_MAX_AGE_MS / 1000). */
+  /** Seconds since then (at most STATS_MAX_AGE_MS / 1000 and a count's own time). */
   readonly ageSeconds: number;
 }
 
@@ -32,7 +32,10 @@ interface StatsDeps {
 
 interface Counted {
   readonly stats: Stats;
+  /** When the count began (the answer's `counted`: its figures are at least this new). */
   readonly at: number;
+  /** When it ended: the next count in the background starts STATS_REFRESH_MS after this, so counts never run back to back. */
+  readonly ended: number;
   /** What the figures were counted against: a new release index or control change counts again. */
   readonly index: ReleaseIndex | null;
   readonly controls: number;
@@ -59,9 +62,9 @@ export class StatsCache {
     const now = this.clock();
     const controls = (await d.controls.current()).generation;
     const last = this.last;
-    const usable = last !== null && last.index === d.index && last.controls === controls && now - last.at <= STATS_MAX_AGE_MS;
+    const usable = last !== null && last.index === d.index && last.controls === controls && now - last.ended <= STATS_MAX_AGE_MS;
     if (!usable) return answer(await waited(this.count(d, controls), this.waitMs), this.clock());
-    if (now - last.at > STATS_REFRESH_MS) void this.count(d, controls).catch(() => undefined);
+    if (now - last.ended > STATS_REFRESH_MS) void this.count(d, controls).catch(() => undefined);
     return answer(last, now);
   }
 
@@ -74,7 +77,8 @@ export class StatsCache {
       await running?.done.catch(() => undefined);
       try {
         const at = this.clock();
-        const counted = { stats: await collectStats(d), at, index: d.index, controls };
+        const stats = await collectStats(d);
+        const counted = { stats, at, ended: this.clock(), index: d.index, controls };
         this.last = counted;
         return counted;
       } finally {

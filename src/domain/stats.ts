@@ -104,8 +104,9 @@ export async function collectStats(d: { store: Store; clock: Clock; controls: Re
       seen.set(key, known ? { ...known, installations: known.installations + c.installations } : c);
       if (c.lane !== null && wholeLanes.has(c.lane)) wholeLanes.set(c.lane, wholeLanes.get(c.lane)! + c.installations);
     }
-    for (const { release, query } of counted) {
-      const reach = await d.store.rolloutReachIn(range, query, since);
+    const reaches = await d.store.rolloutReachIn(range, counted.map((c) => c.query), since);
+    for (const [i, { release, query }] of counted.entries()) {
+      const reach = reaches[i]!;
       const buckets = reach.unbucketed.map((x) => ({ activationId: x.activationId, bucket: bucketOf(x.deviceHash, release.lane, release.version) }));
       await d.store.storeRolloutBuckets(query.no, buckets);
       release.seen += reach.seen;

@@ -548,7 +548,8 @@ export const MIGRATIONS: readonly Migration[] = [
     // GET /admin/stats hashed every installation of a lane once per ramping release on each request
     // (issue 34). An installation's bucket for a release never changes (src/domain/releases/rollout.ts),
     // so it is stored the first time it is counted and compared in SQL afterwards; releases are
-    // numbered so a bucket row holds two integers and an id, not the lane and version again. The day
+    // numbered so a bucket row holds two integers and an id, not the lane and version again; keyed
+    // by installation first, so one seek per installation reads its buckets of every release. The day
     // counts read the audit trail a day at a time through audit_by_time: an index of their own
     // would be one more b-tree write in every activation. activations_by_last_seen (migration 4)
     // served only the stats' whole-table count, now read by id a slice at a time; each sighting
@@ -564,7 +565,7 @@ export const MIGRATIONS: readonly Migration[] = [
         release_no INTEGER NOT NULL,
         activation_id TEXT NOT NULL,
         bucket INTEGER NOT NULL,
-        PRIMARY KEY (release_no, activation_id)
+        PRIMARY KEY (activation_id, release_no)
       ) STRICT, WITHOUT ROWID;
       CREATE INDEX licenses_expiring ON licenses(expires, id) WHERE kind = 'license' AND revoked IS NULL;
       DROP INDEX activations_by_last_seen;
@@ -580,7 +581,7 @@ export const MIGRATIONS: readonly Migration[] = [
         release_no BIGINT NOT NULL,
         activation_id TEXT NOT NULL,
         bucket BIGINT NOT NULL,
-        PRIMARY KEY (release_no, activation_id)
+        PRIMARY KEY (activation_id, release_no)
       );
       CREATE INDEX licenses_expiring ON licenses(expires, id) WHERE kind = 'license' AND revoked IS NULL;
       DROP INDEX activations_by_last_seen;

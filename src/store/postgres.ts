@@ -62,6 +62,7 @@ import type {
   ReleaseKey,
   RevokedLicenseRecord,
   RolloutCountQuery,
+  RolloutReach,
   Sighting,
   Store,
   UpdateLicenseResult,
@@ -792,23 +793,40 @@ export class PostgresStore implements Store {
     });
   }
 
-  async rolloutReachIn(range: IdRange, release: RolloutCountQuery, since: number): Promise<{ seen: number; admitted: number; unbucketed: { activationId: string; deviceHash: string }[] }> {
-    const [r] = await this.sql`SELECT count(*) AS seen,
-        count(*) FILTER (WHERE a.kind = 'staff' OR b.bucket < ${storedBucket(release.threshold).toString()}::bigint) AS admitted,
-        count(*) FILTER (WHERE a.kind <> 'staff' AND b.bucket IS NULL) AS unbucketed
-      FROM activations a LEFT JOIN rollout_buckets b ON b.release_no = ${release.no} AND b.activation_id = a.id WHERE (${range.from}::text IS NULL OR a.id >= ${range.from}) AND (${range.to}::text IS NULL OR a.id < ${range.to})
-        AND a.lane = ${release.lane} AND a.deactivated IS NULL AND a.last_seen >= ${since}`;
-    const unbucketed =
-      num(r.unbucketed) === 0
-        ? []
-        : (await this.sql`SELECT a.id, a.device_hash FROM activations a
-            WHERE (${range.from}::text IS NULL OR a.id >= ${range.from}) AND (${range.to}::text IS NULL OR a.id < ${range.to})
-            AND a.lane = ${release.lane} AND a.deactivated IS NULL AND a.last_seen >= ${since} AND a.kind <> 'staff'
-            AND NOT EXISTS (SELECT 1 FROM rollout_buckets b WHERE b.release_no = ${release.no} AND b.activation_id = a.id)`).map((x: Row) => ({
-            activationId: x.id as string,
-            deviceHash: x.device_hash as string,
-          }));
-    return { seen: num(r.seen), admitted: num(r.admitted), unbucketed };
+  async rolloutReachIn(range: IdRange, releases: readonly RolloutCountQuery[], since: number): Promise<RolloutReach[]> {
+    if (releases.length === 0) return [];
+    const lanes = new Map<string | null, { seen: number; staff: number }>(
+      (await this.sql`SELECT lane, count(*) AS seen, count(*) FILTER (WHERE kind = 'staff') AS staff FROM activations
+        WHERE (${range.from}::text IS NULL OR id >= ${range.from}) AND (${range.to}::text IS NULL OR id < ${range.to})
+          AND deactivated IS NULL AND last_seen >= ${since} GROUP BY lane`).map((r: Row) => [r.lane as string | null, { seen: num(r.seen), staff: num(r.staff) }]),
+    );
+    const counted = new Map<number, { bucketed: number; admitted: number }>(
+      (await this.sql`SELECT b.release_no AS no, count(*) AS bucketed, count(*) FILTER (WHERE b.bucket < t.threshold) AS admitted
+        FROM unnest(${this.sql.array(releases.map((r) => r.no), "INT8")}::bigint[], ${this.sql.array(releases.map((r) => r.lane), "TEXT")}::text[],
+          ${this.sql.array(releases.map((r) => storedBucket(r.threshold).toString()), "TEXT")}::text[]::bigint[]) AS t(no, lane, threshold)
+        JOIN rollout_buckets b ON b.release_no = t.no
+        JOIN activations a ON a.id = b.activation_id AND a.lane = t.lane
+        WHERE (${range.from}::text IS NULL OR a.id >= ${range.from}) AND (${range.to}::text IS NULL OR a.id < ${range.to})
+          AND a.deactivated IS NULL AND a.last_seen >= ${since} AND a.kind <> 'staff'
+        GROUP BY b.release_no`).map((r: Row) => [num(r.no), { bucketed: num(r.bucketed), admitted: num(r.admitted) }]),
+    );
+    const answers: RolloutReach[] = [];
+    for (const r of releases) {
+      const lane = lanes.get(r.lane) ?? { seen: 0, staff: 0 };
+      const c = counted.get(r.no) ?? { bucketed: 0, admitted: 0 };
+      const unbucketed =
+        lane.seen - lane.staff === c.bucketed
+          ? []
+          : (await this.sql`SELECT a.id, a.device_hash FROM activations a
+              WHERE (${range.from}::text IS NULL OR a.id >= ${range.from}) AND (${range.to}::text IS NULL OR a.id < ${range.to})
+              AND a.lane = ${r.lane} AND a.deactivated IS NULL AND a.last_seen >= ${since} AND a.kind <> 'staff'
+              AND NOT EXISTS (SELECT 1 FROM rollout_buckets b WHERE b.release_no = ${r.no} AND b.activation_id = a.id)`).map((x: Row) => ({
+              activationId: x.id as string,
+              deviceHash: x.device_hash as string,
+            }));
+      answers.push({ seen: lane.seen, admitted: lane.staff + c.admitted, unbucketed });
+    }
+    return answers;
   }
 
   async storeRolloutBuckets(no: number, buckets: readonly { activationId: string; bucket: bigint }[]): Promise<void> {

@@ -64,6 +64,7 @@ import type {
   ReleaseKey,
   RevokedLicenseRecord,
   RolloutCountQuery,
+  RolloutReach,
   Sighting,
   Store,
   UpdateLicenseResult,
@@ -866,21 +867,38 @@ export class SqliteStore implements Store {
     });
   }
 
-  async rolloutReachIn(range: IdRange, release: RolloutCountQuery, since: number): Promise<{ seen: number; admitted: number; unbucketed: { activationId: string; deviceHash: string }[] }> {
-    const params = { ...bounds(range), no: release.no, lane: release.lane, since, threshold: storedBucket(release.threshold) };
-    const onLane = `a.id >= $from AND a.id < $to AND a.lane = $lane AND a.deactivated IS NULL AND a.last_seen >= $since`;
-    const r = this.db
-      .query(`SELECT count(*) AS seen, sum(a.kind = 'staff' OR b.bucket < $threshold) AS admitted, sum(a.kind <> 'staff' AND b.bucket IS NULL) AS unbucketed
-        FROM activations a LEFT JOIN rollout_buckets b ON b.release_no = $no AND b.activation_id = a.id WHERE ${onLane}`)
-      .get(params) as Row;
-    const unbucketed =
-      (r.unbucketed ?? 0) === 0
-        ? []
-        : (this.db
-            .query(`SELECT a.id, a.device_hash FROM activations a WHERE ${onLane} AND a.kind <> 'staff'
-              AND NOT EXISTS (SELECT 1 FROM rollout_buckets b WHERE b.release_no = $no AND b.activation_id = a.id)`)
-            .all({ from: params.from, to: params.to, lane: params.lane, since, no: params.no }) as Row[]).map((x) => ({ activationId: x.id as string, deviceHash: x.device_hash as string }));
-    return { seen: r.seen, admitted: r.admitted ?? 0, unbucketed };
+  async rolloutReachIn(range: IdRange, releases: readonly RolloutCountQuery[], since: number): Promise<RolloutReach[]> {
+    if (releases.length === 0) return [];
+    const active = "a.id >= $from AND a.id < $to AND a.deactivated IS NULL AND a.last_seen >= $since";
+    const params = { ...bounds(range), since };
+    const lanes = new Map(
+      (this.db.query(`SELECT a.lane, count(*) AS seen, sum(a.kind = 'staff') AS staff FROM activations a WHERE ${active} GROUP BY a.lane`).all(params) as Row[])
+        .map((r) => [r.lane as string | null, { seen: r.seen as number, staff: r.staff as number }]),
+    );
+    // One seek per installation reads its buckets of every release (keyed by installation first);
+    // each release's lane and threshold are chosen by its number.
+    const byNo = (value: (i: number) => string) => `CASE b.release_no ${releases.map((r, i) => `WHEN ${r.no} THEN ${value(i)}`).join(" ")} END`;
+    const counted = new Map(
+      (this.db
+        .query(`SELECT b.release_no AS no, count(*) AS bucketed, sum(b.bucket < ${byNo((i) => `$threshold${i}`)}) AS admitted
+          FROM activations a JOIN rollout_buckets b ON b.activation_id = a.id
+          WHERE ${active} AND a.kind <> 'staff' AND b.release_no IN (${releases.map((r) => r.no).join(", ")}) AND a.lane = ${byNo((i) => `$lane${i}`)}
+          GROUP BY b.release_no`)
+        .all({ ...params, ...Object.fromEntries(releases.flatMap((r, i) => [[`threshold${i}`, storedBucket(r.threshold)], [`lane${i}`, r.lane]])) }) as Row[])
+        .map((r) => [r.no as number, { bucketed: r.bucketed as number, admitted: (r.admitted ?? 0) as number }]),
+    );
+    return releases.map((r) => {
+      const lane = lanes.get(r.lane) ?? { seen: 0, staff: 0 };
+      const c = counted.get(r.no) ?? { bucketed: 0, admitted: 0 };
+      const unbucketed =
+        lane.seen - lane.staff === c.bucketed
+          ? []
+          : (this.db
+              .query(`SELECT a.id, a.device_hash FROM activations a WHERE ${active} AND a.lane = $lane AND a.kind <> 'staff'
+                AND NOT EXISTS (SELECT 1 FROM rollout_buckets b WHERE b.activation_id = a.id AND b.release_no = $no)`)
+              .all({ ...params, lane: r.lane, no: r.no }) as Row[]).map((x) => ({ activationId: x.id as string, deviceHash: x.device_hash as string }));
+      return { seen: lane.seen, admitted: lane.staff + c.admitted, unbucketed };
+    });
   }
 
   async storeRolloutBuckets(no: number, buckets: readonly { activationId: string; bucket: bigint }[]): Promise<void> {

@@ -397,6 +397,12 @@ export interface IdRange {
   readonly to: string | null;
 }
 
+export interface RolloutReach {
+  readonly seen: number;
+  readonly admitted: number;
+  readonly unbucketed: readonly { readonly activationId: string; readonly deviceHash: string }[];
+}
+
 /** A release whose rollout is counted from stored buckets (`no` from Store.rolloutReleaseNumbers). */
 export interface RolloutCountQuery {
   readonly no: number;
@@ -578,11 +584,12 @@ export interface Store {
    */
   rolloutReleaseNumbers(releases: readonly ReleaseKey[], dropLimit: number): Promise<{ numbers: number[]; dropped: number }>;
   /**
-   * A rollout's reach over active installations on its lane seen at or after `since`, ids in
-   * `range`: seen, and admitted (staff, or a stored bucket below the threshold); `unbucketed` are the
-   * installations (not staff) with no stored bucket yet, not counted as admitted.
+   * Rollouts' reach over active installations seen at or after `since`, ids in `range`, for each
+   * release given (answers in the same order): seen on its lane, admitted (staff, or a stored
+   * bucket below its threshold), and the installations (not staff) with no stored bucket for it yet,
+   * not counted as admitted.
    */
-  rolloutReachIn(range: IdRange, release: RolloutCountQuery, since: number): Promise<{ seen: number; admitted: number; unbucketed: { activationId: string; deviceHash: string }[] }>;
+  rolloutReachIn(range: IdRange, releases: readonly RolloutCountQuery[], since: number): Promise<RolloutReach[]>;
   /** Stores installations' buckets for release `no` (kept as they are when already there). */
   storeRolloutBuckets(no: number, buckets: readonly { activationId: string; bucket: bigint }[]): Promise<void>;
 
