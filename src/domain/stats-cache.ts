@@ -92,14 +92,20 @@ export class StatsCache {
 
 /** The count, or `unavailable` (503, Retry-After) when it takes longer than STATS_WAIT_MS; it goes on either way. */
 async function waited(count: Promise<Counted>, waitMs: number): Promise<Counted> {
+  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+  const refusal = () => {
+    const e = new KeyturnError("unavailable", `The stats are being counted; ask again in ${seconds} seconds.`);
+    e.headers = { "retry-after": String(seconds) };
+    return e;
+  };
+  // No wait at all: refused at once, the count going on.
+  if (waitMs <= 0) {
+    count.catch(() => undefined);
+    throw refusal();
+  }
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const seconds = Math.ceil(waitMs / 1000);
-      const e = new KeyturnError("unavailable", `The stats are being counted; ask again in ${seconds} seconds.`);
-      e.headers = { "retry-after": String(seconds) };
-      reject(e);
-    }, waitMs);
+    timer = setTimeout(() => reject(refusal()), waitMs);
   });
   try {
     return await Promise.race([count, late]);
@@ -114,6 +120,11 @@ function answer(c: Counted, now: number): CountedStats {
 
 /** One cache per site's records (every endpoint and page of a process shares it). */
 const caches = new WeakMap<Store, StatsCache>();
+
+/** Makes `cache` the one of `store`'s site (a test's own timings); the first caller makes one otherwise. */
+export function keepStatsIn(store: Store, cache: StatsCache): void {
+  caches.set(store, cache);
+}
 
 /** The stats of `d.store`'s site, counted at most STATS_MAX_AGE_MS ago (StatsCache). */
 export function cachedStats(d: StatsDeps): Promise<CountedStats> {
