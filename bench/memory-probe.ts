@@ -43,6 +43,9 @@ try {
   const app = createApp(services);
   await services.releases.ready();
   show("composed, tree read");
+  // Freed memory the allocators may still hold: given a moment to return it.
+  await Bun.sleep(2000);
+  show("two seconds later");
   const admin = new Admin(config.variant, store, services.clock, services.audit);
   const { key } = await admin.createLicense({ licensee: "Bench", organization: "Bench", plan: "p", planTitle: "P", seats: 10_000_000, channels: ["stable", "preview"], expires: null });
   let n = 0;
