@@ -55,6 +55,8 @@ const SLICE_MS = 2;
 const MIN_SLICE_ROWS = 50;
 const MAX_SLICE_ROWS = 4000;
 const FIRST_SLICE_ROWS = 250;
+/** Installations hashed between two turns of the event loop (about 2 ms). */
+const HASH_BATCH = 2000;
 /** Stored buckets of releases no longer counted, dropped per pass (the rest at the next). */
 const DROP_LIMIT = 20_000;
 
@@ -120,10 +122,15 @@ export async function collectStats(d: { store: Store; clock: Clock; controls: Re
     const reaches = await d.store.rolloutReachIn(range, counted.map((c) => c.query), since);
     for (const [i, { release, query }] of counted.entries()) {
       const reach = reaches[i]!;
-      const buckets = reach.unbucketed.map((x) => ({ activationId: x.activationId, bucket: bucketOf(x.deviceHash, release.lane, release.version) }));
-      await d.store.storeRolloutBuckets(query.no, buckets);
       release.seen += reach.seen;
-      release.admitted += reach.admitted + buckets.filter((b) => b.bucket < release.threshold).length;
+      release.admitted += reach.admitted;
+      // PostgreSQL answers the whole table as one slice: the hashing is paced here instead.
+      for (let at = 0; at < reach.unbucketed.length; at += HASH_BATCH) {
+        if (at > 0) await yieldToRequests();
+        const buckets = reach.unbucketed.slice(at, at + HASH_BATCH).map((x) => ({ activationId: x.activationId, bucket: bucketOf(x.deviceHash, release.lane, release.version) }));
+        await d.store.storeRolloutBuckets(query.no, buckets);
+        release.admitted += buckets.filter((b) => b.bucket < release.threshold).length;
+      }
     }
   });
   for (const r of whole) {
