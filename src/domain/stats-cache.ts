@@ -5,6 +5,11 @@ import type { ReleaseControls } from "./releases/release-controls";
 import type { ReleaseIndex } from "./releases/release-index";
 import { collectStats, type Stats } from "./stats";
 
+/**
+ * A count that took at most this long (real time) is not kept: the next caller counts again, so a
+ * small site's figures are always current. Its CPU is what the issue's ceiling allows a request.
+ */
+export const STATS_INLINE_MS = 50;
 /** Figures older than this are counted again in the background; the ones there are answered meanwhile. */
 export const STATS_REFRESH_MS = 30_000;
 /** Figures are never answered older than this: a caller waits for a count instead. */
@@ -36,6 +41,8 @@ interface Counted {
   readonly at: number;
   /** When it ended: the next count in the background starts STATS_REFRESH_MS after this, so counts never run back to back. */
   readonly ended: number;
+  /** It took at most STATS_INLINE_MS: not worth keeping. */
+  readonly cheap: boolean;
   /** What the figures were counted against: a new release index or control change counts again. */
   readonly index: ReleaseIndex | null;
   readonly controls: number;
@@ -44,7 +51,8 @@ interface Counted {
 /**
  * The figures of GET /admin/stats and the console's dashboard, counted off the request path
  * (issue 34): a count reads every installation (a slice at a time, collectStats), so each process
- * keeps the last one and answers it while it is younger than STATS_REFRESH_MS; older, it still
+ * keeps the last one (unless it took at most STATS_INLINE_MS: then the next caller counts again)
+ * and answers it while it is younger than STATS_REFRESH_MS; older, it still
  * answers it and starts one count in the background; only with none, one older than
  * STATS_MAX_AGE_MS, or one counted against another release index or other release controls, does a
  * caller wait. At most one count runs at a time.
@@ -56,13 +64,14 @@ export class StatsCache {
   constructor(
     private readonly clock: Clock,
     private readonly waitMs = STATS_WAIT_MS,
+    private readonly inlineMs = STATS_INLINE_MS,
   ) {}
 
   async get(d: StatsDeps): Promise<CountedStats> {
     const now = this.clock();
     const controls = (await d.controls.current()).generation;
     const last = this.last;
-    const usable = last !== null && last.index === d.index && last.controls === controls && now - last.ended <= STATS_MAX_AGE_MS;
+    const usable = last !== null && !last.cheap && last.index === d.index && last.controls === controls && now - last.ended <= STATS_MAX_AGE_MS;
     if (!usable) return answer(await waited(this.count(d, controls), this.waitMs), this.clock());
     if (now - last.ended > STATS_REFRESH_MS) void this.count(d, controls).catch(() => undefined);
     return answer(last, now);
@@ -77,8 +86,9 @@ export class StatsCache {
       await running?.done.catch(() => undefined);
       try {
         const at = this.clock();
+        const started = performance.now();
         const stats = await collectStats(d);
-        const counted = { stats, at, ended: this.clock(), index: d.index, controls };
+        const counted = { stats, at, ended: this.clock(), cheap: performance.now() - started <= this.inlineMs, index: d.index, controls };
         this.last = counted;
         return counted;
       } finally {

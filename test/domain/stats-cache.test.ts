@@ -5,7 +5,7 @@ import { isoTime } from "../../src/domain/clock";
 import { VARIANTS } from "../../src/config/variants";
 import { KeyturnError } from "../../src/domain/errors";
 import { ReleaseControls } from "../../src/domain/releases/release-controls";
-import { StatsCache, STATS_MAX_AGE_MS, STATS_REFRESH_MS } from "../../src/domain/stats-cache";
+import { keepStatsIn, StatsCache, STATS_MAX_AGE_MS, STATS_REFRESH_MS, STATS_WAIT_MS } from "../../src/domain/stats-cache";
 import type { Store } from "../../src/store/types";
 import { createLicense, device, testSite, type TestSite } from "../helpers";
 
@@ -16,9 +16,11 @@ afterEach(async () => {
   while (sites.length) await sites.pop()!.close();
 });
 
-async function setUp() {
+/** `keep`: every count kept, however quick (a test site's counts take a few milliseconds). */
+async function setUp(keep = true) {
   const s = await testSite("alpha");
   sites.push(s);
+  if (keep) keepStatsIn(s.composed.store, new StatsCache(s.clock, STATS_WAIT_MS, -1));
   const { secret } = await createAdminToken(s.composed.services.admin, CLI_CALLER, { name: "t", scopes: ["admin"] });
   const { key } = await createLicense(s, { seats: 10 });
   const activate = async () => expect((await s.request("POST", "/licenses/activate", { body: { key, device: device("alpha") } })).status).toBe(200);
@@ -58,6 +60,14 @@ test("a kept count is answered with its age; once older than the refresh time it
   expect(fresh).toMatchObject({ counted: isoTime(s.clock()), ageSeconds: 0, seats: { inUse: 2 } });
 });
 
+test("a count quicker than STATS_INLINE_MS is not kept: a small site's figures are current on every request", async () => {
+  const { s, activate, stats } = await setUp(false);
+  await activate();
+  expect((await stats()).seats.inUse).toBe(1);
+  await activate();
+  expect(await stats()).toMatchObject({ counted: isoTime(s.clock()), ageSeconds: 0, seats: { inUse: 2 } });
+});
+
 test("a count older than the maximum age is never answered: the caller waits for a new one", async () => {
   const { s, activate, stats } = await setUp();
   await activate();
@@ -88,7 +98,7 @@ test("a count that outlasts the wait is answered 503 with Retry-After; it goes o
   const slow: Store = Object.assign(Object.create(store), {
     seatCountsIn: async (...args: Parameters<Store["seatCountsIn"]>) => (await held, store.seatCountsIn(...args)),
   });
-  const cache = new StatsCache(s.clock, 20);
+  const cache = new StatsCache(s.clock, 20, -1);
   const deps = { store: slow, clock: s.clock, controls: new ReleaseControls(slow, s.clock, VARIANTS.alpha), index: null };
   const refused = await cache.get(deps).catch((e: unknown) => e);
   expect(refused).toBeInstanceOf(KeyturnError);
