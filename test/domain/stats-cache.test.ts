@@ -60,7 +60,7 @@ test("a kept count is answered with its age; once older than the refresh time it
   expect(fresh).toMatchObject({ counted: isoTime(s.clock()), ageSeconds: 0, seats: { inUse: 2 } });
 });
 
-test("a count quicker than STATS_INLINE_MS is not kept: a small site's figures are current on every request", async () => {
+test("a count of at most STATS_INLINE_INSTALLATIONS is not kept: a small site's figures are current on every request", async () => {
   const { s, activate, stats } = await setUp(false);
   await activate();
   expect((await stats()).seats.inUse).toBe(1);
