@@ -106,7 +106,9 @@ export async function collectStats(d: { store: Store; clock: Clock; controls: Re
   // release keeps its buckets (it may be restored).
   const isCounted = (r: (typeof releases)[number]) => r.control?.withdrawn == null && r.threshold < FULL;
   const bucketed = releases.filter((r) => isCounted(r) || (r.ramps && r.control?.withdrawn != null));
-  const { numbers } = await d.store.rolloutReleaseNumbers(bucketed, DROP_LIMIT);
+  // Without a release index (`keyturn stats` with the tree unreadable) nothing is known to be over:
+  // the stored buckets stay.
+  const { numbers } = d.index === null ? { numbers: [] } : await d.store.rolloutReleaseNumbers(bucketed, DROP_LIMIT);
   const counted = bucketed.flatMap((r, i) => (isCounted(r) ? [{ release: r, query: { no: numbers[i]!, lane: r.lane, threshold: r.threshold } }] : []));
   const whole = releases.filter((r) => !counted.some((c) => c.release === r));
   const wholeLanes = new Map(whole.map((r) => [r.lane, 0]));
