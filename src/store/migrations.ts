@@ -553,7 +553,8 @@ export const MIGRATIONS: readonly Migration[] = [
     // counts read the audit trail a day at a time through audit_by_time: an index of their own
     // would be one more b-tree write in every activation. activations_by_last_seen (migration 4)
     // served only the stats' whole-table count, now read by id a slice at a time; each sighting
-    // moved its entry (a random page written per installation seen, every 30 s).
+    // moved its entry (a random page written per installation seen, every 30 s). A deactivated
+    // installation is never counted: its buckets go with it (one keyed delete per deactivation).
     sqlite: `
       CREATE TABLE rollout_releases (
         no INTEGER PRIMARY KEY,
@@ -569,6 +570,11 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT, WITHOUT ROWID;
       CREATE INDEX licenses_expiring ON licenses(expires, id) WHERE kind = 'license' AND revoked IS NULL;
       DROP INDEX activations_by_last_seen;
+      CREATE TRIGGER activations_buckets_freed AFTER UPDATE OF deactivated ON activations
+        WHEN OLD.deactivated IS NULL AND NEW.deactivated IS NOT NULL
+      BEGIN DELETE FROM rollout_buckets WHERE activation_id = OLD.id; END;
+      CREATE TRIGGER activations_buckets_deleted AFTER DELETE ON activations
+      BEGIN DELETE FROM rollout_buckets WHERE activation_id = OLD.id; END;
     `,
     postgres: `
       CREATE TABLE rollout_releases (
@@ -585,6 +591,16 @@ export const MIGRATIONS: readonly Migration[] = [
       );
       CREATE INDEX licenses_expiring ON licenses(expires, id) WHERE kind = 'license' AND revoked IS NULL;
       DROP INDEX activations_by_last_seen;
+      CREATE FUNCTION keyturn_drop_rollout_buckets() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_OP = 'DELETE' OR (OLD.deactivated IS NULL AND NEW.deactivated IS NOT NULL) THEN
+          DELETE FROM rollout_buckets WHERE activation_id = OLD.id;
+        END IF;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER activations_drop_rollout_buckets
+        AFTER DELETE OR UPDATE OF deactivated ON activations
+        FOR EACH ROW EXECUTE FUNCTION keyturn_drop_rollout_buckets();
     `,
   },
 ];
