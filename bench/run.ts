@@ -10,7 +10,7 @@
  * --out is given, so a partial run never replaces the last whole one), --rollout P (the big release
  * carries a staged rollout of P percent: the update path then chooses per installation).
  */
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, release, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -194,21 +194,34 @@ async function activate(url: string, key: string): Promise<string> {
   return body.token;
 }
 
+/** What the resident memory is made of (/proc/PID/status): anonymous (heaps), file-backed (the executable's pages), shared. */
+function rssSplit(pid: number): string {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
+  return `RssAnon ${(kb("RssAnon") / 1024).toFixed(1)} MB, RssFile ${(kb("RssFile") / 1024).toFixed(1)} MB, RssShmem ${(kb("RssShmem") / 1024).toFixed(1)} MB`;
+}
+
 /** wrk with a per-request pause (Lua delay) tuned so 64 connections send about 10k req/s. */
 async function mixedLoad(kt: Awaited<ReturnType<typeof startKeyturn>>, token: string, keysFile: string) {
   const connections = 64;
+  const idle = kt.rssBytes();
   const run = { url: kt.url, script: "mixed.lua", args: [token, keysFile, devicePrefix(), MANIFEST_PATH, "5"], connections, seconds: SECONDS };
   await wrk({ ...run, seconds: WARMUP });
   const peaks: number[] = [];
   const rates: number[] = [];
+  let split = "";
   for (let i = 0; i < RUNS; i++) {
     let peak = 0;
-    const sampler = setInterval(() => (peak = Math.max(peak, kt.rssBytes())), 50);
+    const sampler = setInterval(() => {
+      const rss = kt.rssBytes();
+      if (rss > peak) (peak = rss), (split = rssSplit(kt.pid));
+    }, 50);
     const r = await wrk(run);
     clearInterval(sampler);
     peaks.push(peak / 1e6);
     rates.push(r.rps);
   }
+  extraNotes.push(`4a: at the highest peak, ${split}; idle before the mix ${(idle / 1e6).toFixed(1)} MB`);
   return { peakMb: Math.max(...peaks), rps: median(rates), runs: peaks };
 }
 

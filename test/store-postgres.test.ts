@@ -72,7 +72,7 @@ describe.skipIf(!PG_URL)("PostgreSQL store", () => {
       expect(tables.map((r: { table_name: string }) => r.table_name)).toEqual([
         "activations", "admin_tokens", "audit", "challenges", "console_sessions", "events", "feed_epoch", "idempotency", "known_releases", "known_releases_baseline", "licenses",
         "mirror_license_expiry", "mirror_release_controls", "mirror_revocations", "mirror_snapshot_expiries", "mirror_snapshot_revocations", "mirror_sync", "mirror_vendor_keys",
-        "record_key_check", "records_variant", "release_controls", "release_controls_generation", "schema_migrations",
+        "record_key_check", "records_variant", "release_controls", "release_controls_generation", "rollout_buckets", "rollout_releases", "schema_migrations",
         "webhook_attempts", "webhook_deliveries", "webhook_endpoints", "webhook_fanout",
       ]);
     } finally {

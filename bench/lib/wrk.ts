@@ -8,7 +8,8 @@ export interface WrkResult {
   readonly requests: number;
   readonly durationUs: number;
   readonly bytes: number;
-  readonly errors: { connect: number; read: number; write: number; status: number; timeout: number };
+  /** status: answers above 399 (wrk's own count); not200: any answer but a 200, counted by the scripts that call expect_200() (bench/lua/report.lua). */
+  readonly errors: { connect: number; read: number; write: number; status: number; timeout: number; not200: number };
   readonly latencyUs: { mean: number; p50: number; p90: number; p99: number; max: number };
   /** Derived: requests and bytes per second. */
   readonly rps: number;
@@ -23,6 +24,7 @@ export interface WrkRun {
   readonly seconds: number;
 }
 
+/** Runs wrk once; throws when any request failed or was answered with anything but a 200 (see WrkResult.errors). */
 export async function wrk(run: WrkRun): Promise<WrkResult> {
   const cmd = pinned(CPUS.client, [
     "wrk", "-t1", `-c${run.connections}`, `-d${run.seconds}s`, "--timeout", "10s",
@@ -34,12 +36,14 @@ export async function wrk(run: WrkRun): Promise<WrkResult> {
   if (code !== 0 || !line) throw new Error(`wrk failed (${code}): ${err || out}`);
   const r = JSON.parse(line.slice("BENCH_JSON ".length));
   const secs = r.durationUs / 1e6;
-  return { ...r, rps: r.requests / secs, bytesPerSec: r.bytes / secs };
+  const result: WrkResult = { ...r, rps: r.requests / secs, bytesPerSec: r.bytes / secs };
+  if (errorCount(result) > 0) throw new Error(`${run.script} ${run.url}: ${errorCount(result)} of ${result.requests} requests failed or were not answered 200: ${JSON.stringify(result.errors)}`);
+  return result;
 }
 
 export function errorCount(r: WrkResult): number {
   const e = r.errors;
-  return e.connect + e.read + e.write + e.status + e.timeout;
+  return e.connect + e.read + e.write + e.status + e.timeout + e.not200;
 }
 
 export function median(values: readonly number[]): number {
@@ -63,8 +67,6 @@ export async function measure(run: WrkRun, opts: { runs: number; warmupSeconds: 
     results.push(r);
     if (before !== undefined) cpuPerRequest.push((opts.cpuMicros!() - before) / r.requests);
   }
-  const bad = results.filter((r) => errorCount(r) > 0);
-  if (bad.length) throw new Error(`${run.script} ${run.url}: errors ${JSON.stringify(bad[0]!.errors)}`);
   const values = results.map(pick);
   return { value: median(values), values, results, cpuUsPerRequest: cpuPerRequest.length ? median(cpuPerRequest) : null };
 }

@@ -6,6 +6,7 @@ dofile(os.getenv("BENCH_LUA_DIR") .. "/device.lua")
 setup = setup_device_threads
 
 function init(args)
+  expect_200()
   keys = {}
   for line in io.lines(args[1]) do keys[#keys + 1] = line end
   prefix = args[2]

@@ -2,6 +2,7 @@
 local counter = 0
 
 function setup_device_threads(thread)
+  report_thread(thread)
   thread_count = (thread_count or 0) + 1
   thread:set("tid", thread_count)
 end

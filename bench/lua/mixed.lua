@@ -7,6 +7,7 @@ dofile(os.getenv("BENCH_LUA_DIR") .. "/device.lua")
 setup = setup_device_threads
 
 function init(args)
+  expect_200()
   local auth = { ["Authorization"] = "Bearer " .. args[1] }
   keys = {}
   for line in io.lines(args[2]) do keys[#keys + 1] = line end

@@ -2,6 +2,7 @@
 dofile(os.getenv("BENCH_LUA_DIR") .. "/report.lua")
 
 function init(args)
+  expect_200()
   reqs = {}
   for line in io.lines(args[1]) do
     reqs[#reqs + 1] = wrk.format("GET", args[2], { ["Authorization"] = "Bearer " .. line })

@@ -342,6 +342,8 @@ export const AdminReleaseControlAnswer = Type.Object({
 export const AdminStats = Type.Object({
   ok: Ok,
   since: Timestamp,
+  counted: Timestamp,
+  ageSeconds: Type.Integer({ description: "Seconds since `counted`: the figures are kept and counted again in the background, never answered more than 300 s old" }),
   installations: Type.Array(
     Type.Object({ product: Nullable(Type.String()), lane: Nullable(Type.String()), channel: Nullable(Type.String()), version: Type.String(), installations: Type.Integer() }),
     { description: "Active installations seen in the last 30 days by product, lane and version (lane null: no manifest read yet)" },

@@ -22,6 +22,7 @@ interface Table {
  * leased by the old process is due again at once. Idempotency answers are not moved either: they
  * hold licence keys and live 24 hours. The feed's epoch is not moved: the target keeps the one its migration made, so
  * a mirror of the old records reads a snapshot rather than trusting a seq. Console and portal sessions are not moved: their people sign in again.
+ * Stored rollout buckets (rollout_releases, rollout_buckets) are not moved: the next stats count stores them again.
  */
 const TABLES = [
   {

@@ -624,4 +624,65 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 14,
+    name: "stats counted a slice at a time: rollout buckets stored once, an index for the licences expiring",
+    // GET /admin/stats hashed every installation of a lane once per ramping release on each request
+    // (issue 34). An installation's bucket for a release never changes (src/domain/releases/rollout.ts),
+    // so it is stored the first time it is counted and compared in SQL afterwards; releases are
+    // numbered so a bucket row holds two integers and an id, not the lane and version again; keyed
+    // by installation first, so one seek per installation reads its buckets of every release. The day
+    // counts read the audit trail a day at a time through audit_by_time: an index of their own
+    // would be one more b-tree write in every activation. activations_by_last_seen (migration 4)
+    // served only the stats' whole-table count, now read by id a slice at a time; each sighting
+    // moved its entry (a random page written per installation seen, every 30 s). A deactivated
+    // installation is never counted: its buckets go with it (one keyed delete per deactivation).
+    sqlite: `
+      CREATE TABLE rollout_releases (
+        no INTEGER PRIMARY KEY,
+        lane TEXT NOT NULL,
+        version TEXT NOT NULL,
+        UNIQUE (lane, version)
+      ) STRICT;
+      CREATE TABLE rollout_buckets (
+        release_no INTEGER NOT NULL,
+        activation_id TEXT NOT NULL,
+        bucket INTEGER NOT NULL,
+        PRIMARY KEY (activation_id, release_no)
+      ) STRICT, WITHOUT ROWID;
+      CREATE INDEX licenses_expiring ON licenses(expires, id) WHERE kind = 'license' AND revoked IS NULL;
+      DROP INDEX activations_by_last_seen;
+      CREATE TRIGGER activations_buckets_freed AFTER UPDATE OF deactivated ON activations
+        WHEN OLD.deactivated IS NULL AND NEW.deactivated IS NOT NULL
+      BEGIN DELETE FROM rollout_buckets WHERE activation_id = OLD.id; END;
+      CREATE TRIGGER activations_buckets_deleted AFTER DELETE ON activations
+      BEGIN DELETE FROM rollout_buckets WHERE activation_id = OLD.id; END;
+    `,
+    postgres: `
+      CREATE TABLE rollout_releases (
+        no BIGSERIAL PRIMARY KEY,
+        lane TEXT NOT NULL,
+        version TEXT NOT NULL,
+        UNIQUE (lane, version)
+      );
+      CREATE TABLE rollout_buckets (
+        release_no BIGINT NOT NULL,
+        activation_id TEXT NOT NULL,
+        bucket BIGINT NOT NULL,
+        PRIMARY KEY (activation_id, release_no)
+      );
+      CREATE INDEX licenses_expiring ON licenses(expires, id) WHERE kind = 'license' AND revoked IS NULL;
+      DROP INDEX activations_by_last_seen;
+      CREATE FUNCTION keyturn_drop_rollout_buckets() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_OP = 'DELETE' OR (OLD.deactivated IS NULL AND NEW.deactivated IS NOT NULL) THEN
+          DELETE FROM rollout_buckets WHERE activation_id = OLD.id;
+        END IF;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER activations_drop_rollout_buckets
+        AFTER DELETE OR UPDATE OF deactivated ON activations
+        FOR EACH ROW EXECUTE FUNCTION keyturn_drop_rollout_buckets();
+    `,
+  },
 ];

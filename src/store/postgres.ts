@@ -10,6 +10,7 @@ import {
   challengeFromRow,
   containsPattern,
   DAY_MS,
+  storedBucket,
   deliveryFromRow,
   endpointFromRow,
   eventFromRow,
@@ -50,6 +51,7 @@ import type {
   FeedStateRow,
   IdempotencyRecord,
   IdempotentCreate,
+  IdRange,
   InstallationCount,
   Journal,
   LicensePatch,
@@ -60,6 +62,8 @@ import type {
   ReleaseControlRecord,
   ReleaseKey,
   RevokedLicenseRecord,
+  RolloutCountQuery,
+  RolloutReach,
   SealedChange,
   SealedValue,
   Sighting,
@@ -69,6 +73,8 @@ import type {
 } from "./types";
 
 type Tx = SQL;
+
+const WHOLE: IdRange = { from: null, to: null };
 
 /**
  * Inserts an outbox event inside `tx`. The advisory lock (one per schema, held to the commit)
@@ -771,8 +777,13 @@ export class PostgresStore implements Store {
   }
 
   async installationsSeen(since: number): Promise<InstallationCount[]> {
+    return this.installationsSeenIn(WHOLE, since);
+  }
+
+  async installationsSeenIn(range: IdRange, since: number): Promise<InstallationCount[]> {
     const rows = await this.sql`SELECT product, lane, version, count(*) AS n FROM activations
-      WHERE deactivated IS NULL AND last_seen >= ${since} GROUP BY product, lane, version ORDER BY lane IS NULL, lane, product, version`;
+      WHERE (${range.from}::text IS NULL OR id >= ${range.from}) AND (${range.to}::text IS NULL OR id < ${range.to}) AND deactivated IS NULL AND last_seen >= ${since}
+      GROUP BY product, lane, version ORDER BY lane IS NULL, lane, product, version`;
     return rows.map((r: Row) => ({ product: r.product, lane: r.lane, version: r.version, installations: num(r.n) }));
   }
 
@@ -793,19 +804,100 @@ export class PostgresStore implements Store {
     return rows.map((r: Row) => ({ day: num(r.day) * DAY_MS, activations: num(r.activations), seatLimitRefusals: num(r.refusals) }));
   }
 
+  async activationsOnDay(day: number): Promise<DayCount | null> {
+    const [r] = await this.sql`SELECT count(*) AS n, count(*) FILTER (WHERE outcome = 'ok') AS activations,
+        count(*) FILTER (WHERE error = 'seat_limit') AS refusals
+      FROM audit WHERE action IN ('activate', 'sign-in') AND time >= ${day} AND time < ${day + DAY_MS}`;
+    return num(r.n) === 0 ? null : { day, activations: num(r.activations), seatLimitRefusals: num(r.refusals) };
+  }
+
   async seatCounts(now: number): Promise<{ inUse: number; lapsed: number }> {
-    const [r] = await this.sql`SELECT
-        count(*) FILTER (WHERE l.seat_lease IS NULL OR a.last_seen >= ${now} - l.seat_lease) AS in_use,
-        count(*) FILTER (WHERE l.seat_lease IS NOT NULL AND a.last_seen < ${now} - l.seat_lease) AS lapsed
-      FROM activations a JOIN licenses l ON l.id = a.license_id
-      WHERE a.deactivated IS NULL AND l.kind = 'license' AND l.revoked IS NULL`;
-    return { inUse: num(r.in_use), lapsed: num(r.lapsed) };
+    return this.seatCountsIn(WHOLE, now);
+  }
+
+  async seatCountsIn(range: IdRange, now: number): Promise<{ inUse: number; lapsed: number }> {
+    // licenses.active_seats is kept by triggers (migration 2); only leased licenses have seats to look at.
+    const [r] = await this.sql`SELECT coalesce(sum(active_seats), 0) AS held,
+        coalesce(sum((SELECT count(*) FROM activations a WHERE a.license_id = l.id AND a.deactivated IS NULL
+          AND a.last_seen < ${now} - l.seat_lease)) FILTER (WHERE seat_lease IS NOT NULL), 0) AS lapsed
+      FROM licenses l WHERE (${range.from}::text IS NULL OR id >= ${range.from}) AND (${range.to}::text IS NULL OR id < ${range.to}) AND kind = 'license' AND revoked IS NULL`;
+    const lapsed = num(r.lapsed);
+    return { inUse: num(r.held) - lapsed, lapsed };
   }
 
   async licensesExpiring(from: number, to: number, limit: number): Promise<LicenseRecord[]> {
     const rows = await this.sql`SELECT * FROM licenses WHERE kind = 'license' AND revoked IS NULL
       AND expires >= ${from} AND expires < ${to} ORDER BY expires, id LIMIT ${limit}`;
     return rows.map(licenseFromRow);
+  }
+
+  async sliceEnd(): Promise<string | null> {
+    return null;
+  }
+
+  async rolloutReleaseNumbers(releases: readonly ReleaseKey[], dropLimit: number): Promise<{ numbers: number[]; dropped: number }> {
+    return this.sql.begin(async (tx) => {
+      const numbers: number[] = [];
+      for (const r of releases) {
+        await tx`INSERT INTO rollout_releases (lane, version) VALUES (${r.lane}, ${r.version}) ON CONFLICT DO NOTHING`;
+        const [row] = await tx`SELECT no FROM rollout_releases WHERE lane = ${r.lane} AND version = ${r.version}`;
+        numbers.push(num(row.no));
+      }
+      const kept = new Set(numbers);
+      let dropped = 0;
+      for (const { no } of await tx`SELECT no FROM rollout_releases`) {
+        if (kept.has(num(no)) || dropped >= dropLimit) continue;
+        const gone = await tx`DELETE FROM rollout_buckets WHERE release_no = ${no} AND activation_id IN
+          (SELECT activation_id FROM rollout_buckets WHERE release_no = ${no} LIMIT ${dropLimit - dropped})`;
+        dropped += gone.count;
+        if (dropped < dropLimit) await tx`DELETE FROM rollout_releases WHERE no = ${no}`;
+      }
+      return { numbers, dropped };
+    });
+  }
+
+  async rolloutReachIn(range: IdRange, releases: readonly RolloutCountQuery[], since: number): Promise<RolloutReach[]> {
+    if (releases.length === 0) return [];
+    const lanes = new Map<string | null, { seen: number; staff: number }>(
+      (await this.sql`SELECT lane, count(*) AS seen, count(*) FILTER (WHERE kind = 'staff') AS staff FROM activations
+        WHERE (${range.from}::text IS NULL OR id >= ${range.from}) AND (${range.to}::text IS NULL OR id < ${range.to})
+          AND deactivated IS NULL AND last_seen >= ${since} GROUP BY lane`).map((r: Row) => [r.lane as string | null, { seen: num(r.seen), staff: num(r.staff) }]),
+    );
+    const counted = new Map<number, { bucketed: number; admitted: number }>(
+      (await this.sql`SELECT b.release_no AS no, count(*) AS bucketed, count(*) FILTER (WHERE b.bucket < t.threshold) AS admitted
+        FROM unnest(${this.sql.array(releases.map((r) => r.no), "INT8")}::bigint[], ${this.sql.array(releases.map((r) => r.lane), "TEXT")}::text[],
+          ${this.sql.array(releases.map((r) => storedBucket(r.threshold).toString()), "TEXT")}::text[]::bigint[]) AS t(no, lane, threshold)
+        JOIN rollout_buckets b ON b.release_no = t.no
+        JOIN activations a ON a.id = b.activation_id AND a.lane = t.lane
+        WHERE (${range.from}::text IS NULL OR a.id >= ${range.from}) AND (${range.to}::text IS NULL OR a.id < ${range.to})
+          AND a.deactivated IS NULL AND a.last_seen >= ${since} AND a.kind <> 'staff'
+        GROUP BY b.release_no`).map((r: Row) => [num(r.no), { bucketed: num(r.bucketed), admitted: num(r.admitted) }]),
+    );
+    const answers: RolloutReach[] = [];
+    for (const r of releases) {
+      const lane = lanes.get(r.lane) ?? { seen: 0, staff: 0 };
+      const c = counted.get(r.no) ?? { bucketed: 0, admitted: 0 };
+      const unbucketed =
+        lane.seen - lane.staff === c.bucketed
+          ? []
+          : (await this.sql`SELECT a.id, a.device_hash FROM activations a
+              WHERE (${range.from}::text IS NULL OR a.id >= ${range.from}) AND (${range.to}::text IS NULL OR a.id < ${range.to})
+              AND a.lane = ${r.lane} AND a.deactivated IS NULL AND a.last_seen >= ${since} AND a.kind <> 'staff'
+              AND NOT EXISTS (SELECT 1 FROM rollout_buckets b WHERE b.release_no = ${r.no} AND b.activation_id = a.id)`).map((x: Row) => ({
+              activationId: x.id as string,
+              deviceHash: x.device_hash as string,
+            }));
+      answers.push({ seen: lane.seen, admitted: lane.staff + c.admitted, unbucketed });
+    }
+    return answers;
+  }
+
+  async storeRolloutBuckets(no: number, buckets: readonly { activationId: string; bucket: bigint }[]): Promise<void> {
+    if (buckets.length === 0) return;
+    await this.sql`INSERT INTO rollout_buckets (release_no, activation_id, bucket)
+      SELECT ${no}, b.id, b.bucket::bigint FROM unnest(${this.sql.array(buckets.map((b) => b.activationId), "TEXT")}::text[],
+        ${this.sql.array(buckets.map((b) => storedBucket(b.bucket).toString()), "TEXT")}::text[]) AS b(id, bucket)
+      ON CONFLICT DO NOTHING`;
   }
 
   async ping(): Promise<void> {

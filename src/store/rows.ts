@@ -180,3 +180,8 @@ export const releaseControlFromRow = (r: Row): ReleaseControlRecord => ({
 
 /** The UTC day (start, ms) a count's `day` column (whole days since the epoch) names. */
 export const DAY_MS = 86_400_000;
+/**
+ * A rollout bucket (0 to 2^64 - 1) as the signed 64-bit integer both databases store: shifted down
+ * by 2^63, so that comparing stored values compares buckets.
+ */
+export const storedBucket = (bucket: bigint): bigint => bucket - (1n << 63n);

@@ -20,6 +20,7 @@ import {
   releaseControlFromRow,
   subscribers,
   type EventHead,
+  storedBucket,
   type Row,
 } from "./rows";
 import { applyControl, noControl } from "./release-controls";
@@ -51,6 +52,7 @@ import type {
   FeedStateQuery,
   FeedStateRow,
   IdempotencyRecord,
+  IdRange,
   IdempotentCreate,
   InstallationCount,
   Journal,
@@ -62,6 +64,8 @@ import type {
   ReleaseControlRecord,
   ReleaseKey,
   RevokedLicenseRecord,
+  RolloutCountQuery,
+  RolloutReach,
   SealedChange,
   SealedValue,
   Sighting,
@@ -847,10 +851,15 @@ export class SqliteStore implements Store {
   }
 
   async installationsSeen(since: number): Promise<InstallationCount[]> {
+    return this.installationsSeenIn(WHOLE, since);
+  }
+
+  async installationsSeenIn(range: IdRange, since: number): Promise<InstallationCount[]> {
     const rows = this.db
-      .query(`SELECT product, lane, version, count(*) AS n FROM activations WHERE deactivated IS NULL AND last_seen >= ?
+      .query(`SELECT product, lane, version, count(*) AS n FROM activations
+        WHERE id >= $from AND id < $to AND deactivated IS NULL AND last_seen >= $since
         GROUP BY product, lane, version ORDER BY lane IS NULL, lane, product, version`)
-      .all(since) as Row[];
+      .all({ ...bounds(range), since }) as Row[];
     return rows.map((r) => ({ product: r.product, lane: r.lane, version: r.version, installations: r.n }));
   }
 
@@ -871,9 +880,27 @@ export class SqliteStore implements Store {
     return rows.map((r) => ({ day: r.day * DAY_MS, activations: r.activations ?? 0, seatLimitRefusals: r.refusals ?? 0 }));
   }
 
+  async activationsOnDay(day: number): Promise<DayCount | null> {
+    const r = this.db
+      .query(`SELECT count(*) AS n, sum(outcome = 'ok') AS activations, sum(error = 'seat_limit') AS refusals
+        FROM audit WHERE action IN ('activate', 'sign-in') AND time >= $day AND time < $end`)
+      .get({ day, end: day + DAY_MS }) as Row;
+    return r.n === 0 ? null : { day, activations: r.activations ?? 0, seatLimitRefusals: r.refusals ?? 0 };
+  }
+
   async seatCounts(now: number): Promise<{ inUse: number; lapsed: number }> {
-    const r = this.db.query(SEATS_IN_USE_SQL).get({ now }) as Row;
-    return { inUse: r.in_use ?? 0, lapsed: r.lapsed ?? 0 };
+    return this.seatCountsIn(WHOLE, now);
+  }
+
+  async seatCountsIn(range: IdRange, now: number): Promise<{ inUse: number; lapsed: number }> {
+    // licenses.active_seats is kept by triggers (migration 2); only leased licenses have seats to look at.
+    const r = this.db
+      .query(`SELECT sum(active_seats) AS held, sum(CASE WHEN seat_lease IS NULL THEN 0 ELSE
+          (SELECT count(*) FROM activations a WHERE a.license_id = l.id AND a.deactivated IS NULL AND a.last_seen < $now - l.seat_lease) END) AS lapsed
+        FROM licenses l WHERE id >= $from AND id < $to AND kind = 'license' AND revoked IS NULL`)
+      .get({ ...bounds(range), now }) as Row;
+    const lapsed = r.lapsed ?? 0;
+    return { inUse: (r.held ?? 0) - lapsed, lapsed };
   }
 
   async licensesExpiring(from: number, to: number, limit: number): Promise<LicenseRecord[]> {
@@ -882,6 +909,73 @@ export class SqliteStore implements Store {
         ORDER BY expires, id LIMIT ?`)
       .all(from, to, limit) as Row[];
     return rows.map(licenseFromRow);
+  }
+
+  async sliceEnd(table: "activations" | "licenses", from: string | null, step: number): Promise<string | null> {
+    const r = this.db.query(`SELECT id FROM ${table} WHERE id >= ? ORDER BY id LIMIT 1 OFFSET ?`).get(from ?? "", step) as Row | null;
+    return r ? (r.id as string) : null;
+  }
+
+  async rolloutReleaseNumbers(releases: readonly ReleaseKey[], dropLimit: number): Promise<{ numbers: number[]; dropped: number }> {
+    return this.groupCommit.write(() => {
+      const numbers = releases.map((r) => {
+        this.db.query("INSERT INTO rollout_releases (lane, version) VALUES (?, ?) ON CONFLICT DO NOTHING").run(r.lane, r.version);
+        return (this.db.query("SELECT no FROM rollout_releases WHERE lane = ? AND version = ?").get(r.lane, r.version) as Row).no as number;
+      });
+      const kept = new Set(numbers);
+      let dropped = 0;
+      for (const { no } of this.db.query("SELECT no FROM rollout_releases").all() as Row[]) {
+        if (kept.has(no) || dropped >= dropLimit) continue;
+        dropped += this.db
+          .query(`DELETE FROM rollout_buckets WHERE release_no = $no AND activation_id IN
+            (SELECT activation_id FROM rollout_buckets WHERE release_no = $no LIMIT $limit)`)
+          .run({ no, limit: dropLimit - dropped }).changes;
+        if (dropped < dropLimit) this.db.query("DELETE FROM rollout_releases WHERE no = ?").run(no);
+      }
+      return { numbers, dropped };
+    });
+  }
+
+  async rolloutReachIn(range: IdRange, releases: readonly RolloutCountQuery[], since: number): Promise<RolloutReach[]> {
+    if (releases.length === 0) return [];
+    const active = "a.id >= $from AND a.id < $to AND a.deactivated IS NULL AND a.last_seen >= $since";
+    const params = { ...bounds(range), since };
+    const lanes = new Map(
+      (this.db.query(`SELECT a.lane, count(*) AS seen, sum(a.kind = 'staff') AS staff FROM activations a WHERE ${active} GROUP BY a.lane`).all(params) as Row[])
+        .map((r) => [r.lane as string | null, { seen: r.seen as number, staff: r.staff as number }]),
+    );
+    // One seek per installation reads its buckets of every release (keyed by installation first);
+    // each release's lane and threshold are chosen by its number.
+    const byNo = (value: (i: number) => string) => `CASE b.release_no ${releases.map((r, i) => `WHEN ${r.no} THEN ${value(i)}`).join(" ")} END`;
+    const counted = new Map(
+      (this.db
+        .query(`SELECT b.release_no AS no, count(*) AS bucketed, sum(b.bucket < ${byNo((i) => `$threshold${i}`)}) AS admitted
+          FROM activations a JOIN rollout_buckets b ON b.activation_id = a.id
+          WHERE ${active} AND a.kind <> 'staff' AND b.release_no IN (${releases.map((r) => r.no).join(", ")}) AND a.lane = ${byNo((i) => `$lane${i}`)}
+          GROUP BY b.release_no`)
+        .all({ ...params, ...Object.fromEntries(releases.flatMap((r, i) => [[`threshold${i}`, storedBucket(r.threshold)], [`lane${i}`, r.lane]])) }) as Row[])
+        .map((r) => [r.no as number, { bucketed: r.bucketed as number, admitted: (r.admitted ?? 0) as number }]),
+    );
+    return releases.map((r) => {
+      const lane = lanes.get(r.lane) ?? { seen: 0, staff: 0 };
+      const c = counted.get(r.no) ?? { bucketed: 0, admitted: 0 };
+      const unbucketed =
+        lane.seen - lane.staff === c.bucketed
+          ? []
+          : (this.db
+              .query(`SELECT a.id, a.device_hash FROM activations a WHERE ${active} AND a.lane = $lane AND a.kind <> 'staff'
+                AND NOT EXISTS (SELECT 1 FROM rollout_buckets b WHERE b.activation_id = a.id AND b.release_no = $no)`)
+              .all({ ...params, lane: r.lane, no: r.no }) as Row[]).map((x) => ({ activationId: x.id as string, deviceHash: x.device_hash as string }));
+      return { seen: lane.seen, admitted: lane.staff + c.admitted, unbucketed };
+    });
+  }
+
+  async storeRolloutBuckets(no: number, buckets: readonly { activationId: string; bucket: bigint }[]): Promise<void> {
+    if (buckets.length === 0) return;
+    await this.groupCommit.write(() => {
+      const insert = this.db.query("INSERT INTO rollout_buckets (release_no, activation_id, bucket) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
+      for (const b of buckets) insert.run(no, b.activationId, storedBucket(b.bucket));
+    });
   }
 
   async ping(): Promise<void> {
@@ -901,10 +995,9 @@ export class SqliteStore implements Store {
 }
 
 /** Active seats of licenses (not staff, not revoked): lapsed when their license's lease ran out since the last sighting. */
-const SEATS_IN_USE_SQL = `SELECT sum(CASE WHEN l.seat_lease IS NOT NULL AND a.last_seen < $now - l.seat_lease THEN 0 ELSE 1 END) AS in_use,
-  sum(CASE WHEN l.seat_lease IS NOT NULL AND a.last_seen < $now - l.seat_lease THEN 1 ELSE 0 END) AS lapsed
-  FROM activations a JOIN licenses l ON l.id = a.license_id
-  WHERE a.deactivated IS NULL AND l.kind = 'license' AND l.revoked IS NULL`;
+/** Every id: SQLite compares text bytewise, and ids are ASCII. */
+const WHOLE: IdRange = { from: null, to: null };
+const bounds = (range: IdRange) => ({ from: range.from ?? "", to: range.to ?? "\u{10FFFF}" });
 
 function licenseParams(l: LicenseRecord) {
   return { ...l, channels: JSON.stringify(l.channels), email: l.email ?? null, metadata: JSON.stringify(l.metadata ?? {}), tokenTtl: l.tokenTtl ?? null, seatLease: l.seatLease ?? null };

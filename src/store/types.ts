@@ -408,6 +408,26 @@ export type SealedValue =
 
 export type SealedChange = SealedValue & { readonly after: string };
 
+/** Ids from `from` (inclusive) to `to` (exclusive), in the store's id order; null: unbounded. */
+export interface IdRange {
+  readonly from: string | null;
+  readonly to: string | null;
+}
+
+export interface RolloutReach {
+  readonly seen: number;
+  readonly admitted: number;
+  readonly unbucketed: readonly { readonly activationId: string; readonly deviceHash: string }[];
+}
+
+/** A release whose rollout is counted from stored buckets (`no` from Store.rolloutReleaseNumbers). */
+export interface RolloutCountQuery {
+  readonly no: number;
+  readonly lane: string;
+  /** Buckets below it are admitted (0 < threshold < 2^64). */
+  readonly threshold: bigint;
+}
+
 export interface Store {
   readonly kind: "sqlite" | "postgres";
   /** The migrations (versions) this process applied when it opened the records; none when they were up to date. */
@@ -583,6 +603,34 @@ export interface Store {
   seatCounts(now: number): Promise<{ inUse: number; lapsed: number }>;
   /** Licenses (not staff, not revoked) whose expiry falls in [from, to), soonest first. */
   licensesExpiring(from: number, to: number, limit: number): Promise<LicenseRecord[]>;
+  /**
+   * Stats counted a slice at a time, so that no statement holds the thread (SQLite) for long: the
+   * end of the slice of `table` that starts after `after` and holds about `step` rows (its first id
+   * not included), or null when the rest fits in it. PostgreSQL counts in its own process and
+   * answers null: one slice.
+   */
+  sliceEnd(table: "activations" | "licenses", after: string | null, step: number): Promise<string | null>;
+  /** installationsSeen over activations whose id is in `range`. */
+  installationsSeenIn(range: IdRange, since: number): Promise<InstallationCount[]>;
+  /** seatCounts over licenses whose id is in `range`. */
+  seatCountsIn(range: IdRange, now: number): Promise<{ inUse: number; lapsed: number }>;
+  /** activationsPerDay over one UTC day only (`day` its start), for the day counts read one day at a time. */
+  activationsOnDay(day: number): Promise<DayCount | null>;
+  /**
+   * Numbers releases for stored rollout buckets (the same number for the same lane and version in
+   * every call) and drops, at most `dropLimit` at a time, the stored buckets of releases not given;
+   * `dropped` says how many went (call again while it is `dropLimit`).
+   */
+  rolloutReleaseNumbers(releases: readonly ReleaseKey[], dropLimit: number): Promise<{ numbers: number[]; dropped: number }>;
+  /**
+   * Rollouts' reach over active installations seen at or after `since`, ids in `range`, for each
+   * release given (answers in the same order): seen on its lane, admitted (staff, or a stored
+   * bucket below its threshold), and the installations (not staff) with no stored bucket for it yet,
+   * not counted as admitted.
+   */
+  rolloutReachIn(range: IdRange, releases: readonly RolloutCountQuery[], since: number): Promise<RolloutReach[]>;
+  /** Stores installations' buckets for release `no` (kept as they are when already there). */
+  storeRolloutBuckets(no: number, buckets: readonly { activationId: string; bucket: bigint }[]): Promise<void>;
 
   /** Throws when the records cannot be reached. */
   ping(): Promise<void>;

@@ -8,6 +8,7 @@ import { VARIANT_NAMES, VARIANTS, type VariantName } from "../../src/config/vari
 import { CLI_CALLER, SCOPES, type Scope } from "../../src/domain/admin/deps";
 import { createAdminToken, revokeAdminToken } from "../../src/domain/admin/tokens";
 import { isoTime } from "../../src/domain/clock";
+import { keepStatsIn, StatsCache } from "../../src/domain/stats-cache";
 import { newId } from "../../src/domain/ids";
 import { generateKeyFiles } from "../../src/domain/keys";
 import type { SqliteStore } from "../../src/store/sqlite";
@@ -642,6 +643,10 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
     await SEND("POST", T, `/admin/releases/nowhere/1.0.0/${op}`, A, `${op} of a lane not of the variant`, 400, "invalid_request");
     await SEND("POST", T, `/admin/releases/${lane}/1.0/${op}`, A, `${op} of a version the lane does not have`, 404, "not_found");
   }
+  // A caller that would wait longer than the cache allows (none at all here) is told to ask again.
+  keepStatsIn(site.composed.store, new StatsCache(site.clock, 0, -1));
+  await SEND("GET", "/admin/stats", "/admin/stats", A, "stats being counted", 503, "unavailable");
+  for (let i = 0; i < 100 && (await send(site, "GET", "/admin/stats", A)).status !== 200; i++) await new Promise((resolve) => setImmediate(resolve));
   await SEND("GET", "/admin/stats", "/admin/stats", A, "stats", 200);
 
   // --- console sessions

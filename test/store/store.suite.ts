@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { newEvent } from "../../src/domain/events";
+import { bucketOf } from "../../src/domain/releases/rollout";
 import type { ActivateInput, AuditRecord, LicenseRecord, Store } from "../../src/store/types";
 
 /** Fresh, empty, migrated records, and a way to open more connections to the very same records. */
@@ -397,6 +398,111 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       const past = license({ expires: T0 - day });
       for (const l of [soon, later, revoked, past]) await store.createLicense(l);
       expect((await store.licensesExpiring(T0, T0 + 30 * day, 100)).map((l) => l.id)).toEqual([soon.id]);
+    });
+
+    test("stats counted a slice at a time (seats from the kept counts, rollout reach from buckets stored once) equal a full recount after activations, deactivations, revocations", async () => {
+      const day = 86_400_000;
+      const lane = "alpha/stable/win-x64";
+      const version = "2.0.0";
+      const leased = license({ seats: 10, seatLease: 10 * 60_000 });
+      const plain = license({ seats: 10 });
+      const doomed = license({ seats: 10 });
+      const staff = license({ kind: "staff", keyHash: null, seats: 10 });
+      for (const l of [leased, plain, doomed, staff]) await store.createLicense(l);
+      const seats = [
+        ...[0, 1, 2].map(() => seat(leased.id, { product: "alpha" })),
+        ...[0, 1, 2, 3].map(() => seat(plain.id, { product: "alpha", version: "1.1.0" })),
+        ...[0, 1].map(() => seat(doomed.id, { product: "alpha" })),
+        seat(staff.id, { kind: "staff", product: "alpha" }),
+        seat(plain.id, { product: "alpha", now: T0 - 40 * day }),
+      ];
+      for (const s of seats) await store.activate(s);
+      await store.recordSightings(seats.slice(0, 10).map((s, i) => ({ activationId: s.newId, lastSeen: T0 + i, lane })));
+      await store.recordSightings([{ activationId: seats[10]!.newId, lastSeen: T0 - 40 * day, lane }]);
+      // Two releases on the lane, counted together: the second admits a third of what the first does.
+      const releases = [{ lane, version }, { lane, version: "2.1.0" }];
+      const thresholds = (threshold: bigint) => [threshold, threshold / 3n];
+
+      /** Every statement over slices of two rows, the buckets found missing hashed and stored, as GET /admin/stats does. */
+      const sliced = async (now: number, threshold: bigint) => {
+        const since = now - 30 * day;
+        const { numbers } = await store.rolloutReleaseNumbers(releases, 1000);
+        const queries = releases.map((_release, i) => ({ no: numbers[i]!, lane, threshold: thresholds(threshold)[i]! }));
+        const installations = new Map<string, number>();
+        const reach = releases.map(() => ({ seen: 0, admitted: 0 }));
+        let hashed = 0;
+        let seatsNow = { inUse: 0, lapsed: 0 };
+        for (const table of ["activations", "licenses"] as const) {
+          let from: string | null = null;
+          for (;;) {
+            const to = await store.sliceEnd(table, from, 2);
+            if (table === "licenses") {
+              const part = await store.seatCountsIn({ from, to }, now);
+              seatsNow = { inUse: seatsNow.inUse + part.inUse, lapsed: seatsNow.lapsed + part.lapsed };
+            } else {
+              for (const c of await store.installationsSeenIn({ from, to }, since))
+                installations.set(`${c.lane} ${c.version}`, (installations.get(`${c.lane} ${c.version}`) ?? 0) + c.installations);
+              const parts = await store.rolloutReachIn({ from, to }, queries, since);
+              for (const [i, part] of parts.entries()) {
+                const buckets = part.unbucketed.map((u) => ({ activationId: u.activationId, bucket: bucketOf(u.deviceHash, lane, releases[i]!.version) }));
+                await store.storeRolloutBuckets(queries[i]!.no, buckets);
+                reach[i]!.seen += part.seen;
+                reach[i]!.admitted += part.admitted + buckets.filter((b) => b.bucket < queries[i]!.threshold).length;
+                hashed += buckets.length;
+              }
+            }
+            if (to === null) break;
+            from = to;
+          }
+        }
+        return { installations: Object.fromEntries(installations), reach, seats: seatsNow, hashed };
+      };
+      /** The same figures from the records one row at a time. */
+      const recount = async (now: number, threshold: bigint) => {
+        const since = now - 30 * day;
+        const installations: Record<string, number> = {};
+        for (const c of await store.installationsSeen(since)) installations[`${c.lane} ${c.version}`] = c.installations;
+        const onLane = await store.devicesOnLane(lane, since, 1000);
+        const reach = releases.map((r, i) => ({
+          seen: onLane.length,
+          admitted: onLane.filter((x) => x.kind === "staff" || bucketOf(x.deviceHash, lane, r.version) < thresholds(threshold)[i]!).length,
+        }));
+        const seatsNow = { inUse: 0, lapsed: 0 };
+        for (const l of await store.listLicenses()) {
+          if (l.kind !== "license" || l.revoked !== null) continue;
+          for (const a of await store.listActivations(l.id)) {
+            if (a.deactivated !== null) continue;
+            if (l.seatLease != null && a.lastSeen < now - l.seatLease) seatsNow.lapsed++;
+            else seatsNow.inUse++;
+          }
+        }
+        return { installations, reach, seats: seatsNow };
+      };
+      const same = async (now: number, threshold: bigint) => {
+        const full = await recount(now, threshold);
+        const first = await sliced(now, threshold);
+        expect({ ...first, hashed: 0 }).toEqual({ ...full, hashed: 0 });
+        // Counted again: from the stored buckets alone, nothing hashed.
+        expect(await sliced(now, threshold)).toEqual({ ...full, hashed: 0 });
+        return { full, hashedFirst: first.hashed };
+      };
+
+      const half = 1n << 63n;
+      const start = await same(T0 + 1000, half);
+      expect(start.full.seats).toEqual({ inUse: 10, lapsed: 0 });
+      expect(start.full.reach.map((r) => r.seen)).toEqual([10, 10]);
+      expect(start.hashedFirst).toBe(18); // the staff seat is admitted without a bucket
+      await store.activate(seat(plain.id, { product: "alpha", now: T0 + 2000 }));
+      expect(await store.deactivate(seats[3]!.newId, T0 + 3000)).toBe(true);
+      expect(await store.revokeLicense(doomed.id, T0 + 4000)).toBe(true);
+      const later = await same(T0 + 20 * 60_000, (half * 3n) / 2n);
+      expect(later.full.seats).toEqual({ inUse: 5, lapsed: 3 });
+      expect(later.full.reach.map((r) => r.seen)).toEqual([9, 9]);
+      expect(later.hashedFirst).toBe(0);
+      // A release no longer counted has its buckets dropped; counted again, they are stored again.
+      // 18 buckets stored; the deactivated installation's two went with it.
+      expect((await store.rolloutReleaseNumbers([], 1000)).dropped).toBe(16);
+      expect((await same(T0 + 20 * 60_000, half)).hashedFirst).toBe(16);
     });
 
     test("ping answers", async () => {

@@ -2,7 +2,8 @@ import { requireScope } from "../../domain/admin/deps";
 import { auditRead } from "../../domain/admin/read-audit";
 import { sessionHas, type Session } from "../../domain/console-sessions";
 import { releaseOverview } from "../../domain/releases/overview";
-import { collectStats, type Stats } from "../../domain/stats";
+import type { Stats } from "../../domain/stats";
+import { cachedStats } from "../../domain/stats-cache";
 import { callerOf, type ConsoleDeps, type Outcome } from "../deps";
 import { html, jsonData, type Html } from "../html";
 import { consolePage, when } from "../layout";
@@ -49,11 +50,11 @@ export async function dashboardPage(deps: ConsoleDeps, session: Session, address
   const caller = callerOf(session, address);
   requireScope(caller.principal, "stats:read");
   await auditRead(deps.admin, caller, "stats-read");
-  const stats = await collectStats({ store: deps.admin.store, clock: deps.clock, controls: deps.controls, index: deps.releases.current });
+  const stats = await cachedStats({ store: deps.admin.store, clock: deps.clock, controls: deps.controls, index: deps.releases.current });
   const index = deps.releases.current;
   const overview = index ? await releaseOverview({ index, skipped: deps.releases.skipped, controls: deps.controls, clock: deps.clock }) : null;
   const licenseLink = sessionHas(session, "licenses:read");
-  const body = html`<p class="muted">Since ${when(stats.since)} (the last 30 days).</p>
+  const body = html`<p class="muted">Since ${when(stats.since)} (the last 30 days); counted ${stats.ageSeconds} s ago.</p>
 <div class="grid"><section><h2>Installations by version, per lane</h2>${stats.installations.length ? installationCharts(stats) : html`<p>No installation seen in the window.</p>`}</section>
 <section><h2>Activations and seat_limit refusals per day</h2>${activationChart(stats)}</section></div>
 <div class="grid"><section><h2>Licences expiring within 30 days</h2>${

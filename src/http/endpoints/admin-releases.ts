@@ -5,7 +5,7 @@ import { isoTime, type Clock } from "../../domain/clock";
 import type { ReleaseHolder } from "../../domain/releases/holder";
 import { releaseOverview } from "../../domain/releases/overview";
 import type { ReleaseControls } from "../../domain/releases/release-controls";
-import { collectStats } from "../../domain/stats";
+import { cachedStats } from "../../domain/stats-cache";
 import type { ReleaseControlOp } from "../../store/types";
 import * as S from "../admin-schemas";
 import { endpoint, type Endpoint, type ParamDoc } from "../endpoint";
@@ -82,9 +82,9 @@ export function adminReleaseEndpoints(admin: AdminDeps, releases: ReleaseHolder,
       audit: "stats-read",
       querySchema: S.NoQuery,
       answer: S.AdminStats,
-      errors: [...ADMIN_ERRORS],
+      errors: [...ADMIN_ERRORS, "unavailable"],
       handler: async ({ admin: caller }) => {
-        const stats = await collectStats({ store: admin.store, clock, controls, index: releases.current });
+        const stats = await cachedStats({ store: admin.store, clock, controls, index: releases.current });
         await auditRead(admin, caller, "stats-read");
         return json({ ok: true, ...stats });
       },
