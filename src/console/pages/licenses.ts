@@ -19,7 +19,7 @@ const DAY_SECONDS = 86_400;
 export const holderOf = (l: Pick<LicenseView, "licensee" | "organization">) => (l.organization ? `${l.licensee} (${l.organization})` : l.licensee);
 
 /** A token lifetime in seconds as a person reads it. */
-const lifetimeText = (seconds: number) => (seconds % DAY_SECONDS === 0 ? `${seconds / DAY_SECONDS} day(session)` : `${seconds} seconds`);
+const lifetimeText = (seconds: number) => (seconds % DAY_SECONDS === 0 ? `${seconds / DAY_SECONDS} day(s)` : `${seconds} seconds`);
 
 const statusOf = (l: LicenseView, now: number) =>
   l.revoked ? "revoked" : l.expires !== null && Date.parse(l.expires) <= now ? "expired" : "active";

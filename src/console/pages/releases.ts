@@ -18,7 +18,7 @@ export const CONFIRMED_RELEASE_OPS: Readonly<Partial<Record<ReleaseControlOp, st
   withdraw: "No installation is offered it any more, on any mirror: the lane falls back to the previous release until it is restored.",
 };
 
-const rolloutText = (r: Rollout | null) => (r === null ? "all at once" : "percent" in r ? `${r.percent}%` : `over ${r.days} day(session)`);
+const rolloutText = (r: Rollout | null) => (r === null ? "all at once" : "percent" in r ? `${r.percent}%` : `over ${r.days} day(s)`);
 
 const controlPath = (lane: string, version: string, op: ReleaseControlOp) =>
   `/console/releases/${encodeURIComponent(lane)}/${encodeURIComponent(version)}/${op}`;
