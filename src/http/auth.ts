@@ -77,7 +77,7 @@ export function authMacros<X extends Authenticated>(deps: AuthDeps<X>) {
       if (session === null && required) {
         // A `status` from `resolve` ends the request and skips the route's mapResponse: finished here.
         const signedOut = await deps.finish(exchange, sessions.signedOut(kind, exchange.method));
-        return status(signedOut.status as 200, signedOut);
+        return status(signedOut.status, signedOut);
       }
       if (session !== null) exchange.state.actor = actorOfSession(session);
       exchange.session = session;

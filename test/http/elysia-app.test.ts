@@ -5,7 +5,7 @@ import { macrosOf } from "../../src/http/auth";
 import { fullPath } from "../../src/http/endpoint";
 import { testSite, type TestSite } from "../helpers";
 
-// Issue 20: keyturn is an Elysia app: every declaration of the route table is a route of one
+// keyturn is an Elysia app: every declaration of the route table is a route of one
 // Elysia instance, and that instance answers every request (app.handle is its fetch, told the peer).
 
 let site: TestSite;
