@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
+import { AuditQuery } from "../src/domain/admin/audit-query";
 import { CLI_CALLER } from "../src/domain/admin/deps";
 import { createAdminToken } from "../src/domain/admin/tokens";
+import { decode } from "../src/domain/decode";
 import { BASE_URL, tempDir, testSite, type TestSite } from "./helpers";
 
 // One model per input, decoded once wherever the input came from: the same bad field of a new
@@ -80,4 +82,23 @@ test("the console still takes its date field's day as an expiry", async () => {
   expect(res.status).toBe(201);
   const licenses = await site.composed.store.listLicenses();
   expect(licenses.map((l) => l.expires)).toContain(Date.parse("2099-06-30T00:00:00Z"));
+});
+
+test("a query parameter is refused by the API in the words decode gives the console and the CLI", async () => {
+  for (const [query, input] of [
+    ["limit=x", { limit: "x" }],
+    ["since=yesterday", { since: "yesterday" }],
+  ] as const) {
+    const res = await site.request("GET", `/admin/audit?${query}`, { token });
+    const answer = (await res.json()) as { error: string; message: string };
+    expect({ status: res.status, error: answer.error }).toEqual({ status: 400, error: "invalid_request" });
+    let decoded = "";
+    try {
+      decode(AuditQuery, input);
+    } catch (e) {
+      decoded = (e as Error).message;
+    }
+    expect(decoded).not.toBe("");
+    expect(answer.message).toBe(decoded);
+  }
 });
