@@ -104,7 +104,7 @@ export function futureTime(text: string | null | undefined, field: string, now: 
 /** Each name once, and each among the site's own (its variant's channels, say), in the model's words. */
 export function amongAllowed(list: readonly string[], allowed: readonly string[], field: string): string[] {
   const unique = [...new Set(list)];
-  if (unique.some((x) => !allowed.includes(x))) refuse(`${field} must be among: ${allowed.map((a) => JSON.stringify(a)).join(", ")}.`);
+  if (unique.some((x) => !allowed.includes(x))) refuse(`${field} must be among ${allowed.join(", ")}.`);
   return unique;
 }
 
