@@ -1,8 +1,9 @@
 import { parseList } from "../config/parse";
 import { CLI_CALLER } from "../domain/admin/deps";
-import { createAdminToken, listAdminTokens, revokeAdminToken, type AdminTokenView } from "../domain/admin/tokens";
+import { AdminTokenCreateInput, createAdminToken, listAdminTokens, revokeAdminToken, type AdminTokenView } from "../domain/admin/tokens";
+import { decode } from "../domain/decode";
 import { openAdmin } from "./admin-context";
-import { out, printJson, UsageError } from "./io";
+import { out, parseIsoFlag, printJson, UsageError } from "./io";
 
 export const USAGE = [
   "keyturn admin-token create --name N --scopes S,... [--expires ISO] [--json]",
@@ -27,7 +28,9 @@ export async function adminTokenCommand(args: string[], env: Record<string, stri
   try {
     if (sub === "create") {
       if (typeof f.name !== "string" || typeof f.scopes !== "string") throw new UsageError(USAGE, "--name and --scopes are required");
-      const { token, secret } = await createAdminToken(ctx.deps, CLI_CALLER, { name: f.name, scopes: parseList(f.scopes), expires: f.expires });
+      const expires = parseIsoFlag(USAGE, "expires", typeof f.expires === "string" ? f.expires : undefined);
+      const input = decode(AdminTokenCreateInput, { name: f.name, scopes: parseList(f.scopes), ...(expires === null ? {} : { expires: new Date(expires).toISOString() }) });
+      const { token, secret } = await createAdminToken(ctx.deps, CLI_CALLER, input);
       if (f.json === true) printJson({ secret, ...token });
       else {
         out(`token: ${secret}`);

@@ -2,8 +2,9 @@ import { isoTime } from "../domain/clock";
 import { ConfigError, parseDuration, parseList } from "../config/parse";
 import { MAX_TOKEN_TTL } from "../config/settings";
 import { CLI_CALLER } from "../domain/admin/deps";
-import { TOKEN_TTL_MIN } from "../domain/admin/input";
-import { createLicense, rekeyLicense, reinstateLicense, updateLicense } from "../domain/admin/licenses";
+import { TOKEN_TTL_MIN } from "../domain/admin/model";
+import { decode } from "../domain/decode";
+import { createLicense, LicenseCreateInput, LicenseUpdateInput, rekeyLicense, reinstateLicense, updateLicense } from "../domain/admin/licenses";
 import { KeyturnError } from "../domain/errors";
 import { formatSeatLease, parseSeatLease } from "../domain/seat-lease";
 import type { LicenseRecord } from "../store/types";
@@ -108,7 +109,8 @@ function updateBody(f: Readonly<Record<string, string | boolean | undefined>>, t
     if (!/^\d{1,10}$/.test(str("seats")!)) throw new UsageError(USAGE, "--seats must be a whole number of at least 1");
     body.seats = Number(str("seats"));
   }
-  if (str("expires") !== undefined) body.expires = str("expires") === "never" ? null : str("expires");
+  const expires = str("expires") === "never" ? null : parseIsoFlag(USAGE, "expires", str("expires"));
+  if (str("expires") !== undefined) body.expires = expires === null ? null : new Date(expires).toISOString();
   if (str("channels") !== undefined) body.channels = parseList(str("channels")!);
   for (const [flag, field] of [["plan", "plan"], ["plan-title", "planTitle"], ["licensee", "licensee"], ["organization", "organization"]] as const)
     if (str(flag) !== undefined) body[field] = str(flag);
@@ -145,7 +147,7 @@ export async function licenseCommand(args: string[], env: Record<string, string 
       const seats = Number(f.seats);
       if (!/^\d+$/.test(f.seats as string) || seats < 1) throw new UsageError(USAGE, "--seats must be a whole number of at least 1");
       const expires = parseIsoFlag(USAGE, "expires", f.expires as string | undefined);
-      const created = await createLicense(ctx.deps, CLI_CALLER, {
+      const input = decode(LicenseCreateInput, {
         licensee: f.licensee as string,
         ...(typeof f.organization === "string" ? { organization: f.organization } : {}),
         plan: f.plan as string,
@@ -157,6 +159,7 @@ export async function licenseCommand(args: string[], env: Record<string, string 
         ...(ttl !== undefined ? { tokenTtl: ttl } : {}),
         ...seatLeaseFlag(f),
       });
+      const created = await createLicense(ctx.deps, CLI_CALLER, input);
       await printWithKey(created.key, created.license.id);
       return 0;
     }
@@ -179,7 +182,7 @@ export async function licenseCommand(args: string[], env: Record<string, string 
     if (sub === "show") license = await ctx.admin.findLicense(target);
     else if (sub === "revoke") license = await ctx.admin.revokeLicense(target);
     else {
-      const { id } = sub === "update" ? (await updateLicense(ctx.deps, CLI_CALLER, target, updateBody(f, ttl))).license : await reinstateLicense(ctx.deps, CLI_CALLER, target);
+      const { id } = sub === "update" ? (await updateLicense(ctx.deps, CLI_CALLER, target, decode(LicenseUpdateInput, updateBody(f, ttl)))).license : await reinstateLicense(ctx.deps, CLI_CALLER, target);
       license = (await ctx.store.getLicense(id))!;
     }
     const view = licenseView(license, await ctx.store.countActiveSeats(license.id));

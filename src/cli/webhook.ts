@@ -1,7 +1,9 @@
 import { parseList } from "../config/parse";
 import { CLI_CALLER } from "../domain/admin/deps";
+import { decode } from "../domain/decode";
 import {
   addWebhookEndpoint,
+  DeliveryQuery,
   listDeliveries,
   listWebhookEndpoints,
   removeWebhookEndpoint,
@@ -9,6 +11,7 @@ import {
   rotateWebhookSecret,
   type DeliveryView,
   type WebhookEndpointView,
+  WebhookEndpointCreateInput,
 } from "../domain/webhooks/endpoints";
 import { openAdmin } from "./admin-context";
 import { out, printJson, UsageError } from "./io";
@@ -54,7 +57,8 @@ export async function webhookCommand(args: string[], env: Record<string, string 
   try {
     if (sub === "add") {
       if (typeof f.url !== "string" || typeof f.events !== "string") throw new UsageError(USAGE, "--url and --events are required");
-      const { endpoint, secret } = await addWebhookEndpoint(ctx.deps, CLI_CALLER, { url: f.url, events: parseList(f.events) });
+      const input = decode(WebhookEndpointCreateInput, { url: f.url, events: parseList(f.events) });
+      const { endpoint, secret } = await addWebhookEndpoint(ctx.deps, CLI_CALLER, input);
       printSecret(endpoint, secret, json);
       return 0;
     }
@@ -66,11 +70,12 @@ export async function webhookCommand(args: string[], env: Record<string, string 
       return 0;
     }
     if (sub === "deliveries") {
-      const { deliveries } = await listDeliveries(ctx.deps, CLI_CALLER, {
-        endpoint: f.endpoint,
-        status: f.failed === true ? "failed" : undefined,
-        limit: 200,
+      const input = decode(DeliveryQuery, {
+        ...(typeof f.endpoint === "string" ? { endpoint: f.endpoint } : {}),
+        ...(f.failed === true ? { status: "failed" } : {}),
+        limit: "200",
       });
+      const { deliveries } = await listDeliveries(ctx.deps, CLI_CALLER, input);
       if (json) printJson({ deliveries });
       else if (deliveries.length === 0) out("no deliveries");
       else deliveries.forEach(printDelivery);

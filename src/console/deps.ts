@@ -40,6 +40,3 @@ export function actorOfSession(session: Session): string {
   if (session.kind === "portal") return actorOf({ tokenId: `portal:${session.licenseId}`, name: "customer", scopes: [] });
   return actorOf(callerOf(session, null).principal);
 }
-
-/** How audit lines name a console session's person: `tok_… (name)` or `staff:<subject> (name)`. */
-export const sessionActor = (s: Session): string => actorOf(callerOf(s, null).principal);

@@ -1,138 +1,34 @@
 import "../domain/formats";
-import { Type, type TSchema } from "@sinclair/typebox";
-import { SCOPES } from "../domain/admin/deps";
-import { METADATA_LIMITS, TOKEN_TTL_MAX, TOKEN_TTL_MIN } from "../domain/admin/input";
-import { SEATS_MAX } from "../domain/admin/licenses";
-import { LANE_LIST_MAX, LANE_WORD, LANE_WORD_MAX } from "../config/variants";
-import { EVENT_TYPES } from "../domain/events";
+import { Type } from "@sinclair/typebox";
+import { closed, Nullable } from "../domain/admin/model";
 import { Entitlement } from "./answer-schemas";
 
 /**
- * The admin API's request bodies, query strings and answers as TypeBox schemas (shape and sizes;
- * the domain services in src/domain/admin/ and src/domain/webhooks/ check every rule again and
- * name the field they refuse). Answers carry `ok: true` besides what the service returns.
+ * The admin API's answers as TypeBox schemas, and its request bodies and query strings: those are
+ * the domain's own input models (src/domain/admin/, src/domain/webhooks/), named here as the routes
+ * and the OpenAPI document use them. Answers carry `ok: true` besides what the service returns.
  */
 export const Timestamp = Type.String({ format: "date-time", description: "ISO 8601 with a numeric offset, no fraction" });
-/** A time in a request: RFC 3339 with Z or a numeric offset (src/domain/formats.ts). */
-const TimeInput = Type.String({ maxLength: 40, format: "date-time", description: "RFC 3339: date, time and Z or a numeric offset" });
-export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+export { Nullable };
 const Ok = Type.Literal(true);
-const closed = <T extends Record<string, TSchema>>(props: T, description?: string) =>
-  Type.Object(props, { additionalProperties: false, ...(description ? { description } : {}) });
-const Cursor = Type.String({ maxLength: 500, description: "Opaque; valid only with the query that answered it" });
-const Limit = (max: number, fallback: number) => Type.String({ pattern: "^[0-9]{1,7}$", description: `1 to ${max}, ${fallback} if absent` });
 const Next = Nullable(Type.String({ description: "The cursor of the next page; null on the last" }));
-
-const Metadata = Type.Record(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,40}$" }), Type.String({ maxLength: METADATA_LIMITS.valueLength }), {
-  maxProperties: METADATA_LIMITS.keys,
-  description: `At most ${METADATA_LIMITS.keys} keys of [A-Za-z0-9_.-]{1,40}, values up to ${METADATA_LIMITS.valueLength} characters`,
-});
-const Channels = Type.Array(Type.String({ maxLength: LANE_WORD_MAX, pattern: LANE_WORD.source }), {
-  minItems: 1,
-  maxItems: LANE_LIST_MAX,
-  description: "Among the site's channels (--channels; the spec's stable and preview unless configured)",
-});
-const SeatLease = Nullable(
-  Type.String({
-    maxLength: 12,
-    description: "How long an installation keeps its seat unless seen (10m, 12h, 30d; at least 60s); null: seats never lapse",
-  }),
-);
-const Email = Type.String({ maxLength: 254, pattern: "^[^\\s@]+@[^\\s@]+$" });
-const TokenTtl = Nullable(
-  Type.Integer({
-    minimum: TOKEN_TTL_MIN,
-    maximum: TOKEN_TTL_MAX,
-    description: "This license's token lifetime in seconds (at most 366 days; capped to its seatLease, never past its expiry); null: the site's --token-ttl",
-  }),
-);
 
 // ---- request bodies ----
 
-export const AdminLicenseCreateBody = closed({
-  licensee: Type.String({ minLength: 1, maxLength: 200 }),
-  organization: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "Absent: none (\"\"), as for a licence sold to a person" })),
-  plan: Type.String({ minLength: 1, maxLength: 64 }),
-  planTitle: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "Absent: the plan" })),
-  seats: Type.Integer({ minimum: 1, maximum: SEATS_MAX }),
-  channels: Channels,
-  expires: Type.Optional(Nullable(TimeInput)),
-  email: Type.Optional(Nullable(Email)),
-  metadata: Type.Optional(Metadata),
-  tokenTtl: Type.Optional(TokenTtl),
-  seatLease: Type.Optional(SeatLease),
-});
-
-export const AdminLicenseUpdateBody = closed(
-  {
-    licensee: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    organization: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    plan: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    planTitle: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    seats: Type.Optional(Type.Integer({ minimum: 1, maximum: SEATS_MAX })),
-    channels: Type.Optional(Channels),
-    expires: Type.Optional(Nullable(TimeInput)),
-    email: Type.Optional(Nullable(Email)),
-    metadata: Type.Optional(Metadata),
-    tokenTtl: Type.Optional(TokenTtl),
-    seatLease: Type.Optional(SeatLease),
-  },
-  "Only the fields to change; metadata is replaced whole. Seats below those in use: 409 seats_in_use",
-);
+export { LicenseCreateInput as AdminLicenseCreateBody, LicenseUpdateInput as AdminLicenseUpdateBody, LicenseQuery as AdminLicenseQuery } from "../domain/admin/licenses";
+export { AdminTokenCreateInput as AdminTokenCreateBody } from "../domain/admin/tokens";
+export { WebhookEndpointCreateInput as WebhookEndpointCreateBody, WebhookEndpointUpdateInput as WebhookEndpointUpdateBody, DeliveryQuery as WebhookDeliveryQuery } from "../domain/webhooks/endpoints";
+export { AuditQuery as AdminAuditQuery } from "../domain/admin/audit-query";
+export { FeedQuery as AdminFeedQuery } from "../domain/admin/feed";
 
 export const IdempotencyKeyHeader = Type.String({ minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$", description: "Idempotency-Key" });
-
-export const AdminTokenCreateBody = closed({
-  name: Type.String({ minLength: 1, maxLength: 100 }),
-  scopes: Type.Array(Type.Union(SCOPES.map((s) => Type.Literal(s))), { minItems: 1, maxItems: SCOPES.length }),
-  expires: Type.Optional(Nullable(TimeInput)),
-});
-
-export const WebhookEndpointCreateBody = closed({
-  url: Type.String({ maxLength: 2000, description: "https, or http to a loopback address" }),
-  events: Type.Array(Type.Union(EVENT_TYPES.map((e) => Type.Literal(e))), { minItems: 1, maxItems: EVENT_TYPES.length }),
-});
-
-export const WebhookEndpointUpdateBody = closed({ enabled: Type.Boolean() });
 
 // ---- query strings ----
 
 /** The query of an admin endpoint that takes none: any parameter is refused, as on the others. */
 export const NoQuery = closed({});
 
-export const AdminLicenseQuery = closed({
-  query: Type.Optional(Type.String({ maxLength: 200, description: "Part of licensee, organization, email or id; case-insensitive" })),
-  status: Type.Optional(Type.Union([Type.Literal("active"), Type.Literal("revoked"), Type.Literal("expired")])),
-  cursor: Type.Optional(Cursor),
-  limit: Type.Optional(Limit(200, 50)),
-});
-
 export const AdminActivationQuery = closed({ license: Type.String({ minLength: 1, maxLength: 200, description: "License id or key" }) });
-
-export const AdminAuditQuery = closed({
-  ref: Type.Optional(Type.String({ maxLength: 100, description: "The ref an answer gave (ref_…): its one audit line" })),
-  license: Type.Optional(Type.String({ maxLength: 100 })),
-  activation: Type.Optional(Type.String({ maxLength: 100 })),
-  error: Type.Optional(Type.String({ maxLength: 64 })),
-  since: Type.Optional(TimeInput),
-  cursor: Type.Optional(Cursor),
-  limit: Type.Optional(Limit(500, 100)),
-});
-
-export const AdminFeedQuery = closed({
-  after: Type.Optional(
-    Type.String({ maxLength: 100, pattern: "^([0-9a-z]{1,64}[.])?(0|[1-9][0-9]{0,18})$", description: "The cursor (epoch.seq) a previous answer gave; absent: a snapshot" }),
-  ),
-  snapshot: Type.Optional(Type.String({ maxLength: 2000, pattern: "^[A-Za-z0-9_-]+$", description: "The next of a snapshot page" })),
-  limit: Type.Optional(Limit(1000, 500)),
-});
-
-export const WebhookDeliveryQuery = closed({
-  endpoint: Type.Optional(Type.String({ maxLength: 100 })),
-  status: Type.Optional(Type.Union([Type.Literal("pending"), Type.Literal("delivered"), Type.Literal("failed")])),
-  cursor: Type.Optional(Cursor),
-  limit: Type.Optional(Limit(200, 50)),
-});
 
 // ---- answers ----
 

@@ -1,6 +1,7 @@
 import type { Server } from "bun";
 import { Elysia } from "elysia";
 import { authenticateAdmin } from "../domain/admin/tokens";
+import { authMacros } from "./auth";
 import { VERSION } from "../version";
 import { bearerToken } from "./bearer";
 import type { AppServices } from "./deps";
@@ -31,10 +32,7 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
     front: frontDoor(services),
     refuse: refusals(services),
     index: routeIndex(endpoints),
-    sessions: sessionGate(services.consoleSessions, services.consoleOpenId !== null, services.origin),
-    authenticate: (request) => services.licensing.authenticate(bearerToken(request)),
     sighted: (principal, lane) => services.licensing.sighted(principal, lane),
-    authenticateAdmin: (request) => authenticateAdmin(services.admin, bearerToken(request, "admin")),
     metrics: services.metrics,
   });
   const peerOf = services.peerAddress ?? (() => null);
@@ -45,6 +43,13 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
   // Each request's exchange, from onRequest to its last hook.
   const exchanges = new WeakMap<Request, Exchange>();
   const exchangeOf = (request: Request) => exchanges.get(request)!;
+  const auth = authMacros({
+    sessions: sessionGate(services.consoleSessions, services.consoleOpenId !== null, services.origin),
+    authenticate: (request) => services.licensing.authenticate(bearerToken(request)),
+    authenticateAdmin: (request) => authenticateAdmin(services.admin, bearerToken(request, "admin")),
+    exchangeOf,
+    finish: life.finish,
+  });
 
   const elysia = new Elysia(CONFIG)
     // Declared first so that it covers every route (Elysia's onError covers routes registered after it).
@@ -77,12 +82,11 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
   // One plugin per area, used after the global hooks above so that they cover its routes.
   const plugins: { name: string; routes: string[] }[] = [];
   for (const [area, declared] of Object.entries(areas)) {
-    const plugin = new Elysia({ name: `keyturn:${area}`, ...CONFIG });
+    const plugin = new Elysia({ name: `keyturn:${area}`, ...CONFIG }).use(auth);
     for (const e of declared) {
       const path = fullPath(e).replace(/\{([^}]+)\}/g, ":$1");
-      const { handler, plain, withBody } = life.route(e, exchangeOf);
-      if (withBody) plugin.route(e.method, path, handler, withBody);
-      else plugin.route(e.method, path, handler, plain);
+      const { handler, hooks } = life.route(e, exchangeOf);
+      plugin.route(e.method, path, handler, hooks);
     }
     elysia.use(plugin);
     plugins.push({ name: plugin.config.name ?? area, routes: plugin.routes.map((r) => `${r.method} ${r.path}`) });
@@ -105,6 +109,8 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
     fetch: (request: Request) => handle(request),
     /** The Elysia instance every request goes through. */
     elysia,
+    /** The auth macros every area plugin uses (auth.ts). */
+    auth,
     /** The area plugins (name, and method and path of each route) in the order used. */
     plugins,
     endpoints,

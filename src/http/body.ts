@@ -1,5 +1,5 @@
 import type { TSchema } from "@sinclair/typebox";
-import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { checkOf, describeError } from "../domain/decode";
 import { KeyturnError } from "../domain/errors";
 
 /** JSON bodies larger than this are refused with 413 before they are read in full. */
@@ -82,7 +82,7 @@ export type QueryReader = (query: string) => Readonly<Record<string, string>>;
  * true` (where real clients add their own, such as cache busters): then it is ignored.
  */
 export function queryReader(schema: TSchema): QueryReader {
-  const check = TypeCompiler.Compile(schema);
+  const check = checkOf(schema);
   const known = new Set(Object.keys((schema as { properties?: object }).properties ?? {}));
   const open = (schema as { additionalProperties?: unknown }).additionalProperties === true;
   return (query) => {
@@ -97,7 +97,7 @@ export function queryReader(schema: TSchema): QueryReader {
         values[name] = value;
       }
     if (check.Check(values)) return values;
-    const name = check.Errors(values).First()?.path.replace(/^\//, "") ?? "";
-    throw new KeyturnError("invalid_request", values[name] === undefined ? `The query parameter ${name} is required.` : `The query parameter ${name} is not valid.`);
+    // In the words the console and the CLI get for the same model (domain/decode.ts).
+    throw new KeyturnError("invalid_request", describeError(check, values));
   };
 }

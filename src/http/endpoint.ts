@@ -12,10 +12,10 @@ export const API_PREFIX = "/api/v1";
 export type Budget = "signin" | "api" | "admin" | "console";
 
 /**
- * Who may call an endpoint, checked by the lifecycle before the handler: anyone, the holder of an
- * entitlement token, the holder of an admin token with the scope (`admin` holds every scope), or a
- * browser with a console or portal session (its forms carry the session's CSRF token). The page
- * pipeline's sessions are strings, so `typeof auth === "object"` means an admin scope.
+ * Who may call an endpoint, checked before the handler by the auth macro this picks (auth.ts):
+ * anyone, the holder of an entitlement token, the holder of an admin token with the scope (`admin`
+ * holds every scope), or a browser with a console or portal session (its forms carry the session's
+ * CSRF token). Sessions are strings, so `typeof auth === "object"` means an admin scope.
  */
 export type Auth = "none" | "entitlement" | SessionAuth | { readonly scope: Scope };
 /** A console or portal session, required (`console-session`, `portal-session`) or read when present (`…-if-any`). */

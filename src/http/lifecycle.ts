@@ -1,66 +1,65 @@
 import type { AuditAction } from "../domain/audit";
 import { KeyturnError } from "../domain/errors";
 import type { Principal } from "../domain/licensing";
-import { actorOf, requireScope, type AdminCaller, type AdminPrincipal } from "../domain/admin/deps";
+import type { AdminCaller } from "../domain/admin/deps";
 import { checkOf, describeError } from "../domain/decode";
-import { actorOfSession } from "../console/deps";
 import type { Session } from "../domain/console-sessions";
-import { queryReader, readJsonBody, type QueryReader } from "./body";
+import { macrosOf, NO_QUERY, type Authenticated } from "./auth";
 import { parseCookies } from "./cookies";
 import type { Call, Endpoint } from "./endpoint";
-import type { FrontDoor, RequestState } from "./front-door";
+import type { FrontDoor } from "./front-door";
 import type { Metrics } from "./metrics";
 import type { Refusals } from "./refusal";
 import { errorResponse } from "./respond";
 import type { RouteIndex } from "./route-index";
-import type { SessionGate } from "./sessions";
 import type { Target } from "./target";
-import { readForm, refusalPage } from "./web";
+import { refusalPage } from "./web";
 
 export interface LifecycleDeps {
   readonly front: FrontDoor;
   readonly refuse: Refusals;
   /** keyturn's index of its own declarations: the endpoint (and so the budget) before routing, and 405's Allow. */
   readonly index: RouteIndex;
-  /** The bearer check of `auth: "entitlement"` endpoints; throws the entitlement_* refusal. */
-  readonly authenticate: (request: Request) => Promise<Principal>;
   /** Records the one sighting of a bearer request, with the lane its handler named (or null). */
   readonly sighted: (principal: Principal, lane: string | null) => void;
-  /** The bearer check of admin endpoints; throws admin_token_invalid. */
-  readonly authenticateAdmin: (request: Request) => Promise<AdminPrincipal>;
-  /** The console's and portal's session check. */
-  readonly sessions: SessionGate;
   /** Told every answered request (metrics), when metrics are on. */
   readonly metrics?: Metrics;
 }
 
 /** What keyturn knows of one request while Elysia answers it, from onRequest to the last hook. */
-export interface Exchange {
+export interface Exchange extends Authenticated {
   /** The request as Elysia routes it (a HEAD is routed as its GET). */
   readonly request: Request;
   /** The method as sent (HEAD for a HEAD). */
   readonly method: string;
-  readonly target: Target;
-  readonly state: RequestState;
   /** False when the runtime could not make a URL from the Host header (RFC 9112 3.2: 400). */
   readonly hostValid: boolean;
   /** The endpoint that answers the request (unset when none does: 404/405). */
   endpoint?: Endpoint;
   rateHeaders: Record<string, string> | null;
-  principal: Principal;
-  admin: AdminCaller;
-  queryValues: Readonly<Record<string, string>>;
-  session: Session | null;
-  form: URLSearchParams;
   /** The lane a bearer request read (its manifest or feed), for its sighting. */
   lane: string | null;
   /** Set once the answer has its rate headers and its log line (an answer is finished once). */
   finished: boolean;
 }
 
+/** A route handler's context: the request, its path's parameters and what the macros resolved. */
+interface RouteContext extends Resolved {
+  readonly request: Request;
+  readonly params: Record<string, string | null>;
+}
+
+/** What the auth macros' `resolve` hooks hand a route's handler (auth.ts); each is absent unless its macro ran. */
+interface Resolved {
+  readonly principal?: Principal;
+  readonly admin?: AdminCaller;
+  readonly session?: Session | null;
+  readonly form?: URLSearchParams;
+  readonly queryValues?: Readonly<Record<string, string>>;
+}
+
 const NO_PRINCIPAL = undefined as unknown as Principal;
 const NO_ADMIN = undefined as unknown as AdminCaller;
-const NO_QUERY: Readonly<Record<string, string>> = Object.freeze({});
 const NO_FORM = new URLSearchParams();
 
 /** A handler's Call; `cookies` are parsed only when a handler asks for them. */
@@ -79,16 +78,17 @@ class RouteCall implements Call {
     exchange: Exchange,
     readonly params: Readonly<Record<string, string>>,
     readonly body: unknown,
+    resolved: Resolved,
   ) {
     this.#exchange = exchange;
     this.request = exchange.request;
     this.query = exchange.target.query;
-    this.queryValues = exchange.queryValues;
-    this.principal = exchange.principal;
-    this.admin = exchange.admin;
+    this.queryValues = resolved.queryValues ?? NO_QUERY;
+    this.principal = resolved.principal ?? NO_PRINCIPAL;
+    this.admin = resolved.admin ?? NO_ADMIN;
     this.context = { address: exchange.state.address };
-    this.session = exchange.session;
-    this.form = exchange.form;
+    this.session = resolved.session ?? null;
+    this.form = resolved.form ?? NO_FORM;
   }
   cookies(): Promise<Readonly<Record<string, string>>> {
     return (this.#cookies ??= parseCookies(this.request.headers.get("cookie")));
@@ -101,46 +101,19 @@ class RouteCall implements Call {
 /**
  * keyturn's hooks in Elysia's lifecycle. `admit` (onRequest, before routing) finds the endpoint in
  * keyturn's own index and charges its budget, checks the URL size and the Host, and answers 404/405
- * itself; a route's `parse` (when it takes a body: Elysia validates the body after `parse`) or
- * `beforeHandle` checks the bearer, the scope, the precondition and the query; the handler gets a
- * Call; the route's `mapResponse` and the global `onError` finish every answer (rate headers, HEAD,
+ * itself; the macros the declaration picks (auth.ts) check the bearer and its scope or the session,
+ * the form, the precondition and the query, and hand the handler what they found in a Call; the
+ * route's `mapResponse` and the global `onError` finish every answer (rate headers, HEAD,
  * log line, metrics). docs/architecture.md, "The way of a request", walks through it.
  */
 export function lifecycle(deps: LifecycleDeps) {
   const { front, refuse, index } = deps;
 
-  /**
-   * The checks an endpoint's declaration asks for, before any body is read: the bearer and its
-   * scope, or the browser's session (a page without one answers the sign-in) and its form's origin
-   * and CSRF token; then the precondition and the query.
-   */
-  const authorizeFor = (e: Endpoint, query: QueryReader | null) => async (exchange: Exchange): Promise<Response | undefined> => {
-    exchange.endpoint = e;
-    const auth = e.auth;
-    if (auth === "entitlement") exchange.principal = await deps.authenticate(exchange.request);
-    else if (typeof auth === "object") {
-      const holder = await deps.authenticateAdmin(exchange.request);
-      exchange.state.actor = actorOf(holder);
-      requireScope(holder, auth.scope);
-      exchange.admin = { principal: holder, address: exchange.state.address };
-    } else if (auth !== "none") {
-      const kind = deps.sessions.kindOf(auth);
-      const session = await deps.sessions.find(exchange.request, kind);
-      if (session === null && deps.sessions.required(auth)) return finish(exchange, deps.sessions.signedOut(kind, e.method));
-      if (session !== null) exchange.state.actor = actorOfSession(session);
-      exchange.session = session;
-    }
-    if (e.page && e.method === "POST") exchange.form = await readForm(deps.sessions.site, exchange.request, exchange.session);
-    e.precondition?.();
-    if (query) exchange.queryValues = query(exchange.target.query);
-    return undefined;
-  };
-
   /** Rate headers, HEAD without its body, the log line and metrics: the end of every answer, done once. */
   const finish = (exchange: Exchange, response: Response): Response | Promise<Response> => {
     if (exchange.finished) return response;
     exchange.finished = true;
-    if (exchange.principal !== NO_PRINCIPAL) deps.sighted(exchange.principal, exchange.lane);
+    if (exchange.principal !== undefined) deps.sighted(exchange.principal, exchange.lane);
     const headers = exchange.rateHeaders;
     if (headers) for (const name in headers) response.headers.set(name, headers[name]!);
     if (exchange.method === "HEAD") return withoutBody(response).then((r) => logged(exchange, r));
@@ -157,9 +130,11 @@ export function lifecycle(deps: LifecycleDeps) {
   const refuseEarly = async (exchange: Exchange, error: KeyturnError, audit: AuditAction) => finish(exchange, errorResponse(await refuse(error, audit, exchange.state)));
 
   return {
+    finish,
+
     /** The request's exchange, made once in onRequest. */
     begin(request: Request, method: string, target: Target, peer: string | null, hostValid: boolean): Exchange {
-      return { request, method, target, state: front.begin(request, peer), hostValid, rateHeaders: null, principal: NO_PRINCIPAL, admin: NO_ADMIN, queryValues: NO_QUERY, session: null, form: NO_FORM, lane: null, finished: false };
+      return { request, method, target, state: front.begin(request, peer), hostValid, rateHeaders: null, principal: undefined, admin: undefined, session: null, queryValues: NO_QUERY, lane: null, finished: false };
     },
 
     /**
@@ -192,14 +167,14 @@ export function lifecycle(deps: LifecycleDeps) {
      * the route, refusals included (Elysia passes onError's answer through it).
      */
     route(e: Endpoint, exchangeOf: (request: Request) => Exchange) {
-      const authorize = authorizeFor(e, e.querySchema ? queryReader(e.querySchema) : null);
       // Elysia reads from a handler's source which parts of the request it uses ("sucrose"): only a
       // route that takes a JSON body names `body`, so a form's body is left for the handler to read.
+      // The rest of what the handler is given comes from the auth macros' `resolve` (auth.ts).
       const admitted = admittedParams(e);
-      const handler = ({ request, params }: { request: Request; params: Record<string, string | null> }) =>
-        e.handler(new RouteCall(exchangeOf(request), admitted(params), undefined));
-      const bodyHandler = ({ request, params, body }: { request: Request; params: Record<string, string | null>; body: unknown }) =>
-        e.handler(new RouteCall(exchangeOf(request), admitted(params), body));
+      const handler = ({ request, params, principal, admin, session, form, queryValues }: RouteContext) =>
+        e.handler(new RouteCall(exchangeOf(request), admitted(params), undefined, { principal, admin, session, form, queryValues }));
+      const bodyHandler = ({ request, params, body, principal, admin, session, form, queryValues }: RouteContext & { body: unknown }) =>
+        e.handler(new RouteCall(exchangeOf(request), admitted(params), body, { principal, admin, session, form, queryValues }));
       // Elysia guesses from a hook's source text whether to await it (a `return f(…)` or `=> f(…)`
       // reads as async): this one is sync (a HEAD's answer, a Promise, Elysia maps as one), so its
       // source returns a plain name. test/http/elysia-app.test.ts holds that it is not awaited.
@@ -207,25 +182,10 @@ export function lifecycle(deps: LifecycleDeps) {
         const finished = finish(exchangeOf(request), responseValue as Response);
         return finished;
       }
-      const plain = { beforeHandle: ({ request }: { request: Request }) => authorize(exchangeOf(request)), mapResponse };
-      if (!e.body) return { handler, plain, withBody: null };
-      return {
-        handler: bodyHandler,
-        plain: null,
-        withBody: {
-          body: e.body,
-          // Elysia's body validation runs after `parse`: the bearer is checked here first.
-          parse: async ({ request }: { request: Request }) => {
-            // A JSON body route is an API route: its checks refuse (throw), they never answer a page.
-            await authorize(exchangeOf(request));
-            const value = await readJsonBody(request);
-            // Elysia copies the parsed body into an object before validating: anything else is refused here.
-            if (typeof value !== "object" || value === null || Array.isArray(value)) throw new KeyturnError("invalid_request", "The body must be a JSON object.");
-            return value;
-          },
-          mapResponse,
-        },
-      };
+      // The declaration picks its macros (auth, CSRF, precondition and query, JSON reader), in order.
+      const hooks = { ...macrosOf(e), mapResponse };
+      if (!e.body) return { handler, hooks };
+      return { handler: bodyHandler, hooks: { ...hooks, body: e.body } };
     },
 
     /**

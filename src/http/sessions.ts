@@ -2,22 +2,19 @@ import { portalSignInPage } from "../console/pages/portal";
 import { consoleSignInPage, SIGN_IN } from "../console/pages/sign-in";
 import type { SiteOrigin } from "../config/site-origin";
 import type { ConsoleSessions, Session } from "../domain/console-sessions";
-import type { SessionAuth } from "./endpoint";
 import { sessionCookie, webAnswer, type SessionKind } from "./web";
 
 /** The portal's home: its sign-in form when signed out. */
 export const PORTAL_HOME = "/portal/";
 
 /**
- * The session check of the console's and portal's pages (auth `console-session`, `portal-session`
- * and their `…-if-any` forms): the session the browser's cookie names, and what a browser without
- * one is answered (a GET goes to the sign-in, a POST is shown it again with why).
+ * The session check of the console's and portal's pages (the `consoleSession` and `portalSession`
+ * macros of auth.ts): the session the browser's cookie names, and what a browser without one is
+ * answered (a GET goes to the sign-in, a POST is shown it again with why).
  */
 export function sessionGate(sessions: ConsoleSessions, openId: boolean, site: SiteOrigin) {
   return {
     site,
-    kindOf: (auth: SessionAuth): SessionKind => (auth.startsWith("console") ? "console" : "portal"),
-    required: (auth: SessionAuth) => !auth.endsWith("-if-any"),
     async find(request: Request, kind: SessionKind): Promise<Session | null> {
       return sessions.find(await sessionCookie(request, site, kind), kind);
     },

@@ -3,7 +3,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { offlineRequestCode } from "../../src/client";
 import { createLogger } from "../../src/config/log";
-import { CLI_CALLER } from "../../src/domain/admin/deps";
+import { CLI_CALLER, type Scope } from "../../src/domain/admin/deps";
 import { createAdminToken } from "../../src/domain/admin/tokens";
 import { webhookSecretContext } from "../../src/domain/webhooks/signing";
 import { BASE_URL, createLicense, device, testSite, type TestSite } from "../helpers";
@@ -42,7 +42,7 @@ const send = (who: Browser | null, method: string, path: string, form?: Record<s
 const post = (who: Browser, path: string, form: Record<string, string | string[]> = {}) => send(who, "POST", path, { csrf: who.csrf, ...form });
 
 /** Signs in to the console with a new admin token of these scopes. */
-async function signIn(name: string, scopes: string[]): Promise<Browser> {
+async function signIn(name: string, scopes: Scope[]): Promise<Browser> {
   const { token, secret } = await createAdminToken(site.composed.services.admin, CLI_CALLER, { name, scopes });
   const r = await send(null, "POST", "/console/sign-in", { token: secret });
   expect(r.status).toBe(303);

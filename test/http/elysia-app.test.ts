@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Elysia } from "elysia";
 import { createLogger } from "../../src/config/log";
+import { macrosOf } from "../../src/http/auth";
 import { fullPath } from "../../src/http/endpoint";
 import { testSite, type TestSite } from "../helpers";
 
-// Issue 20: keyturn is an Elysia app: every declaration of the route table is a route of one
+// keyturn is an Elysia app: every declaration of the route table is a route of one
 // Elysia instance, and that instance answers every request (app.handle is its fetch, told the peer).
 
 let site: TestSite;
@@ -51,17 +52,29 @@ test("Elysia infers that no hook reads the whole context: no route parses header
   expect(site.app.elysia["inference"]).toEqual({ body: false, cookie: false, headers: false, query: false, set: false, server: false, url: false, route: false, path: false });
 });
 
-test("each route's hooks are keyturn's: a JSON body route reads its body in its own parse, a route without one checks in beforeHandle", () => {
+test("each route's hooks are the macros its declaration picks: no route declares its own parse, a body route checks before its JSON reader, the rest is resolved", () => {
+  const AUTH = ["entitlement", "adminScope", "consoleSession", "portalSession"];
   for (const route of site.app.elysia.routes) {
     const declared = site.app.endpoints.find((e) => e.method === route.method && fullPath(e).replace(/\{([^}]+)\}/g, ":$1") === route.path)!;
-    const hooks = route.hooks as { parse?: unknown[]; beforeHandle?: unknown[]; mapResponse?: unknown[] };
-    expect({ path: route.path, parse: hooks.parse?.length ?? 0, beforeHandle: hooks.beforeHandle?.length ?? 0 }).toEqual({
-      path: route.path,
-      parse: declared.body ? 1 : 0,
-      beforeHandle: declared.body ? 0 : 1,
-    });
+    const macros = Object.keys(macrosOf(declared));
+    const hooks = route.hooks as { parse?: unknown[]; beforeHandle?: { subType?: string }[]; mapResponse?: unknown[] };
+    // Only a route that takes a body runs parse hooks; each of its macros has one, the JSON reader last.
+    expect({ path: route.path, parse: hooks.parse?.length ?? 0 }).toEqual({ path: route.path, parse: declared.body ? macros.length : 0 });
+    if (declared.body) expect(macros.at(-1)).toBe("jsonBody");
+    if (declared.auth !== "none") expect(AUTH).toContain(macros[0]!);
+    // Every beforeHandle is a macro's resolve (handing the handler what it found), one per macro but the reader.
+    expect((hooks.beforeHandle ?? []).map((h) => h.subType)).toEqual(macros.filter((m) => m !== "jsonBody").map(() => "resolve"));
     expect(hooks.mapResponse?.length).toBe(1);
   }
+});
+
+test("the auth macros are one plugin the area plugins use, each route selecting its macro by key", () => {
+  const keys = Object.keys(site.app.auth["extender"].macro).sort();
+  expect(keys).toEqual(["adminScope", "admitted", "consoleSession", "csrf", "entitlement", "jsonBody", "portalSession"]);
+  const picked = (path: string) => Object.keys(macrosOf(site.app.endpoints.find((e) => fullPath(e) === path)!));
+  expect(picked("/api/v1/entitlements/current")).toEqual(["entitlement"]);
+  expect(picked("/api/v1/entitlements/refresh")).toEqual(["entitlement", "jsonBody"]);
+  expect(picked("/console/")).toEqual(["consoleSession"]);
 });
 
 test("the routes are registered by one plugin per area of the site, each route by exactly one", () => {

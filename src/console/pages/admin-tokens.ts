@@ -1,10 +1,11 @@
 import { SCOPES } from "../../domain/admin/deps";
-import { createAdminToken, listAdminTokens, revokeAdminToken, type AdminTokenView } from "../../domain/admin/tokens";
+import { AdminTokenCreateInput, createAdminToken, listAdminTokens, revokeAdminToken, type AdminTokenView } from "../../domain/admin/tokens";
+import { decode } from "../../domain/decode";
 import type { Session } from "../../domain/console-sessions";
 import { KeyturnError } from "../../domain/errors";
 import { confirmButton, confirmPage, doneAt, doneNotice } from "../confirm";
 import { callerOf, type ConsoleDeps, type Outcome } from "../deps";
-import { field, type Form } from "../form";
+import { dateField, type Form } from "../form";
 import { html, type Html } from "../html";
 import { consolePage, csrfField, labelFor, notice, when } from "../layout";
 
@@ -38,8 +39,9 @@ ${createForm(session)}`;
 
 /** Creates a token (scope admin, audit admin-token-create) and shows its secret this once: the records keep only its hash. */
 export async function createTokenAction(deps: ConsoleDeps, session: Session, address: string | null, f: Form): Promise<Outcome> {
-  const expires = field(f, "expires");
-  const { token, secret } = await createAdminToken(deps.admin, callerOf(session, address), { name: f.get("name") ?? "", scopes: f.getAll("scopes"), ...(expires ? { expires } : {}) });
+  const expires = dateField(f, "expires");
+  const input = decode(AdminTokenCreateInput, { name: f.get("name") ?? "", scopes: f.getAll("scopes"), ...(expires ? { expires } : {}) });
+  const { token, secret } = await createAdminToken(deps.admin, callerOf(session, address), input);
   const body = html`${notice("The token was created. Its secret is shown this once: copy it now into the program or person that uses it.")}
 <p>${token.name} (<code>${token.id}</code>): ${token.scopes.join(", ")}${token.expires ? `, until ${when(token.expires)}` : ""}</p>
 <p><span class="key" id="admin-token-secret">${secret}</span> <button type="button" class="plain" data-copy="admin-token-secret" hidden>Copy token</button></p>

@@ -1,7 +1,9 @@
-import { queryAudit } from "../../domain/admin/audit-query";
+import { AuditQuery, queryAudit } from "../../domain/admin/audit-query";
+import { decode } from "../../domain/decode";
 import type { Session } from "../../domain/console-sessions";
 import { callerOf, type ConsoleDeps, type Outcome } from "../deps";
 import { html } from "../html";
+import { dateField } from "../form";
 import { consolePage, when } from "../layout";
 
 const FILTERS = ["license", "activation", "error", "since"] as const;
@@ -14,7 +16,9 @@ export async function auditPage(deps: ConsoleDeps, session: Session, address: st
     if (v) filter[name] = v;
   }
   const cursor = query.get("cursor");
-  const page = await queryAudit(deps.admin, callerOf(session, address), { ...filter, ...(cursor ? { cursor } : {}) });
+  const since = dateField(query, "since");
+  const input = decode(AuditQuery, { ...filter, ...(since ? { since } : {}), ...(cursor ? { cursor } : {}) });
+  const page = await queryAudit(deps.admin, callerOf(session, address), input);
   const body = html`<form class="row" method="get" action="/console/audit" role="search">
 <label>Licence id <input name="license" value="${filter.license ?? ""}" maxlength="100"></label>
 <label>Installation id <input name="activation" value="${filter.activation ?? ""}" maxlength="100"></label>

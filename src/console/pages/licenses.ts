@@ -1,11 +1,12 @@
-import { createLicense, deactivateActivation, reinstateLicense, revokeLicense, searchLicenses, showLicense, updateLicense } from "../../domain/admin/licenses";
+import { createLicense, deactivateActivation, LicenseCreateInput, LicenseQuery, LicenseUpdateInput, reinstateLicense, revokeLicense, searchLicenses, showLicense, updateLicense } from "../../domain/admin/licenses";
+import { decode } from "../../domain/decode";
 import { requireScope } from "../../domain/admin/deps";
 import { KeyturnError } from "../../domain/errors";
 import { normalizeLicenseKey } from "../../domain/license-key";
 import { sessionHas, type Session } from "../../domain/console-sessions";
 import type { ActivationView, LicenseView } from "../../domain/events";
 import { callerOf, type ConsoleDeps, type Outcome } from "../deps";
-import { field, numberField, type Form } from "../form";
+import { dateField, field, numberField, type Form } from "../form";
 import { html, type Html } from "../html";
 import { confirmButton, confirmPage, doneAt } from "../confirm";
 import { actionForm, labelFor, consolePage, csrfField, notice, when } from "../layout";
@@ -51,7 +52,7 @@ export async function licensesPage(deps: ConsoleDeps, session: Session, address:
   const byKey = q && normalizeLicenseKey(deps.variant, q) ? await showLicense(deps.admin, caller, q).catch(() => null) : null;
   const page = byKey
     ? { licenses: [byKey.license], next: null }
-    : await searchLicenses(deps.admin, caller, { ...(q ? { query: q } : {}), ...(query.get("cursor") ? { cursor: query.get("cursor") } : {}) });
+    : await searchLicenses(deps.admin, caller, decode(LicenseQuery, { ...(q ? { query: q } : {}), ...(query.get("cursor") ? { cursor: query.get("cursor") } : {}) }));
   const now = deps.clock();
   const body = html`<form class="row" method="get" action="/console/licenses" role="search">
 <label>Search (key, licensee, organisation, email) <input name="query" type="search" value="${q}" maxlength="200"></label><button type="submit">Search</button></form>
@@ -67,9 +68,9 @@ ${sessionHas(session, "licenses:write") ? createForm(deps, session) : ""}`;
 
 /** Creates a licence and shows its key once, with a copy button (the key is not kept anywhere readable). */
 export async function createLicenseAction(deps: ConsoleDeps, session: Session, address: string | null, f: Form): Promise<Outcome> {
-  const expires = field(f, "expires");
+  const expires = dateField(f, "expires");
   const email = field(f, "email");
-  const created = await createLicense(deps.admin, callerOf(session, address), {
+  const input = decode(LicenseCreateInput, {
     licensee: f.get("licensee") ?? "",
     organization: f.get("organization") ?? "",
     plan: f.get("plan") ?? "",
@@ -80,6 +81,7 @@ export async function createLicenseAction(deps: ConsoleDeps, session: Session, a
     ...(email ? { email } : {}),
     ...(field(f, "seatLease") ? { seatLease: field(f, "seatLease") } : {}),
   });
+  const created = await createLicense(deps.admin, callerOf(session, address), input);
   const body = html`${notice("The licence was created. Its key is shown this once: copy it now and give it to the customer.")}
 <p><span class="key" id="license-key">${created.key}</span> <button type="button" class="plain" data-copy="license-key" hidden>Copy key</button></p>
 <p><a href="${licensePath(created.license.id)}">Open the licence of ${created.license.licensee}</a></p>`;
@@ -140,20 +142,21 @@ ${write ? editForm(deps, session, l) : ""}${write ? tokenLifetimeForm(session, l
 }
 
 export async function updateLicenseAction(deps: ConsoleDeps, session: Session, address: string | null, id: string, f: Form): Promise<Outcome> {
-  const expires = field(f, "expires");
-  await updateLicense(deps.admin, callerOf(session, address), id, {
+  const input = decode(LicenseUpdateInput, {
     seats: numberField(f, "seats"),
     channels: f.getAll("channels"),
-    expires: expires ?? null,
+    expires: dateField(f, "expires") ?? null,
     seatLease: field(f, "seatLease") ?? null,
   });
+  await updateLicense(deps.admin, callerOf(session, address), id, input);
   return { redirect: doneAt(licensePath(id), "license-saved") };
 }
 
 /** Sets or clears a licence's own token lifetime (the admin API's PATCH tokenTtl: licenses:write, audit license-update). */
 export async function tokenLifetimeAction(deps: ConsoleDeps, session: Session, address: string | null, id: string, f: Form): Promise<Outcome> {
   const days = numberField(f, "days");
-  await updateLicense(deps.admin, callerOf(session, address), id, { tokenTtl: days === undefined ? null : days * DAY_SECONDS });
+  const input = decode(LicenseUpdateInput, { tokenTtl: days === undefined ? null : days * DAY_SECONDS });
+  await updateLicense(deps.admin, callerOf(session, address), id, input);
   return { redirect: doneAt(licensePath(id), "token-ttl-saved") };
 }
 

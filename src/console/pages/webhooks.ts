@@ -1,4 +1,5 @@
-import { addWebhookEndpoint, listDeliveries, listWebhookEndpoints, removeWebhookEndpoint, retryDelivery, rotateWebhookSecret, type WebhookEndpointView } from "../../domain/webhooks/endpoints";
+import { decode } from "../../domain/decode";
+import { addWebhookEndpoint, DeliveryQuery, listDeliveries, listWebhookEndpoints, removeWebhookEndpoint, retryDelivery, rotateWebhookSecret, WebhookEndpointCreateInput, type WebhookEndpointView } from "../../domain/webhooks/endpoints";
 import { requireScope } from "../../domain/admin/deps";
 import { sessionHas, type Session } from "../../domain/console-sessions";
 import { KeyturnError } from "../../domain/errors";
@@ -31,7 +32,7 @@ function secretShown(session: Session, e: WebhookEndpointView, secret: string, w
 export async function webhooksPage(deps: ConsoleDeps, session: Session, address: string | null, query: URLSearchParams): Promise<Outcome> {
   const caller = callerOf(session, address);
   const cursor = query.get("cursor");
-  const [endpoints, deliveries] = await Promise.all([listWebhookEndpoints(deps.admin, caller), listDeliveries(deps.admin, caller, cursor ? { cursor } : {})]);
+  const [endpoints, deliveries] = await Promise.all([listWebhookEndpoints(deps.admin, caller), listDeliveries(deps.admin, caller, decode(DeliveryQuery, cursor ? { cursor } : {}))]);
   const write = sessionHas(session, "webhooks:write");
   const body = html`${doneNotice(query)}<h2>Endpoints</h2><div class="table-wrap"><table id="webhook-endpoints"><thead><tr><th scope="col">URL</th><th scope="col">Events</th><th scope="col">State</th><th scope="col">Since</th>${write ? html`<th scope="col"><span class="muted">Action</span></th>` : ""}</tr></thead>
 <tbody>${endpoints.map(
@@ -56,7 +57,8 @@ export async function retryDeliveryAction(deps: ConsoleDeps, session: Session, a
 
 /** Adds an endpoint (the admin API's POST /admin/webhooks: webhooks:write, audit webhook-add) and shows its secret once. */
 export async function addEndpointAction(deps: ConsoleDeps, session: Session, address: string | null, f: Form): Promise<Outcome> {
-  const added = await addWebhookEndpoint(deps.admin, callerOf(session, address), { url: f.get("url") ?? "", events: f.getAll("events") });
+  const input = decode(WebhookEndpointCreateInput, { url: f.get("url") ?? "", events: f.getAll("events") });
+  const added = await addWebhookEndpoint(deps.admin, callerOf(session, address), input);
   return secretShown(session, added.endpoint, added.secret, "The endpoint was added.");
 }
 

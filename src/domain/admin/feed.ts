@@ -1,3 +1,4 @@
+import { Type, type Static } from "@sinclair/typebox";
 import { KeyturnError } from "../errors";
 import { licenseKeyRole, type LicenseKeyRole } from "../keys";
 import { FEED_TYPES } from "../events";
@@ -5,7 +6,7 @@ import { requireScope, type AdminCaller, type AdminDeps } from "./deps";
 import { feedItem, type FeedItem } from "./feed-items";
 import { readSnapshotPlace, snapshotPage } from "./feed-snapshot";
 import { auditRead } from "./read-audit";
-import { pageLimit, readObject } from "./input";
+import { closed, Limit, pageSize } from "./model";
 
 export type { FeedItem } from "./feed-items";
 
@@ -66,16 +67,25 @@ export interface SnapshotAnswer {
 /** `<epoch>.<seq>`, or a bare seq (a cursor from before epochs: answered with a snapshot). */
 const CURSOR = /^(?:([0-9a-z]{1,64})\.)?(0|[1-9]\d{0,18})$/;
 
-export async function readFeed(d: AdminDeps, caller: AdminCaller, input: unknown): Promise<FeedAnswer> {
+/** What a mirror asks the feed, as a query string carries it. */
+export const FeedQuery = closed({
+  after: Type.Optional(
+    Type.String({ maxLength: 100, pattern: "^([0-9a-z]{1,64}[.])?(0|[1-9][0-9]{0,18})$", description: "The cursor (epoch.seq) a previous answer gave; absent: a snapshot" }),
+  ),
+  snapshot: Type.Optional(Type.String({ maxLength: 2000, pattern: "^[A-Za-z0-9_-]+$", description: "The next of a snapshot page" })),
+  limit: Type.Optional(Limit(1000, 500)),
+});
+export type FeedQuery = Static<typeof FeedQuery>;
+
+export async function readFeed(d: AdminDeps, caller: AdminCaller, input: FeedQuery): Promise<FeedAnswer> {
   requireScope(caller.principal, "feed:read");
   const answer = await answerFeed(d, input);
   await auditRead(d, caller, "feed-read");
   return { ...answer, site: feedSite(d) };
 }
 
-async function answerFeed(d: AdminDeps, input: unknown): Promise<EventsAnswer | SnapshotAnswer> {
-  const o = readObject(input ?? {}, ["after", "snapshot", "limit"], "query");
-  const limit = pageLimit(o.limit, 500, 1000);
+async function answerFeed(d: AdminDeps, o: FeedQuery): Promise<EventsAnswer | SnapshotAnswer> {
+  const limit = pageSize(o.limit, 500, 1000);
   if (o.after !== undefined && o.snapshot !== undefined) throw new KeyturnError("invalid_request", "Give after or snapshot, not both.");
   const position = await d.store.feedPosition();
   const fromStart = { section: "activations", key: null, seq: position.newest } as const;
@@ -86,7 +96,7 @@ async function answerFeed(d: AdminDeps, input: unknown): Promise<EventsAnswer | 
     return snapshotPage(d, position, place.reason, place, limit);
   }
   if (o.after === undefined) return snapshotPage(d, position, "start", fromStart, limit);
-  const m = typeof o.after === "string" ? CURSOR.exec(o.after) : null;
+  const m = CURSOR.exec(o.after);
   if (!m || BigInt(m[2]!) > 2n ** 63n - 1n) throw new KeyturnError("invalid_request", "after must be a cursor this feed answered (epoch.seq).");
   const seq = BigInt(m[2]!);
   const reason: SnapshotReason | null =

@@ -1,3 +1,4 @@
+import { Type, type Static } from "@sinclair/typebox";
 import type { ActivationRecord, LicensePatch, LicenseRecord, LicenseStatus } from "../../store/types";
 import { KeyturnError } from "../errors";
 import { activationView, licenseView, newEvent, revocationTtl, tokensValidUntil, type ActivationView, type LicenseView } from "../events";
@@ -8,7 +9,8 @@ import { idempotencyAnswerContext } from "../record-seal";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { auditRead } from "./read-audit";
 import { adminAudit, requireScope, type AdminCaller, type AdminDeps } from "./deps";
-import { canonicalJson, email, expiry, idParam, metadata, optText, optWholeNumber, pageLimit, readObject, text, textList, tokenTtl, wholeNumber } from "./input";
+import { canonicalJson, idParam } from "./input";
+import { amongAllowed, Channels, closed, Cursor, Email, futureTime, Limit, Metadata, Nullable, pageSize, SeatLease, Text, TimeInput, TokenTtl, trimmed } from "./model";
 
 const NAME_MAX = 200;
 const PLAN_MAX = 64;
@@ -18,16 +20,56 @@ export const SEATS_MAX = 1_000_000_000;
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
-const CREATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats", "channels", "expires", "email", "metadata", "tokenTtl", "seatLease"];
-const UPDATE_FIELDS = ["licensee", "organization", "plan", "planTitle", "seats", "channels", "expires", "email", "metadata", "tokenTtl", "seatLease"] as const;
+const Seats = Type.Integer({ minimum: 1, maximum: SEATS_MAX });
+
+/** A new license, as the admin API, the console and `keyturn license create` give it. */
+export const LicenseCreateInput = closed({
+  licensee: Text(NAME_MAX),
+  organization: Type.Optional(Text(NAME_MAX, { description: "Absent: none (\"\"), as for a licence sold to a person" })),
+  plan: Text(PLAN_MAX),
+  planTitle: Type.Optional(Text(NAME_MAX, { description: "Absent: the plan" })),
+  seats: Seats,
+  channels: Channels,
+  expires: Type.Optional(Nullable(TimeInput)),
+  email: Type.Optional(Nullable(Email)),
+  metadata: Type.Optional(Metadata),
+  tokenTtl: Type.Optional(TokenTtl),
+  seatLease: Type.Optional(SeatLease),
+});
+export type LicenseCreateInput = Static<typeof LicenseCreateInput>;
+
+/** The fields of a license to change. */
+export const LicenseUpdateInput = closed(
+  {
+    licensee: Type.Optional(Text(NAME_MAX)),
+    organization: Type.Optional(Text(NAME_MAX)),
+    plan: Type.Optional(Text(PLAN_MAX)),
+    planTitle: Type.Optional(Text(NAME_MAX)),
+    seats: Type.Optional(Seats),
+    channels: Type.Optional(Channels),
+    expires: Type.Optional(Nullable(TimeInput)),
+    email: Type.Optional(Nullable(Email)),
+    metadata: Type.Optional(Metadata),
+    tokenTtl: Type.Optional(TokenTtl),
+    seatLease: Type.Optional(SeatLease),
+  },
+  "Only the fields to change; metadata is replaced whole. Seats below those in use: 409 seats_in_use",
+);
+export type LicenseUpdateInput = Static<typeof LicenseUpdateInput>;
+
+/** A search of licenses, as a query string carries it. */
+export const LicenseQuery = closed({
+  query: Type.Optional(Type.String({ maxLength: NAME_MAX, description: "Part of licensee, organization, email or id; case-insensitive" })),
+  status: Type.Optional(Type.Union([Type.Literal("active"), Type.Literal("revoked"), Type.Literal("expired")])),
+  cursor: Type.Optional(Cursor),
+  limit: Type.Optional(Limit(200, 50)),
+});
+export type LicenseQuery = Static<typeof LicenseQuery>;
+
+const UPDATE_FIELDS = Object.keys(LicenseUpdateInput.properties) as (keyof LicenseUpdateInput)[];
 
 /** `seatLease`: a duration (`10m`, `30d`) or null for none; undefined when absent. */
-function seatLease(o: Record<string, unknown>): number | null | undefined {
-  const v = o.seatLease;
-  if (v === undefined) return undefined;
-  if (v !== null && typeof v !== "string") throw new KeyturnError("invalid_request", "seatLease must be a duration such as 30d, or null.");
-  return parseSeatLease(v);
-}
+const seatLease = (text: string | null | undefined): number | null | undefined => (text === undefined ? undefined : parseSeatLease(text));
 
 export interface CreatedLicense {
   readonly license: LicenseView;
@@ -41,32 +83,31 @@ export interface CreatedLicense {
  * included; another body is idempotency_conflict. The first answer is kept only for those 24 h
  * (the retention schedule deletes it after) since it holds the license key.
  */
-export async function createLicense(d: AdminDeps, caller: AdminCaller, body: unknown, idempotencyKey?: unknown): Promise<CreatedLicense> {
+export async function createLicense(d: AdminDeps, caller: AdminCaller, input: LicenseCreateInput, idempotencyKey?: unknown): Promise<CreatedLicense> {
   requireScope(caller.principal, "licenses:write");
   if (idempotencyKey !== undefined && (typeof idempotencyKey !== "string" || !IDEMPOTENCY_KEY.test(idempotencyKey)))
     throw new KeyturnError("invalid_request", "Idempotency-Key must be 1 to 255 visible ASCII characters.");
-  const o = readObject(body, CREATE_FIELDS);
   const now = d.clock();
   const key = generateLicenseKey(d.variant);
-  const plan = text(o, "plan", PLAN_MAX);
+  const plan = trimmed(input.plan);
   const license: LicenseRecord = {
     id: newId("lic", now),
     kind: "license",
     keyHash: hashLicenseKey(key),
-    licensee: text(o, "licensee", NAME_MAX),
+    licensee: trimmed(input.licensee),
     // A licence sold to a person has no organisation (""), and a plan may need no title of its own.
-    organization: optText(o, "organization", NAME_MAX) ?? "",
+    organization: trimmed(input.organization) ?? "",
     plan,
-    planTitle: optText(o, "planTitle", NAME_MAX) ?? plan,
-    channels: textList(o, "channels", d.variant.channels, d.variant.channels.length),
-    seats: wholeNumber(o, "seats", 1, SEATS_MAX),
+    planTitle: trimmed(input.planTitle) ?? plan,
+    channels: amongAllowed(input.channels, d.variant.channels, "channels"),
+    seats: input.seats,
     issued: now,
-    expires: expiry(o, "expires", now),
+    expires: futureTime(input.expires, "expires", now),
     revoked: null,
-    email: email(o, "email") ?? null,
-    metadata: metadata(o, "metadata") ?? {},
-    tokenTtl: tokenTtl(o, "tokenTtl") ?? null,
-    seatLease: seatLease(o) ?? null,
+    email: input.email ?? null,
+    metadata: input.metadata ?? {},
+    tokenTtl: input.tokenTtl ?? null,
+    seatLease: seatLease(input.seatLease) ?? null,
   };
   const answer: CreatedLicense = { license: licenseView(license, 0), key };
   const journal = {
@@ -77,7 +118,7 @@ export async function createLicense(d: AdminDeps, caller: AdminCaller, body: unk
     await d.store.createLicense(license, journal);
     return answer;
   }
-  const requestHash = sha256Hex(canonicalJson(o));
+  const requestHash = sha256Hex(canonicalJson(input));
   const scope = caller.principal.tokenId ?? "cli";
   // The answer holds the licence key: sealed, bound to its scope and Idempotency-Key.
   const context = idempotencyAnswerContext(scope, idempotencyKey);
@@ -104,20 +145,17 @@ export async function findLicense(d: AdminDeps, keyOrId: unknown): Promise<Licen
   return license;
 }
 
-const STATUSES: readonly LicenseStatus[] = ["active", "revoked", "expired"];
 const isLicensePosition = (p: unknown): p is { issued: number; id: string } =>
   typeof p === "object" && p !== null && Number.isSafeInteger((p as { issued: unknown }).issued) && typeof (p as { id: unknown }).id === "string";
 
 /** One page of licenses, oldest first (scope licenses:read). Query: { query?, status?, cursor?, limit? (1-200, 50) }. */
-export async function searchLicenses(d: AdminDeps, caller: AdminCaller, input: unknown): Promise<{ licenses: LicenseView[]; next: string | null }> {
+export async function searchLicenses(d: AdminDeps, caller: AdminCaller, input: LicenseQuery): Promise<{ licenses: LicenseView[]; next: string | null }> {
   requireScope(caller.principal, "licenses:read");
-  const o = readObject(input ?? {}, ["query", "status", "cursor", "limit"], "query");
-  const textQuery = o.query === undefined || o.query === "" ? undefined : text(o, "query", NAME_MAX);
-  const status = o.status === undefined ? undefined : (o.status as LicenseStatus);
-  if (status !== undefined && !STATUSES.includes(status)) throw new KeyturnError("invalid_request", `status must be one of ${STATUSES.join(", ")}.`);
-  const limit = pageLimit(o.limit, 50, 200);
+  const textQuery = input.query?.trim() || undefined;
+  const status: LicenseStatus | undefined = input.status;
+  const limit = pageSize(input.limit, 50, 200);
   const bound = { query: textQuery, status };
-  const after = decodeCursor(o.cursor, bound, isLicensePosition);
+  const after = decodeCursor(input.cursor, bound, isLicensePosition);
   const rows = await d.store.searchLicenses({ text: textQuery, status, now: d.clock(), after, limit: limit + 1 });
   await auditRead(d, caller, "license-list");
   const page = rows.slice(0, limit);
@@ -142,22 +180,21 @@ export async function showLicense(d: AdminDeps, caller: AdminCaller, keyOrId: un
  * changed fields). Seats below those in use: seats_in_use, decided in the store's transaction.
  * Installations see the change at their next refresh.
  */
-export async function updateLicense(d: AdminDeps, caller: AdminCaller, keyOrId: unknown, body: unknown): Promise<{ license: LicenseView; changed: string[] }> {
+export async function updateLicense(d: AdminDeps, caller: AdminCaller, keyOrId: unknown, input: LicenseUpdateInput): Promise<{ license: LicenseView; changed: string[] }> {
   requireScope(caller.principal, "licenses:write");
-  const o = readObject(body, UPDATE_FIELDS);
   const now = d.clock();
   const patch: LicensePatch = {
-    licensee: optText(o, "licensee", NAME_MAX),
-    organization: optText(o, "organization", NAME_MAX),
-    plan: optText(o, "plan", PLAN_MAX),
-    planTitle: optText(o, "planTitle", NAME_MAX),
-    channels: o.channels === undefined ? undefined : textList(o, "channels", d.variant.channels, d.variant.channels.length),
-    seats: optWholeNumber(o, "seats", 1, SEATS_MAX),
-    expires: o.expires === undefined ? undefined : expiry(o, "expires", now),
-    email: email(o, "email"),
-    metadata: metadata(o, "metadata"),
-    tokenTtl: tokenTtl(o, "tokenTtl"),
-    seatLease: seatLease(o),
+    licensee: trimmed(input.licensee),
+    organization: trimmed(input.organization),
+    plan: trimmed(input.plan),
+    planTitle: trimmed(input.planTitle),
+    channels: input.channels === undefined ? undefined : amongAllowed(input.channels, d.variant.channels, "channels"),
+    seats: input.seats,
+    expires: input.expires === undefined ? undefined : futureTime(input.expires, "expires", now),
+    email: input.email,
+    metadata: input.metadata,
+    tokenTtl: input.tokenTtl,
+    seatLease: seatLease(input.seatLease),
   };
   const current = await findLicense(d, keyOrId);
   if (current.kind !== "license") throw new KeyturnError("invalid_request", "Staff entitlements follow the identity provider and are not edited.");

@@ -1,7 +1,8 @@
 import type { Variant } from "../../config/variants";
 import type { ActivationRecord, LicenseRecord, Store } from "../../store/types";
 import { CLI_CALLER, type AdminDeps } from "./deps";
-import { createLicense, deactivateActivation, findLicense, revokeLicense } from "./licenses";
+import { decode } from "../decode";
+import { createLicense, deactivateActivation, findLicense, LicenseCreateInput, revokeLicense } from "./licenses";
 import type { Audit } from "../audit";
 import type { Clock } from "../clock";
 
@@ -42,11 +43,12 @@ export class Admin {
 
   /** Creates a license; the key is returned here and never again (only its hash is kept). */
   async createLicense(input: NewLicense): Promise<{ key: string; license: LicenseRecord }> {
-    const { key, license } = await createLicense(this.deps, CLI_CALLER, {
+    const created = decode(LicenseCreateInput, {
       ...input,
       channels: [...input.channels],
       expires: input.expires === null ? null : new Date(input.expires).toISOString(),
     });
+    const { key, license } = await createLicense(this.deps, CLI_CALLER, created);
     return { key, license: (await this.store.getLicense(license.id))! };
   }
 

@@ -1,9 +1,11 @@
+import { Type, type Static } from "@sinclair/typebox";
 import type { AdminTokenRecord } from "../../store/types";
 import { isoTime } from "../clock";
 import { KeyturnError } from "../errors";
 import { newId, sha256Hex } from "../ids";
 import { adminAudit, requireScope, SCOPES, type AdminCaller, type AdminDeps, type AdminPrincipal, type Scope } from "./deps";
-import { idParam, isoDate, readObject, text } from "./input";
+import { idParam } from "./input";
+import { closed, futureTime, Nullable, Text, TimeInput, trimmed } from "./model";
 
 const PREFIX = "kta_";
 /** 32 random bytes: 43 base64url characters after the prefix. */
@@ -27,23 +29,27 @@ export function adminTokenView(t: AdminTokenRecord): AdminTokenView {
   return { id: t.id, name: t.name, scopes: t.scopes, created: isoTime(t.created), expires: iso(t.expires), revoked: iso(t.revoked), lastUsed: iso(t.lastUsed) };
 }
 
+/** A new admin token, as the admin API, the console and `keyturn admin-token create` give it. */
+export const AdminTokenCreateInput = closed({
+  name: Text(100),
+  scopes: Type.Array(Type.Union(SCOPES.map((s) => Type.Literal(s))), { minItems: 1, maxItems: SCOPES.length }),
+  expires: Type.Optional(Nullable(TimeInput)),
+});
+export type AdminTokenCreateInput = Static<typeof AdminTokenCreateInput>;
+
 /** Creates an admin token; the secret is answered here once and only its SHA-256 is kept. Scope: admin. */
-export async function createAdminToken(d: AdminDeps, caller: AdminCaller, input: unknown): Promise<{ token: AdminTokenView; secret: string }> {
+export async function createAdminToken(d: AdminDeps, caller: AdminCaller, input: AdminTokenCreateInput): Promise<{ token: AdminTokenView; secret: string }> {
   requireScope(caller.principal, "admin");
-  const o = readObject(input, ["name", "scopes", "expires"]);
-  const name = text(o, "name", 100);
-  const scopes = o.scopes;
-  if (!Array.isArray(scopes) || scopes.length === 0 || scopes.length > SCOPES.length || !scopes.every((s) => (SCOPES as readonly unknown[]).includes(s)))
-    throw new KeyturnError("invalid_request", `scopes must be a list of ${SCOPES.join(", ")}.`);
+  const name = trimmed(input.name);
+  const scopes = input.scopes as Scope[];
   const now = d.clock();
-  const expires = o.expires === undefined || o.expires === null ? null : isoDate(o.expires, "expires");
-  if (expires !== null && expires <= now) throw new KeyturnError("invalid_request", "expires must be in the future.");
+  const expires = futureTime(input.expires, "expires", now);
   const secret = PREFIX + Buffer.from(crypto.getRandomValues(new Uint8Array(SECRET_BYTES))).toString("base64url");
   const record: AdminTokenRecord = {
     id: newId("tok", now),
     name,
     secretHash: sha256Hex(secret),
-    scopes: [...new Set(scopes as Scope[])],
+    scopes: [...new Set(scopes)],
     created: now,
     expires,
     revoked: null,

@@ -97,7 +97,7 @@ export const isAllowedHost = (policy: DestinationPolicy, host: string): boolean 
  * allowed. The URL parser has already turned decimal, octal and hex IPv4 forms into dotted ones.
  */
 export function checkEndpointUrl(value: unknown, policy: DestinationPolicy): string {
-  const bad = (why: string) => new KeyturnError("invalid_request", `url ${why}`);
+  const bad = (why: string) => new KeyturnError("invalid_request", `url ${why}.`);
   if (typeof value !== "string" || value.length === 0 || value.length > URL_MAX) throw bad(`must be a string of at most ${URL_MAX} characters`);
   let url: URL;
   try {

@@ -1,8 +1,10 @@
+import { Type, type Static } from "@sinclair/typebox";
 import type { DeliveryRecord, DeliveryStatus, WebhookEndpointRecord } from "../../store/types";
 import { decodeCursor, encodeCursor } from "../admin/cursor";
 import { adminAudit, requireScope, type AdminCaller, type AdminDeps } from "../admin/deps";
 import { auditRead } from "../admin/read-audit";
-import { idParam, pageLimit, readObject, textList } from "../admin/input";
+import { idParam } from "../admin/input";
+import { amongAllowed, closed, Cursor, IdText, Limit, pageSize } from "../admin/model";
 import { isoTime } from "../clock";
 import { KeyturnError } from "../errors";
 import { EVENT_TYPES } from "../events";
@@ -58,12 +60,29 @@ export const deliveryView = (r: DeliveryRecord): DeliveryView => ({
   created: isoTime(r.created),
 });
 
+/** A new webhook endpoint, as the admin API, the console and `keyturn webhook add` give it. */
+export const WebhookEndpointCreateInput = closed({
+  url: Type.String({ maxLength: 2000, description: "https, or http to a loopback address" }),
+  events: Type.Array(Type.Union(EVENT_TYPES.map((e) => Type.Literal(e))), { minItems: 1, maxItems: EVENT_TYPES.length }),
+});
+export type WebhookEndpointCreateInput = Static<typeof WebhookEndpointCreateInput>;
+
+export const WebhookEndpointUpdateInput = closed({ enabled: Type.Boolean() });
+
+/** A filter of deliveries, as a query string carries it. */
+export const DeliveryQuery = closed({
+  endpoint: Type.Optional(IdText(100)),
+  status: Type.Optional(Type.Union([Type.Literal("pending"), Type.Literal("delivered"), Type.Literal("failed")])),
+  cursor: Type.Optional(Cursor),
+  limit: Type.Optional(Limit(200, 50)),
+});
+export type DeliveryQuery = Static<typeof DeliveryQuery>;
+
 /** Adds an endpoint (scope webhooks:write; audit webhook-add). Its secret is answered here only. */
-export async function addWebhookEndpoint(d: AdminDeps, caller: AdminCaller, body: unknown): Promise<{ endpoint: WebhookEndpointView; secret: string }> {
+export async function addWebhookEndpoint(d: AdminDeps, caller: AdminCaller, input: WebhookEndpointCreateInput): Promise<{ endpoint: WebhookEndpointView; secret: string }> {
   requireScope(caller.principal, "webhooks:write");
-  const o = readObject(body, ["url", "events"]);
-  const url = checkEndpointUrl(o.url, d.webhookDestinations ?? NO_EXCEPTIONS);
-  const types = textList(o, "events", EVENT_TYPES, EVENT_TYPES.length);
+  const url = checkEndpointUrl(input.url, d.webhookDestinations ?? NO_EXCEPTIONS);
+  const types = amongAllowed(input.events, EVENT_TYPES, "events");
   const secret = newWebhookSecret();
   const now = d.clock();
   const id = newId("whe", now);
@@ -117,20 +136,16 @@ export async function setWebhookEndpointEnabled(d: AdminDeps, caller: AdminCalle
   return endpointView((await d.store.getWebhookEndpoint(endpointId))!);
 }
 
-const STATUSES: readonly DeliveryStatus[] = ["pending", "delivered", "failed"];
-
 const isDeliveryPosition = (p: unknown): p is string => typeof p === "string" && /^dlv_[a-z0-9]{1,60}$/.test(p);
 
 /** Deliveries, newest first (scope webhooks:read). Query: { endpoint?, status?, cursor? (bound to the query), limit? (1-200, 50) }. */
-export async function listDeliveries(d: AdminDeps, caller: AdminCaller, input: unknown): Promise<{ deliveries: DeliveryView[]; next: string | null }> {
+export async function listDeliveries(d: AdminDeps, caller: AdminCaller, input: DeliveryQuery): Promise<{ deliveries: DeliveryView[]; next: string | null }> {
   requireScope(caller.principal, "webhooks:read");
-  const o = readObject(input ?? {}, ["endpoint", "status", "cursor", "limit"], "query");
-  const endpointId = o.endpoint === undefined ? undefined : idParam(o.endpoint, "endpoint");
-  const status = o.status as DeliveryStatus | undefined;
-  if (status !== undefined && !STATUSES.includes(status)) throw new KeyturnError("invalid_request", `status must be one of ${STATUSES.join(", ")}.`);
+  const endpointId = input.endpoint?.trim();
+  const status: DeliveryStatus | undefined = input.status;
   const bound = { endpoint: endpointId, status };
-  const after = decodeCursor(o.cursor, bound, isDeliveryPosition);
-  const limit = pageLimit(o.limit, 50, 200);
+  const after = decodeCursor(input.cursor, bound, isDeliveryPosition);
+  const limit = pageSize(input.limit, 50, 200);
   const rows = await d.store.listDeliveries({ endpointId, status, after, limit: limit + 1 });
   await auditRead(d, caller, "delivery-list");
   const page = rows.slice(0, limit);

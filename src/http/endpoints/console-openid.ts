@@ -1,4 +1,4 @@
-import { sessionActor, type ConsoleDeps } from "../../console/deps";
+import { actorOfSession, type ConsoleDeps } from "../../console/deps";
 import { absoluteUrl } from "../../config/site-origin";
 import { html } from "../../console/html";
 import { plainPage } from "../../console/layout";
@@ -56,7 +56,7 @@ export function consoleOpenIdEndpoints(deps: ConsoleDeps, audit: Audit, openId: 
           throw new KeyturnError("challenge_unknown", "This sign-in was not started in this browser: start it again.");
         if (q.get("error")) throw new KeyturnError("token_invalid", `The issuer refused the sign-in (${q.get("error")!.slice(0, 100)}).`);
         const { secret, session } = await openId.finish(state, q.get("code"), callbackUri);
-        await audit.ok("console-sign-in", { ...context, actor: sessionActor(session) }, {});
+        await audit.ok("console-sign-in", { ...context, actor: actorOfSession(session) }, {});
         const page = plainPage("Signed in", html`<meta http-equiv="refresh" content="0;url=/console/"><p>Signed in as ${session.name}. <a href="/console/">Open the console</a></p>`);
         const headers = new Headers({ ...WEB_HEADERS, "content-type": "text/html;charset=utf-8" });
         headers.append("set-cookie", setSessionCookie(deps.site, "console", secret, (session.expires - deps.clock()) / 1000));

@@ -1,27 +1,20 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { VARIANTS } from "../../../src/config/variants";
-import { queryAudit } from "../../../src/domain/admin/audit-query";
+import * as audit from "../../../src/domain/admin/audit-query";
 import { CLI_CALLER, SCOPES, type AdminCaller, type AdminDeps, type Scope } from "../../../src/domain/admin/deps";
-import { readFeed, type EventsAnswer } from "../../../src/domain/admin/feed";
-import {
-  createLicense,
-  deactivateActivation,
-  listActivations,
-  reinstateLicense,
-  rekeyLicense,
-  revokeLicense,
-  searchLicenses,
-  showLicense,
-  updateLicense,
-} from "../../../src/domain/admin/licenses";
-import { authenticateAdmin, createAdminToken, listAdminTokens, revokeAdminToken } from "../../../src/domain/admin/tokens";
+import * as feed from "../../../src/domain/admin/feed";
+import type { EventsAnswer } from "../../../src/domain/admin/feed";
+import * as licenses from "../../../src/domain/admin/licenses";
+import { deactivateActivation, listActivations, reinstateLicense, rekeyLicense, revokeLicense, showLicense } from "../../../src/domain/admin/licenses";
+import * as tokens from "../../../src/domain/admin/tokens";
+import { authenticateAdmin, listAdminTokens, revokeAdminToken } from "../../../src/domain/admin/tokens";
+import { decode } from "../../../src/domain/decode";
 import { isKeyturnError } from "../../../src/domain/errors";
 import { EVENT_TYPES } from "../../../src/domain/events";
 import { sha256Hex } from "../../../src/domain/ids";
 import { pruneRecords } from "../../../src/domain/retention";
+import * as webhooks from "../../../src/domain/webhooks/endpoints";
 import {
-  addWebhookEndpoint,
-  listDeliveries,
   listWebhookEndpoints,
   removeWebhookEndpoint,
   retryDelivery,
@@ -43,6 +36,16 @@ const body = (extra: Record<string, unknown> = {}) => ({
   channels: ["stable"],
   ...extra,
 });
+// The operations as HTTP, the console and the CLI reach them: their input decoded with its model first.
+const createLicense = async (d: AdminDeps, caller: AdminCaller, input: unknown, idempotencyKey?: unknown) => licenses.createLicense(d, caller, decode(licenses.LicenseCreateInput, input), idempotencyKey);
+const updateLicense = async (d: AdminDeps, caller: AdminCaller, id: unknown, input: unknown) => licenses.updateLicense(d, caller, id, decode(licenses.LicenseUpdateInput, input));
+const searchLicenses = async (d: AdminDeps, caller: AdminCaller, input: unknown) => licenses.searchLicenses(d, caller, decode(licenses.LicenseQuery, input));
+const queryAudit = async (d: AdminDeps, caller: AdminCaller, input: unknown) => audit.queryAudit(d, caller, decode(audit.AuditQuery, input));
+const readFeed = async (d: AdminDeps, caller: AdminCaller, input: unknown) => feed.readFeed(d, caller, decode(feed.FeedQuery, input));
+const createAdminToken = async (d: AdminDeps, caller: AdminCaller, input: unknown) => tokens.createAdminToken(d, caller, decode(tokens.AdminTokenCreateInput, input));
+const addWebhookEndpoint = async (d: AdminDeps, caller: AdminCaller, input: unknown) => webhooks.addWebhookEndpoint(d, caller, decode(webhooks.WebhookEndpointCreateInput, input));
+const listDeliveries = async (d: AdminDeps, caller: AdminCaller, input: unknown) => webhooks.listDeliveries(d, caller, decode(webhooks.DeliveryQuery, input));
+
 async function code(p: Promise<unknown>): Promise<string> {
   try {
     await p;
@@ -171,7 +174,7 @@ describe("license lifecycle", () => {
       cursor = page.next ?? undefined;
     } while (cursor);
     expect(seen).toEqual(made.map((m) => m.license.id));
-    const odd = await searchLicenses(d, CLI_CALLER, { query: "odd", limit: 1 });
+    const odd = await searchLicenses(d, CLI_CALLER, { query: "odd", limit: "1" });
     expect(odd.next).not.toBeNull();
     expect(await code(searchLicenses(d, CLI_CALLER, { query: "even", cursor: odd.next }))).toBe("invalid_request");
     expect(await code(searchLicenses(d, CLI_CALLER, { query: "odd", status: "revoked", cursor: odd.next }))).toBe("invalid_request");

@@ -2,10 +2,10 @@ import { afterAll, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { VARIANTS } from "../src/config/variants";
-import { KeyHolder } from "../src/domain/key-holder";
-import { generateKeyFiles, spkiBase64 } from "../src/domain/keys";
-import { tempDir } from "./helpers";
+import { VARIANTS } from "../../src/config/variants";
+import { KeyHolder } from "../../src/domain/key-holder";
+import { generateKeyFiles, spkiBase64 } from "../../src/domain/keys";
+import { tempDir } from "../helpers";
 
 // src/domain/key-holder.ts: the keys a process holds, read again on SIGHUP and, on a mirror,
 // taught by its vendor's feed.

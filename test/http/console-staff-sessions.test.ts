@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { compose } from "../src/compose";
-import { toConfig } from "../src/config/config";
-import { silentLogger } from "../src/config/log";
-import { createApp } from "../src/http/app";
-import { BASE_URL, testClock, testSite, type TestSite } from "./helpers";
-import { startRealIssuer, type RealIssuer } from "./real-issuer";
+import { compose } from "../../src/compose";
+import { toConfig } from "../../src/config/config";
+import { silentLogger } from "../../src/config/log";
+import { createApp } from "../../src/http/app";
+import { BASE_URL, testClock, testSite, type TestSite } from "../helpers";
+import { startRealIssuer, type RealIssuer } from "../real-issuer";
 
-// Issue 34, item 3: a staff console session must not outlive its grant. Against a real OpenID
+// A staff console session must not outlive its grant. Against a real OpenID
 // provider (oidc-provider): the console's sign-in (code + PKCE) through the same Elysia instance
 // production uses, then the person disabled at the issuer, and a group taken out of
 // --console-groups with the site restarted over the same records.

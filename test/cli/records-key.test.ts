@@ -2,21 +2,21 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Webhook } from "standardwebhooks";
-import { silentLogger } from "../src/config/log";
-import { CLI_CALLER } from "../src/domain/admin/deps";
-import { createAdminToken } from "../src/domain/admin/tokens";
-import { RECORDS_KEY_FILE, RecordSeal } from "../src/domain/record-seal";
-import { webhookSecretContext } from "../src/domain/webhooks/signing";
-import { WebhookWorker } from "../src/domain/webhooks/worker";
-import { announceSkip, freshSchema, PG_URL, type TestSchema } from "./databases";
-import { BASE_URL, testSite, type TestSite } from "./helpers";
-import { runCli, startServe } from "./processes";
-import { startReceiver, type Receiver } from "./webhook-receiver";
+import { silentLogger } from "../../src/config/log";
+import { CLI_CALLER } from "../../src/domain/admin/deps";
+import { createAdminToken } from "../../src/domain/admin/tokens";
+import { RECORDS_KEY_FILE, RecordSeal } from "../../src/domain/record-seal";
+import { webhookSecretContext } from "../../src/domain/webhooks/signing";
+import { WebhookWorker } from "../../src/domain/webhooks/worker";
+import { announceSkip, freshSchema, PG_URL, type TestSchema } from "../databases";
+import { BASE_URL, testSite, type TestSite } from "../helpers";
+import { runCli, startServe } from "../processes";
+import { startReceiver, type Receiver } from "../webhook-receiver";
 
 // Issue 33, item 6: a missing records.key while sealed records exist made a new, wrong key (webhooks
 // then stayed pending for ever); a readable one was not named; it could not be rotated.
 
-if (!PG_URL) announceSkip("test/records-key.test.ts", "KEYTURN_TEST_POSTGRES_URL");
+if (!PG_URL) announceSkip("test/cli/records-key.test.ts", "KEYTURN_TEST_POSTGRES_URL");
 
 const PREFIX = "sealed1:";
 const licenseBody = { licensee: "Ada", organization: "AE", plan: "pro", planTitle: "Pro", seats: 1, channels: ["stable"] };

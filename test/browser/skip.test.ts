@@ -2,12 +2,12 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { HOW_TO_RUN_BROWSER_TESTS } from "./browser/harness";
+import { HOW_TO_RUN_BROWSER_TESTS } from "./harness";
 
 // A fresh machine without Chromium: the README's `npm test` passes, the browser tests skipped with
 // one line saying how to run them; in CI (CI=true) they are required and fail. Chromium is hidden
 // by a PATH that holds only bun (the harness looks for it on PATH).
-const ROOT = join(import.meta.dir, "..");
+const ROOT = join(import.meta.dir, "..", "..");
 let bare = "";
 
 beforeAll(() => {

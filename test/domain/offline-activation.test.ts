@@ -1,18 +1,18 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { CLIENT_VARIANTS, KeySet, offlineRequestCode, verifyEntitlementToken } from "../src/client";
-import { CLI_CALLER } from "../src/domain/admin/deps";
-import { createLicense } from "../src/domain/admin/licenses";
-import { createAdminToken } from "../src/domain/admin/tokens";
-import { answerLastsUntil, answerOfflineRequest } from "../src/domain/offline-activation";
-import { toConfig } from "../src/config/config";
-import { BASE_URL, device, testSite, type TestSite } from "./helpers";
+import { CLIENT_VARIANTS, KeySet, offlineRequestCode, verifyEntitlementToken } from "../../src/client";
+import { CLI_CALLER } from "../../src/domain/admin/deps";
+import { createLicense } from "../../src/domain/admin/licenses";
+import { createAdminToken } from "../../src/domain/admin/tokens";
+import { answerLastsUntil, answerOfflineRequest } from "../../src/domain/offline-activation";
+import { toConfig } from "../../src/config/config";
+import { BASE_URL, device, testSite, type TestSite } from "../helpers";
 
-// Issue 25 item 5: an offline computer's request code (the client kit's offlineRequestCode) turned
+// An offline computer's request code (the client kit's offlineRequestCode) turned
 // into its answer code by the admin API and by `keyturn activation offline`, with no shell pipeline,
 // and a license's own token lifetime so that an offline licence lasts its term.
 
-const MAIN = join(import.meta.dir, "..", "src", "main.ts");
+const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
 const DAY = 86_400_000;
 let site: TestSite | null = null;
 afterEach(async () => {
