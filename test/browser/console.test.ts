@@ -252,8 +252,11 @@ describe.skipIf(SKIP_BROWSER)("console", () => {
   });
 
   test("releases, audit and webhooks pages render for an admin; releases are halted, resumed, withdrawn and restored; a skipped folder says why", async () => {
-    for (const [link, heading] of [["Releases", "Releases"], ["Audit trail", "Audit trail"], ["Webhooks", "Webhooks"], ["Sessions", "Console sessions"]] as const) {
-      await page.getByRole("link", { name: link, exact: true }).click();
+    for (const [name, heading] of [["Releases", "Releases"], ["Audit trail", "Audit trail"], ["Webhooks", "Webhooks"], ["Sessions", "Console sessions"]] as const) {
+      const link = page.getByRole("link", { name, exact: true });
+      const path = await link.getAttribute("href");
+      // The heading is read once the browser is on the linked page, never the one it is leaving.
+      await Promise.all([page.waitForURL((u) => u.pathname === path), link.click()]);
       await expect(page.locator("h1").textContent()).resolves.toBe(heading);
     }
     await page.getByRole("link", { name: "Releases", exact: true }).click();
