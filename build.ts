@@ -84,16 +84,39 @@ export async function buildClient(outdir = join(ROOT, "dist", "client")): Promis
     });
     if (!result.success) throw new AggregateError(result.logs, "client build failed");
   }
-  execFileSync(join(ROOT, "node_modules", ".bin", "tsc"), [
-    "--ignoreConfig", "--declaration", "--emitDeclarationOnly", "--outDir", outdir, "--rootDir", src,
-    "--target", "esnext", "--module", "preserve", "--moduleResolution", "bundler", "--strict",
-    "--skipLibCheck", "--lib", "esnext,dom", "--types", "node", join(src, "index.ts"),
-  ], { stdio: ["ignore", "inherit", "inherit"] });
+  execFileSync(
+    join(ROOT, "node_modules", ".bin", "tsc"),
+    [
+      "--ignoreConfig",
+      "--declaration",
+      "--emitDeclarationOnly",
+      "--outDir",
+      outdir,
+      "--rootDir",
+      src,
+      "--target",
+      "esnext",
+      "--module",
+      "preserve",
+      "--moduleResolution",
+      "bundler",
+      "--strict",
+      "--skipLibCheck",
+      "--lib",
+      "esnext,dom",
+      "--types",
+      "node",
+      join(src, "index.ts"),
+    ],
+    { stdio: ["ignore", "inherit", "inherit"] },
+  );
   writeFileSync(join(outdir, "package.json"), `${JSON.stringify(kitManifest(), null, 2)}\n`);
   copyFileSync(join(src, "README.md"), join(outdir, "README.md"));
-  writeFileSync(join(outdir, "THIRD-PARTY-NOTICES.md"),
-    `# Code bundled into ${KIT_NAME}\n\n## jose ${joseVersion()} (https://github.com/panva/jose)\n\n`
-    + readFileSync(join(ROOT, "node_modules", "jose", "LICENSE.md"), "utf8"));
+  writeFileSync(
+    join(outdir, "THIRD-PARTY-NOTICES.md"),
+    `# Code bundled into ${KIT_NAME}\n\n## jose ${joseVersion()} (https://github.com/panva/jose)\n\n` +
+      readFileSync(join(ROOT, "node_modules", "jose", "LICENSE.md"), "utf8"),
+  );
   return join(outdir, "index.js");
 }
 
@@ -128,7 +151,8 @@ function kitManifest(): Record<string, unknown> {
 /** Packs the staged kit into `<destination>/keyturn-client-<version>.tgz` (npm's layout: files under package/). */
 export function packClient(staged: string, destination = join(ROOT, "dist")): string {
   execFileSync(process.execPath, ["pm", "pack", "--quiet", "--ignore-scripts", "--destination", destination], {
-    cwd: staged, stdio: ["ignore", "ignore", "inherit"],
+    cwd: staged,
+    stdio: ["ignore", "ignore", "inherit"],
   });
   return join(destination, `${KIT_NAME}-${pkg.version}.tgz`);
 }

@@ -9,8 +9,12 @@ const seconds = Number(process.argv[2] ?? 2);
 const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
 const priv = createPrivateKey(privateKey.export({ type: "pkcs8", format: "pem" }));
 const pub = createPublicKey(publicKey.export({ type: "spki", format: "pem" }));
-const webPriv = await crypto.subtle.importKey("pkcs8", privateKey.export({ type: "pkcs8", format: "der" }), { name: "ECDSA", namedCurve: "P-256" }, false, ["sign"]);
-const webPub = await crypto.subtle.importKey("spki", publicKey.export({ type: "spki", format: "der" }), { name: "ECDSA", namedCurve: "P-256" }, false, ["verify"]);
+const webPriv = await crypto.subtle.importKey("pkcs8", privateKey.export({ type: "pkcs8", format: "der" }), { name: "ECDSA", namedCurve: "P-256" }, false, [
+  "sign",
+]);
+const webPub = await crypto.subtle.importKey("spki", publicKey.export({ type: "spki", format: "der" }), { name: "ECDSA", namedCurve: "P-256" }, false, [
+  "verify",
+]);
 const alg = { name: "ECDSA", hash: "SHA-256" };
 // About the size of an entitlement token's signing input.
 const input = Buffer.from("eyJhbGciOiJFUzI1NiJ9." + "x".repeat(380));

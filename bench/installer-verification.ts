@@ -28,7 +28,12 @@ import { SignatureCache } from "../src/domain/releases/signature-cache";
 import { writeSmallReleases } from "./lib/fixture";
 
 const { values: flags } = parseArgs({
-  options: { folders: { type: "string", default: "10000" }, gib: { type: "string", default: "4" }, runs: { type: "string", default: "5" }, against: { type: "string", multiple: true, default: [] } },
+  options: {
+    folders: { type: "string", default: "10000" },
+    gib: { type: "string", default: "4" },
+    runs: { type: "string", default: "5" },
+    against: { type: "string", multiple: true, default: [] },
+  },
 });
 const FOLDERS = Number(flags.folders);
 const GIB = Number(flags.gib);
@@ -94,7 +99,18 @@ for (let i = 0; i < GIB; i++) {
     if (!out.write(chunk)) await new Promise((r) => out.once("drain", r));
   }
   await new Promise((r, j) => out.end((e: unknown) => (e ? j(e) : r(null))));
-  const manifest = Buffer.from(JSON.stringify({ product, channel: "stable", platform: "win-x64", version, released: `2026-11-2${i}T10:00:00+00:00`, installer: name, size: 1 << 30, sha256: hash.digest("hex") }));
+  const manifest = Buffer.from(
+    JSON.stringify({
+      product,
+      channel: "stable",
+      platform: "win-x64",
+      version,
+      released: `2026-11-2${i}T10:00:00+00:00`,
+      installer: name,
+      size: 1 << 30,
+      sha256: hash.digest("hex"),
+    }),
+  );
   writeFileSync(join(folder, variant.manifestFile), manifest);
   writeFileSync(join(folder, `${variant.manifestFile}.sig`), signManifest(manifest, { kid, privateKey }, variant));
   big.push(name);
@@ -123,7 +139,10 @@ if (GIB > 0) {
 /** Spawn to a 200 from /health for one `keyturn serve`; with `settle`, it then runs until every installer is verified and the index built with them. */
 async function startOnce(main: string, data: string, settle = false) {
   const started = performance.now();
-  const proc = Bun.spawn([process.execPath, main, "serve", "--demo", "--data", data, "--keys", keys, "--releases", root, "--port", "0"], { stdout: "ignore", stderr: "pipe" });
+  const proc = Bun.spawn([process.execPath, main, "serve", "--demo", "--data", data, "--keys", keys, "--releases", root, "--port", "0"], {
+    stdout: "ignore",
+    stderr: "pipe",
+  });
   const lines: { msg: string; url?: string; installersVerifying?: number }[] = [];
   void (async () => {
     let buffered = "";

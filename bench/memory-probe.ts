@@ -25,8 +25,14 @@ const show = (when: string) => {
   Bun.gc(true);
   const m = process.memoryUsage();
   const h = heapStats();
-  const top = Object.entries(h.objectTypeCounts).sort((a, b) => b[1] - a[1]).slice(0, 12).map(([k, v]) => `${k} ${v}`).join(", ");
-  console.log(`${when}: rss ${mb(m.rss)}, heap ${mb(h.heapSize)} (capacity ${mb(h.heapCapacity)}), extra ${mb(h.extraMemorySize)}, objects ${h.objectCount}\n  ${top}`);
+  const top = Object.entries(h.objectTypeCounts)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 12)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(", ");
+  console.log(
+    `${when}: rss ${mb(m.rss)}, heap ${mb(h.heapSize)} (capacity ${mb(h.heapCapacity)}), extra ${mb(h.extraMemorySize)}, objects ${h.objectCount}\n  ${top}`,
+  );
 };
 show("start");
 const dir = mkdtempSync(join(tmpdir(), "keyturn-memory-"));
@@ -36,9 +42,22 @@ try {
   // The release key: the tree's manifests are signed with it and its public half is in --keys.
   const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
   await Bun.write(join(keys, "alpha-release-2026-11.pub.pem"), publicKey.export({ type: "spki", format: "pem" }));
-  writeSmallReleases(join(dir, "releases"), Number(nFolders), { kid: "alpha-release-2026-11", privateKey: createPrivateKey(privateKey.export({ type: "pkcs8", format: "pem" })) });
-  const config = toConfig({ variant: "alpha", "base-url": "https://licenses.example.com", data: dir, keys, releases: join(dir, "releases"),
-    "rate-limit-api": "100000000/1s", "rate-limit-signin": "100000000/1s" }, "admin");
+  writeSmallReleases(join(dir, "releases"), Number(nFolders), {
+    kid: "alpha-release-2026-11",
+    privateKey: createPrivateKey(privateKey.export({ type: "pkcs8", format: "pem" })),
+  });
+  const config = toConfig(
+    {
+      variant: "alpha",
+      "base-url": "https://licenses.example.com",
+      data: dir,
+      keys,
+      releases: join(dir, "releases"),
+      "rate-limit-api": "100000000/1s",
+      "rate-limit-signin": "100000000/1s",
+    },
+    "admin",
+  );
   const { services, store } = await compose(config, { log: silentLogger, peerAddress: () => "127.0.0.1", clock: () => Date.now() });
   const app = createApp(services);
   await services.releases.ready();
@@ -47,26 +66,47 @@ try {
   await Bun.sleep(2000);
   show("two seconds later");
   const admin = new Admin(config.variant, store, services.clock, services.audit);
-  const { key } = await admin.createLicense({ licensee: "Bench", organization: "Bench", plan: "p", planTitle: "P", seats: 10_000_000, channels: ["stable", "preview"], expires: null });
+  const { key } = await admin.createLicense({
+    licensee: "Bench",
+    organization: "Bench",
+    plan: "p",
+    planTitle: "P",
+    seats: 10_000_000,
+    channels: ["stable", "preview"],
+    expires: null,
+  });
   let n = 0;
-  const activate = () => new Request("http://localhost/api/v1/licenses/activate", { method: "POST", headers: { "content-type": "application/json" },
-    body: JSON.stringify({ key, device: { hash: `D${String(++n).padStart(42, "0")}`, name: "Bench PC", platform: "win-x64", version: "1.0.0", product: "alpha" } }) });
+  const activate = () =>
+    new Request("http://localhost/api/v1/licenses/activate", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        key,
+        device: { hash: `D${String(++n).padStart(42, "0")}`, name: "Bench PC", platform: "win-x64", version: "1.0.0", product: "alpha" },
+      }),
+    });
   const token = ((await (await app.handle(activate())).json()) as { token: string }).token;
   const auth = { authorization: `Bearer ${token}` };
   const manifest = "http://localhost/api/v1/updates/alpha/stable/win-x64/alpha-update.json";
   const make = (slot: number) =>
-    slot < 65 ? new Request(manifest, { headers: auth })
-    : slot < 75 ? new Request(`${manifest}.sig`, { headers: auth })
-    : slot < 95 ? new Request("http://localhost/api/v1/entitlements/current", { headers: auth })
-    : slot < 96 ? new Request(process.env.PROBE_NO_LIST ? manifest : "http://localhost/api/v1/releases?product=alpha", { headers: auth })
-    : activate();
+    slot < 65
+      ? new Request(manifest, { headers: auth })
+      : slot < 75
+        ? new Request(`${manifest}.sig`, { headers: auth })
+        : slot < 95
+          ? new Request("http://localhost/api/v1/entitlements/current", { headers: auth })
+          : slot < 96
+            ? new Request(process.env.PROBE_NO_LIST ? manifest : "http://localhost/api/v1/releases?product=alpha", { headers: auth })
+            : activate();
   let peak = 0;
   for (let i = 0; i < Number(nRequests); i += 64) {
-    await Promise.all(Array.from({ length: 64 }, async (_, j) => {
-      const r = await app.handle(make((i + j) % 100));
-      if (r.status !== 200) throw new Error(`${r.status} ${await r.text()}`);
-      await r.arrayBuffer();
-    }));
+    await Promise.all(
+      Array.from({ length: 64 }, async (_, j) => {
+        const r = await app.handle(make((i + j) % 100));
+        if (r.status !== 200) throw new Error(`${r.status} ${await r.text()}`);
+        await r.arrayBuffer();
+      }),
+    );
     peak = Math.max(peak, process.memoryUsage().rss);
   }
   console.log(`peak rss under the mix: ${mb(peak)}`);

@@ -22,9 +22,19 @@ const seconds = Number(process.argv[3] ?? 3);
 const dir = mkdtempSync(join(tmpdir(), "keyturn-profile-"));
 generateKeyFiles(join(dir, "keys"), VARIANTS.alpha.defaultLicenseKid);
 makeSmallTree(join(dir, "releases"));
-const config = toConfig({ variant: "alpha", "base-url": "https://licenses.example.com", data: dir, keys: join(dir, "keys"), releases: join(dir, "releases"),
-  // All the load comes from one address: lift the rate limits, as bench/run.ts does.
-  "rate-limit-api": "100000000/1s", "rate-limit-signin": "100000000/1s" }, "admin");
+const config = toConfig(
+  {
+    variant: "alpha",
+    "base-url": "https://licenses.example.com",
+    data: dir,
+    keys: join(dir, "keys"),
+    releases: join(dir, "releases"),
+    // All the load comes from one address: lift the rate limits, as bench/run.ts does.
+    "rate-limit-api": "100000000/1s",
+    "rate-limit-signin": "100000000/1s",
+  },
+  "admin",
+);
 const leased = what === "activate-leased";
 let offset = 0;
 const { services, store } = await compose(config, { log: silentLogger, peerAddress: () => "127.0.0.1", clock: () => Date.now() + offset });
@@ -32,13 +42,23 @@ const app = createApp(services);
 await services.releases.ready();
 const admin = new Admin(config.variant, store, services.clock, services.audit);
 const { key } = await admin.createLicense({
-  licensee: "Bench", organization: "Bench", plan: "p", planTitle: "P", seats: leased ? 16 : 1_000_000, channels: ["stable", "preview"], expires: null,
+  licensee: "Bench",
+  organization: "Bench",
+  plan: "p",
+  planTitle: "P",
+  seats: leased ? 16 : 1_000_000,
+  channels: ["stable", "preview"],
+  expires: null,
   ...(leased ? { seatLease: "1m" } : {}),
 });
 let n = 0;
 const newDevice = () => ({ hash: `D${String(++n).padStart(42, "0")}`, name: "Bench PC", platform: "win-x64", version: "1.0.0", product: "alpha" });
 const activateRequest = () =>
-  new Request("http://localhost/api/v1/licenses/activate", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ key, device: newDevice() }) });
+  new Request("http://localhost/api/v1/licenses/activate", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ key, device: newDevice() }),
+  });
 const token = ((await (await app.handle(activateRequest())).json()) as { token: string }).token;
 const auth = { authorization: `Bearer ${token}` };
 const make: Record<string, () => Request> = {
@@ -67,6 +87,8 @@ while (performance.now() < end) {
 }
 // CPU time per request as well: on a shared machine the wall-clock rate moves with the neighbours' load.
 const cpu = process.cpuUsage(cpuStart);
-console.log(`${what}: ${(count / seconds).toFixed(0)} handled/s in-process (${((seconds * 1e6) / count).toFixed(1)} µs each, ${((cpu.user + cpu.system) / count).toFixed(1)} µs CPU each)`);
+console.log(
+  `${what}: ${(count / seconds).toFixed(0)} handled/s in-process (${((seconds * 1e6) / count).toFixed(1)} µs each, ${((cpu.user + cpu.system) / count).toFixed(1)} µs CPU each)`,
+);
 await store.close();
 rmSync(dir, { recursive: true, force: true });

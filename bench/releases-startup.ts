@@ -47,11 +47,16 @@ saveSnapshot(snapshot, b, null);
 console.log(`index snapshot written:     ${(performance.now() - t).toFixed(0)} ms (${(statSync(snapshot.file).size / 1e6).toFixed(1)} MB)`);
 t = performance.now();
 const loaded = loadSnapshot(snapshot);
-console.log(`index snapshot loaded:      ${(performance.now() - t).toFixed(0)} ms (${loaded?.index.size} releases; each is checked by stat when first answered)`);
+console.log(
+  `index snapshot loaded:      ${(performance.now() - t).toFixed(0)} ms (${loaded?.index.size} releases; each is checked by stat when first answered)`,
+);
 
 async function startServe(label: string) {
   const started = performance.now();
-  const proc = Bun.spawn([process.execPath, resolve(import.meta.dir, "../src/main.ts"), "serve", "--demo", "--data", dir, "--keys", keys, "--releases", root, "--port", "0"], { stdout: "ignore", stderr: "pipe" });
+  const proc = Bun.spawn(
+    [process.execPath, resolve(import.meta.dir, "../src/main.ts"), "serve", "--demo", "--data", dir, "--keys", keys, "--releases", root, "--port", "0"],
+    { stdout: "ignore", stderr: "pipe" },
+  );
   const marks: Record<string, number> = {};
   let buffered = "";
   for await (const chunk of proc.stderr) {

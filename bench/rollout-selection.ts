@@ -23,8 +23,27 @@ const selection = new ReleaseSelection(variant, new ReleaseControls(store, clock
 
 function release(channel: string, i: number, rollout: Rollout | null): ServedRelease {
   const version = `1.0.${i}`;
-  const manifest = { product: "alpha", channel, platform: "win-x64", version, released: Date.UTC(2026, 0, 1) + i * 60_000, installer: `a-${version}.exe`, size: 1, sha256: "0".repeat(64), rollout: i === 99 ? rollout : null, feeds: null };
-  return { manifest, folder: `alpha/${channel}/win-x64/${version}`, installerPath: "/nonexistent", manifestBytes: new Uint8Array(8), manifestEtag: '"x"', signatureBytes: new Uint8Array(8), signatureEtag: '"y"' };
+  const manifest = {
+    product: "alpha",
+    channel,
+    platform: "win-x64",
+    version,
+    released: Date.UTC(2026, 0, 1) + i * 60_000,
+    installer: `a-${version}.exe`,
+    size: 1,
+    sha256: "0".repeat(64),
+    rollout: i === 99 ? rollout : null,
+    feeds: null,
+  };
+  return {
+    manifest,
+    folder: `alpha/${channel}/win-x64/${version}`,
+    installerPath: "/nonexistent",
+    manifestBytes: new Uint8Array(8),
+    manifestEtag: '"x"',
+    signatureBytes: new Uint8Array(8),
+    signatureEtag: '"y"',
+  };
 }
 const index = ReleaseIndex.of([
   ...Array.from({ length: 100 }, (_, i) => release("stable", i, null)),
@@ -41,7 +60,9 @@ async function perCall(name: string, n: number, call: (i: number) => Promise<unk
 
 const dev = "x".repeat(43);
 await perCall("no rollout in the lane (newest, no hashing)", 200_000, () => selection.served(index, { dev, kind: "license" }, "alpha", "stable", "win-x64"));
-await perCall("50 % rollout, the installation's choice cached", 200_000, () => selection.served(index, { dev, kind: "license" }, "alpha", "preview", "win-x64"));
+await perCall("50 % rollout, the installation's choice cached", 200_000, () =>
+  selection.served(index, { dev, kind: "license" }, "alpha", "preview", "win-x64"),
+);
 await perCall("50 % rollout, a new installation every call (choice made)", 50_000, (i) =>
   selection.served(index, { dev: `${i}`.padStart(43, "d") + Math.random(), kind: "license" }, "alpha", "preview", "win-x64"),
 );

@@ -99,9 +99,22 @@ async function main() {
 
   if (wanted("1")) {
     log("1. authenticated manifest GET vs nginx");
-    const ktManifest = await measure({ url: kt.url, script: "bearer.lua", args: [token, MANIFEST_PATH], connections: 32, seconds: SECONDS }, { ...rounds, cpuMicros: kt.cpuMicros }, (r) => r.rps);
+    const ktManifest = await measure(
+      { url: kt.url, script: "bearer.lua", args: [token, MANIFEST_PATH], connections: 32, seconds: SECONDS },
+      { ...rounds, cpuMicros: kt.cpuMicros },
+      (r) => r.rps,
+    );
     const ngManifest = await measure({ url: nginx.url + NGINX_MANIFEST, script: "plain.lua", connections: 32, seconds: SECONDS }, rounds, (r) => r.rps);
-    row("1. manifest GET, one token (req/s)", ktManifest.value, ngManifest.value, "req/s", "nginx, same file, no auth", ">= 0.80 x", (r) => r >= 0.8, ktManifest.values);
+    row(
+      "1. manifest GET, one token (req/s)",
+      ktManifest.value,
+      ngManifest.value,
+      "req/s",
+      "nginx, same file, no auth",
+      ">= 0.80 x",
+      (r) => r >= 0.8,
+      ktManifest.values,
+    );
     const floor = await startBunFloor(join(releases, NGINX_MANIFEST), freePort());
     try {
       const bare = await measure({ url: floor.url + "/", script: "plain.lua", connections: 32, seconds: SECONDS }, rounds, (r) => r.rps);
@@ -115,8 +128,21 @@ async function main() {
     // per-request I/O (bench/lib/bun-floor.ts): what is left of the target for keyturn's own checks.
     const io = await startBunFloor(join(releases, NGINX_MANIFEST), freePort(), "io", join(dir, "io-floor.log"));
     try {
-      const ioRate = await measure({ url: io.url, script: "bearer.lua", args: [token, MANIFEST_PATH], connections: 32, seconds: SECONDS }, rounds, (r) => r.rps);
-      row("   Bun.serve with only keyturn's per-request I/O (req/s)", ioRate.value, ngManifest.value, "req/s", "nginx", "(information)", () => true, ioRate.values);
+      const ioRate = await measure(
+        { url: io.url, script: "bearer.lua", args: [token, MANIFEST_PATH], connections: 32, seconds: SECONDS },
+        rounds,
+        (r) => r.rps,
+      );
+      row(
+        "   Bun.serve with only keyturn's per-request I/O (req/s)",
+        ioRate.value,
+        ngManifest.value,
+        "req/s",
+        "nginx",
+        "(information)",
+        () => true,
+        ioRate.values,
+      );
       row("   keyturn vs that I/O floor (req/s)", ktManifest.value, ioRate.value, "req/s", "I/O floor", "(information)", () => true, ktManifest.values);
     } finally {
       await io.stop();
@@ -125,16 +151,42 @@ async function main() {
 
   if (wanted("2")) {
     log("2. activation, a new installation each time");
-    const ktActivate = await measure({ url: kt.url, script: "activate.lua", args: [keysFile, devicePrefix()], connections: 16, seconds: SECONDS }, { ...rounds, cpuMicros: kt.cpuMicros }, (r) => r.rps);
-    row("2. activate, new installation (req/s)", ktActivate.value, cryptoRates.nodeSign, "req/s", "ES256 sign, node:crypto sync", ">= 0.25 x", (r) => r >= 0.25, ktActivate.values);
+    const ktActivate = await measure(
+      { url: kt.url, script: "activate.lua", args: [keysFile, devicePrefix()], connections: 16, seconds: SECONDS },
+      { ...rounds, cpuMicros: kt.cpuMicros },
+      (r) => r.rps,
+    );
+    row(
+      "2. activate, new installation (req/s)",
+      ktActivate.value,
+      cryptoRates.nodeSign,
+      "req/s",
+      "ES256 sign, node:crypto sync",
+      ">= 0.25 x",
+      (r) => r >= 0.25,
+      ktActivate.values,
+    );
     row("   keyturn CPU per activation (µs)", ktActivate.cpuUsPerRequest!, null, "µs", "", "(information)", () => true, [ktActivate.cpuUsPerRequest!]);
   }
 
   if (wanted("3")) {
     log("3. 256 MiB installer download, 4 connections");
-    const ktDownload = await measure({ url: kt.url, script: "bearer.lua", args: [token, INSTALLER_PATH], connections: 4, seconds: SECONDS }, rounds, (r) => r.bytesPerSec);
+    const ktDownload = await measure(
+      { url: kt.url, script: "bearer.lua", args: [token, INSTALLER_PATH], connections: 4, seconds: SECONDS },
+      rounds,
+      (r) => r.bytesPerSec,
+    );
     const ngDownload = await measure({ url: nginx.url + NGINX_INSTALLER, script: "plain.lua", connections: 4, seconds: SECONDS }, rounds, (r) => r.bytesPerSec);
-    row("3. installer download, 4 conns (MiB/s)", ktDownload.value / 2 ** 20, ngDownload.value / 2 ** 20, "MiB/s", "nginx sendfile, same file", ">= 0.90 x", (r) => r >= 0.9, ktDownload.values.map((v) => v / 2 ** 20));
+    row(
+      "3. installer download, 4 conns (MiB/s)",
+      ktDownload.value / 2 ** 20,
+      ngDownload.value / 2 ** 20,
+      "MiB/s",
+      "nginx sendfile, same file",
+      ">= 0.90 x",
+      (r) => r >= 0.9,
+      ktDownload.values.map((v) => v / 2 ** 20),
+    );
   }
   await nginx.stop();
 
@@ -142,8 +194,15 @@ async function main() {
     log("4a. RSS during a mixed load paced at 10,000 req/s");
     const mixed = await mixedLoad(kt, token, keysFile);
     rows.push({
-      scenario: "4a. peak RSS, mixed load (MB)", keyturn: mixed.peakMb, reference: mixed.rps, unit: "MB", referenceName: "achieved req/s of the mix",
-      ratio: null, target: "< 100 MB at 10k req/s", pass: mixed.peakMb < 100 && mixed.rps >= 9500, runs: mixed.runs,
+      scenario: "4a. peak RSS, mixed load (MB)",
+      keyturn: mixed.peakMb,
+      reference: mixed.rps,
+      unit: "MB",
+      referenceName: "achieved req/s of the mix",
+      ratio: null,
+      target: "< 100 MB at 10k req/s",
+      pass: mixed.peakMb < 100 && mixed.rps >= 9500,
+      runs: mixed.runs,
       note: "65% manifest, 10% signature, 20% current, 4% activation, 1% releases list (of 10,000 releases)",
     });
   }
@@ -154,8 +213,15 @@ async function main() {
     log("4b. process start to a healthy answer, 10,000 release folders");
     const startup = await startupTimes(serve, token);
     rows.push({
-      scenario: "4b. start to healthy answer (ms)", keyturn: startup.median, reference: null, unit: "ms", referenceName: "",
-      ratio: null, target: "< 200 ms", pass: startup.median < 200, runs: startup.runs,
+      scenario: "4b. start to healthy answer (ms)",
+      keyturn: startup.median,
+      reference: null,
+      unit: "ms",
+      referenceName: "",
+      ratio: null,
+      target: "< 200 ms",
+      pass: startup.median < 200,
+      runs: startup.runs,
       note: "healthy = 200 from GET /health, which answers 503 until the first release index is there; signature cache and index snapshot in --data",
     });
     row("   start to first current answer (ms)", startup.first, null, "ms", "", "(information)", () => true, [startup.first]);
@@ -167,13 +233,29 @@ async function main() {
   rows.push(
     ...(["nodeSign", "nodeVerify", "webcryptoSign", "webcryptoVerify"] as const).map((k) => ({
       scenario: `ref: ES256 ${k.replace(/^(node|webcrypto)/, "").toLowerCase()}, ${k.startsWith("node") ? "node:crypto sync" : "WebCrypto"} (/s)`,
-      keyturn: cryptoRates[k], reference: null, unit: "/s", referenceName: "", ratio: null, target: "(reference)", pass: true, runs: [cryptoRates[k]],
+      keyturn: cryptoRates[k],
+      reference: null,
+      unit: "/s",
+      referenceName: "",
+      ratio: null,
+      target: "(reference)",
+      pass: true,
+      runs: [cryptoRates[k]],
     })),
   );
   report();
 }
 
-function row(scenario: string, keyturn: number, reference: number | null, unit: string, referenceName: string, target: string, ok: (ratio: number) => boolean, runs: readonly number[]) {
+function row(
+  scenario: string,
+  keyturn: number,
+  reference: number | null,
+  unit: string,
+  referenceName: string,
+  target: string,
+  ok: (ratio: number) => boolean,
+  runs: readonly number[],
+) {
   const ratio = reference ? keyturn / reference : null;
   rows.push({ scenario, keyturn, reference, unit, referenceName, ratio, target, pass: ratio === null ? ok(keyturn) : ok(ratio), runs });
 }
@@ -188,7 +270,11 @@ function cryptoReference(): Record<"nodeSign" | "nodeVerify" | "webcryptoSign" |
 
 async function activate(url: string, key: string): Promise<string> {
   const device = { hash: "B".repeat(43), name: "Bench PC", platform: "win-x64", version: "1.0.0", product: "alpha" };
-  const r = await fetch(`${url}/api/v1/licenses/activate`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ key, device }) });
+  const r = await fetch(`${url}/api/v1/licenses/activate`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ key, device }),
+  });
   const body = (await r.json()) as { token?: string };
   if (!body.token) throw new Error(`activation failed: ${JSON.stringify(body)}`);
   return body.token;
@@ -268,7 +354,10 @@ async function scale(exe: string, keys: string, releases: string) {
   const data = join(dir, "scale");
   mkdirSync(data);
   log("5. seeding 1,000,000 licenses and 3,000,000 activations straight into SQLite");
-  const seed = Bun.spawnSync([process.execPath, join(import.meta.dir, "seed-scale.ts"), data, join(keys, "alpha-license-2026-10.pem")], { stdout: "inherit", stderr: "inherit" });
+  const seed = Bun.spawnSync([process.execPath, join(import.meta.dir, "seed-scale.ts"), data, join(keys, "alpha-license-2026-10.pem")], {
+    stdout: "inherit",
+    stderr: "inherit",
+  });
   if (seed.exitCode !== 0) throw new Error("seeding failed");
   // The seed wrote gigabytes: let the disk take them before the measured writes compete with them.
   Bun.spawnSync(["sync"]);
@@ -280,14 +369,42 @@ async function scale(exe: string, keys: string, releases: string) {
   // tree watch), and 5,000 tokens drawn at random take about 7 s to be all seen (each one's first
   // use is a signature check and a cold read). p99 is meant of the steady state.
   const scaleRounds = { ...rounds, warmupSeconds: Math.max(WARMUP, SCALE_WARMUP) };
-  const act = await measure({ url: kt.url, script: "activate.lua", args: [join(data, "sample-keys.txt"), devicePrefix()], connections: conns, seconds: SECONDS }, scaleRounds, (r) => r.latencyUs.p99);
-  const cur = await measure({ url: kt.url, script: "tokens.lua", args: [join(data, "sample-tokens.txt"), "/api/v1/entitlements/current"], connections: conns, seconds: SECONDS }, scaleRounds, (r) => r.latencyUs.p99);
-  row("5a. activate p99, 1M licenses (ms)", act.value / 1000, null, "ms", "", "<= 5 ms", (v) => v <= 5, act.values.map((v) => v / 1000));
-  row("5b. current p99, 3M activations (ms)", cur.value / 1000, null, "ms", "", "<= 2 ms", (v) => v <= 2, cur.values.map((v) => v / 1000));
+  const act = await measure(
+    { url: kt.url, script: "activate.lua", args: [join(data, "sample-keys.txt"), devicePrefix()], connections: conns, seconds: SECONDS },
+    scaleRounds,
+    (r) => r.latencyUs.p99,
+  );
+  const cur = await measure(
+    { url: kt.url, script: "tokens.lua", args: [join(data, "sample-tokens.txt"), "/api/v1/entitlements/current"], connections: conns, seconds: SECONDS },
+    scaleRounds,
+    (r) => r.latencyUs.p99,
+  );
+  row(
+    "5a. activate p99, 1M licenses (ms)",
+    act.value / 1000,
+    null,
+    "ms",
+    "",
+    "<= 5 ms",
+    (v) => v <= 5,
+    act.values.map((v) => v / 1000),
+  );
+  row(
+    "5b. current p99, 3M activations (ms)",
+    cur.value / 1000,
+    null,
+    "ms",
+    "",
+    "<= 2 ms",
+    (v) => v <= 2,
+    cur.values.map((v) => v / 1000),
+  );
   await kt.stop();
   cleanup = cleanup.filter((c) => c !== kt.stop);
   await tailReference(releases, conns);
-  extraNotes.push(`5: ${conns} connections, ${scaleRounds.warmupSeconds} s warm-up each; activate ${median(act.results.map((r) => r.rps)).toFixed(0)} req/s, current ${median(cur.results.map((r) => r.rps)).toFixed(0)} req/s (medians)`);
+  extraNotes.push(
+    `5: ${conns} connections, ${scaleRounds.warmupSeconds} s warm-up each; activate ${median(act.results.map((r) => r.rps)).toFixed(0)} req/s, current ${median(cur.results.map((r) => r.rps)).toFixed(0)} req/s (medians)`,
+  );
 }
 
 /**
@@ -302,12 +419,20 @@ async function tailReference(releases: string, conns: number) {
   const floor = await startBunFloor(join(releases, NGINX_MANIFEST), freePort());
   try {
     const bare = await measure({ url: floor.url + "/", script: "plain.lua", connections: conns, seconds: SECONDS }, rounds, (r) => r.latencyUs.p99);
-    row(`   p99 of a bare Bun.serve, ${conns} connections (ms)`, bare.value / 1000, null, "ms", "", "(information)", () => true, bare.values.map((v) => v / 1000));
+    row(
+      `   p99 of a bare Bun.serve, ${conns} connections (ms)`,
+      bare.value / 1000,
+      null,
+      "ms",
+      "",
+      "(information)",
+      () => true,
+      bare.values.map((v) => v / 1000),
+    );
   } finally {
     await floor.stop();
   }
 }
-
 
 function machine() {
   const wrkVersion = Bun.spawnSync(["wrk", "--version"]).stdout.toString().split("\n")[0]!.trim();
@@ -322,7 +447,14 @@ function fmt(v: number | null): string {
 
 function report() {
   const header = ["scenario", "keyturn", "reference", "ratio", "target", "result"];
-  const table = rows.map((r) => [r.scenario, fmt(r.keyturn), r.reference === null ? "" : `${fmt(r.reference)} (${r.referenceName})`, r.ratio === null ? "" : r.ratio.toFixed(2), r.target, r.target.startsWith("(") ? "" : r.pass ? "pass" : "FAIL"]);
+  const table = rows.map((r) => [
+    r.scenario,
+    fmt(r.keyturn),
+    r.reference === null ? "" : `${fmt(r.reference)} (${r.referenceName})`,
+    r.ratio === null ? "" : r.ratio.toFixed(2),
+    r.target,
+    r.target.startsWith("(") ? "" : r.pass ? "pass" : "FAIL",
+  ]);
   const widths = header.map((h, i) => Math.max(h.length, ...table.map((t) => t[i]!.length)));
   const line = (cells: string[]) => "| " + cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ") + " |";
   const m = machine();
@@ -339,6 +471,9 @@ function report() {
   console.log(out);
   if (outFile === null) return;
   mkdirSync(join(outFile, ".."), { recursive: true });
-  writeFileSync(outFile, JSON.stringify({ date, machine: m, settings: { runs: RUNS, seconds: SECONDS, warmup: WARMUP, cpus: CPUS }, rows, notes: extraNotes }, null, 2) + "\n");
+  writeFileSync(
+    outFile,
+    JSON.stringify({ date, machine: m, settings: { runs: RUNS, seconds: SECONDS, warmup: WARMUP, cpus: CPUS }, rows, notes: extraNotes }, null, 2) + "\n",
+  );
   log(`wrote ${outFile}`);
 }

@@ -95,9 +95,19 @@ generateKeyFiles(keys, VARIANTS.alpha.defaultLicenseKid);
 mkdirSync(join(dir, "releases"));
 mkdirSync(join(dir, "data"));
 const common = [
-  "--variant", "alpha", "--base-url", BASE_URL, "--keys", keys, "--releases", join(dir, "releases"),
+  "--variant",
+  "alpha",
+  "--base-url",
+  BASE_URL,
+  "--keys",
+  keys,
+  "--releases",
+  join(dir, "releases"),
   // As bench/run.ts: the load comes from one address, and the default limits would refuse nearly all of it.
-  "--rate-limit-api", "100000000/1s", "--rate-limit-signin", "100000000/1s",
+  "--rate-limit-api",
+  "100000000/1s",
+  "--rate-limit-signin",
+  "100000000/1s",
 ];
 const servers: Serving[] = [];
 
@@ -106,14 +116,34 @@ try {
   const sqlite = openSqliteStore(join(dir, "data"));
   const newLicense = (store: Store, seats: number) =>
     new Admin(VARIANTS.alpha, store, systemClock, new Audit(store, systemClock)).createLicense({
-      licensee: "Bench", organization: "Bench Ltd", plan: "pro", planTitle: "Professional", seats, channels: ["stable"], expires: null,
+      licensee: "Bench",
+      organization: "Bench Ltd",
+      plan: "pro",
+      planTitle: "Professional",
+      seats,
+      channels: ["stable"],
+      expires: null,
     });
 
   console.log(`\nPer-request activation status read (one indexed join), 5000 sequential, then 20000 at ${CONCURRENCY} in flight:\n`);
   console.log("| records | p50 | p99 | reads/s |\n|---|---|---|---|");
-  for (const [label, store] of [["SQLite (WAL)", sqlite], ["PostgreSQL (pool of 10, loopback)", pg]] as const) {
+  for (const [label, store] of [
+    ["SQLite (WAL)", sqlite],
+    ["PostgreSQL (pool of 10, loopback)", pg],
+  ] as const) {
     const { license } = await newLicense(store, 1);
-    const r = await store.activate({ licenseId: license.id, kind: "license", installation: "bench", deviceHash: "bench", product: null, name: "B", platform: "win-x64", version: "1", newId: `act_bench_${label.length}`, now: Date.now() });
+    const r = await store.activate({
+      licenseId: license.id,
+      kind: "license",
+      installation: "bench",
+      deviceHash: "bench",
+      product: null,
+      name: "B",
+      platform: "win-x64",
+      version: "1",
+      newId: `act_bench_${label.length}`,
+      now: Date.now(),
+    });
     if (r.outcome === "seat_limit") throw new Error("no seat");
     await statusReadCost(label, store, r.activation.id);
   }
@@ -150,7 +180,9 @@ try {
   for (const x of setups) await load(x.label, x.servers, current(x.tokens));
 
   const activate = (keys: string[]) => (s: Serving, i: number) => post(s, "/licenses/activate", { key: keys[i % keys.length], device: device("alpha") });
-  console.log(`\nPOST /licenses/activate, a new installation each, on one licence (its row lock serialises them), ${CONCURRENCY} in flight, ${SECONDS}s each:\n`);
+  console.log(
+    `\nPOST /licenses/activate, a new installation each, on one licence (its row lock serialises them), ${CONCURRENCY} in flight, ${SECONDS}s each:\n`,
+  );
   console.log("| setup | requests/s | p50 | p99 |\n|---|---|---|---|");
   for (const x of setups) await load(x.label, x.servers, activate([(await newLicense(x.store, 1_000_000)).key]));
 

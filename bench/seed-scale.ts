@@ -49,7 +49,8 @@ db.exec("PRAGMA cache_size = -1000000");
 
 const insertLicense = db.prepare(`INSERT INTO licenses (id, kind, key_hash, licensee, organization, plan, plan_title, channels, seats, issued, expires, revoked)
   VALUES (?, 'license', ?, ?, ?, 'pro', 'Professional', '["stable","preview"]', ?, ?, NULL, NULL)`);
-const insertActivation = db.prepare(`INSERT INTO activations (id, license_id, kind, installation, device_hash, product, name, platform, version, created, last_seen, deactivated)
+const insertActivation =
+  db.prepare(`INSERT INTO activations (id, license_id, kind, installation, device_hash, product, name, platform, version, created, last_seen, deactivated)
   VALUES (?, ?, 'license', ?, ?, ?, 'Office PC', 'win-x64', '1.4.2', ?, ?, ?)`);
 
 const now = Date.now();
@@ -70,7 +71,10 @@ for (let start = 0; start < LICENSES; start += BATCH) {
 }
 console.error(`licenses: ${LICENSES} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 
-const signer = new TokenSigner(variant, "https://licenses.example.com", { kid: "alpha-license-2026-10", privateKey: createPrivateKey(readFileSync(keyPem, "utf8")) });
+const signer = new TokenSigner(variant, "https://licenses.example.com", {
+  kid: "alpha-license-2026-10",
+  privateKey: createPrivateKey(readFileSync(keyPem, "utf8")),
+});
 const tokens: string[] = [];
 const tokenEvery = Math.max(1, Math.floor(ACTIVATIONS / TOKENS));
 for (let start = 0; start < ACTIVATIONS; start += BATCH) {
@@ -83,7 +87,22 @@ for (let start = 0; start < ACTIVATIONS; start += BATCH) {
       const deactivated = i % 10 === 9 ? created + 86400_000 : null;
       insertActivation.run(id, licenseId, hash, hash, variant.products[i % 2]!, created, created, deactivated);
       if (deactivated === null && i % tokenEvery === 0 && tokens.length < TOKENS)
-        tokens.push(signer.sign({ sub: id, kind: "license", lic: licenseId, name: `Licensee ${i % LICENSES}`, org: "Organization", plan: "pro", chn: ["stable", "preview"], dev: hash }, now, now + 7 * 86400_000).token);
+        tokens.push(
+          signer.sign(
+            {
+              sub: id,
+              kind: "license",
+              lic: licenseId,
+              name: `Licensee ${i % LICENSES}`,
+              org: "Organization",
+              plan: "pro",
+              chn: ["stable", "preview"],
+              dev: hash,
+            },
+            now,
+            now + 7 * 86400_000,
+          ).token,
+        );
     }
   })();
 }

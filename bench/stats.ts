@@ -51,10 +51,15 @@ try {
   const data = join(dir, "data");
   mkdirSync(data);
   log(`seeding ${nLic} licences and ${nAct} activations`);
-  const seed = Bun.spawnSync([process.execPath, join(import.meta.dir, "seed-scale.ts"), data, licenseKeyFile, nLic, nAct, "2000"], { stdout: "inherit", stderr: "inherit" });
+  const seed = Bun.spawnSync([process.execPath, join(import.meta.dir, "seed-scale.ts"), data, licenseKeyFile, nLic, nAct, "2000"], {
+    stdout: "inherit",
+    stderr: "inherit",
+  });
   if (seed.exitCode !== 0) throw new Error("seeding failed");
   onTheLane(join(data, "keyturn.sqlite"));
-  const token = JSON.parse(keyturn(exe, ["admin-token", "create", "--variant", "alpha", "--data", data, "--keys", keys, "--name", "bench", "--scopes", "stats:read", "--json"])).secret as string;
+  const token = JSON.parse(
+    keyturn(exe, ["admin-token", "create", "--variant", "alpha", "--data", data, "--keys", keys, "--name", "bench", "--scopes", "stats:read", "--json"]),
+  ).secret as string;
   const tokens = join(data, "sample-tokens.txt");
   const serve = { exe, data, keys, releases };
 
@@ -68,7 +73,8 @@ try {
       await Bun.sleep(200);
     }
   };
-  const current = (seconds: number, url: string) => wrk({ url, script: "tokens.lua", args: [tokens, "/api/v1/entitlements/current"], connections: CONNS, seconds });
+  const current = (seconds: number, url: string) =>
+    wrk({ url, script: "tokens.lua", args: [tokens, "/api/v1/entitlements/current"], connections: CONNS, seconds });
 
   const rows: Record<string, number[]> = {};
   const note = (k: string, v: number) => (rows[k] ??= []).push(v);
@@ -109,7 +115,9 @@ try {
       await kt.stop();
     }
   }
-  console.log(`\nGET /admin/stats, ${nLic} licences / ${nAct} installations (90 % active, on one lane), ${RAMPING} ramping releases, ${AUDIT_LINES} activations in the audit trail; ${RUNS} runs, each a fresh process\n`);
+  console.log(
+    `\nGET /admin/stats, ${nLic} licences / ${nAct} installations (90 % active, on one lane), ${RAMPING} ramping releases, ${AUDIT_LINES} activations in the audit trail; ${RUNS} runs, each a fresh process\n`,
+  );
   console.log("| figure | median | runs |\n|---|---|---|");
   for (const [k, v] of Object.entries(rows)) console.log(`| ${k} | ${median(v).toFixed(1)} | ${v.map((x) => x.toFixed(1)).join(", ")} |`);
 } finally {
@@ -128,7 +136,9 @@ function writeRampingReleases(root: string, releaseKeyFile: string) {
     const name = `alpha-${version}.exe`;
     writeFileSync(join(folder, name), installer);
     const released = new Date(Date.now() - (47 - 4 * i) * DAY).toISOString().replace(/\.\d+Z$/, "+00:00");
-    const manifest = Buffer.from(JSON.stringify({ ...LANE, version, released, installer: name, size: installer.length, sha256, rollout: { days: 60 } }, null, 2));
+    const manifest = Buffer.from(
+      JSON.stringify({ ...LANE, version, released, installer: name, size: installer.length, sha256, rollout: { days: 60 } }, null, 2),
+    );
     writeFileSync(join(folder, variant.manifestFile), manifest);
     writeFileSync(join(folder, `${variant.manifestFile}.sig`), signManifest(manifest, key, variant));
   }
@@ -140,11 +150,18 @@ function onTheLane(file: string) {
   const now = Date.now();
   db.exec("PRAGMA synchronous = OFF");
   db.query("UPDATE activations SET product = ?, lane = ?, last_seen = ? - (abs(random()) % ?)").run(LANE.product, LANE_NAME, now, 20 * DAY);
-  const insert = db.prepare("INSERT INTO audit (ref, time, address, action, activation_id, license_id, outcome, error) VALUES (?, ?, '203.0.113.7', 'activate', NULL, NULL, ?, ?)");
+  const insert = db.prepare(
+    "INSERT INTO audit (ref, time, address, action, activation_id, license_id, outcome, error) VALUES (?, ?, '203.0.113.7', 'activate', NULL, NULL, ?, ?)",
+  );
   db.transaction(() => {
     for (let i = 0; i < AUDIT_LINES; i++) {
       const refused = i % 100 === 0;
-      insert.run(`ref_${randomBytes(12).toString("hex")}`, now - Math.floor(Math.random() * 30 * DAY), refused ? "refused" : "ok", refused ? "seat_limit" : null);
+      insert.run(
+        `ref_${randomBytes(12).toString("hex")}`,
+        now - Math.floor(Math.random() * 30 * DAY),
+        refused ? "refused" : "ok",
+        refused ? "seat_limit" : null,
+      );
     }
   })();
   db.exec("PRAGMA wal_checkpoint(TRUNCATE)");

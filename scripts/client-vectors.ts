@@ -44,7 +44,9 @@ function jws(header: object, payload: Uint8Array | string, sign: (input: Buffer)
 }
 
 export function deviceHashOf(variant: VariantName, id: string): string {
-  return createHash("sha256").update(CLIENT_VARIANTS[variant].deviceTextPrefix + id).digest("base64url");
+  return createHash("sha256")
+    .update(CLIENT_VARIANTS[variant].deviceTextPrefix + id)
+    .digest("base64url");
 }
 
 /** Every file of the vectors directory, by name, with its exact contents. */
@@ -63,34 +65,95 @@ export function generateVectors(): Map<string, string> {
   const dev = deviceHashOf(v.name, deviceId);
   const header = { alg: "ES256", typ: v.tokenTyp, kid: license.kid };
   const claims = {
-    iss: SITE.iss, aud: v.audience, sub: "act_01kvectors0000000000000000", jti: "vectorsjti0000000000000000",
-    iat: IAT, nbf: IAT, exp: EXP, kind: "license", lic: "lic_01kvectors0000000000000000", name: "Vector Licensee",
-    org: "Vector Org", plan: "pro", chn: ["stable"], dev,
+    iss: SITE.iss,
+    aud: v.audience,
+    sub: "act_01kvectors0000000000000000",
+    jti: "vectorsjti0000000000000000",
+    iat: IAT,
+    nbf: IAT,
+    exp: EXP,
+    kind: "license",
+    lic: "lic_01kvectors0000000000000000",
+    name: "Vector Licensee",
+    org: "Vector Org",
+    plan: "pro",
+    chn: ["stable"],
+    dev,
   };
   const es256 = (key: FixedKey) => (input: Buffer) => signEs256(key.d, input);
   const good = jws(header, JSON.stringify(claims), es256(license));
   const [gh, , gs] = good.split(".");
   const tokens = [
     { name: "good", token: good, verdict: "valid" },
-    { name: "alg", verdict: "invalid", reason: "alg", why: "HS256 keyed with the license key's SPKI bytes (key confusion); otherwise the good token",
-      token: jws({ ...header, alg: "HS256" }, JSON.stringify(claims), (i) => createHmac("sha256", Buffer.from(spki(license), "base64")).update(i).digest()) },
+    {
+      name: "alg",
+      verdict: "invalid",
+      reason: "alg",
+      why: "HS256 keyed with the license key's SPKI bytes (key confusion); otherwise the good token",
+      token: jws({ ...header, alg: "HS256" }, JSON.stringify(claims), (i) =>
+        createHmac("sha256", Buffer.from(spki(license), "base64"))
+          .update(i)
+          .digest(),
+      ),
+    },
     { name: "typ", verdict: "invalid", reason: "typ", why: "typ JWT", token: jws({ ...header, typ: "JWT" }, JSON.stringify(claims), es256(license)) },
     { name: "aud", verdict: "invalid", reason: "aud", why: "aud beta", token: jws(header, JSON.stringify({ ...claims, aud: "beta" }), es256(license)) },
-    { name: "iss", verdict: "invalid", reason: "iss", why: "iss of another site", token: jws(header, JSON.stringify({ ...claims, iss: "https://other.example.com" }), es256(license)) },
-    { name: "kid", verdict: "invalid", reason: "kid", why: "kid names no key the program holds (signed by the license key)",
-      token: jws({ ...header, kid: `${v.name}-license-2099-01` }, JSON.stringify(claims), es256(license)) },
-    { name: "exp", verdict: "invalid", reason: "exp", why: "expired on 2026-01-02", token: jws(header, JSON.stringify({ ...claims, exp: EXPIRED }), es256(license)) },
-    { name: "signature", verdict: "invalid", reason: "signature", why: "the good token's signature over a payload changed after signing (chn gained preview)",
-      token: `${gh}.${b64url(JSON.stringify({ ...claims, chn: ["stable", "preview"] }))}.${gs}` },
-    { name: "device", verdict: "invalid", reason: "device", why: "dev is another installation's hash",
-      token: jws(header, JSON.stringify({ ...claims, dev: deviceHashOf(v.name, "vectors-device-0002") }), es256(license)) },
+    {
+      name: "iss",
+      verdict: "invalid",
+      reason: "iss",
+      why: "iss of another site",
+      token: jws(header, JSON.stringify({ ...claims, iss: "https://other.example.com" }), es256(license)),
+    },
+    {
+      name: "kid",
+      verdict: "invalid",
+      reason: "kid",
+      why: "kid names no key the program holds (signed by the license key)",
+      token: jws({ ...header, kid: `${v.name}-license-2099-01` }, JSON.stringify(claims), es256(license)),
+    },
+    {
+      name: "exp",
+      verdict: "invalid",
+      reason: "exp",
+      why: "expired on 2026-01-02",
+      token: jws(header, JSON.stringify({ ...claims, exp: EXPIRED }), es256(license)),
+    },
+    {
+      name: "signature",
+      verdict: "invalid",
+      reason: "signature",
+      why: "the good token's signature over a payload changed after signing (chn gained preview)",
+      token: `${gh}.${b64url(JSON.stringify({ ...claims, chn: ["stable", "preview"] }))}.${gs}`,
+    },
+    {
+      name: "device",
+      verdict: "invalid",
+      reason: "device",
+      why: "dev is another installation's hash",
+      token: jws(header, JSON.stringify({ ...claims, dev: deviceHashOf(v.name, "vectors-device-0002") }), es256(license)),
+    },
   ];
 
-  const manifest = Buffer.from(JSON.stringify({
-    product: "alpha", channel: "stable", platform: "win-x64", version: "1.4.2", released: "2026-11-01T09:00:00+00:00",
-    installer: "alpha-1.4.2-win-x64.exe", size: 3840, sha256: createHash("sha256").update("vectors installer").digest("hex"),
-    notes: "Vector release.", minimumVersion: "1.2.0", critical: false,
-  }, null, 2) + "\n");
+  const manifest = Buffer.from(
+    JSON.stringify(
+      {
+        product: "alpha",
+        channel: "stable",
+        platform: "win-x64",
+        version: "1.4.2",
+        released: "2026-11-01T09:00:00+00:00",
+        installer: "alpha-1.4.2-win-x64.exe",
+        size: 3840,
+        sha256: createHash("sha256").update("vectors installer").digest("hex"),
+        notes: "Vector release.",
+        minimumVersion: "1.2.0",
+        critical: false,
+      },
+      null,
+      2,
+    ) + "\n",
+  );
   const tamperedManifest = Buffer.from(manifest.toString().replace('"1.4.2"', '"1.4.3"'));
   const detached = (h: object, key: FixedKey, payload: Buffer = manifest) => {
     const [hp, , sp] = jws(h, payload, es256(key)).split(".");
@@ -106,17 +169,45 @@ export function generateVectors(): Map<string, string> {
   const lane = { product: "alpha", channel: "stable", platform: "win-x64" };
   const manifests = [
     { name: "good", manifest: "manifest.json", signature: "manifest.json.sig", verdict: "valid" },
-    { name: "tampered", manifest: "manifest-tampered.json", signature: "manifest.json.sig", verdict: "invalid", reason: "signature", why: "version changed after signing" },
-    { name: "other-key", manifest: "manifest.json", signature: "other-key.sig", verdict: "invalid", reason: "signature", why: "signed by another key under the release kid" },
+    {
+      name: "tampered",
+      manifest: "manifest-tampered.json",
+      signature: "manifest.json.sig",
+      verdict: "invalid",
+      reason: "signature",
+      why: "version changed after signing",
+    },
+    {
+      name: "other-key",
+      manifest: "manifest.json",
+      signature: "other-key.sig",
+      verdict: "invalid",
+      reason: "signature",
+      why: "signed by another key under the release kid",
+    },
     { name: "typ", manifest: "manifest.json", signature: "wrong-typ.sig", verdict: "invalid", reason: "typ", why: "typ JWT" },
-    { name: "kid", manifest: "manifest.json", signature: "unknown-kid.sig", verdict: "invalid", reason: "kid", why: "kid names no release key the program holds" },
+    {
+      name: "kid",
+      manifest: "manifest.json",
+      signature: "unknown-kid.sig",
+      verdict: "invalid",
+      reason: "kid",
+      why: "kid names no release key the program holds",
+    },
   ];
 
   const devices = (Object.keys(CLIENT_VARIANTS) as VariantName[]).flatMap((variant) =>
-    [deviceId, "0123456789abcdef0123456789abcdef"].map((id) => ({ variant, id, text: CLIENT_VARIANTS[variant].deviceTextPrefix + id, hash: deviceHashOf(variant, id) })));
+    [deviceId, "0123456789abcdef0123456789abcdef"].map((id) => ({
+      variant,
+      id,
+      text: CLIENT_VARIANTS[variant].deviceTextPrefix + id,
+      hash: deviceHashOf(variant, id),
+    })),
+  );
 
   const index = {
-    about: "keyturn client test vectors (docs/clients.md). Generated by `bun scripts/client-vectors.ts`; do not edit by hand. The private keys are public test material: never use them for anything else.",
+    about:
+      "keyturn client test vectors (docs/clients.md). Generated by `bun scripts/client-vectors.ts`; do not edit by hand. The private keys are public test material: never use them for anything else.",
     site: { variant: v.name, iss: SITE.iss, aud: v.audience, typ: v.tokenTyp, releaseTyp: v.releaseTyp },
     now: NOW,
     nowSeconds: seconds(NOW),

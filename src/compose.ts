@@ -102,8 +102,7 @@ export async function compose(
   for (const w of keys.warnings) log.warn(w);
   const audit = new Audit(store, clock);
   const mirrorConfig = config.mirror;
-  if (mirrorConfig && keys.signing)
-    throw new KeyturnError("unavailable", `a mirror holds no private key, but ${config.keysDir} has ${keys.signing.kid}.pem`);
+  if (mirrorConfig && keys.signing) throw new KeyturnError("unavailable", `a mirror holds no private key, but ${config.keysDir} has ${keys.signing.kid}.pem`);
   // The signer follows the key that signs now: a promotion takes effect at the next reload (SIGHUP).
   let signer: TokenSigner | null = null;
   const signerNow = () => {
@@ -114,7 +113,14 @@ export async function compose(
   };
   const mirrorState = mirrorConfig ? new SqliteMirrorState(sqliteDatabase(store)) : null;
   const knowledge = mirrorConfig
-    ? new MirrorKnowledge(mirrorConfig.of, clock, mirrorConfig.maxStalenessSeconds, mirrorState!, { channels: config.variant.channels, platforms: config.variant.platforms }, (kid) => keys.verify.has(kid))
+    ? new MirrorKnowledge(
+        mirrorConfig.of,
+        clock,
+        mirrorConfig.maxStalenessSeconds,
+        mirrorState!,
+        { channels: config.variant.channels, platforms: config.variant.platforms },
+        (kid) => keys.verify.has(kid),
+      )
     : null;
   // A mirror accepts its vendor's tokens: their iss is the vendor's address, not the mirror's.
   const verifier = new TokenVerifier(config.variant, mirrorConfig?.of ?? config.baseUrl, keys, clock, config.tokenCacheSize, (kid) => {
@@ -217,8 +223,12 @@ export async function compose(
     : undefined;
   // Prometheus' info-metric idiom: a scrape says which build answers (after an upgrade, or across a fleet).
   if (metrics)
-    new Gauge({ name: "keyturn_build_info", help: "The version and build id of this process (value 1)", labelNames: ["version"], registers: [metrics.registry] })
-      .set({ version: VERSION }, 1);
+    new Gauge({
+      name: "keyturn_build_info",
+      help: "The version and build id of this process (value 1)",
+      labelNames: ["version"],
+      registers: [metrics.registry],
+    }).set({ version: VERSION }, 1);
   return {
     config,
     store,

@@ -90,7 +90,10 @@ test("a CLI-made token creates a license over HTTP; seats stay above those in us
   const trail = await api("GET", `/admin/audit?license=${license.id}`, { token: auditor });
   expect(trail.status).toBe(200);
   const lines = trail.body.lines as { action: string; actor: string | null }[];
-  const byToken = lines.filter((l) => l.actor === `${tokenId} (store)`).map((l) => l.action).sort();
+  const byToken = lines
+    .filter((l) => l.actor === `${tokenId} (store)`)
+    .map((l) => l.action)
+    .sort();
   // its changes, and its read of the licence (reads are audited too, coalesced)
   expect(byToken).toEqual(["license-create", "license-reinstate", "license-revoke", "license-show", "license-update"]);
   run("admin-token", "revoke", tokenId);
@@ -132,7 +135,7 @@ test("rekey: a new key shown once; the old key is refused from then on; installa
   expect((await api("POST", "/licenses/activate", { body: { key: newKey, device: dev } })).body.error).toBe("license_unknown");
   expect((await api("POST", "/licenses/activate", { body: { key: byCli.key, device: dev } })).status).toBe(200);
   const lines = (await api("GET", `/admin/audit?license=${license.id}`, { token: writer })).body.lines as { action: string; actor: string | null }[];
-  expect(lines.filter((l) => l.action === "license-rekey").map((l) => l.actor?.endsWith("(rekeyer)") ? "token" : l.actor)).toEqual(["cli", "token"]);
+  expect(lines.filter((l) => l.action === "license-rekey").map((l) => (l.actor?.endsWith("(rekeyer)") ? "token" : l.actor))).toEqual(["cli", "token"]);
   expect(serve.lines.join("\n")).not.toContain(byCli.key);
 }, 30_000);
 

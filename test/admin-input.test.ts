@@ -26,13 +26,24 @@ interface Property {
   items?: Property;
   description?: string;
 }
-const propertiesOf = (schema: unknown) => (JSON.parse(JSON.stringify(schema)) as { properties: Record<string, Property>; required?: string[] });
+const propertiesOf = (schema: unknown) => JSON.parse(JSON.stringify(schema)) as { properties: Record<string, Property>; required?: string[] };
 
 const licenseBody = { licensee: "Ada", organization: "Engines", plan: "pro", planTitle: "Pro", seats: 3, channels: ["stable"] };
 /** A body each body endpoint accepts; the test fails for a body endpoint added without one. */
 const VALID_BODIES: Record<string, Record<string, unknown>> = {
   "POST /admin/licenses": { ...licenseBody, expires: "2099-01-01T00:00:00Z", email: "ada@engines.example", metadata: { crm: "42" }, tokenTtl: 86_400 },
-  "PATCH /admin/licenses/{id}": { seats: 4, expires: null, email: null, metadata: {}, channels: ["stable"], licensee: "Ada", organization: "E", plan: "p", planTitle: "P", tokenTtl: null },
+  "PATCH /admin/licenses/{id}": {
+    seats: 4,
+    expires: null,
+    email: null,
+    metadata: {},
+    channels: ["stable"],
+    licensee: "Ada",
+    organization: "E",
+    plan: "p",
+    planTitle: "P",
+    tokenTtl: null,
+  },
   // The key is that of the licence the first test creates; elsewhere any well-formed one will do.
   "POST /admin/activations/offline": { code: offlineRequestCode({ device: device("alpha") }), key: "AL-00000-00000-00000-00000-00000" },
   "POST /admin/webhooks": { url: "https://hooks.example/k", events: ["license.created"] },
@@ -86,8 +97,12 @@ describe("bad bodies on every admin body endpoint", () => {
     expect({ status: dated.status, changed: dated.body.changed }).toEqual({ status: 200, changed: ["expires"] });
     const hook = await send("POST", "/admin/webhooks", { body: VALID_BODIES["POST /admin/webhooks"] });
     expect(hook.status).toBe(201);
-    expect((await send("PATCH", `/admin/licenses/${(lic.body.license as { id: string }).id}`, { body: VALID_BODIES["PATCH /admin/licenses/{id}"] })).status).toBe(200);
-    expect((await send("PATCH", `/admin/webhooks/${(hook.body.endpoint as { id: string }).id}`, { body: VALID_BODIES["PATCH /admin/webhooks/{id}"] })).status).toBe(200);
+    expect(
+      (await send("PATCH", `/admin/licenses/${(lic.body.license as { id: string }).id}`, { body: VALID_BODIES["PATCH /admin/licenses/{id}"] })).status,
+    ).toBe(200);
+    expect(
+      (await send("PATCH", `/admin/webhooks/${(hook.body.endpoint as { id: string }).id}`, { body: VALID_BODIES["PATCH /admin/webhooks/{id}"] })).status,
+    ).toBe(200);
     const offline = await send("POST", "/admin/activations/offline", { body: { ...VALID_BODIES["POST /admin/activations/offline"], key: lic.body.key } });
     expect(offline.status).toBe(200);
   });
@@ -151,11 +166,21 @@ describe("bad query strings on every admin query endpoint", () => {
 
   test("unknown parameters, repeated parameters, limits out of range, over-long values: 400 naming the parameter", async () => {
     // Every admin endpoint checks its query string; those that take none refuse any parameter.
-    expect(adminEndpoints().filter((e) => !e.querySchema).map(keyOf)).toEqual([]);
+    expect(
+      adminEndpoints()
+        .filter((e) => !e.querySchema)
+        .map(keyOf),
+    ).toEqual([]);
     const queries = adminEndpoints().filter((e) => Object.keys(propertiesOf(e.querySchema).properties).length > 0);
     expect(queries.map(keyOf).sort()).toEqual(Object.keys(validQuery).sort());
     for (const e of adminEndpoints().filter((e) => !queries.includes(e)))
-      await refused(e.method, `${e.path.replace("{id}", "x_unknown")}?limit=1`, "limit", `${keyOf(e)}: a parameter where none is taken`, e.body ? {} : undefined);
+      await refused(
+        e.method,
+        `${e.path.replace("{id}", "x_unknown")}?limit=1`,
+        "limit",
+        `${keyOf(e)}: a parameter where none is taken`,
+        e.body ? {} : undefined,
+      );
     for (const e of queries) {
       const base = validQuery[keyOf(e)]!;
       const q = (extra: string) => `${e.path}?${[base, extra].filter(Boolean).join("&")}`;
@@ -169,7 +194,8 @@ describe("bad query strings on every admin query endpoint", () => {
         if (p.maxLength !== undefined) await refused("GET", q(`${name}=${"a".repeat(p.maxLength + 1)}`), name, `${keyOf(e)}: ${name} too long`);
         if (name === "limit") {
           const max = Number(/1 to (\d+)/.exec(p.description ?? "")![1]);
-          for (const bad of ["0", String(max + 1), "-1", "1.5", "ten", "99999999"]) await refused("GET", q(`limit=${bad}`), "limit", `${keyOf(e)}: limit=${bad}`);
+          for (const bad of ["0", String(max + 1), "-1", "1.5", "ten", "99999999"])
+            await refused("GET", q(`limit=${bad}`), "limit", `${keyOf(e)}: limit=${bad}`);
           expect((await send("GET", q(`limit=${max}`))).status).toBe(200);
         }
       }

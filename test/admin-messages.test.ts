@@ -20,7 +20,11 @@ beforeAll(async () => {
   site = await testSite("alpha");
   token = (await createAdminToken(site.composed.services.admin, CLI_CALLER, { name: "messages", scopes: ["admin"] })).secret;
   const signIn = await site.app.handle(
-    new Request(`${ORIGIN}/console/sign-in`, { method: "POST", body: new URLSearchParams({ token }).toString(), headers: { "content-type": "application/x-www-form-urlencoded", origin: ORIGIN } }),
+    new Request(`${ORIGIN}/console/sign-in`, {
+      method: "POST",
+      body: new URLSearchParams({ token }).toString(),
+      headers: { "content-type": "application/x-www-form-urlencoded", origin: ORIGIN },
+    }),
   );
   expect(signIn.status).toBe(303);
   const cookie = signIn.headers.get("set-cookie")!.split(";")[0]!;
@@ -43,19 +47,35 @@ async function fromApi(fields: Record<string, unknown>): Promise<string> {
 }
 
 async function fromConsole(fields: Record<string, string>): Promise<string> {
-  const form = new URLSearchParams({ csrf: console_.csrf, licensee: "Ada", organization: "Engines", plan: "pro", planTitle: "Pro", seats: "1", channels: "stable", ...fields });
+  const form = new URLSearchParams({
+    csrf: console_.csrf,
+    licensee: "Ada",
+    organization: "Engines",
+    plan: "pro",
+    planTitle: "Pro",
+    seats: "1",
+    channels: "stable",
+    ...fields,
+  });
   const res = await site.app.handle(
-    new Request(`${ORIGIN}/console/licenses`, { method: "POST", body: form.toString(), headers: { "content-type": "application/x-www-form-urlencoded", origin: ORIGIN, cookie: console_.cookie } }),
+    new Request(`${ORIGIN}/console/licenses`, {
+      method: "POST",
+      body: form.toString(),
+      headers: { "content-type": "application/x-www-form-urlencoded", origin: ORIGIN, cookie: console_.cookie },
+    }),
   );
   expect(res.status).toBe(400);
   return /<p class="notice error" role="alert">([^<]*)<\/p>/.exec(await res.text())?.[1] ?? "";
 }
 
 function fromCli(...flags: string[]): string {
-  const run = Bun.spawnSync([process.execPath, MAIN, "license", "create", "--licensee", "Ada", "--plan", "pro", "--seats", "1", "--channels", "stable", ...flags], {
-    cwd,
-    env: { PATH: process.env.PATH ?? "", KEYTURN_VARIANT: "alpha" },
-  });
+  const run = Bun.spawnSync(
+    [process.execPath, MAIN, "license", "create", "--licensee", "Ada", "--plan", "pro", "--seats", "1", "--channels", "stable", ...flags],
+    {
+      cwd,
+      env: { PATH: process.env.PATH ?? "", KEYTURN_VARIANT: "alpha" },
+    },
+  );
   expect(run.exitCode).toBe(1);
   return run.stderr.toString();
 }
@@ -75,9 +95,22 @@ test("an expiry in the past (a rule no schema states; the console sends a day): 
 });
 
 test("the console still takes its date field's day as an expiry", async () => {
-  const form = new URLSearchParams({ csrf: console_.csrf, licensee: "Ada", organization: "Engines", plan: "pro", planTitle: "Pro", seats: "1", channels: "stable", expires: "2099-06-30" });
+  const form = new URLSearchParams({
+    csrf: console_.csrf,
+    licensee: "Ada",
+    organization: "Engines",
+    plan: "pro",
+    planTitle: "Pro",
+    seats: "1",
+    channels: "stable",
+    expires: "2099-06-30",
+  });
   const res = await site.app.handle(
-    new Request(`${ORIGIN}/console/licenses`, { method: "POST", body: form.toString(), headers: { "content-type": "application/x-www-form-urlencoded", origin: ORIGIN, cookie: console_.cookie } }),
+    new Request(`${ORIGIN}/console/licenses`, {
+      method: "POST",
+      body: form.toString(),
+      headers: { "content-type": "application/x-www-form-urlencoded", origin: ORIGIN, cookie: console_.cookie },
+    }),
   );
   expect(res.status).toBe(201);
   const licenses = await site.composed.store.listLicenses();

@@ -66,39 +66,76 @@ beforeAll(async () => {
 });
 
 const refusals: Refusal[] = [
-  { name: "wrong media type", error: "unsupported_media_type", action: "activate", send: post("/licenses/activate", { body: "key=x", headers: { "content-type": "text/plain" } }) },
-  { name: "malformed JSON", error: "invalid_request", action: "activate", send: post("/licenses/activate", { body: "{not json" }) },
-  { name: "missing device", error: "invalid_request", action: "activate", send: () => site.request("POST", "/licenses/activate", { body: { key: licenseKey } }) },
-  { name: "body over 16 KiB", error: "payload_too_large", action: "activate", send: post("/licenses/activate", { body: JSON.stringify({ key: "x".repeat(17 * 1024) }) }) },
-  { name: "unknown key", error: "license_unknown", action: "activate", send: () => site.request("POST", "/licenses/activate", { body: { key: "AL-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", device: device("alpha") } }) },
   {
-    name: "every seat taken", error: "seat_limit", action: "activate",
+    name: "wrong media type",
+    error: "unsupported_media_type",
+    action: "activate",
+    send: post("/licenses/activate", { body: "key=x", headers: { "content-type": "text/plain" } }),
+  },
+  { name: "malformed JSON", error: "invalid_request", action: "activate", send: post("/licenses/activate", { body: "{not json" }) },
+  {
+    name: "missing device",
+    error: "invalid_request",
+    action: "activate",
+    send: () => site.request("POST", "/licenses/activate", { body: { key: licenseKey } }),
+  },
+  {
+    name: "body over 16 KiB",
+    error: "payload_too_large",
+    action: "activate",
+    send: post("/licenses/activate", { body: JSON.stringify({ key: "x".repeat(17 * 1024) }) }),
+  },
+  {
+    name: "unknown key",
+    error: "license_unknown",
+    action: "activate",
+    send: () => site.request("POST", "/licenses/activate", { body: { key: "AL-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", device: device("alpha") } }),
+  },
+  {
+    name: "every seat taken",
+    error: "seat_limit",
+    action: "activate",
     send: () => site.request("POST", "/licenses/activate", { body: { key: full.key, device: device("alpha") } }),
     ids: () => ({ licenseId: full.id }),
   },
   {
-    name: "revoked license", error: "license_revoked", action: "activate",
+    name: "revoked license",
+    error: "license_revoked",
+    action: "activate",
     send: () => site.request("POST", "/licenses/activate", { body: { key: revoked.key, device: device("alpha") } }),
     ids: () => ({ licenseId: revoked.id }),
   },
   { name: "no token on current", error: "entitlement_invalid", action: "current", send: () => site.request("GET", "/entitlements/current") },
-  { name: "garbage token on refresh", error: "entitlement_invalid", action: "refresh", send: post("/entitlements/refresh", { token: "not.a.token", body: { device: device("alpha") } }) },
   {
-    name: "refresh from another device", error: "device_mismatch", action: "refresh",
+    name: "garbage token on refresh",
+    error: "entitlement_invalid",
+    action: "refresh",
+    send: post("/entitlements/refresh", { token: "not.a.token", body: { device: device("alpha") } }),
+  },
+  {
+    name: "refresh from another device",
+    error: "device_mismatch",
+    action: "refresh",
     send: () => site.request("POST", "/entitlements/refresh", { token: live.token, body: { device: device("alpha") } }),
     ids: () => ({ licenseId, activationId: live.entitlement.id }),
   },
   {
-    name: "refresh with a bad body", error: "invalid_request", action: "refresh",
+    name: "refresh with a bad body",
+    error: "invalid_request",
+    action: "refresh",
     send: () => site.request("POST", "/entitlements/refresh", { token: live.token, body: { device: { ...live.dev, platform: "os2" } } }),
   },
   {
-    name: "deactivated installation", error: "entitlement_revoked", action: "current",
+    name: "deactivated installation",
+    error: "entitlement_revoked",
+    action: "current",
     send: () => site.request("GET", "/entitlements/current", { token: gone.token }),
     ids: () => ({ licenseId, activationId: gone.entitlement.id }),
   },
   {
-    name: "second deactivation", error: "entitlement_revoked", action: "deactivate",
+    name: "second deactivation",
+    error: "entitlement_revoked",
+    action: "deactivate",
     send: () => site.request("POST", "/entitlements/deactivate", { token: gone.token }),
     ids: () => ({ licenseId, activationId: gone.entitlement.id }),
   },
@@ -137,7 +174,9 @@ describe("every refusal of the licensing endpoints names its audit line", () => 
 
 describe("a ref leads to its audit line (README: quote the ref, find the line)", () => {
   test("GET /admin/audit?ref= answers that one line; keyturn audit --ref prints it", async () => {
-    const refused = (await (await site.request("POST", "/licenses/activate", { body: { key: "AL-00000-00000-00000-00000-00000", device: device("alpha") } })).json()) as { ref: string };
+    const refused = (await (
+      await site.request("POST", "/licenses/activate", { body: { key: "AL-00000-00000-00000-00000-00000", device: device("alpha") } })
+    ).json()) as { ref: string };
     const { secret } = await createAdminToken(site.composed.services.admin, CLI_CALLER, { name: "support", scopes: ["audit:read"] });
     const r = await site.request("GET", `/admin/audit?ref=${refused.ref}`, { token: secret });
     expect(r.status).toBe(200);
@@ -145,9 +184,23 @@ describe("a ref leads to its audit line (README: quote the ref, find the line)",
     expect(lines).toEqual([expect.objectContaining({ ref: refused.ref, error: "license_unknown" })]);
     expect(((await (await site.request("GET", "/admin/audit?ref=ref_none", { token: secret })).json()) as { lines: unknown[] }).lines).toEqual([]);
 
-    const cli = Bun.spawnSync([process.execPath, join(import.meta.dir, "..", "src", "main.ts"), "audit", "--ref", refused.ref, "--variant", "alpha", "--data", join(site.dir, "data"), "--json"], {
-      env: { PATH: process.env.PATH ?? "" },
-    });
+    const cli = Bun.spawnSync(
+      [
+        process.execPath,
+        join(import.meta.dir, "..", "src", "main.ts"),
+        "audit",
+        "--ref",
+        refused.ref,
+        "--variant",
+        "alpha",
+        "--data",
+        join(site.dir, "data"),
+        "--json",
+      ],
+      {
+        env: { PATH: process.env.PATH ?? "" },
+      },
+    );
     expect(cli.exitCode).toBe(0);
     expect((JSON.parse(cli.stdout.toString()) as { audit: { ref: string }[] }).audit.map((l) => l.ref)).toEqual([refused.ref]);
   });

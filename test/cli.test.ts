@@ -106,7 +106,13 @@ describe("license and activation commands", () => {
     expect(JSON.parse(revoked.stdout).revoked).toMatch(/\+00:00$/);
     expect(keyturn(cwd, ["license", "revoke", lic.id], env).code).toBe(1);
 
-    for (const bad of [["license"], ["license", "create", "--seats", "2"], ["license", "create", ...LICENSE.slice(0, -2), "--channels", "nightly"], ["license", "frobnicate"], ["license", "show"]]) {
+    for (const bad of [
+      ["license"],
+      ["license", "create", "--seats", "2"],
+      ["license", "create", ...LICENSE.slice(0, -2), "--channels", "nightly"],
+      ["license", "frobnicate"],
+      ["license", "show"],
+    ]) {
       const r = keyturn(cwd, bad, env);
       expect(r.code).toBeGreaterThan(0);
       expect(r.stderr).toMatch(/^keyturn: /);
@@ -130,7 +136,13 @@ describe("license and activation commands", () => {
       const url = `http://127.0.0.1:${port}/api/v1`;
       await waitFor(url + "/licenses/activate");
       const d = device("beta");
-      const activated = (await (await fetch(url + "/licenses/activate", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ key: lic.key, device: d }) })).json()) as any;
+      const activated = (await (
+        await fetch(url + "/licenses/activate", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ key: lic.key, device: d }),
+        })
+      ).json()) as any;
       expect(activated.ok).toBe(true);
       // the program verifies the token itself with the public key
       const pub = await importSPKI(readFileSync(join(cwd, "keys", "beta-license-2026-10.pub.pem"), "utf8"), "ES256");
@@ -165,7 +177,7 @@ async function waitFor(url: string): Promise<void> {
   throw new Error(`server at ${url} did not start`);
 }
 
-test("--version prints the package version, from the sources with the build \"source\"", () => {
+test('--version prints the package version, from the sources with the build "source"', () => {
   const r = keyturn(workdir(), ["--version"]);
   expect(r.stdout.trim()).toBe(`keyturn ${JSON.parse(readFileSync(join(import.meta.dir, "..", "package.json"), "utf8")).version}+source`);
   expect(existsSync(MAIN)).toBe(true);

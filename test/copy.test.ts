@@ -144,7 +144,9 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
     const merged = keyturn("copy", "--from", join(site.dir, "data"), "--to", schema.url, "--merge");
     expect(merged.stderr).toBe("");
     expect(merged.code).toBe(0);
-    expect(merged.stdout).toMatch(/^copied 3 licenses, 2 activations, 1 challenges, \d+ audit lines, 1 admin tokens, 1 webhook endpoints, \d+ events, 1 webhook deliveries from .* to PostgreSQL\n$/);
+    expect(merged.stdout).toMatch(
+      /^copied 3 licenses, 2 activations, 1 challenges, \d+ audit lines, 1 admin tokens, 1 webhook endpoints, \d+ events, 1 webhook deliveries from .* to PostgreSQL\n$/,
+    );
     const target = await openPostgresStore(schema.url);
     try {
       expect(await everything(target)).toEqual(await everything(site.composed.store));

@@ -29,7 +29,11 @@ interface Granted {
 }
 
 /** Activations from WORKERS parallel clients until the process dies; returns those answered 200. */
-async function loadUntilKilled(serve: ServeProcess, keys: string[], killWhen: (granted: number, refused: number) => boolean): Promise<{ granted: Granted[]; refused: number }> {
+async function loadUntilKilled(
+  serve: ServeProcess,
+  keys: string[],
+  killWhen: (granted: number, refused: number) => boolean,
+): Promise<{ granted: Granted[]; refused: number }> {
   const granted: Granted[] = [];
   let refused = 0;
   let killing: Promise<void> | null = null;
@@ -70,8 +74,10 @@ function checkRecords(data: string, granted: Granted[]) {
     const active = new Set((db.query("SELECT id FROM activations WHERE deactivated IS NULL").all() as { id: string }[]).map((a) => a.id));
     const missing = granted.filter((g) => !active.has(g.activationId));
     expect(missing).toEqual([]);
-    const over = db.query(`SELECT l.id, l.seats, count(a.id) AS used FROM licenses l
-      JOIN activations a ON a.license_id = l.id AND a.deactivated IS NULL GROUP BY l.id HAVING used > l.seats`).all();
+    const over = db
+      .query(`SELECT l.id, l.seats, count(a.id) AS used FROM licenses l
+      JOIN activations a ON a.license_id = l.id AND a.deactivated IS NULL GROUP BY l.id HAVING used > l.seats`)
+      .all();
     expect(over).toEqual([]);
   } finally {
     db.close();
@@ -84,7 +90,9 @@ test("SIGKILL under concurrent activations loses no answered activation and brea
   const admin = new Admin(VARIANTS.alpha, store, systemClock, new Audit(store, systemClock));
   const keys: string[] = [];
   for (let i = 0; i < LICENSES; i++)
-    keys.push((await admin.createLicense({ licensee: `L${i}`, organization: "O", plan: "p", planTitle: "P", seats: SEATS, channels: ["stable"], expires: null })).key);
+    keys.push(
+      (await admin.createLicense({ licensee: `L${i}`, organization: "O", plan: "p", planTitle: "P", seats: SEATS, channels: ["stable"], expires: null })).key,
+    );
   await store.close();
 
   const granted: Granted[] = [];

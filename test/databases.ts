@@ -37,7 +37,10 @@ export async function freshSchema(): Promise<TestSchema> {
 
 /** A private redis-server this test may stop and start again (the shared one is never touched). */
 export async function privateRedis(port: number): Promise<Subprocess> {
-  const proc = Bun.spawn([Bun.which("redis-server")!, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdout: "ignore", stderr: "ignore" });
+  const proc = Bun.spawn([Bun.which("redis-server")!, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
+    stdout: "ignore",
+    stderr: "ignore",
+  });
   const probe = new RedisClient(`redis://127.0.0.1:${port}`, { enableOfflineQueue: false, connectionTimeout: 200 });
   for (let i = 0; i < 100; i++) {
     try {

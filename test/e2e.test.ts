@@ -45,7 +45,9 @@ test("the compiled demo starts from an empty directory, prints a license and a c
     const releases = await fetch(`http://127.0.0.1:${port}/api/v1/releases`, { headers: { authorization: `Bearer ${answer.token}` } });
     const listed = ((await releases.json()) as { releases: { version: string }[] }).releases.map((r) => r.version);
     expect(listed).toEqual(expect.arrayContaining(["2.1.0", "2.0.0"]));
-    const manifest = await fetch(`http://127.0.0.1:${port}/api/v1/updates/stable/win-x64/${VARIANTS.gamma.manifestFile}`, { headers: { authorization: `Bearer ${answer.token}` } });
+    const manifest = await fetch(`http://127.0.0.1:${port}/api/v1/updates/stable/win-x64/${VARIANTS.gamma.manifestFile}`, {
+      headers: { authorization: `Bearer ${answer.token}` },
+    });
     expect(manifest.status).toBe(200);
     server.kill("SIGTERM");
     expect(await server.exited).toBe(0);

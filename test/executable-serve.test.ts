@@ -17,8 +17,24 @@ test("the compiled executable serves, logs only JSON lines, and stops on SIGTERM
   mkdirSync(join(dir, "releases"));
   generateKeyFiles(join(dir, "keys"), "gamma-license-2026-09");
   const proc = Bun.spawn(
-    [exe, "serve", "--variant", "gamma", "--base-url", "https://licenses.example.com", "--data", join(dir, "data"),
-      "--keys", join(dir, "keys"), "--releases", join(dir, "releases"), "--port", "0", "--metrics-listen", "127.0.0.1:0"],
+    [
+      exe,
+      "serve",
+      "--variant",
+      "gamma",
+      "--base-url",
+      "https://licenses.example.com",
+      "--data",
+      join(dir, "data"),
+      "--keys",
+      join(dir, "keys"),
+      "--releases",
+      join(dir, "releases"),
+      "--port",
+      "0",
+      "--metrics-listen",
+      "127.0.0.1:0",
+    ],
     { stdout: "pipe", stderr: "pipe" },
   );
   const reader = proc.stderr.getReader();

@@ -41,8 +41,27 @@ test("with umask 022 and a 0755 data directory, every file serve and backup crea
   try {
     await serve.waitFor("release index built");
     // A write, so the WAL and its index exist while serve runs.
-    const { code, stdout } = await runCli(["license", "create", "--variant", "gamma", "--data", data, "--licensee", "A", "--organization", "O",
-      "--plan", "p", "--plan-title", "P", "--seats", "1", "--channels", "stable", "--json"]);
+    const { code, stdout } = await runCli([
+      "license",
+      "create",
+      "--variant",
+      "gamma",
+      "--data",
+      data,
+      "--licensee",
+      "A",
+      "--organization",
+      "O",
+      "--plan",
+      "p",
+      "--plan-title",
+      "P",
+      "--seats",
+      "1",
+      "--channels",
+      "stable",
+      "--json",
+    ]);
     expect(code).toBe(0);
     const r = await fetch(`${serve.url}/api/v1/licenses/activate`, {
       method: "POST",

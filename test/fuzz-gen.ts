@@ -93,7 +93,15 @@ function validSegments(w: FuzzWorld, param: string): readonly string[] {
   if (/platform/i.test(param)) return PLATFORMS;
   const versions = ["1.0.0", "1.1.0", "1.2.0-beta.1", "2.3.4"];
   const product = v.products[0] ?? v.name;
-  return [...w.fileNames, v.manifestFile, v.manifestFile, `${v.manifestFile}.sig`, ...versions, ...versions.map((ver) => `${product}-${ver}-win-x64.exe`), "latest"];
+  return [
+    ...w.fileNames,
+    v.manifestFile,
+    v.manifestFile,
+    `${v.manifestFile}.sig`,
+    ...versions,
+    ...versions.map((ver) => `${product}-${ver}-win-x64.exe`),
+    "latest",
+  ];
 }
 
 function segment(r: Random, w: FuzzWorld, param = ""): string {
@@ -166,7 +174,8 @@ function jsonValue(r: Random, depth = 0): unknown {
   if (roll < 0.7 || depth > 3) return randomString(r, chance(r, 0.1) ? 500 : 40);
   if (roll < 0.85) return Array.from({ length: int(r, 4) }, () => jsonValue(r, depth + 1));
   const o: Record<string, unknown> = {};
-  for (let i = int(r, 4); i > 0; i--) o[pick(r, ["hash", "name", "key", "device", "__proto__", "constructor", "product", randomString(r, 10)])] = jsonValue(r, depth + 1);
+  for (let i = int(r, 4); i > 0; i--)
+    o[pick(r, ["hash", "name", "key", "device", "__proto__", "constructor", "product", randomString(r, 10)])] = jsonValue(r, depth + 1);
   return o;
 }
 
@@ -244,7 +253,21 @@ const CONTENT_TYPES = [
   "application/json, text/plain",
 ];
 
-const RANGES = ["bytes=0-", "bytes=0-10", "bytes=-5", "bytes=100-", "bytes=abc", "bytes=5-1", "bytes=-0", "bytes=0-1,2-3,4-5", "bytes=99999999999999999999-", "items=0-1", "bytes=-99999999999", "bytes=3840-", "bytes= 0-1"];
+const RANGES = [
+  "bytes=0-",
+  "bytes=0-10",
+  "bytes=-5",
+  "bytes=100-",
+  "bytes=abc",
+  "bytes=5-1",
+  "bytes=-0",
+  "bytes=0-1,2-3,4-5",
+  "bytes=99999999999999999999-",
+  "items=0-1",
+  "bytes=-99999999999",
+  "bytes=3840-",
+  "bytes= 0-1",
+];
 
 function extraHeaders(r: Random, h: Record<string, string>): void {
   const pool: Array<[string, () => string]> = [

@@ -97,8 +97,7 @@ function leaks(text: string, site: TestSite): string | null {
     ["a private key", "PRIVATE KEY"],
     ["[object Object]", "[object Object]"],
   ];
-  for (const [name, pattern] of checks)
-    if (typeof pattern === "string" ? text.includes(pattern) : pattern.test(text)) return name;
+  for (const [name, pattern] of checks) if (typeof pattern === "string" ? text.includes(pattern) : pattern.test(text)) return name;
   return null;
 }
 

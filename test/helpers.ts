@@ -33,7 +33,9 @@ export function testClock(start = Date.parse("2026-11-21T12:00:00Z")) {
 
 /** A device hash as an installation makes it: SHA-256 of prefix + random identifier, base64url. */
 export function deviceHash(variant: VariantName, id = randomBytes(16).toString("hex")): string {
-  return createHash("sha256").update(VARIANTS[variant].deviceTextPrefix + id).digest("base64url");
+  return createHash("sha256")
+    .update(VARIANTS[variant].deviceTextPrefix + id)
+    .digest("base64url");
 }
 
 export function device(variant: VariantName, extra: Record<string, unknown> = {}) {

@@ -71,7 +71,13 @@ export async function startIssuer(now: () => number): Promise<LocalIssuer> {
       requests++;
       if (state.down) return new Response("down", { status: 503 });
       if (path === "/.well-known/openid-configuration")
-        return Response.json({ issuer: url, jwks_uri: `${url}/jwks`, authorization_endpoint: `${url}/authorize`, token_endpoint: `${url}/token`, id_token_signing_alg_values_supported: ["RS256"] });
+        return Response.json({
+          issuer: url,
+          jwks_uri: `${url}/jwks`,
+          authorization_endpoint: `${url}/authorize`,
+          token_endpoint: `${url}/token`,
+          id_token_signing_alg_values_supported: ["RS256"],
+        });
       if (path === "/jwks") {
         reads++;
         if (gate) await gate;

@@ -63,8 +63,22 @@ export async function startServe(args: string[]): Promise<ServeProcess> {
   for (let attempt = 0; ; attempt++) {
     const port = await freePort();
     const proc = Bun.spawn(
-      [process.execPath, MAIN, "serve", ...args, "--host", "127.0.0.1", "--port", String(port),
-        "--rate-limit-signin", "1000000/60s", "--rate-limit-api", "1000000/60s", "--log-level", "warn"],
+      [
+        process.execPath,
+        MAIN,
+        "serve",
+        ...args,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        String(port),
+        "--rate-limit-signin",
+        "1000000/60s",
+        "--rate-limit-api",
+        "1000000/60s",
+        "--log-level",
+        "warn",
+      ],
       { env: cleanEnv(), stdout: "ignore", stderr: "pipe", stdin: "ignore" },
     );
     let errText = "";

@@ -38,7 +38,11 @@ function anchors(markdown: string): Set<string> {
   for (const line of markdown.replace(/^```[\s\S]*?^```/gm, "").split("\n")) {
     const m = /^#{1,6}\s+(.*)$/.exec(line);
     if (!m) continue;
-    const base = m[1]!.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, "").replace(/\s/g, "-");
+    const base = m[1]!
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, "")
+      .replace(/\s/g, "-");
     const n = seen.get(base) ?? 0;
     seen.set(base, n + 1);
     out.add(n === 0 ? base : `${base}-${n}`);
@@ -112,7 +116,12 @@ test("README's first screen says what each variant is, as src/config/variants.ts
   const section = lines.findIndex((l) => l.startsWith("## Choose your variant"));
   expect(section).toBeGreaterThan(0);
   expect(section).toBeLessThan(20);
-  const text = lines.slice(section, lines.findIndex((l, i) => i > section && l.startsWith("## "))).join("\n");
+  const text = lines
+    .slice(
+      section,
+      lines.findIndex((l, i) => i > section && l.startsWith("## ")),
+    )
+    .join("\n");
   expect(text).toContain("cannot change later");
   for (const name of VARIANT_NAMES) {
     const v = VARIANTS[name];
@@ -162,62 +171,66 @@ afterAll(() => cleanup.forEach((f) => f()));
 const tools = ["bash", "curl", "node", "sha256sum"].filter((t) => !Bun.which(t));
 if (tools.length > 0) console.warn(`skipping the README tour: ${tools.join(", ")} not found`);
 
-test.skipIf(tools.length > 0)("the README's five-minute tour runs as written against `serve --demo`", async () => {
-  const data = tempDir("keyturn-tour-");
-  const work = tempDir("keyturn-tour-cwd-");
-  cleanup.push(() => [data, work].forEach((d) => rmSync(d, { recursive: true, force: true })));
-  // A port named before the start, as the tour's 8080 is: the demo's public origin is http://127.0.0.1:PORT.
-  const port = await freePort();
-  const proc = Bun.spawn([process.execPath, join(root, "src/main.ts"), "serve", "--demo", "--port", String(port), "--data", data, "--log-format", "json"], {
-    cwd: root,
-    stdout: "ignore",
-    stderr: "pipe",
-  });
-  cleanup.push(() => proc.kill());
-  let url = "";
-  let log = "";
-  for await (const chunk of proc.stderr) {
-    log += new TextDecoder().decode(chunk);
-    const line = log.split("\n").find((l) => l.includes('"keyturn listening"'));
-    if (line) {
-      url = JSON.parse(line).url;
-      break;
+test.skipIf(tools.length > 0)(
+  "the README's five-minute tour runs as written against `serve --demo`",
+  async () => {
+    const data = tempDir("keyturn-tour-");
+    const work = tempDir("keyturn-tour-cwd-");
+    cleanup.push(() => [data, work].forEach((d) => rmSync(d, { recursive: true, force: true })));
+    // A port named before the start, as the tour's 8080 is: the demo's public origin is http://127.0.0.1:PORT.
+    const port = await freePort();
+    const proc = Bun.spawn([process.execPath, join(root, "src/main.ts"), "serve", "--demo", "--port", String(port), "--data", data, "--log-format", "json"], {
+      cwd: root,
+      stdout: "ignore",
+      stderr: "pipe",
+    });
+    cleanup.push(() => proc.kill());
+    let url = "";
+    let log = "";
+    for await (const chunk of proc.stderr) {
+      log += new TextDecoder().decode(chunk);
+      const line = log.split("\n").find((l) => l.includes('"keyturn listening"'));
+      if (line) {
+        url = JSON.parse(line).url;
+        break;
+      }
     }
-  }
-  expect(url).toStartWith("http://127.0.0.1:");
-  const licenseFile = join(data, "demo-alpha", "demo-license.txt");
-  for (let i = 0; i < 100 && !existsSync(licenseFile); i++) await Bun.sleep(50);
-  const key = readFileSync(licenseFile, "utf8").trim();
-  const adminToken = readFileSync(join(data, "demo-alpha", "demo-admin-token.txt"), "utf8").trim();
+    expect(url).toStartWith("http://127.0.0.1:");
+    const licenseFile = join(data, "demo-alpha", "demo-license.txt");
+    for (let i = 0; i < 100 && !existsSync(licenseFile); i++) await Bun.sleep(50);
+    const key = readFileSync(licenseFile, "utf8").trim();
+    const adminToken = readFileSync(join(data, "demo-alpha", "demo-admin-token.txt"), "utf8").trim();
 
-  const release = join(root, "releases.example/alpha/alpha/stable/win-x64/1.1.0/alpha-update.json");
-  const manifestBytes = readFileSync(release);
-  const etag = `"${createHash("sha256").update(manifestBytes).digest("hex")}"`;
-  const tour = shellOf("A five-minute tour");
-  // The tour's placeholders: the address, the license and admin token the demo printed, the ETag it showed.
-  for (const placeholder of ["http://127.0.0.1:8080", "KEY=AL-…", "ADMIN_TOKEN=kta_…", '"<the ETag above>"']) expect(tour).toContain(placeholder);
-  const script = tour
-    .replaceAll("http://127.0.0.1:8080", url)
-    .replace("KEY=AL-…", `KEY=${key}`)
-    .replace("ADMIN_TOKEN=kta_…", `ADMIN_TOKEN=${adminToken}`)
-    .replace('"<the ETag above>"', etag);
+    const release = join(root, "releases.example/alpha/alpha/stable/win-x64/1.1.0/alpha-update.json");
+    const manifestBytes = readFileSync(release);
+    const etag = `"${createHash("sha256").update(manifestBytes).digest("hex")}"`;
+    const tour = shellOf("A five-minute tour");
+    // The tour's placeholders: the address, the license and admin token the demo printed, the ETag it showed.
+    for (const placeholder of ["http://127.0.0.1:8080", "KEY=AL-…", "ADMIN_TOKEN=kta_…", '"<the ETag above>"']) expect(tour).toContain(placeholder);
+    const script = tour
+      .replaceAll("http://127.0.0.1:8080", url)
+      .replace("KEY=AL-…", `KEY=${key}`)
+      .replace("ADMIN_TOKEN=kta_…", `ADMIN_TOKEN=${adminToken}`)
+      .replace('"<the ETag above>"', etag);
 
-  const run = Bun.spawnSync(["bash", "-euc", script], { cwd: work, env: { PATH: process.env.PATH ?? "" } });
-  const out = run.stdout.toString();
-  expect(run.stderr.toString()).toBe("");
-  expect(run.exitCode).toBe(0);
-  expect(out).toContain('"seats":{"used":1,"total":3}');
-  expect(out).toContain(`ETag: ${etag}`);
-  // the detached signature (header, two dots, 86 characters of signature; no newline) then the 304
-  expect(out).toMatch(/eyJ[A-Za-z0-9_-]+\.\.[A-Za-z0-9_-]{86}304\n/);
-  const { sha256 } = JSON.parse(manifestBytes.toString()) as { sha256: string };
-  expect(out).toContain(`${sha256}  -`);
-  expect(out).toContain('"version":"1.2.0-beta.1"');
-  expect(out).toContain('"error":"entitlement_revoked"');
-  // the admin API's answer: the demo license, its one seat given back in step 4
-  const adminAt = out.lastIndexOf('{"ok":true,"licenses"');
-  const admin = JSON.parse(out.slice(adminAt, out.indexOf("\n", adminAt))) as { licenses: { licensee: string; seatsUsed: number }[] };
-  expect(admin.licenses).toMatchObject([{ licensee: "Demo User", seatsUsed: 0 }]);
-  // step 6: the console's sign-in with the admin token, answered with the dashboard's address
-  expect(out).toContain(`\n303 ${url}/console/\n`);
-}, 30_000);
+    const run = Bun.spawnSync(["bash", "-euc", script], { cwd: work, env: { PATH: process.env.PATH ?? "" } });
+    const out = run.stdout.toString();
+    expect(run.stderr.toString()).toBe("");
+    expect(run.exitCode).toBe(0);
+    expect(out).toContain('"seats":{"used":1,"total":3}');
+    expect(out).toContain(`ETag: ${etag}`);
+    // the detached signature (header, two dots, 86 characters of signature; no newline) then the 304
+    expect(out).toMatch(/eyJ[A-Za-z0-9_-]+\.\.[A-Za-z0-9_-]{86}304\n/);
+    const { sha256 } = JSON.parse(manifestBytes.toString()) as { sha256: string };
+    expect(out).toContain(`${sha256}  -`);
+    expect(out).toContain('"version":"1.2.0-beta.1"');
+    expect(out).toContain('"error":"entitlement_revoked"');
+    // the admin API's answer: the demo license, its one seat given back in step 4
+    const adminAt = out.lastIndexOf('{"ok":true,"licenses"');
+    const admin = JSON.parse(out.slice(adminAt, out.indexOf("\n", adminAt))) as { licenses: { licensee: string; seatsUsed: number }[] };
+    expect(admin.licenses).toMatchObject([{ licensee: "Demo User", seatsUsed: 0 }]);
+    // step 6: the console's sign-in with the admin token, answered with the dashboard's address
+    expect(out).toContain(`\n303 ${url}/console/\n`);
+  },
+  30_000,
+);

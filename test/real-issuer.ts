@@ -42,7 +42,8 @@ export interface RealIssuerOptions {
 const loginPage = (uid: string) => `<!doctype html><title>Issuer</title><form method="post" action="/interaction/${uid}/login">
 <label>Username <input name="login"></label><label>Password <input name="password" type="password"></label><label>One-time code <input name="otp"></label>
 <button type="submit">Log in</button></form>`;
-const consentPage = (uid: string) => `<!doctype html><title>Issuer</title><form method="post" action="/interaction/${uid}/confirm"><button type="submit">Allow</button></form>`;
+const consentPage = (uid: string) =>
+  `<!doctype html><title>Issuer</title><form method="post" action="/interaction/${uid}/confirm"><button type="submit">Allow</button></form>`;
 
 async function readBody(req: AsyncIterable<Uint8Array>): Promise<string> {
   const chunks: Uint8Array[] = [];

@@ -27,7 +27,6 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-
 describe.skipIf(!REDIS_URL)("Redis rate-limit store", () => {
   const stores: RateLimitStore[] = [];
   const open = (p: string) => {

@@ -25,11 +25,25 @@ async function twoServers(database: string[]) {
   // startServe lays the site out in the tree's directory: releases/, keys/ (the release public key, and the license key it adds), data/.
   const a = await startServe("gamma", database, tree.dir);
   const b = await startServe("gamma", database, tree.dir);
-  const admin = [
-    "--variant", "gamma", ...(database.length > 0 ? database : ["--data", `${tree.dir}/data`]),
-    "--keys", tree.keysDir, "--releases", tree.root,
-  ];
-  const created = await runCli(["license", "create", ...admin, "--licensee", "L", "--organization", "O", "--plan", "p", "--plan-title", "P", "--seats", "5", "--channels", "stable", "--json"]);
+  const admin = ["--variant", "gamma", ...(database.length > 0 ? database : ["--data", `${tree.dir}/data`]), "--keys", tree.keysDir, "--releases", tree.root];
+  const created = await runCli([
+    "license",
+    "create",
+    ...admin,
+    "--licensee",
+    "L",
+    "--organization",
+    "O",
+    "--plan",
+    "p",
+    "--plan-title",
+    "P",
+    "--seats",
+    "5",
+    "--channels",
+    "stable",
+    "--json",
+  ]);
   expect(created.code).toBe(0);
   const key = JSON.parse(created.stdout).key as string;
   const activated = await fetch(`${a.url}/api/v1/licenses/activate`, {
@@ -95,30 +109,37 @@ describe("release controls across processes", () => {
     }
   }, 60_000);
 
-  test.skipIf(!PG_URL)(`PostgreSQL: both servers (polling the controls every ${CONTROLS_POLL_MS} ms) fall back after the CLI's withdraw and come back after its restore`, async () => {
-    const schema = await freshSchema();
-    schemas.push(schema);
-    const s = await twoServers(["--database", schema.url]);
-    try {
-      expect([await s.version(s.a), await s.version(s.b)]).toEqual(["2.0.0", "2.0.0"]);
-      for (const [op, expected] of [["withdraw", "1.0.0"], ["restore", "2.0.0"]] as const) {
-        await s.control(op);
-        // Outcome and order, not elapsed time (a busy runner stretches any bound): each server
-        // falls back after the withdraw and comes back after the restore, each change before the next.
-        const done = performance.now();
-        const seen = await Promise.all(
-          [s.a, s.b].map(async (server) => {
-            while ((await s.version(server)) !== expected) {
-              if (performance.now() - done > 30_000) throw new Error(`${op} not seen after 30 s`);
-              await Bun.sleep(20);
-            }
-            return s.version(server);
-          }),
-        );
-        expect(seen).toEqual([expected, expected]);
+  test.skipIf(!PG_URL)(
+    `PostgreSQL: both servers (polling the controls every ${CONTROLS_POLL_MS} ms) fall back after the CLI's withdraw and come back after its restore`,
+    async () => {
+      const schema = await freshSchema();
+      schemas.push(schema);
+      const s = await twoServers(["--database", schema.url]);
+      try {
+        expect([await s.version(s.a), await s.version(s.b)]).toEqual(["2.0.0", "2.0.0"]);
+        for (const [op, expected] of [
+          ["withdraw", "1.0.0"],
+          ["restore", "2.0.0"],
+        ] as const) {
+          await s.control(op);
+          // Outcome and order, not elapsed time (a busy runner stretches any bound): each server
+          // falls back after the withdraw and comes back after the restore, each change before the next.
+          const done = performance.now();
+          const seen = await Promise.all(
+            [s.a, s.b].map(async (server) => {
+              while ((await s.version(server)) !== expected) {
+                if (performance.now() - done > 30_000) throw new Error(`${op} not seen after 30 s`);
+                await Bun.sleep(20);
+              }
+              return s.version(server);
+            }),
+          );
+          expect(seen).toEqual([expected, expected]);
+        }
+      } finally {
+        await s.stop();
       }
-    } finally {
-      await s.stop();
-    }
-  }, 60_000);
+    },
+    60_000,
+  );
 });

@@ -36,10 +36,26 @@ describe.skipIf(!PG_URL || !REDIS_URL)("two keyturn processes sharing PostgreSQL
     mkdirSync(join(dir, "releases"));
     issuer = await startIssuer(Date.now);
     common = [
-      "--variant", "beta", "--base-url", BASE_URL, "--database", schema.url,
-      "--keys", join(dir, "keys"), "--releases", join(dir, "releases"),
-      "--trust-proxy", "127.0.0.1", "--rate-limit-signin", "6/60s",
-      "--identity-issuer", issuer.url, "--identity-client-id", CLIENT_ID, "--identity-groups", STAFF_GROUP,
+      "--variant",
+      "beta",
+      "--base-url",
+      BASE_URL,
+      "--database",
+      schema.url,
+      "--keys",
+      join(dir, "keys"),
+      "--releases",
+      join(dir, "releases"),
+      "--trust-proxy",
+      "127.0.0.1",
+      "--rate-limit-signin",
+      "6/60s",
+      "--identity-issuer",
+      issuer.url,
+      "--identity-client-id",
+      CLIENT_ID,
+      "--identity-groups",
+      STAFF_GROUP,
     ];
     [a, b] = await Promise.all([serve([...common, "--rate-limit-store", REDIS_URL!]), serve([...common, "--rate-limit-store", REDIS_URL!])]);
   }, 30_000);
@@ -87,8 +103,11 @@ describe.skipIf(!PG_URL || !REDIS_URL)("two keyturn processes sharing PostgreSQL
       expect(Number(over.retryAfter)).toBeGreaterThan(0);
     }
     // another address is not affected
-    expect((await post(a, "/licenses/activate", { key: "BE-00000-00000-00000-00000-00000", device: device("beta") }, freshAddress() + "1")).status).not.toBe(429);
-    for (const s of [a, b]) expect(await (await fetch(`${s.url}/api/v1/health`)).json()).toEqual({ ok: true, status: "ok", rateLimits: "shared", licensing: "on" });
+    expect((await post(a, "/licenses/activate", { key: "BE-00000-00000-00000-00000-00000", device: device("beta") }, freshAddress() + "1")).status).not.toBe(
+      429,
+    );
+    for (const s of [a, b])
+      expect(await (await fetch(`${s.url}/api/v1/health`)).json()).toEqual({ ok: true, status: "ok", rateLimits: "shared", licensing: "on" });
   });
 
   test("Redis stopped in the middle: requests keep being answered, with per-process limits said in health", async () => {
@@ -111,7 +130,8 @@ describe.skipIf(!PG_URL || !REDIS_URL)("two keyturn processes sharing PostgreSQL
       // limits still hold, per process
       const address = freshAddress();
       const sign = [];
-      for (let i = 0; i < 7; i++) sign.push((await post(c, "/licenses/activate", { key: "BE-00000-00000-00000-00000-00000", device: device("beta") }, address)).status);
+      for (let i = 0; i < 7; i++)
+        sign.push((await post(c, "/licenses/activate", { key: "BE-00000-00000-00000-00000-00000", device: device("beta") }, address)).status);
       expect(sign).toEqual([403, 403, 403, 403, 403, 403, 429]);
     } finally {
       redis?.kill("SIGKILL");

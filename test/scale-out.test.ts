@@ -40,7 +40,15 @@ describe.skipIf(!PG_URL)("two keyturn processes on one PostgreSQL", () => {
   });
 
   const newLicense = (seats: number) =>
-    admin.createLicense({ licensee: "Ada Lovelace", organization: "Analytical Engines Ltd", plan: "pro", planTitle: "Professional", seats, channels: ["stable"], expires: null });
+    admin.createLicense({
+      licensee: "Ada Lovelace",
+      organization: "Analytical Engines Ltd",
+      plan: "pro",
+      planTitle: "Professional",
+      seats,
+      channels: ["stable"],
+      expires: null,
+    });
 
   const call = (s: Serving, method: string, path: string, opts: { body?: unknown; token?: string } = {}) =>
     fetch(`${s.url}/api/v1${path}`, {

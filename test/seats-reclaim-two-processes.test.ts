@@ -43,7 +43,10 @@ const activate = (url: string, key: string, d = device("alpha")): Promise<Answer
     async (r) => ({ status: r.status, body: (await r.json()) as Answer["body"] }),
   );
 const current = (url: string, token: string) =>
-  fetch(`${url}/api/v1/entitlements/current`, { headers: { authorization: `Bearer ${token}` } }).then(async (r) => ({ status: r.status, body: (await r.json()) as { error?: string } }));
+  fetch(`${url}/api/v1/entitlements/current`, { headers: { authorization: `Bearer ${token}` } }).then(async (r) => ({
+    status: r.status,
+    body: (await r.json()) as { error?: string },
+  }));
 
 /**
  * Runs the race. `backdate(ids)` moves those activations' last sighting two hours back (their
@@ -57,7 +60,16 @@ async function race(
 ) {
   const store = await openStore();
   const admin = new Admin(VARIANTS.alpha, store, systemClock, new Audit(store, systemClock));
-  const { key, license } = await admin.createLicense({ licensee: "L", organization: "O", plan: "p", planTitle: "P", seats: SEATS, channels: ["stable"], expires: null, seatLease: "1h" });
+  const { key, license } = await admin.createLicense({
+    licensee: "L",
+    organization: "O",
+    plan: "p",
+    planTitle: "P",
+    seats: SEATS,
+    channels: ["stable"],
+    expires: null,
+    seatLease: "1h",
+  });
   await store.close();
 
   const servers: ServeProcess[] = [await startServe(serveArgs), await startServe(serveArgs)];
@@ -94,7 +106,7 @@ async function race(
 test("SQLite, two processes: 50 concurrent activations against 6 lapsed seats of 10: 6 granted, each lapsed seat reclaimed once", async () => {
   const dirs = siteDirs(join(root, "sqlite"), "alpha");
   const file = join(dirs.data, SQLITE_FILE);
-  const withDb = async <T,>(f: (db: Database) => T) => {
+  const withDb = async <T>(f: (db: Database) => T) => {
     const db = new Database(file);
     db.exec("PRAGMA busy_timeout = 5000");
     try {
@@ -106,24 +118,29 @@ test("SQLite, two processes: 50 concurrent activations against 6 lapsed seats of
   await race(
     async () => openSqliteStore(dirs.data),
     siteArgs("alpha", dirs),
-    (ids) => withDb((db) => void db.query(`UPDATE activations SET last_seen = ? WHERE id IN (${ids.map(() => "?").join(",")})`).run(Date.now() - 7_200_000, ...ids)),
+    (ids) =>
+      withDb((db) => void db.query(`UPDATE activations SET last_seen = ? WHERE id IN (${ids.map(() => "?").join(",")})`).run(Date.now() - 7_200_000, ...ids)),
     (sql, licenseId) => withDb((db) => db.query(sql.replace("$1", "?")).all(licenseId) as Array<Record<string, unknown>>),
   );
 }, 60_000);
 
-test.skipIf(!PG_URL)("PostgreSQL, two processes: 50 concurrent activations against 6 lapsed seats of 10: 6 granted, each lapsed seat reclaimed once", async () => {
-  const schema = await freshSchema();
-  schemas.push(schema);
-  const dirs = siteDirs(join(root, "pg"), "alpha");
-  const sql = new SQL(schema.url, { max: 1 });
-  try {
-    await race(
-      () => openPostgresStore(schema.url),
-      [...siteArgs("alpha", dirs), "--database", schema.url],
-      async (ids) => void (await sql`UPDATE activations SET last_seen = ${Date.now() - 7_200_000} WHERE id IN ${sql(ids)}`),
-      (text, licenseId) => sql.unsafe(text, [licenseId]),
-    );
-  } finally {
-    await sql.close();
-  }
-}, 60_000);
+test.skipIf(!PG_URL)(
+  "PostgreSQL, two processes: 50 concurrent activations against 6 lapsed seats of 10: 6 granted, each lapsed seat reclaimed once",
+  async () => {
+    const schema = await freshSchema();
+    schemas.push(schema);
+    const dirs = siteDirs(join(root, "pg"), "alpha");
+    const sql = new SQL(schema.url, { max: 1 });
+    try {
+      await race(
+        () => openPostgresStore(schema.url),
+        [...siteArgs("alpha", dirs), "--database", schema.url],
+        async (ids) => void (await sql`UPDATE activations SET last_seen = ${Date.now() - 7_200_000} WHERE id IN ${sql(ids)}`),
+        (text, licenseId) => sql.unsafe(text, [licenseId]),
+      );
+    } finally {
+      await sql.close();
+    }
+  },
+  60_000,
+);

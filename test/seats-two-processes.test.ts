@@ -33,7 +33,9 @@ test("parallel activations through two processes on one SQLite file: exactly the
   const admin = new Admin(VARIANTS.alpha, store, systemClock, new Audit(store, systemClock));
   const licenses = [];
   for (const r of ROUNDS)
-    licenses.push((await admin.createLicense({ licensee: "L", organization: "O", plan: "p", planTitle: "P", seats: r.seats, channels: ["stable"], expires: null })));
+    licenses.push(
+      await admin.createLicense({ licensee: "L", organization: "O", plan: "p", planTitle: "P", seats: r.seats, channels: ["stable"], expires: null }),
+    );
   await store.close();
 
   const servers = [await startServe(siteArgs("alpha", dirs)), await startServe(siteArgs("alpha", dirs))];

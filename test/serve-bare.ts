@@ -24,7 +24,10 @@ export async function serve(args: string[]): Promise<Serving> {
     const { value, done } = await reader.read();
     if (done) throw new Error(`keyturn serve exited before listening:\n${seen}`);
     seen += new TextDecoder().decode(value);
-    const line = seen.split("\n").slice(0, -1).find((l) => l.includes('"keyturn listening"'));
+    const line = seen
+      .split("\n")
+      .slice(0, -1)
+      .find((l) => l.includes('"keyturn listening"'));
     if (line) {
       reader.releaseLock();
       // Keep draining stderr so the process never blocks on a full pipe.

@@ -32,9 +32,26 @@ export async function startServe(
     // already there (a restart in the same site)
   }
   const proc = Bun.spawn(
-    [process.execPath, MAIN, "serve", "--variant", variant, "--base-url", "https://licenses.example.com",
-      "--data", join(dir, "data"), "--keys", join(dir, "keys"), "--releases", join(dir, "releases"),
-      "--port", "0", "--log-format", "json", ...args],
+    [
+      process.execPath,
+      MAIN,
+      "serve",
+      "--variant",
+      variant,
+      "--base-url",
+      "https://licenses.example.com",
+      "--data",
+      join(dir, "data"),
+      "--keys",
+      join(dir, "keys"),
+      "--releases",
+      join(dir, "releases"),
+      "--port",
+      "0",
+      "--log-format",
+      "json",
+      ...args,
+    ],
     { stdin: "ignore", stdout: "ignore", stderr: "pipe", env: { ...process.env, ...env } },
   );
   const lines: string[] = [];
@@ -56,7 +73,8 @@ export async function startServe(
         buf = buf.slice(nl + 1);
         lines.push(line);
         const p = parsed(line);
-        for (const w of waiters.splice(0)) if (p.msg === w.msg) w.resolve(p);
+        for (const w of waiters.splice(0))
+          if (p.msg === w.msg) w.resolve(p);
           else waiters.push(w);
       }
     }
@@ -88,10 +106,28 @@ export async function startServe(
 export function makeCertificate(dir: string, name: string, cn = name): { cert: string; key: string } {
   const cert = join(dir, `${name}.crt`);
   const key = join(dir, `${name}.key`);
-  execFileSync("openssl", [
-    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-    "-keyout", key, "-out", cert, "-days", "2", "-subj", `/CN=${cn}`,
-    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-  ], { stdio: "ignore" });
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:P-256",
+      "-nodes",
+      "-keyout",
+      key,
+      "-out",
+      cert,
+      "-days",
+      "2",
+      "-subj",
+      `/CN=${cn}`,
+      "-addext",
+      "subjectAltName=DNS:localhost,IP:127.0.0.1",
+    ],
+    { stdio: "ignore" },
+  );
   return { cert, key };
 }

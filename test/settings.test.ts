@@ -98,7 +98,8 @@ describe("--base-url: the site's public origin", () => {
     const base = (url: string) => toConfig({ ...paths(dir), "base-url": url }, "admin").baseUrl;
     expect(base("https://updates.example.com/")).toBe("https://updates.example.com");
     for (const local of ["http://127.0.0.1:8080", "http://localhost:8080", "http://[::1]:8080"]) expect(base(local)).toBe(local);
-    for (const remote of ["http://updates.example.com", "http://10.0.0.5:8080", "http://0.0.0.0:8080"]) expect(() => base(remote)).toThrow("must be an https URL");
+    for (const remote of ["http://updates.example.com", "http://10.0.0.5:8080", "http://0.0.0.0:8080"])
+      expect(() => base(remote)).toThrow("must be an https URL");
     const demo = (extra: Record<string, string>) => toConfig({ data: join(dir, "data"), demo: "true", ...extra }, "serve").baseUrl;
     expect(demo({ port: "8081" })).toBe("http://127.0.0.1:8081");
     expect(demo({ port: "8081", host: "::1" })).toBe("http://[::1]:8081");

@@ -56,7 +56,16 @@ describe("--channels and --platforms", () => {
 describe("manifests", () => {
   const bytes = (platform: string, channel = "stable") =>
     Buffer.from(
-      JSON.stringify({ product: "alpha", channel, platform, version: "1.0.0", released: "2026-10-01T00:00:00+00:00", installer: "a.zip", size: 1, sha256: "0".repeat(64) }),
+      JSON.stringify({
+        product: "alpha",
+        channel,
+        platform,
+        version: "1.0.0",
+        released: "2026-10-01T00:00:00+00:00",
+        installer: "a.zip",
+        size: 1,
+        sha256: "0".repeat(64),
+      }),
     );
   test("mac-arm64 and beta are refused by the spec's lists, accepted by a site that configures them", () => {
     const site = withLanes(VARIANTS.alpha, { platforms: ["win-x64", "mac-arm64"], channels: ["stable", "beta"] });
@@ -137,7 +146,25 @@ describe("keyturn license create: the licence's --channels among the site's (KEY
     try {
       const create = (env: Record<string, string>) =>
         Bun.spawnSync(
-          [process.execPath, resolve(import.meta.dir, "../src/main.ts"), "license", "create", "--licensee", "Ada", "--organization", "Engines", "--plan", "pro", "--plan-title", "Pro", "--seats", "2", "--channels", "stable,beta", "--json"],
+          [
+            process.execPath,
+            resolve(import.meta.dir, "../src/main.ts"),
+            "license",
+            "create",
+            "--licensee",
+            "Ada",
+            "--organization",
+            "Engines",
+            "--plan",
+            "pro",
+            "--plan-title",
+            "Pro",
+            "--seats",
+            "2",
+            "--channels",
+            "stable,beta",
+            "--json",
+          ],
           { cwd: dir, env: { PATH: process.env.PATH ?? "", KEYTURN_VARIANT: "alpha", ...env } },
         );
       const refused = create({});
@@ -178,7 +205,9 @@ describe("keyturn release sign|check", () => {
     mkdirSync(join(tree.root, "stable", "win-x64"), { recursive: true });
     const checkDefault = await run(["release", "check", "--releases", tree.root, "--keys", tree.keysDir, "--variant", "gamma"]);
     expect(checkDefault.code).toBe(1);
-    const check = await run(["release", "check", "--releases", tree.root, "--keys", tree.keysDir, "--variant", "gamma"], { KEYTURN_PLATFORMS: "win-x64,linux-x64" });
+    const check = await run(["release", "check", "--releases", tree.root, "--keys", tree.keysDir, "--variant", "gamma"], {
+      KEYTURN_PLATFORMS: "win-x64,linux-x64",
+    });
     expect(check.stdout).toContain("live     stable/linux-x64/1.0.0  (1.0.0)");
     expect(check.code).toBe(0);
     const bad = await run(["release", "check", "--releases", tree.root, "--variant", "gamma", "--platforms", "Linux"]);

@@ -23,8 +23,24 @@ beforeAll(async () => {
   mkdirSync(join(dir, "releases"));
   issuer = await startIssuer(Date.now);
   proc = Bun.spawn(
-    [exe, "serve", "--variant", "gamma", "--base-url", "https://licenses.example.com", "--data", join(dir, "data"),
-      "--keys", join(dir, "keys"), "--releases", join(dir, "releases"), "--port", "0", "--log-format", "json"],
+    [
+      exe,
+      "serve",
+      "--variant",
+      "gamma",
+      "--base-url",
+      "https://licenses.example.com",
+      "--data",
+      join(dir, "data"),
+      "--keys",
+      join(dir, "keys"),
+      "--releases",
+      join(dir, "releases"),
+      "--port",
+      "0",
+      "--log-format",
+      "json",
+    ],
     {
       env: {
         PATH: process.env.PATH,

@@ -70,7 +70,13 @@ async function signInAtIssuer(login: string, nonce: string, info: { scopes: stri
   const tokenRes = await fetch(discovery.token_endpoint!, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ grant_type: "authorization_code", code: callback.searchParams.get("code")!, redirect_uri: REDIRECT_URI, client_id: CLIENT_ID, code_verifier: verifier }).toString(),
+    body: new URLSearchParams({
+      grant_type: "authorization_code",
+      code: callback.searchParams.get("code")!,
+      redirect_uri: REDIRECT_URI,
+      client_id: CLIENT_ID,
+      code_verifier: verifier,
+    }).toString(),
   });
   expect(tokenRes.status).toBe(200);
   return ((await tokenRes.json()) as { id_token: string }).id_token;
@@ -78,7 +84,13 @@ async function signInAtIssuer(login: string, nonce: string, info: { scopes: stri
 
 async function programSignsIn(login: string) {
   const dev = device("alpha");
-  const info = (await (await site.request("GET", "/auth/identity")).json()) as { enabled: boolean; issuer: string; clientId: string; scopes: string[]; maxAge: number };
+  const info = (await (await site.request("GET", "/auth/identity")).json()) as {
+    enabled: boolean;
+    issuer: string;
+    clientId: string;
+    scopes: string[];
+    maxAge: number;
+  };
   expect(info).toMatchObject({ enabled: true, issuer: issuer.url, clientId: CLIENT_ID, maxAge: 600 });
   const challenge = (await (await site.request("POST", "/auth/identity/challenge", { body: { device: dev } })).json()) as { nonce: string };
   const idToken = await signInAtIssuer(login, challenge.nonce, info);
@@ -93,7 +105,14 @@ test("a real OpenID provider: code + PKCE with our nonce, the ID token exchanged
   expect(typeof claims.auth_time).toBe("number");
 
   expect(status).toBe(200);
-  expect(body.entitlement).toMatchObject({ kind: "staff", licensee: "Grace Hopper", plan: "staff", planTitle: "Staff", channels: ["stable", "preview"], seats: { used: 1, total: 5 } });
+  expect(body.entitlement).toMatchObject({
+    kind: "staff",
+    licensee: "Grace Hopper",
+    plan: "staff",
+    planTitle: "Staff",
+    channels: ["stable", "preview"],
+    seats: { used: 1, total: 5 },
+  });
   expect(decodeJwt(body.token)).toMatchObject({ kind: "staff", lic: "staff:grace" });
 
   // The staff token works like a license token.

@@ -23,8 +23,32 @@ describe.skipIf(!PG_URL)("PostgreSQL store", () => {
     const [one, two] = await Promise.all([openPostgresStore(schema.url), openPostgresStore(schema.url)]);
     try {
       const now = Date.now();
-      await one.createLicense({ id: "lic_race", kind: "license", keyHash: "h", licensee: "a", organization: "o", plan: "p", planTitle: "P", channels: ["stable"], seats: 1, issued: now, expires: null, revoked: null });
-      const input = (newId: string) => ({ licenseId: "lic_race", kind: "license" as const, installation: "dev1", deviceHash: "dev1", product: null, name: "n", platform: "win-x64", version: "1", newId, now });
+      await one.createLicense({
+        id: "lic_race",
+        kind: "license",
+        keyHash: "h",
+        licensee: "a",
+        organization: "o",
+        plan: "p",
+        planTitle: "P",
+        channels: ["stable"],
+        seats: 1,
+        issued: now,
+        expires: null,
+        revoked: null,
+      });
+      const input = (newId: string) => ({
+        licenseId: "lic_race",
+        kind: "license" as const,
+        installation: "dev1",
+        deviceHash: "dev1",
+        product: null,
+        name: "n",
+        platform: "win-x64",
+        version: "1",
+        newId,
+        now,
+      });
       let current = "act_0";
       expect((await one.activate(input(current))).outcome).toBe("created");
       for (let round = 1; round <= 25; round++) {
@@ -70,10 +94,35 @@ describe.skipIf(!PG_URL)("PostgreSQL store", () => {
       expect(rows.map((r: { version: number }) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
       const tables = await clients[0]!`SELECT table_name FROM information_schema.tables WHERE table_schema = ${schema.name} ORDER BY table_name`;
       expect(tables.map((r: { table_name: string }) => r.table_name)).toEqual([
-        "activations", "admin_tokens", "audit", "challenges", "console_sessions", "events", "feed_epoch", "idempotency", "known_releases", "known_releases_baseline", "licenses",
-        "mirror_license_expiry", "mirror_release_controls", "mirror_revocations", "mirror_snapshot_expiries", "mirror_snapshot_revocations", "mirror_sync", "mirror_vendor_keys",
-        "record_key_check", "records_variant", "release_controls", "release_controls_generation", "rollout_buckets", "rollout_releases", "schema_migrations",
-        "webhook_attempts", "webhook_deliveries", "webhook_endpoints", "webhook_fanout",
+        "activations",
+        "admin_tokens",
+        "audit",
+        "challenges",
+        "console_sessions",
+        "events",
+        "feed_epoch",
+        "idempotency",
+        "known_releases",
+        "known_releases_baseline",
+        "licenses",
+        "mirror_license_expiry",
+        "mirror_release_controls",
+        "mirror_revocations",
+        "mirror_snapshot_expiries",
+        "mirror_snapshot_revocations",
+        "mirror_sync",
+        "mirror_vendor_keys",
+        "record_key_check",
+        "records_variant",
+        "release_controls",
+        "release_controls_generation",
+        "rollout_buckets",
+        "rollout_releases",
+        "schema_migrations",
+        "webhook_attempts",
+        "webhook_deliveries",
+        "webhook_endpoints",
+        "webhook_fanout",
       ]);
     } finally {
       await Promise.all(clients.map((c) => c.close()));

@@ -48,7 +48,9 @@ const event = (id: string, type: string, object: Record<string, unknown>) =>
 
 async function send(payload: string, signedPayload = payload): Promise<Response> {
   const signature = await Stripe.webhooks.generateTestHeaderStringAsync({ payload: signedPayload, secret: SECRET });
-  return bridge(new Request("http://bridge.test/stripe", { method: "POST", headers: { "stripe-signature": signature, "content-type": "application/json" }, body: payload }));
+  return bridge(
+    new Request("http://bridge.test/stripe", { method: "POST", headers: { "stripe-signature": signature, "content-type": "application/json" }, body: payload }),
+  );
 }
 
 const session = (extra: Record<string, unknown> = {}) => ({
@@ -91,7 +93,11 @@ test("a paid checkout makes one licence even when Stripe sends the event again, 
   expect(delivered.map((d) => d.key)).toEqual([delivered[0]!.key, delivered[0]!.key]);
   expect(delivered[0]!.session.id).toBe("cs_test_a1");
 
-  const activated = await fetch(`${api}/licenses/activate`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ key: delivered[0]!.key, device: device("alpha") }) });
+  const activated = await fetch(`${api}/licenses/activate`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ key: delivered[0]!.key, device: device("alpha") }),
+  });
   expect(activated.status).toBe(200);
   expect(((await activated.json()) as any).entitlement).toMatchObject({ licensee: "Grace Hopper", plan: "pro", seats: { used: 1, total: 3 } });
 
@@ -129,19 +135,40 @@ test("a tampered or unsigned event is refused and changes nothing", async () => 
   const unsigned = await bridge(new Request("http://bridge.test/stripe", { method: "POST", body: genuine }));
   expect(unsigned.status).toBe(400);
   const otherSecret = await Stripe.webhooks.generateTestHeaderStringAsync({ payload: genuine, secret: "whsec_" + Buffer.from("another").toString("base64") });
-  expect((await bridge(new Request("http://bridge.test/stripe", { method: "POST", headers: { "stripe-signature": otherSecret }, body: genuine }))).status).toBe(400);
+  expect((await bridge(new Request("http://bridge.test/stripe", { method: "POST", headers: { "stripe-signature": otherSecret }, body: genuine }))).status).toBe(
+    400,
+  );
   expect(await allLicenses()).toHaveLength(0);
   expect(delivered).toHaveLength(0);
 });
 
 test("a full refund revokes the licence bought with that payment, and its token is refused at once", async () => {
   await send(event("evt_checkout_4", "checkout.session.completed", session()));
-  await send(event("evt_checkout_5", "checkout.session.completed", session({ id: "cs_test_b2", payment_intent: "pi_B2", customer_details: { name: "Alan Kay", email: "alan@example.com" } })));
-  const activated = (await (await fetch(`${api}/licenses/activate`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ key: delivered[0]!.key, device: device("alpha") }) })).json()) as any;
+  await send(
+    event(
+      "evt_checkout_5",
+      "checkout.session.completed",
+      session({ id: "cs_test_b2", payment_intent: "pi_B2", customer_details: { name: "Alan Kay", email: "alan@example.com" } }),
+    ),
+  );
+  const activated = (await (
+    await fetch(`${api}/licenses/activate`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ key: delivered[0]!.key, device: device("alpha") }),
+    })
+  ).json()) as any;
   const current = () => fetch(`${api}/entitlements/current`, { headers: { authorization: `Bearer ${activated.token}` } });
   expect((await current()).status).toBe(200);
 
-  const charge = (extra: Record<string, unknown>) => ({ id: "ch_A1", object: "charge", payment_intent: "pi_A1", billing_details: { email: "grace@example.com" }, receipt_email: null, ...extra });
+  const charge = (extra: Record<string, unknown>) => ({
+    id: "ch_A1",
+    object: "charge",
+    payment_intent: "pi_A1",
+    billing_details: { email: "grace@example.com" },
+    receipt_email: null,
+    ...extra,
+  });
   expect((await send(event("evt_refund_partial", "charge.refunded", charge({ refunded: false, amount_refunded: 500 })))).status).toBe(200);
   expect((await current()).status).toBe(200);
 
@@ -172,7 +199,13 @@ test("a paid subscription invoice sets, then extends, the licence's expiry; befo
   const early = await send(event("evt_inv_0", "invoice.paid", invoice("in_0", periodEnd(30))));
   expect(early.status).toBe(500);
 
-  await send(event("evt_checkout_6", "checkout.session.completed", session({ id: "cs_test_s1", mode: "subscription", payment_intent: null, customer: "cus_S1", subscription: "sub_S1", metadata: { plan: "team" } })));
+  await send(
+    event(
+      "evt_checkout_6",
+      "checkout.session.completed",
+      session({ id: "cs_test_s1", mode: "subscription", payment_intent: null, customer: "cus_S1", subscription: "sub_S1", metadata: { plan: "team" } }),
+    ),
+  );
   const [license] = await allLicenses();
   expect(license).toMatchObject({ plan: "team", seats: 1, expires: null, metadata: { stripe_subscription: "sub_S1" } });
   expect(license.metadata.stripe_payment_intent).toBeUndefined();
@@ -192,7 +225,10 @@ test("a paid subscription invoice sets, then extends, the licence's expiry; befo
 test("without metadata.plan the plan comes from the line item's price and the seats from its quantity; a session of another product is answered 200 and ignored (not retried for days)", async () => {
   bridge = makeBridge({
     prices: { price_team_yearly: "team" },
-    lineItems: async (id) => (id === "cs_test_p1" ? [{ price: { id: "price_team_yearly" } as Stripe.Price, quantity: 5 }] : [{ price: { id: "price_other" } as Stripe.Price, quantity: 1 }]),
+    lineItems: async (id) =>
+      id === "cs_test_p1"
+        ? [{ price: { id: "price_team_yearly" } as Stripe.Price, quantity: 5 }]
+        : [{ price: { id: "price_other" } as Stripe.Price, quantity: 1 }],
   });
   expect((await send(event("evt_checkout_7", "checkout.session.completed", session({ id: "cs_test_p1", metadata: {} })))).status).toBe(200);
   const other = await send(event("evt_checkout_8", "checkout.session.completed", session({ id: "cs_test_p2", payment_intent: "pi_P2", metadata: {} })));
@@ -200,7 +236,17 @@ test("without metadata.plan the plan comes from the line item's price and the se
   expect(((await other.json()) as { outcome: string }).outcome).toContain("ignored");
   expect(logs.at(-1)).toContain("cs_test_p2 is for no plan known here");
   // a plan named in metadata that this bridge does not sell: the same
-  expect((await send(event("evt_checkout_8b", "checkout.session.completed", session({ id: "cs_test_p3", payment_intent: "pi_P3", metadata: { plan: "other-app", seats: "1" } })))).status).toBe(200);
+  expect(
+    (
+      await send(
+        event(
+          "evt_checkout_8b",
+          "checkout.session.completed",
+          session({ id: "cs_test_p3", payment_intent: "pi_P3", metadata: { plan: "other-app", seats: "1" } }),
+        ),
+      )
+    ).status,
+  ).toBe(200);
   const licenses = await allLicenses();
   expect(licenses.map((l) => [l.plan, l.planTitle, l.seats, l.metadata.stripe_session])).toEqual([["team", "Team", 5, "cs_test_p1"]]);
   expect(delivered).toHaveLength(1);
@@ -226,7 +272,21 @@ test("a full refund of a subscription's payment revokes its licence: each paid i
     lines: { object: "list", data: [{ id: "il_r", period: { start: end - 30 * 86400, end } }] },
     payments: { object: "list", data: [{ id: "inpay_" + id, object: "invoice_payment", payment: { type: "payment_intent", payment_intent: paymentIntent } }] },
   });
-  await send(event("evt_sub_checkout", "checkout.session.completed", session({ id: "cs_test_r1", mode: "subscription", payment_intent: null, customer: "cus_R1", subscription: "sub_R1", customer_details: { name: "Ada", email: "ada@example.com" }, metadata: { plan: "team" } })));
+  await send(
+    event(
+      "evt_sub_checkout",
+      "checkout.session.completed",
+      session({
+        id: "cs_test_r1",
+        mode: "subscription",
+        payment_intent: null,
+        customer: "cus_R1",
+        subscription: "sub_R1",
+        customer_details: { name: "Ada", email: "ada@example.com" },
+        metadata: { plan: "team" },
+      }),
+    ),
+  );
   expect((await send(event("evt_sub_inv_1", "invoice.paid", invoice("in_r1", periodEnd(30), "pi_R1")))).status).toBe(200);
   expect((await send(event("evt_sub_inv_2", "invoice.paid", invoice("in_r2", periodEnd(60), "pi_R2")))).status).toBe(200);
   expect((await send(event("evt_sub_inv_2", "invoice.paid", invoice("in_r2", periodEnd(60), "pi_R2")))).status).toBe(200); // sent again
@@ -234,7 +294,13 @@ test("a full refund of a subscription's payment revokes its licence: each paid i
   expect(license.metadata).toMatchObject({ stripe_subscription: "sub_R1", stripe_payment_intents: "pi_R2 pi_R1" });
   expect(Date.parse(license.expires)).toBe(periodEnd(60) * 1000 + 3 * DAY);
 
-  const activated = (await (await fetch(`${api}/licenses/activate`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ key: delivered[0]!.key, device: device("alpha") }) })).json()) as any;
+  const activated = (await (
+    await fetch(`${api}/licenses/activate`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ key: delivered[0]!.key, device: device("alpha") }),
+    })
+  ).json()) as any;
   const refund = { id: "ch_R2", object: "charge", payment_intent: "pi_R2", refunded: true, billing_details: { email: "ada@example.com" }, receipt_email: null };
   expect((await send(event("evt_sub_refund", "charge.refunded", refund))).status).toBe(200);
   expect((await admin(`/licenses/${license.id}`)).license.revoked).not.toBeNull();
@@ -245,7 +311,13 @@ test("a full refund of a subscription's payment revokes its licence: each paid i
 test("a buyer's name or organisation over keyturn's 200 characters (or with control characters) is cut, an e-mail keyturn refuses left out: the paid order gets its licence", async () => {
   const long = "Ü".repeat(150) + "\n" + "b".repeat(48) + "😀" + "c".repeat(100); // the emoji straddles character 200
   const email = "x".repeat(250) + "@example.com";
-  const response = await send(event("evt_checkout_long", "checkout.session.completed", session({ id: "cs_test_l1", payment_intent: "pi_L1", customer_details: { name: long, email, business_name: "O".repeat(400) } })));
+  const response = await send(
+    event(
+      "evt_checkout_long",
+      "checkout.session.completed",
+      session({ id: "cs_test_l1", payment_intent: "pi_L1", customer_details: { name: long, email, business_name: "O".repeat(400) } }),
+    ),
+  );
   expect(response.status).toBe(200);
   const [license] = await allLicenses();
   expect(license.licensee).toBe("Ü".repeat(150) + " " + "b".repeat(48));

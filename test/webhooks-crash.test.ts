@@ -40,17 +40,25 @@ test("SIGKILL between licence changes and their deliveries loses no event; redel
       return new Response(null, { status: 204 });
     },
   });
-  await addWebhookEndpoint({ variant: VARIANTS.alpha, store, clock: systemClock, tokenTtlSeconds: 3600, webhookDestinations: { allowHosts: ["127.0.0.1"] } }, CLI_CALLER, {
-    url: `http://127.0.0.1:${receiver.port}/hooks`,
-    events: ["activation.created", "license.created"],
-  });
+  await addWebhookEndpoint(
+    { variant: VARIANTS.alpha, store, clock: systemClock, tokenTtlSeconds: 3600, webhookDestinations: { allowHosts: ["127.0.0.1"] } },
+    CLI_CALLER,
+    {
+      url: `http://127.0.0.1:${receiver.port}/hooks`,
+      events: ["activation.created", "license.created"],
+    },
+  );
   const { key } = await admin.createLicense({ licensee: "L", organization: "O", plan: "p", planTitle: "P", seats: 1000, channels: ["stable"], expires: null });
   await store.close();
 
   try {
     const activations = async (url: string, n: number) => {
       for (let i = 0; i < n; i++) {
-        const r = await fetch(`${url}/api/v1/licenses/activate`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ key, device: device("alpha") }) });
+        const r = await fetch(`${url}/api/v1/licenses/activate`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ key, device: device("alpha") }),
+        });
         expect(r.status).toBe(200);
       }
     };

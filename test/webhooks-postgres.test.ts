@@ -33,14 +33,25 @@ describe.skipIf(!PG_URL)("webhook workers sharing one PostgreSQL", () => {
     });
     try {
       const clock = testClock(Date.now());
-      await one.createWebhookEndpoint({ id: "whe_pg", url: `http://127.0.0.1:${server.port}/h`, types: ["license.created"], secret: "whsec_" + Buffer.alloc(24, 7).toString("base64"), enabled: true, disabledReason: null, created: clock() });
+      await one.createWebhookEndpoint({
+        id: "whe_pg",
+        url: `http://127.0.0.1:${server.port}/h`,
+        types: ["license.created"],
+        secret: "whsec_" + Buffer.alloc(24, 7).toString("base64"),
+        enabled: true,
+        disabledReason: null,
+        created: clock(),
+      });
       const ids: string[] = [];
       for (let i = 0; i < 60; i++) {
         const e = newEvent("license.created", { n: i }, clock());
         ids.push(e.id);
         await (i % 2 ? one : two).appendEvent(e);
       }
-      const workers = [new WebhookWorker({ store: one, clock, log: silentLogger, concurrency: 4, destinations: { allowHosts: ["127.0.0.1"] } }), new WebhookWorker({ store: two, clock, log: silentLogger, concurrency: 4, destinations: { allowHosts: ["127.0.0.1"] } })];
+      const workers = [
+        new WebhookWorker({ store: one, clock, log: silentLogger, concurrency: 4, destinations: { allowHosts: ["127.0.0.1"] } }),
+        new WebhookWorker({ store: two, clock, log: silentLogger, concurrency: 4, destinations: { allowHosts: ["127.0.0.1"] } }),
+      ];
       for (let round = 0; round < 2; round++) {
         await Promise.all(workers.map((w) => w.tick()));
         await Promise.all(workers.map((w) => w.tick()));

@@ -52,14 +52,23 @@ export function writeSmallReleases(root: string, count: number, key: { kid: stri
     const name = `${product}-${version}.exe`;
     writeFileSync(join(folder, name), installer);
     const released = new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString();
-    const manifest = Buffer.from(JSON.stringify({ product, channel, platform: "win-x64", version, released, installer: name, size: installer.length, sha256 }, null, 2));
+    const manifest = Buffer.from(
+      JSON.stringify({ product, channel, platform: "win-x64", version, released, installer: name, size: installer.length, sha256 }, null, 2),
+    );
     writeFileSync(join(folder, variant.manifestFile), manifest);
     writeFileSync(join(folder, `${variant.manifestFile}.sig`), signManifest(manifest, key, variant));
   }
 }
 
 /** `rolloutPercent`: the big release carries `rollout: { percent }` (the update path then picks per installation). */
-export async function makeReleaseTree(exe: string, root: string, releaseKeyFile: string, folders: number, bigBytes: number, rolloutPercent: number | null = null) {
+export async function makeReleaseTree(
+  exe: string,
+  root: string,
+  releaseKeyFile: string,
+  folders: number,
+  bigBytes: number,
+  rolloutPercent: number | null = null,
+) {
   writeSmallReleases(root, folders - 1, { kid: RELEASE_KID, privateKey: createPrivateKey(readFileSync(releaseKeyFile, "utf8")) });
 
   const folder = join(root, BIG.product, BIG.channel, BIG.platform, BIG.version);
@@ -74,8 +83,14 @@ export async function makeReleaseTree(exe: string, root: string, releaseKeyFile:
   }
   await new Promise((resolve, reject) => out.end((e: unknown) => (e ? reject(e) : resolve(null))));
   const manifest = {
-    product: BIG.product, channel: BIG.channel, platform: BIG.platform, version: BIG.version,
-    released: "2026-11-20T10:00:00+00:00", installer: BIG.installer, size: bigBytes, sha256: hash.digest("hex"),
+    product: BIG.product,
+    channel: BIG.channel,
+    platform: BIG.platform,
+    version: BIG.version,
+    released: "2026-11-20T10:00:00+00:00",
+    installer: BIG.installer,
+    size: bigBytes,
+    sha256: hash.digest("hex"),
     notes: "The release the bench downloads.",
     ...(rolloutPercent !== null ? { rollout: { percent: rolloutPercent } } : {}),
   };
@@ -87,9 +102,27 @@ export async function makeReleaseTree(exe: string, root: string, releaseKeyFile:
 /** A license through the admin command; returns its key. */
 export function createLicense(exe: string, data: string, keys: string, seats: number): string {
   const out = keyturn(exe, [
-    "license", "create", "--variant", "alpha", "--data", data, "--keys", keys,
-    "--licensee", "Bench Ltd", "--organization", "Bench Ltd", "--plan", "site", "--plan-title", "Site",
-    "--seats", String(seats), "--channels", "stable,preview", "--json",
+    "license",
+    "create",
+    "--variant",
+    "alpha",
+    "--data",
+    data,
+    "--keys",
+    keys,
+    "--licensee",
+    "Bench Ltd",
+    "--organization",
+    "Bench Ltd",
+    "--plan",
+    "site",
+    "--plan-title",
+    "Site",
+    "--seats",
+    String(seats),
+    "--channels",
+    "stable,preview",
+    "--json",
   ]);
   return JSON.parse(out).key;
 }

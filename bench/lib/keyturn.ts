@@ -13,10 +13,27 @@ export interface ServeOptions {
 
 export function serveArgs(o: ServeOptions): string[] {
   return [
-    o.exe, "serve", "--variant", "alpha", "--base-url", "https://licenses.example.com",
-    "--data", o.data, "--keys", o.keys, "--releases", o.releases, "--host", "127.0.0.1", "--port", String(o.port),
+    o.exe,
+    "serve",
+    "--variant",
+    "alpha",
+    "--base-url",
+    "https://licenses.example.com",
+    "--data",
+    o.data,
+    "--keys",
+    o.keys,
+    "--releases",
+    o.releases,
+    "--host",
+    "127.0.0.1",
+    "--port",
+    String(o.port),
     // The rate limits are lifted on purpose: the bench measures throughput from one address.
-    "--rate-limit-api", "100000000/1s", "--rate-limit-signin", "100000000/1s",
+    "--rate-limit-api",
+    "100000000/1s",
+    "--rate-limit-signin",
+    "100000000/1s",
     ...(o.extra ?? []),
   ];
 }
@@ -48,7 +65,10 @@ export async function startKeyturn(o: ServeOptions): Promise<Running> {
       proc.kill();
       throw new Error(`keyturn was not healthy within 60 s:\n${readFileSync(logFile, "utf8")}`);
     }
-    const status = await fetch(`${url}/api/v1/health`).then((r) => r.status, () => 0);
+    const status = await fetch(`${url}/api/v1/health`).then(
+      (r) => r.status,
+      () => 0,
+    );
     if (status === 200) break;
     await Bun.sleep(20);
   }

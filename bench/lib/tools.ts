@@ -12,7 +12,10 @@ export function ensureTools(): void {
   if (missing.length === 0) return;
   const sudo = process.getuid?.() === 0 ? [] : ["sudo"];
   console.log(`installing ${missing.join(", ")} with apt-get`);
-  for (const cmd of [[...sudo, "apt-get", "update"], [...sudo, "apt-get", "install", "-y", "--no-install-recommends", ...missing]]) {
+  for (const cmd of [
+    [...sudo, "apt-get", "update"],
+    [...sudo, "apt-get", "install", "-y", "--no-install-recommends", ...missing],
+  ]) {
     const r = Bun.spawnSync(cmd, { stdout: "inherit", stderr: "inherit", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
     if (r.exitCode !== 0) throw new Error(`${cmd.join(" ")} failed (${r.exitCode})`);
   }

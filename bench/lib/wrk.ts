@@ -27,8 +27,16 @@ export interface WrkRun {
 /** Runs wrk once; throws when any request failed or was answered with anything but a 200 (see WrkResult.errors). */
 export async function wrk(run: WrkRun): Promise<WrkResult> {
   const cmd = pinned(CPUS.client, [
-    "wrk", "-t1", `-c${run.connections}`, `-d${run.seconds}s`, "--timeout", "10s",
-    "-s", join(LUA_DIR, run.script), run.url, ...(run.args?.length ? ["--", ...run.args] : []),
+    "wrk",
+    "-t1",
+    `-c${run.connections}`,
+    `-d${run.seconds}s`,
+    "--timeout",
+    "10s",
+    "-s",
+    join(LUA_DIR, run.script),
+    run.url,
+    ...(run.args?.length ? ["--", ...run.args] : []),
   ]);
   const proc = Bun.spawn(cmd, { stdout: "pipe", stderr: "pipe", env: { ...process.env, BENCH_LUA_DIR: LUA_DIR } });
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
@@ -37,7 +45,10 @@ export async function wrk(run: WrkRun): Promise<WrkResult> {
   const r = JSON.parse(line.slice("BENCH_JSON ".length));
   const secs = r.durationUs / 1e6;
   const result: WrkResult = { ...r, rps: r.requests / secs, bytesPerSec: r.bytes / secs };
-  if (errorCount(result) > 0) throw new Error(`${run.script} ${run.url}: ${errorCount(result)} of ${result.requests} requests failed or were not answered 200: ${JSON.stringify(result.errors)}`);
+  if (errorCount(result) > 0)
+    throw new Error(
+      `${run.script} ${run.url}: ${errorCount(result)} of ${result.requests} requests failed or were not answered 200: ${JSON.stringify(result.errors)}`,
+    );
   return result;
 }
 

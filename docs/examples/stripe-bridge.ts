@@ -82,7 +82,11 @@ const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 const DAY_MS = 24 * 3600 * 1000;
 
 class KeyturnCallError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
     super(`keyturn ${status} ${code}: ${message}`);
   }
 }
@@ -241,7 +245,10 @@ function newestFitting(ids: readonly string[]): string {
  * `max` characters (never inside a character that takes two); null when nothing is left.
  */
 function fit(text: string | null | undefined, max: number): string | null {
-  let t = (text ?? "").replace(/[\x00-\x1f\x7f]+/g, " ").replace(/\s+/g, " ").trim();
+  let t = (text ?? "")
+    .replace(/[\x00-\x1f\x7f]+/g, " ")
+    .replace(/\s+/g, " ")
+    .trim();
   if (t.length > max) t = t.slice(0, /[\ud800-\udbff]/.test(t[max - 1]!) ? max - 1 : max).trim();
   return t.length > 0 ? t : null;
 }

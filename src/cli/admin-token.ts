@@ -29,7 +29,11 @@ export async function adminTokenCommand(args: string[], env: Record<string, stri
     if (sub === "create") {
       if (typeof f.name !== "string" || typeof f.scopes !== "string") throw new UsageError(USAGE, "--name and --scopes are required");
       const expires = parseIsoFlag(USAGE, "expires", typeof f.expires === "string" ? f.expires : undefined);
-      const input = decode(AdminTokenCreateInput, { name: f.name, scopes: parseList(f.scopes), ...(expires === null ? {} : { expires: new Date(expires).toISOString() }) });
+      const input = decode(AdminTokenCreateInput, {
+        name: f.name,
+        scopes: parseList(f.scopes),
+        ...(expires === null ? {} : { expires: new Date(expires).toISOString() }),
+      });
       const { token, secret } = await createAdminToken(ctx.deps, CLI_CALLER, input);
       if (f.json === true) printJson({ secret, ...token });
       else {

@@ -3,8 +3,7 @@ import { ERROR_CODES } from "../domain/errors";
 import { openAdmin } from "./admin-context";
 import { out, parseIsoFlag, printJson, UsageError } from "./io";
 
-export const USAGE =
-  "keyturn audit [--ref REF] [--license KEY|ID] [--activation ACT_ID] [--error CODE] [--since ISO] [--until ISO] [--limit N] [--json]";
+export const USAGE = "keyturn audit [--ref REF] [--license KEY|ID] [--activation ACT_ID] [--error CODE] [--since ISO] [--until ISO] [--limit N] [--json]";
 
 const FLAGS = {
   ref: { type: "string" },
@@ -22,7 +21,12 @@ const DEFAULT_LIMIT = 100;
 function printLine(v: AuditLineView): void {
   const what = v.outcome === "ok" ? "ok" : `refused ${v.error}`;
   const who = [v.license && `license ${v.license}`, v.activation && `activation ${v.activation}`, v.address && `from ${v.address}`];
-  out(`${v.time}  ${v.ref}  ${v.action}  ${what}${who.filter(Boolean).map((w) => `  ${w}`).join("")}`);
+  out(
+    `${v.time}  ${v.ref}  ${v.action}  ${what}${who
+      .filter(Boolean)
+      .map((w) => `  ${w}`)
+      .join("")}`,
+  );
 }
 
 /** `keyturn audit`: the audit trail, newest first, filtered. */
@@ -32,8 +36,7 @@ export async function auditCommand(args: string[], env: Record<string, string | 
     const f = ctx.flags as Record<string, string | boolean | undefined>;
     if (ctx.positionals.length > 0) throw new UsageError(USAGE, `unexpected argument "${ctx.positionals[0]}"`);
     const error = f.error as string | undefined;
-    if (error !== undefined && !(ERROR_CODES as readonly string[]).includes(error))
-      throw new UsageError(USAGE, `--error: unknown error code "${error}"`);
+    if (error !== undefined && !(ERROR_CODES as readonly string[]).includes(error)) throw new UsageError(USAGE, `--error: unknown error code "${error}"`);
     const limitText = (f.limit as string | undefined) ?? String(DEFAULT_LIMIT);
     if (!/^\d{1,7}$/.test(limitText) || Number(limitText) < 1) throw new UsageError(USAGE, "--limit must be a whole number of at least 1");
     const since = parseIsoFlag(USAGE, "since", f.since as string | undefined);

@@ -36,8 +36,7 @@ export async function copyCommand(args: string[]): Promise<number> {
   } catch (e) {
     throw new UsageError(USAGE, `--to: ${(e as Error).message}`);
   }
-  if (!existsSync(join(values.from, SQLITE_FILE)))
-    throw new UsageError(USAGE, `--from: no keyturn records (${SQLITE_FILE}) in ${values.from}`);
+  if (!existsSync(join(values.from, SQLITE_FILE))) throw new UsageError(USAGE, `--from: no keyturn records (${SQLITE_FILE}) in ${values.from}`);
 
   const source = openSqliteStore(values.from);
   try {
@@ -51,7 +50,10 @@ export async function copyCommand(args: string[]): Promise<number> {
       return 0;
     } catch (e) {
       if (e instanceof TargetNotEmptyError)
-        throw new KeyturnError("invalid_request", `the target already holds ${describe(e.counts)}; nothing copied (--merge overwrites rows present with the source's)`);
+        throw new KeyturnError(
+          "invalid_request",
+          `the target already holds ${describe(e.counts)}; nothing copied (--merge overwrites rows present with the source's)`,
+        );
       throw e;
     } finally {
       await target.close();

@@ -112,7 +112,12 @@ function updateBody(f: Readonly<Record<string, string | boolean | undefined>>, t
   const expires = str("expires") === "never" ? null : parseIsoFlag(USAGE, "expires", str("expires"));
   if (str("expires") !== undefined) body.expires = expires === null ? null : new Date(expires).toISOString();
   if (str("channels") !== undefined) body.channels = parseList(str("channels")!);
-  for (const [flag, field] of [["plan", "plan"], ["plan-title", "planTitle"], ["licensee", "licensee"], ["organization", "organization"]] as const)
+  for (const [flag, field] of [
+    ["plan", "plan"],
+    ["plan-title", "planTitle"],
+    ["licensee", "licensee"],
+    ["organization", "organization"],
+  ] as const)
     if (str(flag) !== undefined) body[field] = str(flag);
   if (str("email") !== undefined) body.email = str("email") === "none" ? null : str("email");
   Object.assign(body, seatLeaseFlag(f));
@@ -182,7 +187,10 @@ export async function licenseCommand(args: string[], env: Record<string, string 
     if (sub === "show") license = await ctx.admin.findLicense(target);
     else if (sub === "revoke") license = await ctx.admin.revokeLicense(target);
     else {
-      const { id } = sub === "update" ? (await updateLicense(ctx.deps, CLI_CALLER, target, decode(LicenseUpdateInput, updateBody(f, ttl)))).license : await reinstateLicense(ctx.deps, CLI_CALLER, target);
+      const { id } =
+        sub === "update"
+          ? (await updateLicense(ctx.deps, CLI_CALLER, target, decode(LicenseUpdateInput, updateBody(f, ttl)))).license
+          : await reinstateLicense(ctx.deps, CLI_CALLER, target);
       license = (await ctx.store.getLicense(id))!;
     }
     const view = licenseView(license, await ctx.store.countActiveSeats(license.id));

@@ -20,7 +20,10 @@ export function startMetricsListener(address: { host: string; port: number }, me
   });
   // The metrics publish business counts (activations, refusals by reason) to whoever can connect.
   if (!isLoopbackHost(address.host))
-    log.warn("metrics are served without authentication on a non-loopback address: allow only the scraper to reach it (firewall)", { host: address.host, port: server.port });
+    log.warn("metrics are served without authentication on a non-loopback address: allow only the scraper to reach it (firewall)", {
+      host: address.host,
+      port: server.port,
+    });
   log.info("metrics listening", { url: `http://${server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname}:${server.port}/metrics` });
   return server;
 }

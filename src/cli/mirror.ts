@@ -55,7 +55,11 @@ async function check(args: string[], env: Record<string, string | undefined>): P
   await checkTree(variant, root, releaseKeys, say);
   try {
     const page = await fetchFeedPage({ of: mirror.of, token: mirror.token, after: null, limit: 1, timeoutMs: TIMEOUT_MS, now: Date.now() });
-    say("ok", "feed", `${mirror.of} answers, accepts the token, and its answer is well-formed (records ${page.epoch}, ${page.received} item${page.received === 1 ? "" : "s"} on a first page of 1)`);
+    say(
+      "ok",
+      "feed",
+      `${mirror.of} answers, accepts the token, and its answer is well-formed (records ${page.epoch}, ${page.received} item${page.received === 1 ? "" : "s"} on a first page of 1)`,
+    );
   } catch (e) {
     if (!(e instanceof FeedProblem)) throw e;
     say("PROBLEM", "feed", e.message);
@@ -97,7 +101,8 @@ async function checkKeys(variant: Variant, dir: string, of: string, say: (v: Ver
       const kid = String(k.kid);
       const mine = ring.verify.get(kid);
       // A license key is learnt from the feed (the next key of a rotation among them); a release key is not.
-      if (!mine && parseKid(kid)?.purpose === "license") say("note", "keys", `the vendor publishes ${kid}, not in ${dir}: the mirror learns it from the vendor's feed`);
+      if (!mine && parseKid(kid)?.purpose === "license")
+        say("note", "keys", `the vendor publishes ${kid}, not in ${dir}: the mirror learns it from the vendor's feed`);
       else if (!mine) say("PROBLEM", "keys", `the vendor publishes ${kid}, but ${dir} has no ${kid}.pub.pem`);
       else if (mine.spki !== k.spki) say("PROBLEM", "keys", `${kid}.pub.pem is not the key the vendor publishes under that kid`);
     }
@@ -111,7 +116,11 @@ async function checkTree(variant: Variant, root: string, releaseKeys: ReturnType
   try {
     const result = await scanReleaseTree(root, { variant, releaseKeys, hashInstallers: true });
     for (const p of result.problems) say("PROBLEM", "copy", `${p.folder}: ${p.reason}`);
-    say(result.index.size > 0 ? "ok" : "PROBLEM", "copy", `${root}: ${result.index.size} live release${result.index.size === 1 ? "" : "s"}, ${result.problems.length} with problems`);
+    say(
+      result.index.size > 0 ? "ok" : "PROBLEM",
+      "copy",
+      `${root}: ${result.index.size} live release${result.index.size === 1 ? "" : "s"}, ${result.problems.length} with problems`,
+    );
   } catch (e) {
     if (!(e instanceof ReleaseTreeUnreadable)) throw e;
     say("PROBLEM", "copy", e.message);

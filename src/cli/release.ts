@@ -107,7 +107,9 @@ async function check(args: string[], env: Environment): Promise<number> {
   }
   // Without a release key every signature would go unchecked: a check that checks nothing must not pass.
   if (releaseKeys.size === 0) {
-    err(`keyturn: no ${variant.name}-release-* key (.pub.pem or .pem) in ${keysDir}: signatures cannot be checked; give --keys the directory of the release keys`);
+    err(
+      `keyturn: no ${variant.name}-release-* key (.pub.pem or .pem) in ${keysDir}: signatures cannot be checked; give --keys the directory of the release keys`,
+    );
     return 1;
   }
   const lines = [

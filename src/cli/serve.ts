@@ -49,7 +49,10 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   // A license key that is there but cannot be used would leave licensing off behind a warning.
   const unusable = unusableLicenseKeys(config.keysDir, config.variant);
   if (unusable.length > 0)
-    throw new ConfigError("keys", `${unusable.map((u) => `${u.path} ${u.why}`).join("; ")}; without it every activation would answer 503 licensing_unavailable`);
+    throw new ConfigError(
+      "keys",
+      `${unusable.map((u) => `${u.path} ${u.why}`).join("; ")}; without it every activation would answer 503 licensing_unavailable`,
+    );
 
   const records = await openStore(config);
   // Sealed records whose key is missing or another would leave webhooks pending for ever: refused before anything starts.
@@ -67,8 +70,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
     log.info("mirror", { of: config.mirror.of, pollMs: config.mirror.pollMs, maxStalenessSeconds: config.mirror.maxStalenessSeconds });
     if (![...keys.verify.values()].some((k) => k.purpose === "license"))
       log.warn(`no ${config.variant.name}-license-*.pub.pem in --keys: every token of ${config.mirror.of} will be refused`, { keys: config.keysDir });
-  }
-  else if (!keys.signing) log.warn("no license signing key: activate, refresh and sign-in answer licensing_unavailable", { keys: config.keysDir });
+  } else if (!keys.signing) log.warn("no license signing key: activate, refresh and sign-in answer licensing_unavailable", { keys: config.keysDir });
   const retention = startRetention({ store, clock: services.clock, log, auditRetentionSeconds: config.auditRetentionSeconds });
   const webhooks = new WebhookWorker({
     store,
@@ -132,7 +134,13 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   await demoReady;
   if (stopping) return exited;
   mirror?.start();
-  log.info("keyturn listening", { url: listenUrl, variant: config.variant.name, version: VERSION, baseUrl: config.baseUrl, signingKid: keys.signing?.kid ?? null });
+  log.info("keyturn listening", {
+    url: listenUrl,
+    variant: config.variant.name,
+    version: VERSION,
+    baseUrl: config.baseUrl,
+    signingKid: keys.signing?.kid ?? null,
+  });
   return exited;
 }
 

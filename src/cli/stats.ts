@@ -8,7 +8,8 @@ import { collectStats, STATS_DAYS } from "../domain/stats";
 import { openAdmin } from "./admin-context";
 import { out, printJson, UsageError } from "./io";
 
-export const USAGE = "keyturn stats [--json]   (adoption by version per lane, rollouts' reach, activations per day, seats in use and lapsed, licenses expiring)";
+export const USAGE =
+  "keyturn stats [--json]   (adoption by version per lane, rollouts' reach, activations per day, seats in use and lapsed, licenses expiring)";
 
 /** `keyturn stats`: what GET /admin/stats answers, from the records and the release tree (for rollouts' reach). */
 export async function statsCommand(args: string[], env: Record<string, string | undefined>): Promise<number> {
@@ -30,7 +31,8 @@ export async function statsCommand(args: string[], env: Record<string, string | 
     }
     out(`installations seen in the last ${STATS_DAYS} days (since ${stats.since}), by lane and version:`);
     if (stats.installations.length === 0) out("  none");
-    for (const i of stats.installations) out(`  ${i.lane ?? `${i.product ?? ""}${i.product ? " " : ""}(no update check yet)`}  ${i.version}  ${i.installations}`);
+    for (const i of stats.installations)
+      out(`  ${i.lane ?? `${i.product ?? ""}${i.product ? " " : ""}(no update check yet)`}  ${i.version}  ${i.installations}`);
     out("rollouts (releases with a rollout or a control):");
     if (index === null) out(`  release tree ${config.releasesDir} not readable: not shown`);
     else if (stats.rollouts.length === 0) out("  none");

@@ -56,8 +56,7 @@ export function transportMode(config: Config): { mode: string; why: string } {
  */
 export function startTransport(config: Config, handler: Handler, log: Logger): Transport {
   const tls = config.tls;
-  const readTls = () =>
-    tls ? { cert: readFileSync(tls.certFile, "utf8"), key: readFileSync(tls.keyFile, "utf8"), ciphers: TLS12_CIPHERS } : undefined;
+  const readTls = () => (tls ? { cert: readFileSync(tls.certFile, "utf8"), key: readFileSync(tls.keyFile, "utf8"), ciphers: TLS12_CIPHERS } : undefined);
 
   const fetch = async (request: Request, server: Server<undefined>) => {
     const response = await handler(request, server.requestIP(request)?.address ?? null);
@@ -76,10 +75,10 @@ export function startTransport(config: Config, handler: Handler, log: Logger): T
       fetch,
       error(e) {
         log.error("unexpected error outside the app", { error: String(e?.stack ?? e) });
-        return new Response(
-          JSON.stringify({ ok: false, error: "internal_error", message: "Something went wrong on our side." }),
-          { status: 500, headers: { "content-type": "application/json;charset=utf-8" } },
-        );
+        return new Response(JSON.stringify({ ok: false, error: "internal_error", message: "Something went wrong on our side." }), {
+          status: 500,
+          headers: { "content-type": "application/json;charset=utf-8" },
+        });
       },
     });
 

@@ -25,7 +25,13 @@ export const USAGE = [
   "       keyturn webhook retry DELIVERY_ID",
 ].join("\n");
 
-const FLAGS = { url: { type: "string" }, events: { type: "string" }, endpoint: { type: "string" }, failed: { type: "boolean" }, json: { type: "boolean" } } as const;
+const FLAGS = {
+  url: { type: "string" },
+  events: { type: "string" },
+  endpoint: { type: "string" },
+  failed: { type: "boolean" },
+  json: { type: "boolean" },
+} as const;
 
 function printEndpoint(e: WebhookEndpointView): void {
   out(`${e.id}  ${e.url}  [${e.events.join(",")}]  ${e.enabled ? "enabled" : `DISABLED (${e.disabledReason ?? ""})`}`);

@@ -201,7 +201,9 @@ export class KeyturnClient {
   updatePath(file: string, lane: Lane = this.lane): string {
     const product = this.variant.products.length > 0 ? lane.product : undefined;
     if (this.variant.products.length > 0 && product === undefined) throw new TypeError("product is required in this variant");
-    return ["/updates", ...(product !== undefined ? [product] : []), lane.channel, lane.platform, file].map((s, i) => (i === 0 ? s : encodeURIComponent(s))).join("/");
+    return ["/updates", ...(product !== undefined ? [product] : []), lane.channel, lane.platform, file]
+      .map((s, i) => (i === 0 ? s : encodeURIComponent(s)))
+      .join("/");
   }
 
   /**
@@ -215,7 +217,8 @@ export class KeyturnClient {
     try {
       manifest = await this.fetchBytes(path, o.token, o.signal);
     } catch (e) {
-      if (e instanceof KeyturnClientError && e.code === "no_release") return { release: null, available: false, critical: false, required: false, manifest: null };
+      if (e instanceof KeyturnClientError && e.code === "no_release")
+        return { release: null, available: false, critical: false, required: false, manifest: null };
       throw e;
     }
     const sig = await this.fetchBytes(`${path}.sig`, o.token, o.signal);

@@ -105,7 +105,11 @@ export async function downloadInstaller(transport: Transport, path: string, rele
       if (length !== null && Number(length) !== release.size) {
         await res.body?.cancel();
         await discard(part, etagFile);
-        throw new KeyturnClientError("release_changed", `The installer on the site has ${length} bytes, not the manifest's ${release.size}: check for updates again.`, { status: 200 });
+        throw new KeyturnClientError(
+          "release_changed",
+          `The installer on the site has ${length} bytes, not the manifest's ${release.size}: check for updates again.`,
+          { status: 200 },
+        );
       }
       const newEtag = res.headers.get("etag");
       await writeFile(part, new Uint8Array());
@@ -123,8 +127,9 @@ export async function downloadInstaller(transport: Transport, path: string, rele
   const size = await sizeOf(part);
   if (size !== release.size) {
     if (size > release.size) await discard(part, etagFile);
-    throw new KeyturnClientError(size > release.size ? "size_mismatch" : "download_incomplete",
-      `Received ${size} of the installer's ${release.size} bytes.`, { status });
+    throw new KeyturnClientError(size > release.size ? "size_mismatch" : "download_incomplete", `Received ${size} of the installer's ${release.size} bytes.`, {
+      status,
+    });
   }
   if (sha256 !== release.sha256) {
     await discard(part, etagFile);

@@ -3,7 +3,16 @@
  * its answers offline. Runs on Node >= 20, Bun and Electron's main process; imports only jose
  * (bundled into the package `bun build.ts` packs) and Node built-ins.
  */
-export { KeyturnClient, type Activation, type ClientOptions, type Current, type Entitlement, type Identity, type UpdateCheck, type VerifyOptions } from "./client.js";
+export {
+  KeyturnClient,
+  type Activation,
+  type ClientOptions,
+  type Current,
+  type Entitlement,
+  type Identity,
+  type UpdateCheck,
+  type VerifyOptions,
+} from "./client.js";
 export { deviceHash, loadDeviceId, newDeviceId, type Device, type DeviceIdStorage } from "./device.js";
 export { partialPaths, type DownloadOptions, type DownloadProgress, type DownloadResult } from "./download.js";
 export { KeyturnClientError, type ClientErrorCode, type SignatureReason, type TokenReason } from "./errors.js";

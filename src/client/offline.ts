@@ -17,19 +17,25 @@ const MAX_CODE = 16 * 1024;
 
 export function offlineRequestCode(request: OfflineRequest): string {
   const body = { ...(request.key !== undefined ? { key: request.key.trim() } : {}), device: request.device };
-  return btoa(String.fromCharCode(...new TextEncoder().encode(JSON.stringify(body)))).replace(/\+/g, "-").replace(/\//g, "_");
+  return btoa(String.fromCharCode(...new TextEncoder().encode(JSON.stringify(body))))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_");
 }
 
 /** Reads a request code back (what a portal does before it calls activate). */
 export function readOfflineRequestCode(code: string): OfflineRequest {
   const text = code.replace(/\s+/g, "");
-  if (text.length > MAX_CODE || !/^[A-Za-z0-9_-]+={0,2}$/.test(text))
-    throw new KeyturnClientError("bad_request_code", "The request code is not base64url.");
+  if (text.length > MAX_CODE || !/^[A-Za-z0-9_-]+={0,2}$/.test(text)) throw new KeyturnClientError("bad_request_code", "The request code is not base64url.");
   try {
     const bin = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
     const doc = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bin, (ch) => ch.charCodeAt(0))));
-    if (typeof doc === "object" && doc !== null && typeof doc.device === "object" && doc.device !== null &&
-      (doc.key === undefined || typeof doc.key === "string"))
+    if (
+      typeof doc === "object" &&
+      doc !== null &&
+      typeof doc.device === "object" &&
+      doc.device !== null &&
+      (doc.key === undefined || typeof doc.key === "string")
+    )
       return doc as OfflineRequest;
   } catch {
     // falls through

@@ -96,15 +96,28 @@ export async function verifyEntitlementToken(token: string, c: TokenCheck): Prom
   const aud = claims.aud;
   if (!(aud === c.variant.audience || (Array.isArray(aud) && aud.includes(c.variant.audience))))
     refuse("aud", `token aud must be ${c.variant.audience} (got ${JSON.stringify(aud)})`);
-  if (!isText(claims.sub) || !isTime(claims.iat) || !isTime(claims.nbf) || !isTime(claims.exp) || !isText(claims.dev) ||
-    !Array.isArray(claims.chn) || !claims.chn.every(isText) || !isText(claims.lic) || (claims.kind !== "license" && claims.kind !== "staff"))
+  if (
+    !isText(claims.sub) ||
+    !isTime(claims.iat) ||
+    !isTime(claims.nbf) ||
+    !isTime(claims.exp) ||
+    !isText(claims.dev) ||
+    !Array.isArray(claims.chn) ||
+    !claims.chn.every(isText) ||
+    !isText(claims.lic) ||
+    (claims.kind !== "license" && claims.kind !== "staff")
+  )
     refuse("claims", "token lacks a required claim (sub, iat, nbf, exp, kind, lic, chn, dev)");
   if (claims.lex !== undefined && !isTime(claims.lex)) refuse("claims", "token lex (the license's expiry) is not a time");
 
   const tol = c.toleranceSec * 1000;
   if (c.now >= claims.exp * 1000 + tol) refuse("exp", "The token is expired. Refresh it, or activate again.");
   if (claims.iat * 1000 > c.now + tol || (c.lastSeen !== undefined && c.now + tol < c.lastSeen))
-    throw new KeyturnClientError("clock_rollback", "The computer's clock is behind a time already seen (a token issued in its future): check the clock, then refresh online.", { reason: "clock" });
+    throw new KeyturnClientError(
+      "clock_rollback",
+      "The computer's clock is behind a time already seen (a token issued in its future): check the clock, then refresh online.",
+      { reason: "clock" },
+    );
   if (claims.nbf * 1000 > c.now + tol) refuse("nbf", "The token is not valid yet.");
   if (claims.dev !== c.deviceHash) refuse("device", "The token was issued to another device.");
 

@@ -74,7 +74,6 @@ export async function refusal(res: Response): Promise<KeyturnClientError> {
     ...(typeof body.ref === "string" ? { ref: body.ref } : {}),
     ...(Number.isFinite(retry) && retry > 0 ? { retryAfter: retry } : {}),
   };
-  if (typeof body.error === "string")
-    return new KeyturnClientError(body.error, typeof body.message === "string" ? body.message : body.error, details);
+  if (typeof body.error === "string") return new KeyturnClientError(body.error, typeof body.message === "string" ? body.message : body.error, details);
   return new KeyturnClientError("bad_answer", `The site answered ${res.status} without an error body.`, details);
 }

@@ -2,19 +2,18 @@ import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } 
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { isIP } from "node:net";
 import { isLaneWord, LANE_LIST_MAX, LANE_WORD_MAX, VARIANTS, withLanes, type Variant, type VariantName } from "./variants";
-import { CONFIG_FILE_ENV, envName, MAX_IDENTITY_MAX_AGE, MAX_SHUTDOWN_TIMEOUT, MAX_TOKEN_TTL, resolveSetting, settingDefault, SETTINGS, type Environment } from "./settings";
 import {
-  ConfigError,
-  parseBoolean,
-  parseCidr,
-  parseDuration,
-  parseHost,
-  parseInteger,
-  parseList,
-  parseRate,
-  parseUrl,
-  type Rate,
-} from "./parse";
+  CONFIG_FILE_ENV,
+  envName,
+  MAX_IDENTITY_MAX_AGE,
+  MAX_SHUTDOWN_TIMEOUT,
+  MAX_TOKEN_TTL,
+  resolveSetting,
+  settingDefault,
+  SETTINGS,
+  type Environment,
+} from "./settings";
+import { ConfigError, parseBoolean, parseCidr, parseDuration, parseHost, parseInteger, parseList, parseRate, parseUrl, type Rate } from "./parse";
 
 export interface IdentityConfig {
   readonly issuer: string;
@@ -95,11 +94,7 @@ export interface ReadSettings {
  * `extra` declares the command's own flags (e.g. `--json`); they are not settings, even one named
  * like a setting.
  */
-export function readSettings(
-  args: readonly string[],
-  env: Environment,
-  extra: ParseArgsOptionsConfig = {},
-): ReadSettings {
+export function readSettings(args: readonly string[], env: Environment, extra: ParseArgsOptionsConfig = {}): ReadSettings {
   const options: ParseArgsOptionsConfig = { config: { type: "string" } };
   for (const s of SETTINGS) options[s.flag] = { type: s.kind };
   Object.assign(options, extra);
@@ -176,8 +171,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
 
   const variantName = get("variant") ?? (demo ? "alpha" : undefined);
   if (!variantName) throw new ConfigError("variant", "required: alpha, beta or gamma");
-  if (!Object.hasOwn(VARIANTS, variantName))
-    throw new ConfigError("variant", `unknown variant "${variantName}" (use alpha, beta or gamma)`);
+  if (!Object.hasOwn(VARIANTS, variantName)) throw new ConfigError("variant", `unknown variant "${variantName}" (use alpha, beta or gamma)`);
   const variant = withLanes(VARIANTS[variantName as VariantName], {
     channels: parseLaneList("channels", value("channels")),
     platforms: parseLaneList("platforms", value("platforms")),
@@ -205,26 +199,20 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
   const host = value("host");
   const certFile = get("tls-cert");
   const keyFile = get("tls-key");
-  if (!!certFile !== !!keyFile)
-    throw new ConfigError(certFile ? "tls-key" : "tls-cert", "--tls-cert and --tls-key go together");
+  if (!!certFile !== !!keyFile) throw new ConfigError(certFile ? "tls-key" : "tls-cert", "--tls-cert and --tls-key go together");
   if (certFile) requireReadableFile("tls-cert", certFile);
   if (keyFile) requireReadableFile("tls-key", keyFile);
   const allowPlainHttp = parseBoolean("allow-plain-http", value("allow-plain-http"));
   if (mode === "serve" && !certFile && !allowPlainHttp && !isLoopbackHost(host))
-    throw new ConfigError(
-      "host",
-      `plain HTTP on ${host} needs --allow-plain-http (for a TLS-terminating proxy), or give --tls-cert and --tls-key`,
-    );
+    throw new ConfigError("host", `plain HTTP on ${host} needs --allow-plain-http (for a TLS-terminating proxy), or give --tls-cert and --tls-key`);
 
   const rateStore = get("rate-limit-store") ?? null;
   if (rateStore) parseUrl("rate-limit-store", rateStore, ["redis:", "rediss:"]);
 
   const logFormat = value("log-format");
-  if (logFormat !== "json" && logFormat !== "text")
-    throw new ConfigError("log-format", `must be json or text (got "${logFormat}")`);
+  if (logFormat !== "json" && logFormat !== "text") throw new ConfigError("log-format", `must be json or text (got "${logFormat}")`);
   const logLevel = value("log-level");
-  if (!["debug", "info", "warn", "error"].includes(logLevel))
-    throw new ConfigError("log-level", `must be debug, info, warn or error (got "${logLevel}")`);
+  if (!["debug", "info", "warn", "error"].includes(logLevel)) throw new ConfigError("log-level", `must be debug, info, warn or error (got "${logLevel}")`);
 
   const config: Config = {
     variant,
@@ -295,7 +283,10 @@ function identityConfig(get: (flag: string) => string | undefined, value: (flag:
 /** `group=scope,scope;group=scope`: which admin scopes a staff member's groups give in the console. */
 function consoleGroups(text: string): ReadonlyMap<string, readonly string[]> {
   const map = new Map<string, readonly string[]>();
-  for (const entry of text.split(";").map((e) => e.trim()).filter(Boolean)) {
+  for (const entry of text
+    .split(";")
+    .map((e) => e.trim())
+    .filter(Boolean)) {
     const eq = entry.indexOf("=");
     const group = entry.slice(0, eq).trim();
     const scopes = parseList(entry.slice(eq + 1));
@@ -350,8 +341,7 @@ function durationMs(setting: string, text: string): number {
  */
 function parseBaseUrl(text: string): string {
   const url = parseUrl("base-url", text, ["https:", "http:"]);
-  if (url.protocol === "http:" && !isLoopbackHost(url.hostname))
-    throw new ConfigError("base-url", `must be an https URL (got "${text}")`);
+  if (url.protocol === "http:" && !isLoopbackHost(url.hostname)) throw new ConfigError("base-url", `must be an https URL (got "${text}")`);
   return url.href.replace(/\/+$/, "");
 }
 

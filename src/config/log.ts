@@ -29,11 +29,7 @@ function isoNow(): string {
   return lastIso;
 }
 
-export function createLogger(
-  format: "json" | "text",
-  minLevel: Level,
-  write: (line: string) => void = stderrLines(),
-): Logger {
+export function createLogger(format: "json" | "text", minLevel: Level, write: (line: string) => void = stderrLines()): Logger {
   const min = RANK[minLevel];
   const log = (level: Level, msg: string, fields: Record<string, unknown> = {}) => {
     if (RANK[level] < min) return;

@@ -47,14 +47,12 @@ export const MAX_RATE_WINDOW = "1d";
 /** `20/60s`, `600/1m` → { limit, windowSeconds }. */
 export function parseRate(setting: string, text: string): Rate {
   const m = /^(\d{1,9})\/(.+)$/.exec(text.trim());
-  if (!m || Number(m[1]) <= 0)
-    throw new ConfigError(setting, `malformed rate "${text}" (use e.g. 20/60s: requests per window)`);
+  if (!m || Number(m[1]) <= 0) throw new ConfigError(setting, `malformed rate "${text}" (use e.g. 20/60s: requests per window)`);
   return { limit: Number(m[1]), windowSeconds: parseDuration(setting, m[2]!, MAX_RATE_WINDOW) };
 }
 
 export function parseInteger(setting: string, text: string, min: number, max: number): number {
-  if (!/^\d{1,9}$/.test(text.trim()))
-    throw new ConfigError(setting, `expected a whole number (got "${text}")`);
+  if (!/^\d{1,9}$/.test(text.trim())) throw new ConfigError(setting, `expected a whole number (got "${text}")`);
   const n = Number(text);
   if (n < min || n > max) throw new ConfigError(setting, `must be between ${min} and ${max} (got ${n})`);
   return n;
@@ -82,7 +80,10 @@ export function parseUrl(setting: string, text: string, protocols: string[]): UR
     throw new ConfigError(setting, `not a URL: "${text}"`);
   }
   if (!protocols.includes(url.protocol))
-    throw new ConfigError(setting, `must be ${protocols.length === 1 && protocols[0] === "https:" ? "an" : "a"} ${protocols.map((p) => p.replace(":", "")).join(" or ")} URL (got "${text}")`);
+    throw new ConfigError(
+      setting,
+      `must be ${protocols.length === 1 && protocols[0] === "https:" ? "an" : "a"} ${protocols.map((p) => p.replace(":", "")).join(" or ")} URL (got "${text}")`,
+    );
   return url;
 }
 
@@ -100,7 +101,11 @@ const HOST_NAME = /^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9
 
 /** A host name or IP address as a URL's hostname gives it: lower case, IPv6 canonical and without brackets, no trailing dot. */
 export function parseHost(setting: string, text: string): string {
-  const t = text.trim().toLowerCase().replace(/^\[|\]$/g, "").replace(/\.$/, "");
+  const t = text
+    .trim()
+    .toLowerCase()
+    .replace(/^\[|\]$/g, "")
+    .replace(/\.$/, "");
   if (isIP(t) === 6) return new URL(`http://[${t}]/`).hostname.slice(1, -1);
   if (isIP(t) === 4 || HOST_NAME.test(t)) return t;
   throw new ConfigError(setting, `not a host name or address: "${text}"`);

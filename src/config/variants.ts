@@ -111,7 +111,6 @@ export const VARIANTS: Readonly<Record<VariantName, Variant>> = Object.freeze({
 
 export const VARIANT_NAMES = Object.keys(VARIANTS) as VariantName[];
 
-
 export function hasProducts(v: Variant): boolean {
   return v.products.length > 0;
 }
@@ -121,5 +120,9 @@ export function hasProducts(v: Variant): boolean {
  * exactly when the variant has none; without a platform, whether any platform of that channel is.
  */
 export function isLane(v: Variant, product: string | null, channel: string, platform?: string): boolean {
-  return (product === null ? v.products.length === 0 : v.products.includes(product)) && v.channels.includes(channel) && (platform === undefined || v.platforms.includes(platform));
+  return (
+    (product === null ? v.products.length === 0 : v.products.includes(product)) &&
+    v.channels.includes(channel) &&
+    (platform === undefined || v.platforms.includes(platform))
+  );
 }

@@ -89,7 +89,16 @@ export class ConsoleSessions {
     const record = tokens.find((t) => t.id === principal.tokenId);
     const now = this.deps.clock();
     const expires = Math.min(now + CONSOLE_SESSION_MS, record?.expires ?? Infinity);
-    return this.open({ kind: "console", tokenId: principal.tokenId, subject: null, licenseId: null, name: principal.name, scopes: principal.scopes, detail: null, expires });
+    return this.open({
+      kind: "console",
+      tokenId: principal.tokenId,
+      subject: null,
+      licenseId: null,
+      name: principal.name,
+      scopes: principal.scopes,
+      detail: null,
+      expires,
+    });
   }
 
   /**
@@ -98,7 +107,8 @@ export class ConsoleSessions {
    * person until then, and a person disabled at the issuer cannot sign in again after it.
    */
   async signInStaff(subject: string, name: string, groups: readonly string[], notAfter: number): Promise<{ secret: string; session: Session }> {
-    if (scopesOfGroups(this.consoleGroups, groups).length === 0) throw new KeyturnError("not_in_required_group", "None of your groups is given access to the console.");
+    if (scopesOfGroups(this.consoleGroups, groups).length === 0)
+      throw new KeyturnError("not_in_required_group", "None of your groups is given access to the console.");
     const now = this.deps.clock();
     if (notAfter <= now) throw new KeyturnError("token_invalid", "The ID token has expired: sign in again.");
     const expires = Math.min(now + CONSOLE_SESSION_MS, notAfter);
@@ -184,7 +194,17 @@ export class ConsoleSessions {
 
   private viewOf(r: ConsoleSessionRecord): ConsoleSessionView {
     const scopes = this.scopesOf(r);
-    return { id: publicIdOf(r.idHash), kind: r.tokenId === null ? "staff" : "token", name: r.name, tokenId: r.tokenId, subject: r.subject, groups: r.staffGroups ?? null, scopes, created: r.created, expires: r.expires };
+    return {
+      id: publicIdOf(r.idHash),
+      kind: r.tokenId === null ? "staff" : "token",
+      name: r.name,
+      tokenId: r.tokenId,
+      subject: r.subject,
+      groups: r.staffGroups ?? null,
+      scopes,
+      created: r.created,
+      expires: r.expires,
+    };
   }
 
   /** A staff session's scopes from its groups under this process's mapping; any other session's as stored. */

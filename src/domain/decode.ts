@@ -40,15 +40,26 @@ export function describeError(check: TypeCheck<TSchema>, value: unknown): string
     .slice(1)
     .reduce<unknown>((v, k) => (v && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined), value);
   if (present === undefined) return `${field} is required.`;
-  const schema = first.schema as { type?: string; pattern?: string; description?: string; maxLength?: number; minLength?: number; enum?: unknown[]; const?: unknown; format?: string; minimum?: number; maximum?: number; maxItems?: number };
+  const schema = first.schema as {
+    type?: string;
+    pattern?: string;
+    description?: string;
+    maxLength?: number;
+    minLength?: number;
+    enum?: unknown[];
+    const?: unknown;
+    format?: string;
+    minimum?: number;
+    maximum?: number;
+    maxItems?: number;
+  };
   // A field the schema does not know: the error is its parent object's (additionalProperties).
   if (first.type === ValueErrorType.ObjectAdditionalProperties) return `${field} is not a known field.`;
   if (typeof present === "string" && schema.maxLength !== undefined && present.length > schema.maxLength)
     return `${field} is longer than ${schema.maxLength} characters.`;
   if (typeof present === "string" && schema.minLength !== undefined && present.length < schema.minLength)
     return schema.minLength === 1 ? `${field} must not be empty.` : `${field} is shorter than ${schema.minLength} characters.`;
-  if (Array.isArray(present) && schema.maxItems !== undefined && present.length > schema.maxItems)
-    return `${field} has more than ${schema.maxItems} items.`;
+  if (Array.isArray(present) && schema.maxItems !== undefined && present.length > schema.maxItems) return `${field} has more than ${schema.maxItems} items.`;
   if (typeof present === "number" && schema.minimum !== undefined && present < schema.minimum) return `${field} must be at least ${schema.minimum}.`;
   if (typeof present === "number" && schema.maximum !== undefined && present > schema.maximum) return `${field} must be at most ${schema.maximum}.`;
   const allowed = allowedValues(first.schema);
@@ -67,11 +78,11 @@ function allowedValues(schema: TSchema): string[] | null {
   const s = schema as { const?: unknown; enum?: unknown[]; anyOf?: TSchema[] };
   if (s.const !== undefined) return [JSON.stringify(s.const)];
   if (s.enum) return s.enum.map((v) => JSON.stringify(v));
-  if (s.anyOf && s.anyOf.every((o) => (o as { const?: unknown }).const !== undefined)) return s.anyOf.map((o) => JSON.stringify((o as { const?: unknown }).const));
+  if (s.anyOf && s.anyOf.every((o) => (o as { const?: unknown }).const !== undefined))
+    return s.anyOf.map((o) => JSON.stringify((o as { const?: unknown }).const));
   return null;
 }
 
 function article(noun: string): string {
   return /^[aeiou]/i.test(noun) ? `an ${noun}` : `a ${noun}`;
 }
-

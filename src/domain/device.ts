@@ -35,8 +35,7 @@ export function checkDevice(variant: Variant, input: DeviceInput): Device {
   let product: string | null = null;
   if (hasProducts(variant)) {
     if (input.product === undefined) throw new KeyturnError("invalid_request", "device.product is required.");
-    if (!variant.products.includes(input.product))
-      throw new KeyturnError("invalid_request", `device.product must be one of: ${variant.products.join(", ")}.`);
+    if (!variant.products.includes(input.product)) throw new KeyturnError("invalid_request", `device.product must be one of: ${variant.products.join(", ")}.`);
     product = input.product;
   } else if (input.product !== undefined) {
     throw new KeyturnError("invalid_request", `device.product is not part of the ${variant.name} variant.`);

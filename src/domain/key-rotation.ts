@@ -21,7 +21,8 @@ export interface PreparedKey {
 /** The next license key: `kid`, or this month's, with a two-digit suffix when that one exists or is not newer. */
 export async function prepareNextKey(dir: string, variant: Variant, now: Date, kid?: string): Promise<PreparedKey> {
   const ring = await loadKeyRing(dir, variant);
-  if (!ring.signing) throw new KeyturnError("invalid_request", `no ${variant.name} license key in ${dir} to rotate from: make the first with keyturn keys generate`);
+  if (!ring.signing)
+    throw new KeyturnError("invalid_request", `no ${variant.name} license key in ${dir} to rotate from: make the first with keyturn keys generate`);
   const signing = ring.signing.kid;
   const next = kid ?? nextKid(dir, variant, now, signing);
   const parsed = parseKid(next);
@@ -36,7 +37,8 @@ export async function prepareNextKey(dir: string, variant: Variant, now: Date, k
 
 function nextKid(dir: string, variant: Variant, now: Date, signing: string): string {
   const base = defaultKid(variant, "license", now);
-  const taken = (kid: string) => existsSync(join(dir, `${kid}.pem`)) || existsSync(join(dir, `${kid}.pub.pem`)) || parseKid(kid)!.order <= parseKid(signing)!.order;
+  const taken = (kid: string) =>
+    existsSync(join(dir, `${kid}.pem`)) || existsSync(join(dir, `${kid}.pub.pem`)) || parseKid(kid)!.order <= parseKid(signing)!.order;
   if (!taken(base)) return base;
   for (let n = 2; n < 100; n++) {
     const kid = `${base}-${String(n).padStart(2, "0")}`;

@@ -102,7 +102,8 @@ export async function loadKeyRing(dir: string, variant: Variant): Promise<KeyRin
     .sort((a, b) => (parseKid(a)!.order < parseKid(b)!.order ? -1 : 1))
     .at(-1);
   const pinned = readSigningPin(dir, variant);
-  if (pinned !== null && !privates.has(pinned)) warnings.push(`${signingPinPath(dir, variant)} names ${pinned}, whose private key is not in ${dir}: the newest license key signs`);
+  if (pinned !== null && !privates.has(pinned))
+    warnings.push(`${signingPinPath(dir, variant)} names ${pinned}, whose private key is not in ${dir}: the newest license key signs`);
   const signs = pinned !== null && privates.has(pinned) ? pinned : newestLicense;
   return {
     signing: signs ? { kid: signs, privateKey: privates.get(signs)! } : null,

@@ -154,8 +154,7 @@ export class Licensing {
         events: reclaimEvents(reclaimed, by, now, revocationTtl(this.deps.tokenTtlSeconds, license)),
       }),
     });
-    if (result.outcome === "seat_limit")
-      throw new KeyturnError("seat_limit", this.seatLimitMessage(license, result.holders), ids);
+    if (result.outcome === "seat_limit") throw new KeyturnError("seat_limit", this.seatLimitMessage(license, result.holders), ids);
     return this.issue(signer, license, result.activation, result.seatsUsed, now, use);
   }
 
@@ -248,7 +247,14 @@ export class Licensing {
     this.deps.verifier.clear();
   }
 
-  private issue(signer: TokenSigner, license: LicenseRecord, activation: ActivationRecord, seatsUsed: number, now: number, use: TokenUse = "online"): ActivationAnswer {
+  private issue(
+    signer: TokenSigner,
+    license: LicenseRecord,
+    activation: ActivationRecord,
+    seatsUsed: number,
+    now: number,
+    use: TokenUse = "online",
+  ): ActivationAnswer {
     const exp = this.tokenExpiry(license, now, use);
     const { token, claims } = signer.sign(
       {
@@ -275,9 +281,7 @@ export class Licensing {
 
   private seatLimitMessage(license: LicenseRecord, holders: readonly ActivationRecord[]): string {
     const computers = this.deps.variant.seatHolders === "computers";
-    const names = holders.map((h) =>
-      computers || h.product === null ? `"${h.name}"` : `"${h.name}" (${h.product})`,
-    );
+    const names = holders.map((h) => (computers || h.product === null ? `"${h.name}"` : `"${h.name}" (${h.product})`));
     return (
       `Every seat is in use: all ${license.seats} seat${license.seats === 1 ? " is" : "s are"} taken by ` +
       `these ${computers ? "computers" : "installations"}: ${names.join(", ")}. Deactivate one of them to free a seat.`

@@ -52,14 +52,19 @@ export function readOfflineRequest(code: string): OfflineRequest {
   } catch {
     throw new KeyturnError("invalid_request", "The request code does not hold an activation request (not JSON).");
   }
-  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw new KeyturnError("invalid_request", "The request code does not hold an activation request.");
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc))
+    throw new KeyturnError("invalid_request", "The request code does not hold an activation request.");
   const check = checkOf(OfflineRequestModel);
   if (!check.Check(doc)) throw new KeyturnError("invalid_request", `The request code does not hold an activation request: ${describeError(check, doc)}`);
   return doc;
 }
 
 /** A request code as pasted (spaces and line breaks are dropped when it is read). */
-export const RequestCode = Type.String({ minLength: 1, maxLength: 12_000, description: "The request code the client kit made (offlineRequestCode): base64url of { key?, device }" });
+export const RequestCode = Type.String({
+  minLength: 1,
+  maxLength: 12_000,
+  description: "The request code the client kit made (offlineRequestCode): base64url of { key?, device }",
+});
 /** What a signed-in customer gives the portal: the request code alone (the licence is the session's). */
 export const PortalOfflineModel = Type.Object({ code: RequestCode });
 
@@ -67,7 +72,9 @@ export const PortalOfflineModel = Type.Object({ code: RequestCode });
 export const OfflineAnswerModel = Type.Object(
   {
     code: RequestCode,
-    key: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "The license key, when the code does not carry it (it wins over the code's)" })),
+    key: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: "The license key, when the code does not carry it (it wins over the code's)" }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -136,7 +136,10 @@ export class RecordSeal {
         if (copied) rmSync(backup!, { force: true });
       }
     }
-    throw new KeyturnError("unavailable", "the sealed records kept changing during the rotation (webhook endpoints or licences being added); nothing was changed: try again");
+    throw new KeyturnError(
+      "unavailable",
+      "the sealed records kept changing during the rotation (webhook endpoints or licences being added); nothing was changed: try again",
+    );
   }
 
   private path(): string {

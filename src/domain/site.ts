@@ -75,8 +75,7 @@ export class Site {
       throw new KeyturnError("unavailable", "The records cannot be reached.");
     }
     if (!this.deps.releasesReady()) throw new KeyturnError("unavailable", "The release index is being built; try again shortly.");
-    if (!(await this.releasesReadable()))
-      throw new KeyturnError("unavailable", "The release tree cannot be read.");
+    if (!(await this.releasesReadable())) throw new KeyturnError("unavailable", "The release tree cannot be read.");
     const tree = this.deps.releaseTree?.();
     if (tree?.startVerified === false)
       throw new KeyturnError("unavailable", `Installers found at start are being hashed (${tree.installersVerifying} left); try again shortly.`);
@@ -101,7 +100,12 @@ export class Site {
     const published = [...keys.verify.values()]
       .sort((a, b) => (a.purpose === b.purpose ? (a.kid < b.kid ? -1 : 1) : a.purpose === "license" ? -1 : 1))
       // A mirror (or a site before its key) signs nothing: its keys have no part in a rotation of its own.
-      .map(({ kid, purpose, spki }) => ({ kid, purpose, spki, ...(purpose === "license" && keys.signing ? { role: licenseKeyRole(kid, keys.signing.kid) } : {}) }));
+      .map(({ kid, purpose, spki }) => ({
+        kid,
+        purpose,
+        spki,
+        ...(purpose === "license" && keys.signing ? { role: licenseKeyRole(kid, keys.signing.kid) } : {}),
+      }));
     return {
       service: "keyturn",
       version: this.deps.version,

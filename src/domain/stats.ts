@@ -121,7 +121,11 @@ export async function collectStats(d: { store: Store; clock: Clock; controls: Re
       seen.set(key, known ? { ...known, installations: known.installations + c.installations } : c);
       if (c.lane !== null && wholeLanes.has(c.lane)) wholeLanes.set(c.lane, wholeLanes.get(c.lane)! + c.installations);
     }
-    const reaches = await d.store.rolloutReachIn(range, counted.map((c) => c.query), since);
+    const reaches = await d.store.rolloutReachIn(
+      range,
+      counted.map((c) => c.query),
+      since,
+    );
     for (const [i, { release, query }] of counted.entries()) {
       const reach = reaches[i]!;
       release.seen += reach.seen;
@@ -129,7 +133,9 @@ export async function collectStats(d: { store: Store; clock: Clock; controls: Re
       // PostgreSQL answers the whole table as one slice: the hashing is paced here instead.
       for (let at = 0; at < reach.unbucketed.length; at += HASH_BATCH) {
         if (at > 0) await yieldToRequests();
-        const buckets = reach.unbucketed.slice(at, at + HASH_BATCH).map((x) => ({ activationId: x.activationId, bucket: bucketOf(x.deviceHash, release.lane, release.version) }));
+        const buckets = reach.unbucketed
+          .slice(at, at + HASH_BATCH)
+          .map((x) => ({ activationId: x.activationId, bucket: bucketOf(x.deviceHash, release.lane, release.version) }));
         await d.store.storeRolloutBuckets(query.no, buckets);
         release.admitted += buckets.filter((b) => b.bucket < release.threshold).length;
       }

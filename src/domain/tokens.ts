@@ -167,8 +167,7 @@ export class TokenVerifier {
         requiredClaims: ["sub", "jti", "iat", "nbf", "exp", "kind", "lic", "dev", "chn"],
       });
       const p = payload as unknown as EntitlementClaims;
-      if (typeof p.sub !== "string" || !p.sub.startsWith("act_") || !Array.isArray(p.chn) || typeof p.dev !== "string")
-        throw invalid();
+      if (typeof p.sub !== "string" || !p.sub.startsWith("act_") || !Array.isArray(p.chn) || typeof p.dev !== "string") throw invalid();
       return p;
     } catch (e) {
       if (e instanceof joseErrors.JWTExpired) throw new KeyturnError("entitlement_expired", "The token is expired. Activate again.");

@@ -15,9 +15,17 @@ const Next = Nullable(Type.String({ description: "The cursor of the next page; n
 
 // ---- request bodies ----
 
-export { LicenseCreateInput as AdminLicenseCreateBody, LicenseUpdateInput as AdminLicenseUpdateBody, LicenseQuery as AdminLicenseQuery } from "../domain/admin/licenses";
+export {
+  LicenseCreateInput as AdminLicenseCreateBody,
+  LicenseUpdateInput as AdminLicenseUpdateBody,
+  LicenseQuery as AdminLicenseQuery,
+} from "../domain/admin/licenses";
 export { AdminTokenCreateInput as AdminTokenCreateBody } from "../domain/admin/tokens";
-export { WebhookEndpointCreateInput as WebhookEndpointCreateBody, WebhookEndpointUpdateInput as WebhookEndpointUpdateBody, DeliveryQuery as WebhookDeliveryQuery } from "../domain/webhooks/endpoints";
+export {
+  WebhookEndpointCreateInput as WebhookEndpointCreateBody,
+  WebhookEndpointUpdateInput as WebhookEndpointUpdateBody,
+  DeliveryQuery as WebhookDeliveryQuery,
+} from "../domain/webhooks/endpoints";
 export { AuditQuery as AdminAuditQuery } from "../domain/admin/audit-query";
 export { FeedQuery as AdminFeedQuery } from "../domain/admin/feed";
 
@@ -63,7 +71,11 @@ export const ActivationView = Type.Object({
   deactivated: Nullable(Timestamp),
 });
 
-export const AdminLicenseCreated = Type.Object({ ok: Ok, license: LicenseView, key: Type.String({ description: "Shown here only (and to a replay of the same Idempotency-Key within 24 h)" }) });
+export const AdminLicenseCreated = Type.Object({
+  ok: Ok,
+  license: LicenseView,
+  key: Type.String({ description: "Shown here only (and to a replay of the same Idempotency-Key within 24 h)" }),
+});
 export const AdminLicensePage = Type.Object({ ok: Ok, licenses: Type.Array(LicenseView), next: Next });
 export const AdminLicenseShown = Type.Object({ ok: Ok, license: LicenseView, activations: Type.Array(ActivationView) });
 export const AdminLicenseUpdated = Type.Object({ ok: Ok, license: LicenseView, changed: Type.Array(Type.String()) });
@@ -74,7 +86,10 @@ export const AdminActivationAnswer = Type.Object({ ok: Ok, activation: Activatio
 export const AdminOfflineActivationAnswer = Type.Object({
   ok: Ok,
   answer: Type.String({ description: "The answer code to give back to the offline computer (the entitlement token)" }),
-  validUntil: Type.String({ format: "date-time", description: "When the answer code stops working: --offline-token-ttl or the license's own token lifetime, never past the license's end" }),
+  validUntil: Type.String({
+    format: "date-time",
+    description: "When the answer code stops working: --offline-token-ttl or the license's own token lifetime, never past the license's end",
+  }),
   entitlement: Entitlement,
 });
 
@@ -97,9 +112,18 @@ const Epoch = Type.String({ pattern: "^[0-9a-z]{1,64}$", description: "The recor
 const FeedLicense = Type.Object({ id: Id, expires: Type.Optional(Nullable(Timestamp)) }, { additionalProperties: false });
 /** Feed items carry ids, times and controls only (src/domain/admin/feed.ts). */
 const FeedData = Type.Union([
-  Type.Object({ activation: Type.Object({ id: Id, license: Id }, { additionalProperties: false }), tokensValidUntil: Timestamp }, { additionalProperties: false }),
-  Type.Object({ license: FeedLicense, tokensValidUntil: Type.Optional(Timestamp), changed: Type.Optional(Type.Array(Type.String())) }, { additionalProperties: false }),
-  Type.Object({ release: Type.Object({ lane: Type.String(), version: Type.String() }, { additionalProperties: false }), share: Nullable(Type.Number()) }, { additionalProperties: false }),
+  Type.Object(
+    { activation: Type.Object({ id: Id, license: Id }, { additionalProperties: false }), tokensValidUntil: Timestamp },
+    { additionalProperties: false },
+  ),
+  Type.Object(
+    { license: FeedLicense, tokensValidUntil: Type.Optional(Timestamp), changed: Type.Optional(Type.Array(Type.String())) },
+    { additionalProperties: false },
+  ),
+  Type.Object(
+    { release: Type.Object({ lane: Type.String(), version: Type.String() }, { additionalProperties: false }), share: Nullable(Type.Number()) },
+    { additionalProperties: false },
+  ),
 ]);
 export const FeedItem = Type.Object({
   id: Type.String({ pattern: "^evt_" }),
@@ -113,7 +137,11 @@ const FeedSite = Type.Object(
     channels: Type.Array(Type.String()),
     platforms: Type.Array(Type.String()),
     keys: Type.Array(
-      Type.Object({ kid: Type.String(), spki: Type.String({ description: "SubjectPublicKeyInfo (DER) in base64" }), role: Type.Optional(Type.Union(["signing", "next", "previous"].map((r) => Type.Literal(r)))) }),
+      Type.Object({
+        kid: Type.String(),
+        spki: Type.String({ description: "SubjectPublicKeyInfo (DER) in base64" }),
+        role: Type.Optional(Type.Union(["signing", "next", "previous"].map((r) => Type.Literal(r)))),
+      }),
       { description: "The license public keys: the one that signs, any published ahead of signing (next), older ones whose tokens may still be presented" },
     ),
   },
@@ -128,16 +156,25 @@ const FeedSnapshot = Type.Object(
     ok: Ok,
     mode: Type.Literal("snapshot"),
     epoch: Epoch,
-    reason: Type.Union(["start", "epoch", "ahead", "gap"].map((r) => Type.Literal(r)), {
-      description: "start: no cursor; epoch: a cursor of other records; ahead: beyond the newest event (a backup restored); gap: events after it were pruned",
-    }),
+    reason: Type.Union(
+      ["start", "epoch", "ahead", "gap"].map((r) => Type.Literal(r)),
+      {
+        description: "start: no cursor; epoch: a cursor of other records; ahead: beyond the newest event (a backup restored); gap: events after it were pruned",
+      },
+    ),
     revocations: Type.Array(
       Type.Object({ kind: Type.Union([Type.Literal("activation"), Type.Literal("license")]), id: Id, tokensValidUntil: Timestamp, license: Type.Optional(Id) }),
       { description: "Deactivations whose licence is revoked are left out: the licence's revocation stands for them" },
     ),
     expiries: Type.Array(Type.Object({ license: Id, expires: Timestamp })),
     releases: Type.Array(
-      Type.Object({ lane: Type.String(), version: Type.String(), halted: Nullable(Timestamp), haltedMs: Type.Integer({ minimum: 0 }), withdrawn: Nullable(Timestamp) }),
+      Type.Object({
+        lane: Type.String(),
+        version: Type.String(),
+        halted: Nullable(Timestamp),
+        haltedMs: Type.Integer({ minimum: 0 }),
+        withdrawn: Nullable(Timestamp),
+      }),
     ),
     next: Nullable(Type.String({ description: "Pass as snapshot for the next page; null on the last" })),
     cursor: FeedCursor,
@@ -167,7 +204,11 @@ export const WebhookEndpointView = Type.Object({
   disabledReason: Nullable(Type.String()),
   created: Timestamp,
 });
-export const WebhookEndpointCreated = Type.Object({ ok: Ok, endpoint: WebhookEndpointView, secret: Type.String({ pattern: "^whsec_", description: "Shown here only" }) });
+export const WebhookEndpointCreated = Type.Object({
+  ok: Ok,
+  endpoint: WebhookEndpointView,
+  secret: Type.String({ pattern: "^whsec_", description: "Shown here only" }),
+});
 export const WebhookEndpointList = Type.Object({ ok: Ok, endpoints: Type.Array(WebhookEndpointView) });
 export const WebhookEndpointAnswer = Type.Object({ ok: Ok, endpoint: WebhookEndpointView });
 
@@ -239,9 +280,17 @@ export const AdminStats = Type.Object({
   ok: Ok,
   since: Timestamp,
   counted: Timestamp,
-  ageSeconds: Type.Integer({ description: "Seconds since `counted`: the figures are kept and counted again in the background, never answered more than 300 s old" }),
+  ageSeconds: Type.Integer({
+    description: "Seconds since `counted`: the figures are kept and counted again in the background, never answered more than 300 s old",
+  }),
   installations: Type.Array(
-    Type.Object({ product: Nullable(Type.String()), lane: Nullable(Type.String()), channel: Nullable(Type.String()), version: Type.String(), installations: Type.Integer() }),
+    Type.Object({
+      product: Nullable(Type.String()),
+      lane: Nullable(Type.String()),
+      channel: Nullable(Type.String()),
+      version: Type.String(),
+      installations: Type.Integer(),
+    }),
     { description: "Active installations seen in the last 30 days by product, lane and version (lane null: no manifest read yet)" },
   ),
   rollouts: Type.Array(
@@ -257,7 +306,10 @@ export const AdminStats = Type.Object({
   activationsPerDay: Type.Array(Type.Object({ day: Type.String(), activations: Type.Integer(), seatLimitRefusals: Type.Integer() })),
   seats: Type.Object(
     { inUse: Type.Integer(), lapsed: Type.Integer() },
-    { description: "Seats held on licenses (not revoked): in use, and lapsed (leased seats not seen within their lease: the next activation on a full license takes one)" },
+    {
+      description:
+        "Seats held on licenses (not revoked): in use, and lapsed (leased seats not seen within their lease: the next activation on a full license takes one)",
+    },
   ),
   expiringLicenses: Type.Array(Type.Object({ id: Type.String(), licensee: Type.String(), organization: Type.String(), expires: Timestamp })),
 });

@@ -12,7 +12,10 @@ const Ok = Type.Literal(true);
 export const ErrorBody = Type.Object(
   {
     ok: Type.Literal(false),
-    error: Type.Union(ERROR_CODES.map((c) => Type.Literal(c)), { description: "Stable code, meant for programs" }),
+    error: Type.Union(
+      ERROR_CODES.map((c) => Type.Literal(c)),
+      { description: "Stable code, meant for programs" },
+    ),
     message: Type.String({ description: "Text for people" }),
     ref: Type.Optional(Type.String({ description: "Reference of the line in the site's audit trail" })),
   },
@@ -88,7 +91,8 @@ export const HealthAnswer = Type.Object({
     description: "where the rate-limit counters live right now",
   }),
   licensing: Type.Union([Type.Literal("on"), Type.Literal("off"), Type.Literal("at-vendor")], {
-    description: "on: activate, refresh and sign-in can issue tokens; off: no license key is configured (activations answer 503 licensing_unavailable); at-vendor: a mirror",
+    description:
+      "on: activate, refresh and sign-in can issue tokens; off: no license key is configured (activations answer 503 licensing_unavailable); at-vendor: a mirror",
   }),
   releaseChanges: Type.Optional(Type.String({ description: "Only when the release tree cannot be watched: how it is re-scanned instead, and why" })),
   installersVerifying: Type.Optional(Type.Integer({ description: "Only while some are: installers being hashed, whose releases are not served yet" })),
@@ -111,7 +115,10 @@ export const ReleasesAnswer = Type.Object({
       sha256: Type.String({ pattern: "^[0-9a-f]{64}$" }),
       manifest: Type.String({ description: "The update path of this release's manifest" }),
     }),
-    { description: "What this installation may install: in each lane the release it is served and every older one not withdrawn; newest first by released, then by version" },
+    {
+      description:
+        "What this installation may install: in each lane the release it is served and every older one not withdrawn; newest first by released, then by version",
+    },
   ),
   notYetAvailable: Type.Array(
     Type.Object({
@@ -154,14 +161,21 @@ export const MetaAnswer = Type.Object({
       purpose: Type.Union([Type.Literal("license"), Type.Literal("release")]),
       spki: Type.String({ description: "SubjectPublicKeyInfo (DER) in base64" }),
       role: Type.Optional(
-        Type.Union(["signing", "next", "previous"].map((r) => Type.Literal(r)), {
-          description: "License keys only: signing signs now; next is published ahead (programs and mirrors carry it before it signs); previous verifies tokens it signed",
-        }),
+        Type.Union(
+          ["signing", "next", "previous"].map((r) => Type.Literal(r)),
+          {
+            description:
+              "License keys only: signing signs now; next is published ahead (programs and mirrors carry it before it signs); previous verifies tokens it signed",
+          },
+        ),
       ),
     }),
   ),
   mirror: Type.Optional(
-    Type.Object({ of: Type.String(), lastSync: Type.Union([Timestamp, Type.Null()]) }, { description: "Only on a mirror: whose site it mirrors, and when it last heard from it" }),
+    Type.Object(
+      { of: Type.String(), lastSync: Type.Union([Timestamp, Type.Null()]) },
+      { description: "Only on a mirror: whose site it mirrors, and when it last heard from it" },
+    ),
   ),
 });
 

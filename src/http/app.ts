@@ -70,7 +70,10 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
       const misrouted = !routedAsSplit(url);
       if (misrouted || request.method === "HEAD") {
         const head = request.method === "HEAD";
-        const again = new Request(misrouted ? `http://localhost${target.path}${target.query ? `?${target.query}` : ""}` : url, head ? { method: "GET", headers: request.headers } : request);
+        const again = new Request(
+          misrouted ? `http://localhost${target.path}${target.query ? `?${target.query}` : ""}` : url,
+          head ? { method: "GET", headers: request.headers } : request,
+        );
         handovers.set(again, { peer, hostValid, method: handover?.method ?? request.method });
         return routeAgain(again);
       }
@@ -117,7 +120,12 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
     /** Method and full path of every route answered (GETs also answer HEAD). */
     routes: endpoints.flatMap((e) => {
       const path = fullPath(e);
-      return e.method === "GET" ? [{ method: "GET", path }, { method: "HEAD", path }] : [{ method: e.method, path }];
+      return e.method === "GET"
+        ? [
+            { method: "GET", path },
+            { method: "HEAD", path },
+          ]
+        : [{ method: e.method, path }];
     }),
     /** Serves plain HTTP for tests; production listens through cli/transport.ts. */
     listen(options: { hostname: string; port: number }) {

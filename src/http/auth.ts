@@ -159,4 +159,3 @@ export function macrosOf(e: Endpoint) {
     ...(e.body ? { jsonBody: true } : {}),
   };
 }
-

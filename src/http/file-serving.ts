@@ -147,10 +147,15 @@ export function serveFileRanges(request: Request, path: string, size: number, et
     return sendFile(request, path, size, etag, filename, ranges === null || ranges === "unsatisfiable" ? ranges : ranges[0]!);
   if (matchesIfNoneMatch(request, etag)) return notModified(etag);
   // The same for the same file and ranges (so HEAD and GET agree); 128 bits no installer can be made to contain.
-  const boundary = new Bun.CryptoHasher("sha256").update(`${etag}\n${ranges.map((r) => `${r.start}-${r.end}`).join(",")}`).digest("hex").slice(0, 32);
+  const boundary = new Bun.CryptoHasher("sha256")
+    .update(`${etag}\n${ranges.map((r) => `${r.start}-${r.end}`).join(",")}`)
+    .digest("hex")
+    .slice(0, 32);
   const encoder = new TextEncoder();
   const heads = ranges.map((r, i) =>
-    encoder.encode(`${i === 0 ? "" : "\r\n"}--${boundary}\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes ${r.start}-${r.end}/${size}\r\n\r\n`),
+    encoder.encode(
+      `${i === 0 ? "" : "\r\n"}--${boundary}\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes ${r.start}-${r.end}/${size}\r\n\r\n`,
+    ),
   );
   const tail = encoder.encode(`\r\n--${boundary}--\r\n`);
   const length = heads.reduce((n, h, i) => n + h.length + ranges[i]!.end - ranges[i]!.start + 1, tail.length);

@@ -39,9 +39,7 @@ interface FrontDoorDeps {
 }
 
 /** What the front door decided of one request: answered (429), refused, or let in with its headers. */
-export type Admission =
-  | { readonly limited: Response }
-  | { readonly headers: Record<string, string> | null; readonly refused?: KeyturnError };
+export type Admission = { readonly limited: Response } | { readonly headers: Record<string, string> | null; readonly refused?: KeyturnError };
 
 /**
  * What every request meets first: its client address (after trusted proxies), the rate limit of its
@@ -84,10 +82,10 @@ export function frontDoor(deps: FrontDoorDeps) {
       const noStore = isAdminPath(target.path) ? NO_STORE : null;
       if (decision?.limited) {
         state.code = "rate_limited";
-        const limited = errorResponse(
-          new KeyturnError("rate_limited", `Too many requests from this address; try again in ${decision.retryAfter} s.`),
-          { ...decision.headers, ...noStore },
-        );
+        const limited = errorResponse(new KeyturnError("rate_limited", `Too many requests from this address; try again in ${decision.retryAfter} s.`), {
+          ...decision.headers,
+          ...noStore,
+        });
         return { limited };
       }
       const headers = noStore ? { ...decision?.headers, ...noStore } : (decision?.headers ?? null);

@@ -127,14 +127,28 @@ export function lifecycle(deps: LifecycleDeps) {
   };
 
   /** A refusal answered and finished before routing (the route's own hooks never run). */
-  const refuseEarly = async (exchange: Exchange, error: KeyturnError, audit: AuditAction) => finish(exchange, errorResponse(await refuse(error, audit, exchange.state)));
+  const refuseEarly = async (exchange: Exchange, error: KeyturnError, audit: AuditAction) =>
+    finish(exchange, errorResponse(await refuse(error, audit, exchange.state)));
 
   return {
     finish,
 
     /** The request's exchange, made once in onRequest. */
     begin(request: Request, method: string, target: Target, peer: string | null, hostValid: boolean): Exchange {
-      return { request, method, target, state: front.begin(request, peer), hostValid, rateHeaders: null, principal: undefined, admin: undefined, session: null, queryValues: NO_QUERY, lane: null, finished: false };
+      return {
+        request,
+        method,
+        target,
+        state: front.begin(request, peer),
+        hostValid,
+        rateHeaders: null,
+        principal: undefined,
+        admin: undefined,
+        session: null,
+        queryValues: NO_QUERY,
+        lane: null,
+        finished: false,
+      };
     },
 
     /**
@@ -198,7 +212,8 @@ export function lifecycle(deps: LifecycleDeps) {
       let cause = code === "PARSE" && error instanceof Error && error.cause !== undefined ? error.cause : error;
       const e = exchange.endpoint;
       if (code === "NOT_FOUND") cause = new KeyturnError("not_found", "There is nothing at this address.");
-      else if (code === "VALIDATION" && e?.body) cause = new KeyturnError("invalid_request", describeError(checkOf(e.body), (error as { value?: unknown }).value));
+      else if (code === "VALIDATION" && e?.body)
+        cause = new KeyturnError("invalid_request", describeError(checkOf(e.body), (error as { value?: unknown }).value));
       const refused = await refuse(cause, e?.audit ?? "request", exchange.state, !e?.page);
       const response = e?.page ? (e.page.refused?.(refused) ?? refusalPage(refused, e.page.back)) : errorResponse(refused);
       // A routed request's answer is finished by its route's mapResponse; finishing is done once.

@@ -25,10 +25,26 @@ const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 
 export function createMetrics(sources: MetricsSources) {
   const registry = new Registry();
   const registers = [registry];
-  const requests = new Counter({ name: "keyturn_http_requests_total", help: "Requests answered, by endpoint and status", labelNames: ["route", "status"], registers });
-  const duration = new Histogram({ name: "keyturn_http_request_duration_seconds", help: "Time to answer, by endpoint", labelNames: ["route"], buckets: DURATION_BUCKETS, registers });
+  const requests = new Counter({
+    name: "keyturn_http_requests_total",
+    help: "Requests answered, by endpoint and status",
+    labelNames: ["route", "status"],
+    registers,
+  });
+  const duration = new Histogram({
+    name: "keyturn_http_request_duration_seconds",
+    help: "Time to answer, by endpoint",
+    labelNames: ["route"],
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
   const refusals = new Counter({ name: "keyturn_refusals_total", help: "Refusals by endpoint and error code", labelNames: ["route", "code"], registers });
-  const activations = new Counter({ name: "keyturn_activations_total", help: "Successful activations and staff sign-ins (new or reused seats)", labelNames: ["route"], registers });
+  const activations = new Counter({
+    name: "keyturn_activations_total",
+    help: "Successful activations and staff sign-ins (new or reused seats)",
+    labelNames: ["route"],
+    registers,
+  });
 
   new Gauge({
     name: "keyturn_release_index_releases",
@@ -69,7 +85,12 @@ export function createMetrics(sources: MetricsSources) {
     help: "1 when the records (SQLite or PostgreSQL) answer",
     registers,
     async collect() {
-      this.set(await sources.pingRecords().then(() => 1, () => 0));
+      this.set(
+        await sources.pingRecords().then(
+          () => 1,
+          () => 0,
+        ),
+      );
     },
   });
   new Gauge({

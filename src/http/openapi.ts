@@ -99,9 +99,7 @@ function operation(route: Endpoint, method: string) {
     operationId: `${method}${route.path.replace(/[{}]/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? "").toUpperCase())}`,
     security: route.auth === "entitlement" ? [{ bearer: [] }] : typeof route.auth === "object" ? [{ adminToken: [route.auth.scope] }] : [],
     ...(parameters.length ? { parameters } : {}),
-    ...(route.body && method !== "head"
-      ? { requestBody: { required: true, content: { "application/json": { schema: plain(route.body) } } } }
-      : {}),
+    ...(route.body && method !== "head" ? { requestBody: { required: true, content: { "application/json": { schema: plain(route.body) } } } } : {}),
     responses: { ...success, ...errorResponses(route.errors, method) },
   };
 }
@@ -133,8 +131,7 @@ export function openApiDocument(variant: Variant, endpoints: readonly Endpoint[]
     info: {
       title: `keyturn Update and License API (${variant.name})`,
       version,
-      description:
-        `Licensing and updates for desktop programs. Every answer that is not a file is JSON; every refusal is the error body, with the status its code maps to. Bodies are JSON up to ${MAX_JSON_BODY / 1024} KiB; a path and query over ${MAX_URL_BYTES} bytes is 400 invalid_request. A method a path does not answer is 405 method_not_allowed with an Allow header naming those it does (components.responses.MethodNotAllowed). The HTTP server itself, before keyturn sees the request, answers 431 with no body to headers over its limit, and 413 with no body to a body declared in megabytes.`,
+      description: `Licensing and updates for desktop programs. Every answer that is not a file is JSON; every refusal is the error body, with the status its code maps to. Bodies are JSON up to ${MAX_JSON_BODY / 1024} KiB; a path and query over ${MAX_URL_BYTES} bytes is 400 invalid_request. A method a path does not answer is 405 method_not_allowed with an Allow header naming those it does (components.responses.MethodNotAllowed). The HTTP server itself, before keyturn sees the request, answers 431 with no body to headers over its limit, and 413 with no body to a body declared in megabytes.`,
     },
     // Relative: resolved against wherever the document was fetched from (the site, or a mirror).
     servers: [{ url: "/api/v1" }],

@@ -20,7 +20,9 @@ export function sessionGate(sessions: ConsoleSessions, openId: boolean, site: Si
     },
     signedOut(kind: SessionKind, method: string): Response {
       if (kind === "console")
-        return method === "GET" ? webAnswer({ redirect: SIGN_IN }) : webAnswer(consoleSignInPage({ openId, message: "Your session has ended: sign in again.", status: 401 }));
+        return method === "GET"
+          ? webAnswer({ redirect: SIGN_IN })
+          : webAnswer(consoleSignInPage({ openId, message: "Your session has ended: sign in again.", status: 401 }));
       return method === "GET" ? webAnswer({ redirect: PORTAL_HOME }) : webAnswer(portalSignInPage("Your sign-in has ended: sign in again."));
     },
   };

@@ -39,14 +39,26 @@ export async function sessionCookie(request: Request, site: SiteOrigin, kind: Se
 
 /** Sets (or, with null, clears) the session cookie: HttpOnly, SameSite=Strict, Path=/, Secure when --base-url is https. */
 export function setSessionCookie(site: SiteOrigin, kind: SessionKind, secret: string | null, maxAgeSeconds = 0): string {
-  return setCookie(cookieName(site, kind), secret ?? "", { path: "/", httpOnly: true, sameSite: "strict", secure: site.secure, maxAge: secret === null ? 0 : Math.max(0, Math.floor(maxAgeSeconds)) });
+  return setCookie(cookieName(site, kind), secret ?? "", {
+    path: "/",
+    httpOnly: true,
+    sameSite: "strict",
+    secure: site.secure,
+    maxAge: secret === null ? 0 : Math.max(0, Math.floor(maxAgeSeconds)),
+  });
 }
 
 const pendingName = (site: SiteOrigin) => cookieNameOn(site, "keyturn-oidc");
 
 /** The state of an OpenID sign-in under way, in a SameSite=Lax cookie: it must come back through the issuer's cross-site redirect. */
 export function setPendingCookie(site: SiteOrigin, state: string | null, maxAgeSeconds = 0): string {
-  return setCookie(pendingName(site), state ?? "", { path: "/", httpOnly: true, sameSite: "lax", secure: site.secure, maxAge: state === null ? 0 : Math.floor(maxAgeSeconds) });
+  return setCookie(pendingName(site), state ?? "", {
+    path: "/",
+    httpOnly: true,
+    sameSite: "lax",
+    secure: site.secure,
+    maxAge: state === null ? 0 : Math.floor(maxAgeSeconds),
+  });
 }
 
 export async function pendingCookie(call: Call, site: SiteOrigin): Promise<string | null> {
@@ -71,9 +83,11 @@ export function webAnswer(outcome: Outcome, extra: Record<string, string> = {}):
  * form is refused before anything is done.
  */
 export async function readForm(site: SiteOrigin, request: Request, session: Session | null): Promise<URLSearchParams> {
-  if (!sentFromSite(site, request.headers.get("origin"), request.headers.get("sec-fetch-site"))) throw new KeyturnError("invalid_request", "This form was not sent from this site's pages.");
+  if (!sentFromSite(site, request.headers.get("origin"), request.headers.get("sec-fetch-site")))
+    throw new KeyturnError("invalid_request", "This form was not sent from this site's pages.");
   const type = request.headers.get("content-type") ?? "";
-  if (!type.startsWith("application/x-www-form-urlencoded")) throw new KeyturnError("unsupported_media_type", "Send the form as application/x-www-form-urlencoded.");
+  if (!type.startsWith("application/x-www-form-urlencoded"))
+    throw new KeyturnError("unsupported_media_type", "Send the form as application/x-www-form-urlencoded.");
   const declared = Number(request.headers.get("content-length") ?? "0");
   if (declared > MAX_FORM_BYTES) throw new KeyturnError("payload_too_large", `A form is at most ${MAX_FORM_BYTES / 1024} KiB.`);
   const text = await request.text();

@@ -29,13 +29,45 @@ const TABLES = [
     name: "licenses",
     key: "id",
     order: "issued, id",
-    columns: ["id", "kind", "key_hash", "licensee", "organization", "plan", "plan_title", "channels", "seats", "issued", "expires", "revoked", "email", "metadata", "token_ttl", "seat_lease"],
+    columns: [
+      "id",
+      "kind",
+      "key_hash",
+      "licensee",
+      "organization",
+      "plan",
+      "plan_title",
+      "channels",
+      "seats",
+      "issued",
+      "expires",
+      "revoked",
+      "email",
+      "metadata",
+      "token_ttl",
+      "seat_lease",
+    ],
   },
   {
     name: "activations",
     key: "id",
     order: "created, id",
-    columns: ["id", "license_id", "kind", "installation", "device_hash", "product", "name", "platform", "version", "created", "last_seen", "deactivated", "lane", "token_exp"],
+    columns: [
+      "id",
+      "license_id",
+      "kind",
+      "installation",
+      "device_hash",
+      "product",
+      "name",
+      "platform",
+      "version",
+      "created",
+      "last_seen",
+      "deactivated",
+      "lane",
+      "token_exp",
+    ],
   },
   { name: "challenges", key: "nonce_hash", order: "created, nonce_hash", columns: ["nonce_hash", "installation", "created", "expires", "used"] },
   {
@@ -66,7 +98,12 @@ const TABLES = [
     order: "created, id",
     columns: ["id", "endpoint_id", "event_seq", "event_id", "status", "attempts", "next_attempt", "created", "last_attempt"],
   },
-  { name: "webhook_attempts", key: "delivery_id, attempt", order: "delivery_id, attempt", columns: ["delivery_id", "attempt", "time", "duration_ms", "status_code", "error"] },
+  {
+    name: "webhook_attempts",
+    key: "delivery_id, attempt",
+    order: "delivery_id, attempt",
+    columns: ["delivery_id", "attempt", "time", "duration_ms", "status_code", "error"],
+  },
 ] as const satisfies readonly Table[];
 
 export type TableName = (typeof TABLES)[number]["name"];
@@ -98,7 +135,9 @@ export async function copySqliteToPostgres(source: Database, target: SQL, opts: 
       const copied = {} as RowCounts;
       for (const table of TABLES) {
         copied[table.name] = 0;
-        const rows = source.query(`SELECT ${table.columns.join(", ")} FROM ${table.name} ORDER BY ${table.order}`).iterate() as IterableIterator<Record<string, unknown>>;
+        const rows = source.query(`SELECT ${table.columns.join(", ")} FROM ${table.name} ORDER BY ${table.order}`).iterate() as IterableIterator<
+          Record<string, unknown>
+        >;
         let batch: Record<string, unknown>[] = [];
         const flush = async () => {
           if (batch.length === 0) return;
@@ -138,7 +177,10 @@ async function insertBatch(tx: SQL, table: Table, rows: Record<string, unknown>[
   const tuples = rows.map((row) => `(${cols.map((c) => (params.push(value(row, c)), `$${params.length}`)).join(", ")})`);
   const conflict =
     merge || table.seeded
-      ? ` ON CONFLICT (${table.key}) DO UPDATE SET ${cols.filter((c) => !keys.includes(c)).map((c) => `${c} = excluded.${c}`).join(", ")}`
+      ? ` ON CONFLICT (${table.key}) DO UPDATE SET ${cols
+          .filter((c) => !keys.includes(c))
+          .map((c) => `${c} = excluded.${c}`)
+          .join(", ")}`
       : "";
   const overriding = table.identity ? " OVERRIDING SYSTEM VALUE" : "";
   await tx.unsafe(`INSERT INTO ${table.name} (${cols.join(", ")})${overriding} VALUES ${tuples.join(", ")}${conflict}`, params);

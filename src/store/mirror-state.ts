@@ -130,29 +130,34 @@ export class SqliteMirrorState implements MirrorStateStore {
 
   load(vendor: string, now: number): MirrorSnapshot {
     const db = this.db;
-    return db.transaction(() => {
-      let sync = db.query("SELECT * FROM mirror_sync WHERE id = 1").get() as Row | null;
-      if (!sync || sync.vendor !== vendor) {
-        // Another vendor's cursor, revocations and keys mean nothing here.
-        for (const t of ["mirror_sync", ...MIRROR_TABLES, ...STAGING_TABLES, "mirror_vendor_keys"]) db.exec(`DELETE FROM ${t}`);
-        db.query("INSERT INTO mirror_sync (id, vendor, feed_cursor, last_sync, started) VALUES (1, ?, NULL, NULL, ?)").run(vendor, now);
-        sync = { vendor, feed_cursor: null, last_sync: null, started: now };
-      }
-      this.count = this.recount();
-      this.counted = true;
-      return {
-        sync: { vendor, cursor: sync.feed_cursor as string | null, lastSync: sync.last_sync as number | null, started: sync.started as number },
-        releaseControls: (db.query("SELECT * FROM mirror_release_controls ORDER BY lane, version").all() as Row[]).map((r) => ({
-          lane: r.lane as string,
-          version: r.version as string,
-          state: r.state as string,
-          share: r.share as number | null,
-          time: r.time as number,
-          seq: r.seq as string,
-        })),
-        vendorKeys: (db.query("SELECT kid, spki FROM mirror_vendor_keys ORDER BY kid").all() as Row[]).map((r) => ({ kid: r.kid as string, spki: r.spki as string })),
-      };
-    }).immediate();
+    return db
+      .transaction(() => {
+        let sync = db.query("SELECT * FROM mirror_sync WHERE id = 1").get() as Row | null;
+        if (!sync || sync.vendor !== vendor) {
+          // Another vendor's cursor, revocations and keys mean nothing here.
+          for (const t of ["mirror_sync", ...MIRROR_TABLES, ...STAGING_TABLES, "mirror_vendor_keys"]) db.exec(`DELETE FROM ${t}`);
+          db.query("INSERT INTO mirror_sync (id, vendor, feed_cursor, last_sync, started) VALUES (1, ?, NULL, NULL, ?)").run(vendor, now);
+          sync = { vendor, feed_cursor: null, last_sync: null, started: now };
+        }
+        this.count = this.recount();
+        this.counted = true;
+        return {
+          sync: { vendor, cursor: sync.feed_cursor as string | null, lastSync: sync.last_sync as number | null, started: sync.started as number },
+          releaseControls: (db.query("SELECT * FROM mirror_release_controls ORDER BY lane, version").all() as Row[]).map((r) => ({
+            lane: r.lane as string,
+            version: r.version as string,
+            state: r.state as string,
+            share: r.share as number | null,
+            time: r.time as number,
+            seq: r.seq as string,
+          })),
+          vendorKeys: (db.query("SELECT kid, spki FROM mirror_vendor_keys ORDER BY kid").all() as Row[]).map((r) => ({
+            kid: r.kid as string,
+            spki: r.spki as string,
+          })),
+        };
+      })
+      .immediate();
   }
 
   revocation(kind: RevocationKind, id: string): { validUntil: number; issuedBefore: number | null } | null {
@@ -180,8 +185,7 @@ export class SqliteMirrorState implements MirrorStateStore {
         // A revocation whose tokens have all expired refuses nothing: it takes no entry.
         if (c.op === "revoke") {
           if (c.validUntil > now) this.revoke(c);
-        }
-        else if (c.op === "lift") {
+        } else if (c.op === "lift") {
           // A license revocation that stood for deactivated installations keeps refusing the tokens
           // issued before the reinstatement: which of them were deactivated is no longer known here.
           db.query("UPDATE mirror_revocations SET issued_before = ? WHERE kind = ? AND id = ? AND covered > 0").run(c.at, c.kind, c.id);
@@ -221,8 +225,13 @@ export class SqliteMirrorState implements MirrorStateStore {
       if (covering.changes > 0) return;
     }
     db.query(`INSERT INTO mirror_revocations (kind, id, valid_until, seq, license_id) VALUES (?, ?, ?, ?, ?)
-      ON CONFLICT (kind, id) DO UPDATE SET valid_until = max(valid_until, excluded.valid_until), seq = excluded.seq, issued_before = NULL`)
-      .run(c.kind, c.id, c.validUntil, c.seq, c.kind === "activation" ? (c.licenseId ?? null) : null);
+      ON CONFLICT (kind, id) DO UPDATE SET valid_until = max(valid_until, excluded.valid_until), seq = excluded.seq, issued_before = NULL`).run(
+      c.kind,
+      c.id,
+      c.validUntil,
+      c.seq,
+      c.kind === "activation" ? (c.licenseId ?? null) : null,
+    );
     if (c.kind === "license") {
       const absorbed = db
         .query(`DELETE FROM mirror_revocations WHERE kind = 'activation' AND license_id = ?
@@ -244,7 +253,9 @@ export class SqliteMirrorState implements MirrorStateStore {
       const revoke = db.query(`INSERT INTO mirror_snapshot_revocations (kind, id, valid_until, license_id) VALUES (?, ?, ?, ?)
         ON CONFLICT (kind, id) DO UPDATE SET valid_until = max(valid_until, excluded.valid_until)`);
       for (const r of page.revocations) revoke.run(r.kind, r.id, r.validUntil, r.licenseId ?? null);
-      const expiry = db.query("INSERT INTO mirror_snapshot_expiries (license_id, expires) VALUES (?, ?) ON CONFLICT (license_id) DO UPDATE SET expires = excluded.expires");
+      const expiry = db.query(
+        "INSERT INTO mirror_snapshot_expiries (license_id, expires) VALUES (?, ?) ON CONFLICT (license_id) DO UPDATE SET expires = excluded.expires",
+      );
       for (const e of page.expiries) if (e.expires !== null) expiry.run(e.licenseId, e.expires);
       this.stagedCount += page.revocations.length + page.expiries.length;
     }).immediate();
@@ -277,16 +288,22 @@ export class SqliteMirrorState implements MirrorStateStore {
   }
 
   setVendorKeys(keys: readonly VendorKey[], now: number): void {
-    const insert = this.db.query("INSERT INTO mirror_vendor_keys (kid, spki, learned) VALUES (?, ?, ?) ON CONFLICT (kid) DO UPDATE SET spki = excluded.spki, learned = excluded.learned");
-    this.db.transaction(() => {
-      this.db.exec("DELETE FROM mirror_vendor_keys");
-      for (const k of keys) insert.run(k.kid, k.spki, now);
-    }).immediate();
+    const insert = this.db.query(
+      "INSERT INTO mirror_vendor_keys (kid, spki, learned) VALUES (?, ?, ?) ON CONFLICT (kid) DO UPDATE SET spki = excluded.spki, learned = excluded.learned",
+    );
+    this.db
+      .transaction(() => {
+        this.db.exec("DELETE FROM mirror_vendor_keys");
+        for (const k of keys) insert.run(k.kid, k.spki, now);
+      })
+      .immediate();
   }
 
   private recount(): number {
     const row = this.db
-      .query("SELECT (SELECT count(*) FROM mirror_revocations) + (SELECT count(*) FROM mirror_license_expiry) + (SELECT count(*) FROM mirror_release_controls) AS n")
+      .query(
+        "SELECT (SELECT count(*) FROM mirror_revocations) + (SELECT count(*) FROM mirror_license_expiry) + (SELECT count(*) FROM mirror_release_controls) AS n",
+      )
       .get() as Row;
     return row.n as number;
   }

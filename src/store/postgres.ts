@@ -262,8 +262,7 @@ export class PostgresStore implements Store {
       if (!license) throw new Error(`no license ${input.licenseId}`);
       const [existing] = await tx`SELECT id FROM activations
         WHERE license_id = ${input.licenseId} AND installation = ${input.installation} AND deactivated IS NULL`;
-      const countActive = async () =>
-        num((await tx`SELECT count(*) AS n FROM activations WHERE license_id = ${input.licenseId} AND deactivated IS NULL`)[0].n);
+      const countActive = async () => num((await tx`SELECT count(*) AS n FROM activations WHERE license_id = ${input.licenseId} AND deactivated IS NULL`)[0].n);
       // A deactivation does not take the license lock: if one commits between the select and this
       // update, the update finds no active row and the installation takes a new seat below.
       const [reused] = existing
@@ -331,7 +330,9 @@ export class PostgresStore implements Store {
   }
 
   async getActivationWithLicense(id: string): Promise<ActivationWithLicense | null> {
-    const [r] = await this.sql.unsafe(`SELECT ${ACTIVATION_WITH_LICENSE_COLUMNS} FROM activations a JOIN licenses l ON l.id = a.license_id WHERE a.id = $1`, [id]);
+    const [r] = await this.sql.unsafe(`SELECT ${ACTIVATION_WITH_LICENSE_COLUMNS} FROM activations a JOIN licenses l ON l.id = a.license_id WHERE a.id = $1`, [
+      id,
+    ]);
     return r ? activationWithLicenseFromRow(r) : null;
   }
 
@@ -343,9 +344,7 @@ export class PostgresStore implements Store {
   async activationStatus(id: string): Promise<ActivationStatus | null> {
     const [r] = await this.sql`SELECT a.deactivated, l.revoked AS license_revoked, l.expires AS license_expires
       FROM activations a JOIN licenses l ON l.id = a.license_id WHERE a.id = ${id}`;
-    return r
-      ? { deactivated: numOrNull(r.deactivated), licenseRevoked: numOrNull(r.license_revoked), licenseExpires: numOrNull(r.license_expires) }
-      : null;
+    return r ? { deactivated: numOrNull(r.deactivated), licenseRevoked: numOrNull(r.license_revoked), licenseExpires: numOrNull(r.license_expires) } : null;
   }
 
   // GREATEST ignores a NULL: token_exp only grows, and is set by the first token recorded.
@@ -438,7 +437,8 @@ export class PostgresStore implements Store {
   }
 
   async feedPosition(): Promise<FeedPosition> {
-    const [r] = await this.sql`SELECT epoch, pruned_through::text AS pruned_through, (SELECT coalesce(max(seq), 0) FROM events)::text AS newest FROM feed_epoch WHERE id = 1`;
+    const [r] = await this
+      .sql`SELECT epoch, pruned_through::text AS pruned_through, (SELECT coalesce(max(seq), 0) FROM events)::text AS newest FROM feed_epoch WHERE id = 1`;
     return { epoch: r.epoch, newest: BigInt(r.newest), prunedThrough: BigInt(r.pruned_through) };
   }
 
@@ -753,7 +753,13 @@ export class PostgresStore implements Store {
     return this.sql.begin(async (tx) => {
       const baseline = (await tx`INSERT INTO known_releases_baseline (id, taken) VALUES (1, ${now}) ON CONFLICT DO NOTHING RETURNING id`).length > 0;
       const rows = await tx`INSERT INTO known_releases (lane, version, first_seen)
-        SELECT lane, version, ${now} FROM unnest(${tx.array(releases.map((r) => r.lane), "TEXT")}::text[], ${tx.array(releases.map((r) => r.version), "TEXT")}::text[]) AS k(lane, version)
+        SELECT lane, version, ${now} FROM unnest(${tx.array(
+          releases.map((r) => r.lane),
+          "TEXT",
+        )}::text[], ${tx.array(
+          releases.map((r) => r.version),
+          "TEXT",
+        )}::text[]) AS k(lane, version)
         ON CONFLICT DO NOTHING RETURNING lane, version`;
       if (baseline) return [];
       const added: ReleaseKey[] = rows.map((r: Row) => ({ lane: r.lane, version: r.version }));
@@ -770,9 +776,18 @@ export class PostgresStore implements Store {
   async recordSightings(sightings: readonly Sighting[]): Promise<void> {
     if (sightings.length === 0) return;
     await this.sql`UPDATE activations a SET last_seen = greatest(a.last_seen, s.last_seen), lane = coalesce(s.lane, a.lane)
-      FROM unnest(${this.sql.array(sightings.map((s) => s.activationId), "TEXT")}::text[],
-        ${this.sql.array(sightings.map((s) => s.lastSeen), "INT8")}::bigint[],
-        ${this.sql.array(sightings.map((s) => s.lane), "TEXT")}::text[]) AS s(id, last_seen, lane)
+      FROM unnest(${this.sql.array(
+        sightings.map((s) => s.activationId),
+        "TEXT",
+      )}::text[],
+        ${this.sql.array(
+          sightings.map((s) => s.lastSeen),
+          "INT8",
+        )}::bigint[],
+        ${this.sql.array(
+          sightings.map((s) => s.lane),
+          "TEXT",
+        )}::text[]) AS s(id, last_seen, lane)
       WHERE a.id = s.id`;
   }
 
@@ -859,19 +874,32 @@ export class PostgresStore implements Store {
   async rolloutReachIn(range: IdRange, releases: readonly RolloutCountQuery[], since: number): Promise<RolloutReach[]> {
     if (releases.length === 0) return [];
     const lanes = new Map<string | null, { seen: number; staff: number }>(
-      (await this.sql`SELECT lane, count(*) AS seen, count(*) FILTER (WHERE kind = 'staff') AS staff FROM activations
+      (
+        await this.sql`SELECT lane, count(*) AS seen, count(*) FILTER (WHERE kind = 'staff') AS staff FROM activations
         WHERE (${range.from}::text IS NULL OR id >= ${range.from}) AND (${range.to}::text IS NULL OR id < ${range.to})
-          AND deactivated IS NULL AND last_seen >= ${since} GROUP BY lane`).map((r: Row) => [r.lane as string | null, { seen: num(r.seen), staff: num(r.staff) }]),
+          AND deactivated IS NULL AND last_seen >= ${since} GROUP BY lane`
+      ).map((r: Row) => [r.lane as string | null, { seen: num(r.seen), staff: num(r.staff) }]),
     );
     const counted = new Map<number, { bucketed: number; admitted: number }>(
-      (await this.sql`SELECT b.release_no AS no, count(*) AS bucketed, count(*) FILTER (WHERE b.bucket < t.threshold) AS admitted
-        FROM unnest(${this.sql.array(releases.map((r) => r.no), "INT8")}::bigint[], ${this.sql.array(releases.map((r) => r.lane), "TEXT")}::text[],
-          ${this.sql.array(releases.map((r) => storedBucket(r.threshold).toString()), "TEXT")}::text[]::bigint[]) AS t(no, lane, threshold)
+      (
+        await this.sql`SELECT b.release_no AS no, count(*) AS bucketed, count(*) FILTER (WHERE b.bucket < t.threshold) AS admitted
+        FROM unnest(${this.sql.array(
+          releases.map((r) => r.no),
+          "INT8",
+        )}::bigint[], ${this.sql.array(
+          releases.map((r) => r.lane),
+          "TEXT",
+        )}::text[],
+          ${this.sql.array(
+            releases.map((r) => storedBucket(r.threshold).toString()),
+            "TEXT",
+          )}::text[]::bigint[]) AS t(no, lane, threshold)
         JOIN rollout_buckets b ON b.release_no = t.no
         JOIN activations a ON a.id = b.activation_id AND a.lane = t.lane
         WHERE (${range.from}::text IS NULL OR a.id >= ${range.from}) AND (${range.to}::text IS NULL OR a.id < ${range.to})
           AND a.deactivated IS NULL AND a.last_seen >= ${since} AND a.kind <> 'staff'
-        GROUP BY b.release_no`).map((r: Row) => [num(r.no), { bucketed: num(r.bucketed), admitted: num(r.admitted) }]),
+        GROUP BY b.release_no`
+      ).map((r: Row) => [num(r.no), { bucketed: num(r.bucketed), admitted: num(r.admitted) }]),
     );
     const answers: RolloutReach[] = [];
     for (const r of releases) {
@@ -880,10 +908,12 @@ export class PostgresStore implements Store {
       const unbucketed =
         lane.seen - lane.staff === c.bucketed
           ? []
-          : (await this.sql`SELECT a.id, a.device_hash FROM activations a
+          : (
+              await this.sql`SELECT a.id, a.device_hash FROM activations a
               WHERE (${range.from}::text IS NULL OR a.id >= ${range.from}) AND (${range.to}::text IS NULL OR a.id < ${range.to})
               AND a.lane = ${r.lane} AND a.deactivated IS NULL AND a.last_seen >= ${since} AND a.kind <> 'staff'
-              AND NOT EXISTS (SELECT 1 FROM rollout_buckets b WHERE b.release_no = ${r.no} AND b.activation_id = a.id)`).map((x: Row) => ({
+              AND NOT EXISTS (SELECT 1 FROM rollout_buckets b WHERE b.release_no = ${r.no} AND b.activation_id = a.id)`
+            ).map((x: Row) => ({
               activationId: x.id as string,
               deviceHash: x.device_hash as string,
             }));
@@ -895,8 +925,14 @@ export class PostgresStore implements Store {
   async storeRolloutBuckets(no: number, buckets: readonly { activationId: string; bucket: bigint }[]): Promise<void> {
     if (buckets.length === 0) return;
     await this.sql`INSERT INTO rollout_buckets (release_no, activation_id, bucket)
-      SELECT ${no}, b.id, b.bucket::bigint FROM unnest(${this.sql.array(buckets.map((b) => b.activationId), "TEXT")}::text[],
-        ${this.sql.array(buckets.map((b) => storedBucket(b.bucket).toString()), "TEXT")}::text[]) AS b(id, bucket)
+      SELECT ${no}, b.id, b.bucket::bigint FROM unnest(${this.sql.array(
+        buckets.map((b) => b.activationId),
+        "TEXT",
+      )}::text[],
+        ${this.sql.array(
+          buckets.map((b) => storedBucket(b.bucket).toString()),
+          "TEXT",
+        )}::text[]) AS b(id, bucket)
       ON CONFLICT DO NOTHING`;
   }
 

@@ -297,8 +297,8 @@ export class SqliteStore implements Store {
       params.text = containsPattern(query.text);
     }
     if (query.status === "revoked") where.push("revoked IS NOT NULL");
-    else if (query.status === "active") (where.push("revoked IS NULL AND (expires IS NULL OR expires > $now)"), (params.now = query.now));
-    else if (query.status === "expired") (where.push("revoked IS NULL AND expires <= $now"), (params.now = query.now));
+    else if (query.status === "active") where.push("revoked IS NULL AND (expires IS NULL OR expires > $now)"), (params.now = query.now);
+    else if (query.status === "expired") where.push("revoked IS NULL AND expires <= $now"), (params.now = query.now);
     if (query.after) {
       where.push("(issued > $afterIssued OR (issued = $afterIssued AND id > $afterId))");
       params.afterIssued = query.after.issued;
@@ -340,7 +340,9 @@ export class SqliteStore implements Store {
   /** Journal.endsPortalSessions, inside the transaction of the change. */
   private endPortalSessions(licenseId: string, journal: Pick<Journal<never>, "endsPortalSessions">): void {
     if (journal.endsPortalSessions !== undefined)
-      this.db.query("UPDATE console_sessions SET revoked = ? WHERE kind = 'portal' AND license_id = ? AND revoked IS NULL").run(journal.endsPortalSessions, licenseId);
+      this.db
+        .query("UPDATE console_sessions SET revoked = ? WHERE kind = 'portal' AND license_id = ? AND revoked IS NULL")
+        .run(journal.endsPortalSessions, licenseId);
   }
 
   /** Writes a change's audit line and event, inside the transaction of the change. */
@@ -371,8 +373,7 @@ export class SqliteStore implements Store {
     let reclaimed: ActivationRecord | undefined;
     if (used >= license.seats) {
       const lapsed = license.seat_lease === null ? null : (q.lapsedSeat.get(input.licenseId, input.now - license.seat_lease) as Row | null);
-      if (!lapsed)
-        return this.withEvent(input, { outcome: "seat_limit", holders: (q.activeHolders.all(input.licenseId) as Row[]).map(activationFromRow) });
+      if (!lapsed) return this.withEvent(input, { outcome: "seat_limit", holders: (q.activeHolders.all(input.licenseId) as Row[]).map(activationFromRow) });
       // Within the write transaction: nothing can have changed the row since it was read.
       q.deactivate.run(input.now, lapsed.id);
       reclaimed = activationFromRow({ ...lapsed, deactivated: input.now });
@@ -507,15 +508,19 @@ export class SqliteStore implements Store {
   }
 
   async pruneEvents(before: number): Promise<{ events: number; deliveries: number }> {
-    return this.db.transaction(() => {
-      const deliveries = this.db.query("DELETE FROM webhook_deliveries WHERE created < ? AND status <> 'pending'").run(before).changes;
-      const deleted = this.db.query(`DELETE FROM events WHERE time < ? AND seq <= (SELECT seq FROM webhook_fanout WHERE name = 'events')
+    return this.db
+      .transaction(() => {
+        const deliveries = this.db.query("DELETE FROM webhook_deliveries WHERE created < ? AND status <> 'pending'").run(before).changes;
+        const deleted = this.db
+          .query(`DELETE FROM events WHERE time < ? AND seq <= (SELECT seq FROM webhook_fanout WHERE name = 'events')
         AND seq < (SELECT max(seq) FROM events) AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = events.seq)
-        RETURNING seq`).values(before) as number[][];
-      const newest = deleted.reduce((m, [seq]) => Math.max(m, seq!), 0);
-      if (newest > 0) this.db.query("UPDATE feed_epoch SET pruned_through = max(pruned_through, ?) WHERE id = 1").run(newest);
-      return { events: deleted.length, deliveries };
-    }).immediate();
+        RETURNING seq`)
+          .values(before) as number[][];
+        const newest = deleted.reduce((m, [seq]) => Math.max(m, seq!), 0);
+        if (newest > 0) this.db.query("UPDATE feed_epoch SET pruned_through = max(pruned_through, ?) WHERE id = 1").run(newest);
+        return { events: deleted.length, deliveries };
+      })
+      .immediate();
   }
 
   async listEvents(f: EventFilter): Promise<EventRecord[]> {
@@ -570,7 +575,20 @@ export class SqliteStore implements Store {
       this.db
         .query(`INSERT INTO console_sessions (id_hash, kind, token_id, subject, license_id, name, scopes, staff_groups, detail, created, expires, revoked)
           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-        .run(c.idHash, c.kind, c.tokenId, c.subject, c.licenseId, c.name, JSON.stringify(c.scopes), staffGroupsText(c), c.detail, c.created, c.expires, c.revoked);
+        .run(
+          c.idHash,
+          c.kind,
+          c.tokenId,
+          c.subject,
+          c.licenseId,
+          c.name,
+          JSON.stringify(c.scopes),
+          staffGroupsText(c),
+          c.detail,
+          c.created,
+          c.expires,
+          c.revoked,
+        );
       this.journal({ audit }, null);
     });
   }
@@ -659,8 +677,7 @@ export class SqliteStore implements Store {
       const events = this.db.query("SELECT seq, id, type FROM events WHERE seq > ? ORDER BY seq LIMIT ?").all(cursor, limit) as EventHead[];
       const insert = this.db.query(`INSERT INTO webhook_deliveries (id, endpoint_id, event_seq, event_id, status, attempts, next_attempt, created)
         VALUES (?, ?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT DO NOTHING`);
-      for (const event of events)
-        for (const endpoint of subscribers(endpoints, event)) insert.run(newDeliveryId(), endpoint.id, event.seq, event.id, now, now);
+      for (const event of events) for (const endpoint of subscribers(endpoints, event)) insert.run(newDeliveryId(), endpoint.id, event.seq, event.id, now, now);
       this.db.query("UPDATE webhook_fanout SET seq = ? WHERE name = 'events'").run(events.at(-1)!.seq);
       return events.length;
     });
@@ -706,9 +723,9 @@ export class SqliteStore implements Store {
   async listDeliveries(f: DeliveryFilter): Promise<DeliveryRecord[]> {
     const where: string[] = [];
     const params: Record<string, string | number> = { limit: f.limit };
-    if (f.endpointId !== undefined) (where.push("endpoint_id = $endpointId"), (params.endpointId = f.endpointId));
-    if (f.status !== undefined) (where.push("status = $status"), (params.status = f.status));
-    if (f.after !== undefined) (where.push("id < $after"), (params.after = f.after));
+    if (f.endpointId !== undefined) where.push("endpoint_id = $endpointId"), (params.endpointId = f.endpointId);
+    if (f.status !== undefined) where.push("status = $status"), (params.status = f.status);
+    if (f.after !== undefined) where.push("id < $after"), (params.after = f.after);
     const sql = `SELECT * FROM webhook_deliveries ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY id DESC LIMIT $limit`;
     return (this.db.query(sql).all(params) as Row[]).map(deliveryFromRow);
   }
@@ -724,9 +741,8 @@ export class SqliteStore implements Store {
 
   async retryDelivery(id: string, now: number, audit?: AuditRecord): Promise<boolean> {
     return this.groupCommit.write(() => {
-      const changed = this.db
-        .query("UPDATE webhook_deliveries SET status = 'pending', next_attempt = ? WHERE id = ? AND status <> 'delivered'")
-        .run(now, id).changes > 0;
+      const changed =
+        this.db.query("UPDATE webhook_deliveries SET status = 'pending', next_attempt = ? WHERE id = ? AND status <> 'delivered'").run(now, id).changes > 0;
       if (changed) this.journal({ audit }, null);
       return changed;
     });
@@ -805,7 +821,9 @@ export class SqliteStore implements Store {
           if (result.changes !== 1) throw changed;
         }
         const held = this.db
-          .query("SELECT (SELECT count(*) FROM webhook_endpoints WHERE substr(secret, 1, length(?1)) = ?1) + (SELECT count(*) FROM idempotency WHERE substr(answer, 1, length(?1)) = ?1) AS n")
+          .query(
+            "SELECT (SELECT count(*) FROM webhook_endpoints WHERE substr(secret, 1, length(?1)) = ?1) + (SELECT count(*) FROM idempotency WHERE substr(answer, 1, length(?1)) = ?1) AS n",
+          )
           .get(prefix) as Row;
         if (held.n !== values.length) throw changed;
       });
@@ -941,20 +959,30 @@ export class SqliteStore implements Store {
     const active = "a.id >= $from AND a.id < $to AND a.deactivated IS NULL AND a.last_seen >= $since";
     const params = { ...bounds(range), since };
     const lanes = new Map(
-      (this.db.query(`SELECT a.lane, count(*) AS seen, sum(a.kind = 'staff') AS staff FROM activations a WHERE ${active} GROUP BY a.lane`).all(params) as Row[])
-        .map((r) => [r.lane as string | null, { seen: r.seen as number, staff: r.staff as number }]),
+      (
+        this.db.query(`SELECT a.lane, count(*) AS seen, sum(a.kind = 'staff') AS staff FROM activations a WHERE ${active} GROUP BY a.lane`).all(params) as Row[]
+      ).map((r) => [r.lane as string | null, { seen: r.seen as number, staff: r.staff as number }]),
     );
     // One seek per installation reads its buckets of every release (keyed by installation first);
     // each release's lane and threshold are chosen by its number.
     const byNo = (value: (i: number) => string) => `CASE b.release_no ${releases.map((r, i) => `WHEN ${r.no} THEN ${value(i)}`).join(" ")} END`;
     const counted = new Map(
-      (this.db
-        .query(`SELECT b.release_no AS no, count(*) AS bucketed, sum(b.bucket < ${byNo((i) => `$threshold${i}`)}) AS admitted
+      (
+        this.db
+          .query(`SELECT b.release_no AS no, count(*) AS bucketed, sum(b.bucket < ${byNo((i) => `$threshold${i}`)}) AS admitted
           FROM activations a JOIN rollout_buckets b ON b.activation_id = a.id
           WHERE ${active} AND a.kind <> 'staff' AND b.release_no IN (${releases.map((r) => r.no).join(", ")}) AND a.lane = ${byNo((i) => `$lane${i}`)}
           GROUP BY b.release_no`)
-        .all({ ...params, ...Object.fromEntries(releases.flatMap((r, i) => [[`threshold${i}`, storedBucket(r.threshold)], [`lane${i}`, r.lane]])) }) as Row[])
-        .map((r) => [r.no as number, { bucketed: r.bucketed as number, admitted: (r.admitted ?? 0) as number }]),
+          .all({
+            ...params,
+            ...Object.fromEntries(
+              releases.flatMap((r, i) => [
+                [`threshold${i}`, storedBucket(r.threshold)],
+                [`lane${i}`, r.lane],
+              ]),
+            ),
+          }) as Row[]
+      ).map((r) => [r.no as number, { bucketed: r.bucketed as number, admitted: (r.admitted ?? 0) as number }]),
     );
     return releases.map((r) => {
       const lane = lanes.get(r.lane) ?? { seen: 0, staff: 0 };
@@ -962,10 +990,12 @@ export class SqliteStore implements Store {
       const unbucketed =
         lane.seen - lane.staff === c.bucketed
           ? []
-          : (this.db
-              .query(`SELECT a.id, a.device_hash FROM activations a WHERE ${active} AND a.lane = $lane AND a.kind <> 'staff'
+          : (
+              this.db
+                .query(`SELECT a.id, a.device_hash FROM activations a WHERE ${active} AND a.lane = $lane AND a.kind <> 'staff'
                 AND NOT EXISTS (SELECT 1 FROM rollout_buckets b WHERE b.activation_id = a.id AND b.release_no = $no)`)
-              .all({ ...params, lane: r.lane, no: r.no }) as Row[]).map((x) => ({ activationId: x.id as string, deviceHash: x.device_hash as string }));
+                .all({ ...params, lane: r.lane, no: r.no }) as Row[]
+            ).map((x) => ({ activationId: x.id as string, deviceHash: x.device_hash as string }));
       return { seen: lane.seen, admitted: lane.staff + c.admitted, unbucketed };
     });
   }
@@ -1000,7 +1030,14 @@ const WHOLE: IdRange = { from: null, to: null };
 const bounds = (range: IdRange) => ({ from: range.from ?? "", to: range.to ?? "\u{10FFFF}" });
 
 function licenseParams(l: LicenseRecord) {
-  return { ...l, channels: JSON.stringify(l.channels), email: l.email ?? null, metadata: JSON.stringify(l.metadata ?? {}), tokenTtl: l.tokenTtl ?? null, seatLease: l.seatLease ?? null };
+  return {
+    ...l,
+    channels: JSON.stringify(l.channels),
+    email: l.email ?? null,
+    metadata: JSON.stringify(l.metadata ?? {}),
+    tokenTtl: l.tokenTtl ?? null,
+    seatLease: l.seatLease ?? null,
+  };
 }
 
 function auditParams(a: AuditRecord) {
@@ -1038,12 +1075,12 @@ function deviceFields(d: DeviceFields): DeviceFields {
 export function auditSearch(f: AuditFilter): { sql: string; params: Record<string, string | number> } {
   const where: string[] = [];
   const params: Record<string, string | number> = {};
-  if (f.ref !== undefined) (where.push("ref = $ref"), (params.ref = f.ref));
-  if (f.licenseId !== undefined) (where.push("license_id = $licenseId"), (params.licenseId = f.licenseId));
-  if (f.activationId !== undefined) (where.push("activation_id = $activationId"), (params.activationId = f.activationId));
-  if (f.error !== undefined) (where.push("error = $error"), (params.error = f.error));
-  if (f.since !== undefined) (where.push("time >= $since"), (params.since = f.since));
-  if (f.until !== undefined) (where.push("time < $until"), (params.until = f.until));
+  if (f.ref !== undefined) where.push("ref = $ref"), (params.ref = f.ref);
+  if (f.licenseId !== undefined) where.push("license_id = $licenseId"), (params.licenseId = f.licenseId);
+  if (f.activationId !== undefined) where.push("activation_id = $activationId"), (params.activationId = f.activationId);
+  if (f.error !== undefined) where.push("error = $error"), (params.error = f.error);
+  if (f.since !== undefined) where.push("time >= $since"), (params.since = f.since);
+  if (f.until !== undefined) where.push("time < $until"), (params.until = f.until);
   if (f.after !== undefined) {
     where.push("(time < $afterTime OR (time = $afterTime AND ref > $afterRef))");
     params.afterTime = f.after.time;
@@ -1061,15 +1098,17 @@ export function auditSearch(f: AuditFilter): { sql: string; params: Record<strin
  */
 export function migrateSqlite(db: Database): number[] {
   db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied INTEGER NOT NULL)");
-  return db.transaction(() => {
-    const done = new Set((db.query("SELECT version FROM schema_migrations").all() as Row[]).map((r) => r.version));
-    const applied: number[] = [];
-    for (const m of MIGRATIONS) {
-      if (done.has(m.version)) continue;
-      db.exec(m.sqlite);
-      db.query("INSERT INTO schema_migrations (version, applied) VALUES (?, ?)").run(m.version, Date.now());
-      applied.push(m.version);
-    }
-    return applied;
-  }).immediate();
+  return db
+    .transaction(() => {
+      const done = new Set((db.query("SELECT version FROM schema_migrations").all() as Row[]).map((r) => r.version));
+      const applied: number[] = [];
+      for (const m of MIGRATIONS) {
+        if (done.has(m.version)) continue;
+        db.exec(m.sqlite);
+        db.query("INSERT INTO schema_migrations (version, applied) VALUES (?, ?)").run(m.version, Date.now());
+        applied.push(m.version);
+      }
+      return applied;
+    })
+    .immediate();
 }

@@ -218,9 +218,7 @@ export interface IdempotencyRecord {
   readonly created: number;
 }
 
-export type IdempotentCreate =
-  | { readonly outcome: "created" }
-  | { readonly outcome: "replayed"; readonly record: IdempotencyRecord };
+export type IdempotentCreate = { readonly outcome: "created" } | { readonly outcome: "replayed"; readonly record: IdempotencyRecord };
 
 export interface LicensePatch {
   /** A new key's hash (rekey): the old key stops matching in the same write. */

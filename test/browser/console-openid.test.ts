@@ -28,7 +28,16 @@ beforeAll(async () => {
     // The issuer's address goes into the site's settings, and the site's into the issuer's client.
     clients: async (issuerUrl) => {
       site = await startSite("alpha", {
-        args: ["--identity-issuer", issuerUrl, "--identity-client-id", CLIENT_ID, "--identity-groups", "keyturn-staff", "--console-groups", "support=licenses:read,licenses:write,stats:read"],
+        args: [
+          "--identity-issuer",
+          issuerUrl,
+          "--identity-client-id",
+          CLIENT_ID,
+          "--identity-groups",
+          "keyturn-staff",
+          "--console-groups",
+          "support=licenses:read,licenses:write,stats:read",
+        ],
       });
       return [
         {
@@ -83,7 +92,9 @@ describe.skipIf(SKIP_BROWSER)("console sign-in with the OpenID issuer", () => {
     await page.getByRole("button", { name: "Create licence" }).click();
     await page.waitForSelector("#license-key");
     const admin = site.adminToken("auditor", ["audit:read"]);
-    const audit = (await (await fetch(`${site.url}/api/v1/admin/audit`, { headers: { authorization: `Bearer ${admin}` } })).json()) as { lines: { action: string; actor: string | null }[] };
+    const audit = (await (await fetch(`${site.url}/api/v1/admin/audit`, { headers: { authorization: `Bearer ${admin}` } })).json()) as {
+      lines: { action: string; actor: string | null }[];
+    };
     expect(audit.lines.find((l) => l.action === "license-create")?.actor).toBe("staff:grace (Grace <Hopper>)");
     expect((await page.goto(`${site.url}/console/audit`))!.status()).toBe(403);
     expect(problems).toEqual([]);

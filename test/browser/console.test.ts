@@ -43,10 +43,13 @@ const csrfOf = (p: Page) => p.locator('input[name="csrf"]').first().inputValue()
 
 beforeAll(async () => {
   if (SKIP_BROWSER) return;
-  site = await startSite("alpha", { args: ["--webhook-allow-hosts", "127.0.0.1"], prepare: (tree) => {
+  site = await startSite("alpha", {
+    args: ["--webhook-allow-hosts", "127.0.0.1"],
+    prepare: (tree) => {
       tree.add({ version: "1.2.0" });
       tree.add({ version: "1.3.0", sign: false }); // skipped: no signature
-    } });
+    },
+  });
   adminToken = site.adminToken("ops", ["admin"]);
   browser = await launchBrowser();
   ({ page, problems, offsite } = await openContext(browser, "desktop", site.url));
@@ -124,7 +127,10 @@ describe.skipIf(SKIP_BROWSER)("console", () => {
   });
 
   test("an installation activated through the API is on the licence page and in the dashboard chart", async () => {
-    const activated = await api("/licenses/activate", { method: "POST", body: JSON.stringify({ key: licenseKey, device: device("alpha", { name: XSS_DEVICE, version: "2.4.1" }) }) });
+    const activated = await api("/licenses/activate", {
+      method: "POST",
+      body: JSON.stringify({ key: licenseKey, device: device("alpha", { name: XSS_DEVICE, version: "2.4.1" }) }),
+    });
     expect(activated.status).toBe(200);
     await page.goto(licenseUrl);
     const row = page.locator("#installations tbody tr");
@@ -159,7 +165,9 @@ describe.skipIf(SKIP_BROWSER)("console", () => {
     await page.goto(licenseUrl);
     await press(page, `Deactivate ${XSS_DEVICE}`);
     // A confirmation first, naming the installation (as text) and its licence; nothing is done yet.
-    await expect(page.locator("#confirm-question").textContent()).resolves.toBe(`Deactivate "${XSS_DEVICE}" (win-x64, version 2.4.1) of the licence of ${XSS_NAME}?`);
+    await expect(page.locator("#confirm-question").textContent()).resolves.toBe(
+      `Deactivate "${XSS_DEVICE}" (win-x64, version 2.4.1) of the licence of ${XSS_NAME}?`,
+    );
     expect(await page.evaluate("window.__xss")).toBeUndefined();
     await press(page, "Deactivate installation");
     await page.waitForURL(`${licenseUrl}?done=installation-deactivated`);
@@ -203,7 +211,9 @@ describe.skipIf(SKIP_BROWSER)("console", () => {
     const answer = (await page.locator("#answer-code").inputValue()).trim();
     expect((await api("/entitlements/current", { token: answer })).status).toBe(200);
     const exp = JSON.parse(Buffer.from(answer.split(".")[1]!, "base64url").toString()).exp as number;
-    await expect(page.locator("#answer-valid-until").textContent()).resolves.toStartWith(`This answer code works until ${new Date(exp * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC`);
+    await expect(page.locator("#answer-valid-until").textContent()).resolves.toStartWith(
+      `This answer code works until ${new Date(exp * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC`,
+    );
     await screenshot(page, "console-offline-1280");
 
     await page.goto(licenseUrl);
@@ -223,7 +233,11 @@ describe.skipIf(SKIP_BROWSER)("console", () => {
   });
 
   test("with JavaScript off, a destructive button still asks first and then acts", async () => {
-    const created = await api("/admin/licenses", { method: "POST", token: adminToken, body: JSON.stringify({ licensee: "No Script", organization: "Plain", plan: "p", planTitle: "P", seats: 1, channels: ["stable"] }) });
+    const created = await api("/admin/licenses", {
+      method: "POST",
+      token: adminToken,
+      body: JSON.stringify({ licensee: "No Script", organization: "Plain", plan: "p", planTitle: "P", seats: 1, channels: ["stable"] }),
+    });
     const { license } = (await created.json()) as { license: { id: string } };
     const context = await browser.newContext({ viewport: WIDTHS.desktop, javaScriptEnabled: false });
     try {
@@ -252,7 +266,12 @@ describe.skipIf(SKIP_BROWSER)("console", () => {
   });
 
   test("releases, audit and webhooks pages render for an admin; releases are halted, resumed, withdrawn and restored; a skipped folder says why", async () => {
-    for (const [name, heading] of [["Releases", "Releases"], ["Audit trail", "Audit trail"], ["Webhooks", "Webhooks"], ["Sessions", "Console sessions"]] as const) {
+    for (const [name, heading] of [
+      ["Releases", "Releases"],
+      ["Audit trail", "Audit trail"],
+      ["Webhooks", "Webhooks"],
+      ["Sessions", "Console sessions"],
+    ] as const) {
       const link = page.getByRole("link", { name, exact: true });
       const path = await link.getAttribute("href");
       // The heading is read once the browser is on the linked page, never the one it is leaving.
@@ -294,8 +313,24 @@ describe.skipIf(SKIP_BROWSER)("console", () => {
     const receiver = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(null, { status: answers.shift() ?? 200 }) });
     try {
       const auth = { authorization: `Bearer ${adminToken}` };
-      expect((await api("/admin/webhooks", { method: "POST", headers: auth, body: JSON.stringify({ url: `http://127.0.0.1:${receiver.port}/hook`, events: ["license.created"] }) })).status).toBe(201);
-      expect((await api("/admin/licenses", { method: "POST", headers: auth, body: JSON.stringify({ licensee: "Hook", organization: "Hook", plan: "p", planTitle: "P", seats: 1, channels: ["stable"] }) })).status).toBe(201);
+      expect(
+        (
+          await api("/admin/webhooks", {
+            method: "POST",
+            headers: auth,
+            body: JSON.stringify({ url: `http://127.0.0.1:${receiver.port}/hook`, events: ["license.created"] }),
+          })
+        ).status,
+      ).toBe(201);
+      expect(
+        (
+          await api("/admin/licenses", {
+            method: "POST",
+            headers: auth,
+            body: JSON.stringify({ licensee: "Hook", organization: "Hook", plan: "p", planTitle: "P", seats: 1, channels: ["stable"] }),
+          })
+        ).status,
+      ).toBe(201);
       let failed = false;
       for (let i = 0; i < 50 && !failed; i++) {
         const page = (await (await api("/admin/webhook-deliveries", { headers: auth })).json()) as { deliveries: { status: string }[] };
@@ -309,7 +344,9 @@ describe.skipIf(SKIP_BROWSER)("console", () => {
       await press(page, "Retry");
       await expect(page.locator("#deliveries tbody tr td").nth(2).textContent()).resolves.toBe("pending");
       await page.goto(`${site.url}/console/audit`);
-      await expect(page.locator("#audit tbody tr", { hasText: "webhook-retry" }).locator("td").nth(3).textContent()).resolves.toMatch(/^tok_[0-9a-z]+ \(ops\)$/);
+      await expect(page.locator("#audit tbody tr", { hasText: "webhook-retry" }).locator("td").nth(3).textContent()).resolves.toMatch(
+        /^tok_[0-9a-z]+ \(ops\)$/,
+      );
     } finally {
       receiver.stop(true);
     }
@@ -318,7 +355,17 @@ describe.skipIf(SKIP_BROWSER)("console", () => {
   test("at 375 px every page fits the screen", async () => {
     const { context, page: phone, problems: phoneProblems } = await openContext(browser, "phone", site.url);
     await signIn(phone, adminToken);
-    for (const path of ["/console/", new URL(licenseUrl).pathname, "/console/licenses", "/console/audit", "/console/releases", "/console/webhooks", "/console/offline", "/console/tokens", "/console/sessions"]) {
+    for (const path of [
+      "/console/",
+      new URL(licenseUrl).pathname,
+      "/console/licenses",
+      "/console/audit",
+      "/console/releases",
+      "/console/webhooks",
+      "/console/offline",
+      "/console/tokens",
+      "/console/sessions",
+    ]) {
       await phone.goto(`${site.url}${path}`);
       if (path === "/console/") await phone.waitForSelector('.chart[data-ready="true"] canvas');
       const overflow = await phone.evaluate("document.documentElement.scrollWidth - window.innerWidth");
@@ -338,10 +385,13 @@ describe.skipIf(SKIP_BROWSER)("console", () => {
     expect(await p.getByRole("button", { name: "Create licence" }).count()).toBe(0);
     expect(await p.getByRole("link", { name: "Audit trail" }).count()).toBe(0);
     const csrf = await csrfOf(p);
-    const status = await p.evaluate(async ([url, token]) => {
-      const r = await fetch(`${url}/revoke`, { method: "POST", body: new URLSearchParams({ csrf: token! }) });
-      return r.status;
-    }, [licenseUrl, csrf] as const);
+    const status = await p.evaluate(
+      async ([url, token]) => {
+        const r = await fetch(`${url}/revoke`, { method: "POST", body: new URLSearchParams({ csrf: token! }) });
+        return r.status;
+      },
+      [licenseUrl, csrf] as const,
+    );
     expect(status).toBe(403);
     const audit = await p.goto(`${site.url}/console/audit`);
     expect(audit!.status()).toBe(403);
@@ -356,7 +406,12 @@ describe.skipIf(SKIP_BROWSER)("console", () => {
     await expect(page.locator("h1").textContent()).resolves.toBe("Sign in");
     const cookie = (await page.context().cookies())[0]!;
     const post = (headers: Record<string, string>, body: string) =>
-      fetch(`${licenseUrl}/revoke`, { method: "POST", redirect: "manual", headers: { cookie: `${cookie.name}=${cookie.value}`, "content-type": "application/x-www-form-urlencoded", ...headers }, body });
+      fetch(`${licenseUrl}/revoke`, {
+        method: "POST",
+        redirect: "manual",
+        headers: { cookie: `${cookie.name}=${cookie.value}`, "content-type": "application/x-www-form-urlencoded", ...headers },
+        body,
+      });
     await page.goto(licenseUrl);
     const csrf = await csrfOf(page);
     expect((await post({ origin: "http://evil.example" }, `csrf=${csrf}`)).status).toBe(400);

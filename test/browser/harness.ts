@@ -25,13 +25,23 @@ function requireChromium(): string {
   if (CHROMIUM === null) throw new Error(`Chromium is required with CI=true and is not on PATH: apt-get install chromium (or set KEYTURN_CHROMIUM).`);
   return CHROMIUM;
 }
-const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic", "--no-first-run", "--disable-component-update", "--disable-sync"];
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-component-update",
+  "--disable-sync",
+];
 
 /**
  * Where the tests write their screenshots: docs/console (committed, docs/console.md shows them) when
  * KEYTURN_UPDATE_SCREENSHOTS=1, else a temporary folder, so a test run leaves the work tree as it was.
  */
-export const SHOTS = process.env.KEYTURN_UPDATE_SCREENSHOTS === "1" ? join(import.meta.dir, "..", "..", "docs", "console") : join(tmpdir(), "keyturn-console-screenshots");
+export const SHOTS =
+  process.env.KEYTURN_UPDATE_SCREENSHOTS === "1" ? join(import.meta.dir, "..", "..", "docs", "console") : join(tmpdir(), "keyturn-console-screenshots");
 export const WIDTHS = { phone: { width: 375, height: 812 }, desktop: { width: 1280, height: 900 } } as const;
 
 export interface Site {

@@ -33,7 +33,9 @@ beforeAll(async () => {
   if (SKIP_BROWSER) return;
   site = await startSite("alpha", { args: ["--rate-limit-signin", "12/60s"], prepare: (tree) => (release = tree.add({ version: "3.1.0" })) });
   const admin = site.adminToken("ops", ["admin"]);
-  const created = (await (await api("/admin/licenses", { licensee: "Grace", organization: "Navy", plan: "pro", planTitle: "Pro", seats: 3, channels: ["stable"] }, admin)).json()) as { key: string };
+  const created = (await (
+    await api("/admin/licenses", { licensee: "Grace", organization: "Navy", plan: "pro", planTitle: "Pro", seats: 3, channels: ["stable"] }, admin)
+  ).json()) as { key: string };
   key = created.key;
   for (const name of [XSS_DEVICE, "Desk PC"]) expect((await api("/licenses/activate", { key, device: device("alpha", { name }) })).status).toBe(200);
   browser = await launchBrowser();
@@ -103,7 +105,9 @@ describe.skipIf(SKIP_BROWSER)("portal", () => {
     await expect(page.locator("#seats").textContent()).resolves.toBe("2 / 3");
     // The page says until when the answer works: the token's exp (--offline-token-ttl, 366 days by default).
     const exp = JSON.parse(Buffer.from(answer.split(".")[1]!, "base64url").toString()).exp as number;
-    await expect(page.locator("#answer-valid-until").textContent()).resolves.toStartWith(`This answer code works until ${new Date(exp * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC`);
+    await expect(page.locator("#answer-valid-until").textContent()).resolves.toStartWith(
+      `This answer code works until ${new Date(exp * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC`,
+    );
     await page.getByRole("button", { name: "Copy answer code" }).click();
     await page.getByRole("button", { name: "Copied" }).waitFor({ timeout: 5000 });
     expect(await page.evaluate("navigator.clipboard.readText()")).toBe(answer);
@@ -114,7 +118,10 @@ describe.skipIf(SKIP_BROWSER)("portal", () => {
     const other = offlineRequestCode({ key: "AAAAA-BBBBB-CCCCC-DDDDD", device: device("alpha") });
     await page.goto(`${site.url}/portal/`);
     await page.getByLabel("Request code shown by the program").fill(other);
-    const [response] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST"), page.getByRole("button", { name: "Make the answer code" }).click()]);
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === "POST"),
+      page.getByRole("button", { name: "Make the answer code" }).click(),
+    ]);
     expect(response.status()).toBe(400);
   });
 

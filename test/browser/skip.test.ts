@@ -22,7 +22,12 @@ const notices = (output: string) => output.split("\n").filter((line) => line ===
 function runBrowserTests(ci: boolean): { code: number; output: string } {
   const env: Record<string, string> = { HOME: process.env.HOME ?? "/tmp", PATH: bare };
   if (ci) env.CI = "true";
-  const run = Bun.spawnSync([process.execPath, "test", "test/browser/portal.test.ts", "test/browser/console.test.ts"], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" });
+  const run = Bun.spawnSync([process.execPath, "test", "test/browser/portal.test.ts", "test/browser/console.test.ts"], {
+    cwd: ROOT,
+    env,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   return { code: run.exitCode, output: run.stdout.toString() + run.stderr.toString() };
 }
 

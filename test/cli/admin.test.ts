@@ -46,7 +46,24 @@ test("a licence sold to a person: no --organization or --plan-title needed (none
 });
 
 test("license update and reinstate; webhook add, list, deliveries, retry, rotate-secret, remove", () => {
-  const lic = json("license", "create", "--licensee", "Ada", "--organization", "E", "--plan", "pro", "--plan-title", "Pro", "--seats", "2", "--channels", "stable", "--email", "ada@e.example");
+  const lic = json(
+    "license",
+    "create",
+    "--licensee",
+    "Ada",
+    "--organization",
+    "E",
+    "--plan",
+    "pro",
+    "--plan-title",
+    "Pro",
+    "--seats",
+    "2",
+    "--channels",
+    "stable",
+    "--email",
+    "ada@e.example",
+  );
   expect(lic.email).toBe("ada@e.example");
   const updated = json("license", "update", lic.key, "--seats", "5", "--plan-title", "Team", "--expires", "2099-01-01T00:00:00Z", "--email", "none");
   expect(updated).toMatchObject({ id: lic.id, planTitle: "Team", seats: { used: 0, total: 5 }, expires: "2099-01-01T00:00:00+00:00", email: null });
@@ -79,7 +96,22 @@ test("license update and reinstate; webhook add, list, deliveries, retry, rotate
 
 test("control characters: refused in names by the service, and escaped in any text output", () => {
   expect(escapeControl("Evil\u001b[2J\u0007 ok\n\tnext")).toBe("Evil\\x1b[2J\\x07 ok\\x0a\\x09next");
-  const r = keyturn("license", "create", "--licensee", "Evil\u001b[2J", "--organization", "E", "--plan", "p", "--plan-title", "P", "--seats", "1", "--channels", "stable");
+  const r = keyturn(
+    "license",
+    "create",
+    "--licensee",
+    "Evil\u001b[2J",
+    "--organization",
+    "E",
+    "--plan",
+    "p",
+    "--plan-title",
+    "P",
+    "--seats",
+    "1",
+    "--channels",
+    "stable",
+  );
   // the service refuses control characters in names outright
   expect(r.code).toBe(1);
   expect(r.stderr).toContain("invalid_request");
@@ -100,7 +132,9 @@ test("console-sessions list shows the open console sessions without their secret
     expect(ended.code).toBe(0);
     expect(ended.stdout).toBe(`ended ${session.id} (desk)\n`);
     expect(await sessions.find(secret, "console")).toBeNull();
-    expect(json("audit", "--limit", "5").audit.some((l: { action: string; actor: string }) => l.action === "console-session-end" && l.actor === "cli")).toBe(true);
+    expect(json("audit", "--limit", "5").audit.some((l: { action: string; actor: string }) => l.action === "console-session-end" && l.actor === "cli")).toBe(
+      true,
+    );
     expect(keyturn("console-sessions", "end", session.id).code).toBe(1);
     expect(keyturn("console-sessions", "end").code).toBe(2);
     expect(keyturn("console-sessions", "nothing").code).toBe(2);

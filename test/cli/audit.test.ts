@@ -33,7 +33,17 @@ beforeAll(async () => {
 });
 afterAll(() => site.close());
 
-type Line = { ref: string; time: string; action: string; outcome: string; error: string | null; license: string | null; activation: string | null; address: string | null; actor: string | null };
+type Line = {
+  ref: string;
+  time: string;
+  action: string;
+  outcome: string;
+  error: string | null;
+  license: string | null;
+  activation: string | null;
+  address: string | null;
+  actor: string | null;
+};
 
 async function audit(...extra: string[]): Promise<Line[]> {
   const r = await runCli(["audit", ...args, ...extra, "--json"]);
@@ -44,13 +54,12 @@ async function audit(...extra: string[]): Promise<Line[]> {
 
 test("lists every line, newest first, with the spec's fields", async () => {
   const lines = await audit();
-  expect(lines.slice(1).map((l) => `${l.action} ${l.outcome} ${l.error ?? ""}`.trim()).sort()).toEqual([
-    "activate ok",
-    "activate ok",
-    "activate refused seat_limit",
-    "license-create ok",
-    "license-create ok",
-  ]);
+  expect(
+    lines
+      .slice(1)
+      .map((l) => `${l.action} ${l.outcome} ${l.error ?? ""}`.trim())
+      .sort(),
+  ).toEqual(["activate ok", "activate ok", "activate refused seat_limit", "license-create ok", "license-create ok"]);
   expect(lines).toHaveLength(6);
   expect(lines[0]).toEqual({
     ref: expect.stringMatching(/^ref_/),

@@ -11,7 +11,11 @@ afterAll(() => rmSync(data, { recursive: true, force: true }));
 
 /** Starts the demo, reads its banner up to the admin curl, and stops it after `use`. */
 async function withDemo(use: (banner: { token: string; url: string; text: string }) => Promise<void>): Promise<void> {
-  const proc = Bun.spawn([process.execPath, main, "serve", "--demo", "--port", "0", "--data", data, "--log-format", "json"], { cwd: root, stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([process.execPath, main, "serve", "--demo", "--port", "0", "--data", data, "--log-format", "json"], {
+    cwd: root,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   try {
     let out = "";
     const reader = proc.stdout.getReader();
@@ -80,7 +84,12 @@ test("the banner prints the console's and the portal's addresses and how to sign
     expect(portalAt).toBe(`${url}/portal/`);
     // A browser on those pages sends their origin with the forms: the demo's public origin.
     const form = (path: string, body: Record<string, string>) =>
-      fetch(`${url}${path}`, { method: "POST", redirect: "manual", headers: { origin: url, "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(body) });
+      fetch(`${url}${path}`, {
+        method: "POST",
+        redirect: "manual",
+        headers: { origin: url, "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams(body),
+      });
     const staff = await form("/console/sign-in", { token });
     expect(staff.status).toBe(303);
     expect(staff.headers.get("set-cookie")).toStartWith("keyturn-console=");

@@ -14,7 +14,11 @@ for (const signal of ["SIGTERM", "SIGINT"] as const)
   test(`${signal} as soon as the server listens (before the banner is made) stops the demo in order: exit 0, "stopped" logged`, async () => {
     const data = tempDir("keyturn-demo-signal-");
     dirs.push(data);
-    const proc = Bun.spawn([process.execPath, main, "serve", "--demo", "--port", "0", "--data", data, "--log-format", "json"], { cwd: root, stdout: "ignore", stderr: "pipe" });
+    const proc = Bun.spawn([process.execPath, main, "serve", "--demo", "--port", "0", "--data", data, "--log-format", "json"], {
+      cwd: root,
+      stdout: "ignore",
+      stderr: "pipe",
+    });
     try {
       let log = "";
       const reader = proc.stderr.getReader();

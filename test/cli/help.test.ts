@@ -52,6 +52,8 @@ test("a subcommand's --help shows its own usage line; -h is the same; after `--`
   expect(sign.stdout.trim().split("\n")).toHaveLength(1);
   expect(sign.stdout).toContain("keyturn release sign --key");
   expect((await runCli(["license", "rekey", "-h"])).stdout).toStartWith("usage: keyturn license rekey ");
-  expect((await runCli(["license", "--help"])).stdout.split("\n").filter((l) => l.includes("keyturn license ")).length).toBe(subcommandsOf("license", COMMANDS.license!.usage).length);
+  expect((await runCli(["license", "--help"])).stdout.split("\n").filter((l) => l.includes("keyturn license ")).length).toBe(
+    subcommandsOf("license", COMMANDS.license!.usage).length,
+  );
   expect(asksForHelp(["show", "--", "--help"])).toBe(false);
 }, 30_000);

@@ -56,8 +56,28 @@ async function sealedSite(backend: "sqlite" | "postgres"): Promise<Sealed> {
   const { secret, endpoint } = (await added.json()) as { secret: string; endpoint: { id: string } };
   const replay = () => site.request("POST", "/admin/licenses", { token, body: licenseBody, headers: { "idempotency-key": "order-42" } });
   expect((await replay()).status).toBe(201);
-  const args = ["--variant", "alpha", "--base-url", BASE_URL, "--data", join(site.dir, "data"), "--keys", join(site.dir, "keys"), "--releases", join(site.dir, "releases")];
-  const sealed = { site, receiver, token, secret, endpointId: endpoint.id, keyFile: join(site.dir, "keys", RECORDS_KEY_FILE), args: schema ? [...args, "--database", schema.url] : args, replay };
+  const args = [
+    "--variant",
+    "alpha",
+    "--base-url",
+    BASE_URL,
+    "--data",
+    join(site.dir, "data"),
+    "--keys",
+    join(site.dir, "keys"),
+    "--releases",
+    join(site.dir, "releases"),
+  ];
+  const sealed = {
+    site,
+    receiver,
+    token,
+    secret,
+    endpointId: endpoint.id,
+    keyFile: join(site.dir, "keys", RECORDS_KEY_FILE),
+    args: schema ? [...args, "--database", schema.url] : args,
+    replay,
+  };
   open = { sealed, schema };
   expect((await site.composed.store.listSealed(PREFIX)).map((v) => v.kind).sort()).toEqual(["idempotency-answer", "webhook-secret"]);
   return sealed;
@@ -105,7 +125,11 @@ for (const backend of ["sqlite", "postgres"] as const) {
       try {
         const warning = `key file ${s.keyFile} is open to every user (mode 0644): make it 0600 owned by the service user, or 0640 owned by root with the service's group`;
         for (let i = 0; i < 100 && !serve.stderr().includes(warning); i++) await Bun.sleep(20);
-        const lines = serve.stderr().trim().split("\n").map((l) => JSON.parse(l) as { level: string; msg: string });
+        const lines = serve
+          .stderr()
+          .trim()
+          .split("\n")
+          .map((l) => JSON.parse(l) as { level: string; msg: string });
         expect(lines.filter((l) => l.msg.includes(RECORDS_KEY_FILE))).toEqual([expect.objectContaining({ level: "warn", msg: warning })]);
       } finally {
         expect(await serve.stop()).toBe(0);
@@ -153,7 +177,9 @@ for (const backend of ["sqlite", "postgres"] as const) {
       const oldDir = join(s.site.dir, "old-keys");
       mkdirSync(oldDir);
       writeFileSync(join(oldDir, RECORDS_KEY_FILE), oldKey, { mode: 0o600 });
-      expect(await new RecordSeal(oldDir, s.site.composed.store).verify().catch((e: Error) => e.message)).toContain("is not the key these records were sealed with");
+      expect(await new RecordSeal(oldDir, s.site.composed.store).verify().catch((e: Error) => e.message)).toContain(
+        "is not the key these records were sealed with",
+      );
     }, 60_000);
 
     test("the re-sealing is one transaction: a value changed meanwhile leaves every value and the check as they were", async () => {
@@ -164,7 +190,13 @@ for (const backend of ["sqlite", "postgres"] as const) {
       const changes = before.map((v, i) => ({ ...v, value: i === 1 ? `${PREFIX}changed.meanwhile` : v.value, after: `${PREFIX}new${i}` }));
       expect(await store.replaceSealed(PREFIX, changes, { before: check, after: `${PREFIX}check` })).toBe(false);
       // A value sealed meanwhile (not in the list) fails it too.
-      expect(await store.replaceSealed(PREFIX, changes.slice(0, 1).map((c) => ({ ...c, value: before[0]!.value })), { before: check, after: `${PREFIX}check` })).toBe(false);
+      expect(
+        await store.replaceSealed(
+          PREFIX,
+          changes.slice(0, 1).map((c) => ({ ...c, value: before[0]!.value })),
+          { before: check, after: `${PREFIX}check` },
+        ),
+      ).toBe(false);
       expect(await store.listSealed(PREFIX)).toEqual(before);
       expect(await store.readRecordKeyCheck()).toBe(check);
       expect(await deliversSigned(s)).toBe(true);

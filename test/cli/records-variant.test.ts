@@ -26,7 +26,11 @@ async function expectNotedAndGuarded(root: string, records: string[], kind: stri
     `^keyturn: --variant: these records \\(${kind}\\) are variant alpha's, noted at their first start on \\d{4}-\\d\\d-\\d\\dT[0-9:.]+Z: ` +
       "start with --variant alpha, or give beta records of its own \\(another --data or --database\\)\n$",
   );
-  for (const command of [["serve", ...beta], ["migrate", ...beta], ["license", "list", ...beta]]) {
+  for (const command of [
+    ["serve", ...beta],
+    ["migrate", ...beta],
+    ["license", "list", ...beta],
+  ]) {
     const r = await runCli(command);
     expect([command[0], r.code]).toEqual([command[0], 2]);
     expect(r.stderr).toMatch(refusal);

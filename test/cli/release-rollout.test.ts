@@ -119,7 +119,13 @@ describe("keyturn release halt|resume|withdraw|restore", () => {
     const data = tempDir();
     const lane = "stable/win-x64";
     const seed = openSqliteStore(data);
-    await seed.recordKnownReleases([{ lane, version: "2.1.0" }, { lane, version: "2.0.0" }], Date.now());
+    await seed.recordKnownReleases(
+      [
+        { lane, version: "2.1.0" },
+        { lane, version: "2.0.0" },
+      ],
+      Date.now(),
+    );
     await seed.close();
     for (const op of ["halt", "resume", "withdraw", "restore"]) {
       const r = await run(["release", op, "--variant", "gamma", "--data", data, "--lane", lane, "--version", "2.1"]);
@@ -135,7 +141,9 @@ describe("keyturn release halt|resume|withdraw|restore", () => {
     const store = openSqliteStore(data);
     try {
       expect((await store.listAudit({})).map((l) => l.action)).toEqual(["release-withdraw"]);
-      expect((await store.listEvents({ after: 0, limit: 100, types: ["release.withdrawn", "release.halted", "release.resumed", "release.restored"] })).length).toBe(1);
+      expect(
+        (await store.listEvents({ after: 0, limit: 100, types: ["release.withdrawn", "release.halted", "release.resumed", "release.restored"] })).length,
+      ).toBe(1);
       expect((await store.listReleaseControls()).map((c) => c.version)).toEqual(["2.0.0"]);
     } finally {
       await store.close();
@@ -165,23 +173,54 @@ describe("keyturn stats", () => {
     const devices: string[] = [];
     try {
       await store.createLicense({
-        id: "lic_stats", kind: "license", keyHash: "k", licensee: "Evil\u001b[31mCorp", organization: "O", plan: "p", planTitle: "P",
-        channels: ["stable"], seats: 100, issued: now, expires: now + 5 * 86_400_000, revoked: null,
+        id: "lic_stats",
+        kind: "license",
+        keyHash: "k",
+        licensee: "Evil\u001b[31mCorp",
+        organization: "O",
+        plan: "p",
+        planTitle: "P",
+        channels: ["stable"],
+        seats: 100,
+        issued: now,
+        expires: now + 5 * 86_400_000,
+        revoked: null,
       });
       for (let i = 0; i < 40; i++) {
         const hash = deviceHash("gamma");
         devices.push(hash);
         const id = `act_s${i}`;
-        await store.activate({ licenseId: "lic_stats", kind: "license", installation: hash, deviceHash: hash, product: null, name: "n", platform: "win-x64",
-          version: i < 10 ? "2.0.0" : "1.0.0", newId: id, now,
-          audit: { ref: `ref_${i}`, time: now, address: null, action: "activate", licenseId: "lic_stats", outcome: "ok", error: null } });
+        await store.activate({
+          licenseId: "lic_stats",
+          kind: "license",
+          installation: hash,
+          deviceHash: hash,
+          product: null,
+          name: "n",
+          platform: "win-x64",
+          version: i < 10 ? "2.0.0" : "1.0.0",
+          newId: id,
+          now,
+          audit: { ref: `ref_${i}`, time: now, address: null, action: "activate", licenseId: "lic_stats", outcome: "ok", error: null },
+        });
         await store.recordSightings([{ activationId: id, lastSeen: now, lane: "stable/win-x64" }]);
       }
-      await store.writeAudit({ ref: "ref_refused", time: now, address: null, action: "activate", activationId: null, licenseId: "lic_stats", outcome: "refused", error: "seat_limit" });
+      await store.writeAudit({
+        ref: "ref_refused",
+        time: now,
+        address: null,
+        action: "activate",
+        activationId: null,
+        licenseId: "lic_stats",
+        outcome: "refused",
+        error: "seat_limit",
+      });
     } finally {
       await store.close();
     }
-    const admitted = devices.filter((d) => BigInt("0x" + createHash("sha256").update(`${d}:stable/win-x64:2.0.0`).digest("hex").slice(0, 16)) * 100n < 30n * (1n << 64n)).length;
+    const admitted = devices.filter(
+      (d) => BigInt("0x" + createHash("sha256").update(`${d}:stable/win-x64:2.0.0`).digest("hex").slice(0, 16)) * 100n < 30n * (1n << 64n),
+    ).length;
     const common = ["--variant", "gamma", "--data", data, "--releases", t.root, "--keys", t.keysDir];
 
     const json = await run(["stats", ...common, "--json"]);

@@ -146,9 +146,15 @@ describe("keyturn serve --demo serves releases.example end to end", () => {
     const data = tempDir();
     cleanup.push(() => rmSync(data, { recursive: true, force: true }));
     const s = await serve(["--demo", "--variant", "gamma", "--data", data]);
-    const key = await eventually(() => (existsSync(join(data, "demo-gamma/demo-license.txt")) ? readFileSync(join(data, "demo-gamma/demo-license.txt"), "utf8").trim() : undefined));
+    const key = await eventually(() =>
+      existsSync(join(data, "demo-gamma/demo-license.txt")) ? readFileSync(join(data, "demo-gamma/demo-license.txt"), "utf8").trim() : undefined,
+    );
     const api = `${s.url}/api/v1`;
-    const act = await fetch(`${api}/licenses/activate`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ key, device: device("gamma") }) });
+    const act = await fetch(`${api}/licenses/activate`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ key, device: device("gamma") }),
+    });
     expect(act.status).toBe(200);
     const auth = { authorization: `Bearer ${((await act.json()) as { token: string }).token}` };
 
@@ -166,7 +172,9 @@ describe("keyturn serve --demo serves releases.example end to end", () => {
     const { installer, size } = JSON.parse(manifestBytes.toString()) as { installer: string; size: number };
     const first = await fetch(`${api}/updates/stable/win-x64/${installer}`, { headers: { ...auth, range: "bytes=0-999" } });
     expect(first.status).toBe(206);
-    const rest = await fetch(`${api}/updates/stable/win-x64/${installer}`, { headers: { ...auth, range: "bytes=1000-", "if-range": first.headers.get("etag")! } });
+    const rest = await fetch(`${api}/updates/stable/win-x64/${installer}`, {
+      headers: { ...auth, range: "bytes=1000-", "if-range": first.headers.get("etag")! },
+    });
     expect(rest.status).toBe(206);
     const whole = Buffer.concat([Buffer.from(await first.arrayBuffer()), Buffer.from(await rest.arrayBuffer())]);
     expect(whole.length).toBe(size);
@@ -188,8 +196,14 @@ describe("keyturn serve picks up tree changes while running", () => {
     copyFileSync(join(tree.keysDir, `${tree.kid}.pub.pem`), join(keys, `${tree.kid}.pub.pem`));
     tree.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00" });
     const s = await serve(["--demo", "--variant", "alpha", "--data", dir, "--keys", keys, "--releases", tree.root]);
-    const key = await eventually(() => (existsSync(join(dir, "demo-alpha/demo-license.txt")) ? readFileSync(join(dir, "demo-alpha/demo-license.txt"), "utf8").trim() : undefined));
-    const act = await fetch(`${s.url}/api/v1/licenses/activate`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ key, device: device("alpha") }) });
+    const key = await eventually(() =>
+      existsSync(join(dir, "demo-alpha/demo-license.txt")) ? readFileSync(join(dir, "demo-alpha/demo-license.txt"), "utf8").trim() : undefined,
+    );
+    const act = await fetch(`${s.url}/api/v1/licenses/activate`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ key, device: device("alpha") }),
+    });
     const auth = { authorization: `Bearer ${((await act.json()) as { token: string }).token}` };
     const version = async () => {
       const res = await fetch(`${s.url}/api/v1/updates/alpha/stable/win-x64/alpha-update.json`, { headers: auth });

@@ -24,8 +24,24 @@ function site() {
 /** `keyturn serve` on port 0, as this user or (prefix) another; resolves with its exit code, or "listening" (then stopped). */
 async function serve(dir: string, prefix: string[] = []) {
   const proc = Bun.spawn(
-    [...prefix, process.execPath, MAIN, "serve", "--variant", "gamma", "--base-url", "https://licenses.example.com", "--port", "0",
-      "--data", join(dir, "data"), "--keys", join(dir, "keys"), "--releases", join(dir, "releases")],
+    [
+      ...prefix,
+      process.execPath,
+      MAIN,
+      "serve",
+      "--variant",
+      "gamma",
+      "--base-url",
+      "https://licenses.example.com",
+      "--port",
+      "0",
+      "--data",
+      join(dir, "data"),
+      "--keys",
+      join(dir, "keys"),
+      "--releases",
+      join(dir, "releases"),
+    ],
     { stdin: "ignore", stdout: "pipe", stderr: "pipe", env: { PATH: process.env.PATH, HOME: "/tmp" } },
   );
   const reader = proc.stderr.getReader();
@@ -91,7 +107,9 @@ describe("the key file mode rule", () => {
     expect(looseMode(0o100600)).toBeNull();
     expect(looseMode(0o100640)).toBeNull();
     expect(looseMode(0o100400)).toBeNull();
-    expect(looseMode(0o100660)).toBe("is writable by its group (mode 0660): make it 0600 owned by the service user, or 0640 owned by root with the service's group");
+    expect(looseMode(0o100660)).toBe(
+      "is writable by its group (mode 0660): make it 0600 owned by the service user, or 0640 owned by root with the service's group",
+    );
     expect(looseMode(0o100644)).toStartWith("is open to every user (mode 0644)");
     expect(looseMode(0o100604)).toStartWith("is open to every user");
   });

@@ -19,7 +19,11 @@ afterEach(async () => {
 
 /** "<protocol> <cipher>" that `openssl s_client` with `args` agrees with the server on, or null when the handshake fails. */
 async function handshake(port: number, args: string[]): Promise<string | null> {
-  const p = Bun.spawn(["openssl", "s_client", "-connect", `127.0.0.1:${port}`, "-servername", "localhost", ...args], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawn(["openssl", "s_client", "-connect", `127.0.0.1:${port}`, "-servername", "localhost", ...args], {
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [out] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   const m = /^New, (\S+), Cipher is (\S+)$/m.exec(out);
   return m && m[2] !== "(NONE)" ? `${/^\s*Protocol\s*: (\S+)$/m.exec(out)?.[1] ?? m[1]} ${m[2]}` : null;
@@ -49,7 +53,9 @@ function slowActivate(connect: () => net.Socket) {
   socket.on("error", () => {});
   const sent = new Promise<void>((resolve) =>
     socket.once(socket instanceof tls.TLSSocket ? "secureConnect" : "connect", () => {
-      socket.write(`POST /api/v1/licenses/activate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 10)}`);
+      socket.write(
+        `POST /api/v1/licenses/activate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 10)}`,
+      );
       resolve();
     }),
   );
@@ -124,7 +130,9 @@ describe("HTTPS", () => {
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const cert = join(dir, "rsa.crt");
     const key = join(dir, "rsa.key");
-    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost"], { stdio: "ignore" });
+    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost"], {
+      stdio: "ignore",
+    });
     const transport = startTransport({ ...site.composed.config, port: 0, tls: { certFile: cert, keyFile: key } }, (r) => site.app.handle(r), silentLogger);
     cleanups.push(() => void transport.stop(1000));
     const port = Number(new URL(transport.url).port);

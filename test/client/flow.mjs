@@ -10,7 +10,12 @@ const kit = await import(env.KIT);
 const { KeyturnClient, KeyturnClientError, deviceHash, loadDeviceId } = kit;
 
 let stored = null;
-const id = await loadDeviceId({ read: () => stored, write: (v) => { stored = v; } });
+const id = await loadDeviceId({
+  read: () => stored,
+  write: (v) => {
+    stored = v;
+  },
+});
 const hash = await deviceHash(env.VARIANT, id);
 const device = { hash, name: "Node PC", platform: "win-x64", version: "1.0.0", ...(env.PRODUCT ? { product: env.PRODUCT } : {}) };
 const client = new KeyturnClient({
@@ -38,7 +43,9 @@ try {
   await client.downloadInstaller(update.release, file, {
     token: activation.token,
     signal: controller.signal,
-    onProgress: (p) => { if (p.received >= p.total / 3 && !controller.signal.aborted) controller.abort(); },
+    onProgress: (p) => {
+      if (p.received >= p.total / 3 && !controller.signal.aborted) controller.abort();
+    },
   });
 } catch (e) {
   cut = e instanceof KeyturnClientError ? e.code : String(e);

@@ -19,8 +19,15 @@ beforeAll(async () => {
   built = await buildAll(dir);
   site = await startKitSite(built.exe, "alpha");
   const t = site.tree;
-  stable = { bytes: t.add({ product: "alpha", channel: "stable", version: "1.1.0", installerBytes: randomBytes(INSTALLER_SIZE),
-    fields: { minimumVersion: "1.0.5", notes: "Faster start." } }).installerBytes };
+  stable = {
+    bytes: t.add({
+      product: "alpha",
+      channel: "stable",
+      version: "1.1.0",
+      installerBytes: randomBytes(INSTALLER_SIZE),
+      fields: { minimumVersion: "1.0.5", notes: "Faster start." },
+    }).installerBytes,
+  };
   const p = t.add({ product: "alpha", channel: "preview", version: "2.0.0-beta.1", installerBytes: randomBytes(INSTALLER_SIZE) });
   preview = { bytes: p.installerBytes, manifestPath: p.manifestPath };
   // alpha-cli/stable: the manifest changed after signing.
@@ -80,16 +87,24 @@ describe("client kit against the compiled executable", () => {
 
     const update = await client.checkForUpdate("1.0.0", { token: activation.token });
     expect(update).toMatchObject({ available: true, required: true, critical: false });
-    expect(update.release!).toMatchObject({ version: "1.1.0", size: INSTALLER_SIZE, sha256: sha(stable.bytes), notes: "Faster start.", signedBy: site.tree.kid });
+    expect(update.release!).toMatchObject({
+      version: "1.1.0",
+      size: INSTALLER_SIZE,
+      sha256: sha(stable.bytes),
+      notes: "Faster start.",
+      signedBy: site.tree.kid,
+    });
     expect((await client.checkForUpdate("1.1.0", { token: activation.token })).available).toBe(false);
 
     const file = join(dir, "stable-installer.exe");
     const controller = new AbortController();
-    const cut = await refusalOf(client.downloadInstaller(update.release!, file, {
-      token: activation.token,
-      signal: controller.signal,
-      onProgress: (p) => p.received >= INSTALLER_SIZE / 3 && controller.abort(),
-    }));
+    const cut = await refusalOf(
+      client.downloadInstaller(update.release!, file, {
+        token: activation.token,
+        signal: controller.signal,
+        onProgress: (p) => p.received >= INSTALLER_SIZE / 3 && controller.abort(),
+      }),
+    );
     expect(cut.code).toBe("aborted");
     const partial = statSync(`${file}.part`).size;
     expect(partial).toBeGreaterThan(0);
@@ -123,9 +138,17 @@ describe("client kit against the compiled executable", () => {
     expect(first.sha256).toBe(sha(preview.bytes));
     const file = join(dir, "preview-installer.exe");
     const controller = new AbortController();
-    expect((await refusalOf(client.downloadInstaller(first, file, {
-      token, signal: controller.signal, onProgress: (p) => p.received >= INSTALLER_SIZE / 2 && controller.abort(),
-    }))).code).toBe("aborted");
+    expect(
+      (
+        await refusalOf(
+          client.downloadInstaller(first, file, {
+            token,
+            signal: controller.signal,
+            onProgress: (p) => p.received >= INSTALLER_SIZE / 2 && controller.abort(),
+          }),
+        )
+      ).code,
+    ).toBe("aborted");
     const partial = statSync(`${file}.part`).size;
     expect(partial).toBeGreaterThan(0);
 
@@ -173,7 +196,13 @@ describe("client kit against the compiled executable", () => {
     const noKeys = new KeyturnClient({ variant: "alpha", issuer: ISSUER, baseUrl: site.url, licenseKeys: site.licenseKeys, releaseKeys: {}, product: "alpha" });
     expect(await refusalOf(noKeys.checkForUpdate("1.0.0", { token }))).toMatchObject({ code: "signature_invalid", reason: "kid" });
     // A program built against another site (iss) refuses that site's tokens.
-    const other = new KeyturnClient({ variant: "alpha", issuer: "https://other.example.com", baseUrl: site.url, licenseKeys: site.licenseKeys, product: "alpha" });
+    const other = new KeyturnClient({
+      variant: "alpha",
+      issuer: "https://other.example.com",
+      baseUrl: site.url,
+      licenseKeys: site.licenseKeys,
+      product: "alpha",
+    });
     expect(await refusalOf(other.activate(await site.createLicense(), await newDevice()))).toMatchObject({ code: "entitlement_invalid", reason: "iss" });
   }, 60_000);
 
@@ -203,9 +232,20 @@ describe("client kit against the compiled executable", () => {
     const downloads = tempDir("keyturn-kit-node-");
     try {
       const p = Bun.spawn(["node", join(import.meta.dir, "flow.mjs")], {
-        stdout: "pipe", stderr: "pipe",
-        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", KIT: built.kit, VARIANT: "alpha", PRODUCT: "alpha", ISSUER, SITE_URL: site.url,
-          KEY: await site.createLicense(), LICENSE_KEYS: JSON.stringify(site.licenseKeys), RELEASE_KEYS: JSON.stringify(site.releaseKeys), DIR: downloads },
+        stdout: "pipe",
+        stderr: "pipe",
+        env: {
+          PATH: process.env.PATH ?? "/usr/bin:/bin",
+          KIT: built.kit,
+          VARIANT: "alpha",
+          PRODUCT: "alpha",
+          ISSUER,
+          SITE_URL: site.url,
+          KEY: await site.createLicense(),
+          LICENSE_KEYS: JSON.stringify(site.licenseKeys),
+          RELEASE_KEYS: JSON.stringify(site.releaseKeys),
+          DIR: downloads,
+        },
       });
       const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
       expect(stderr).toBe("");
@@ -213,10 +253,16 @@ describe("client kit against the compiled executable", () => {
       const out = JSON.parse(stdout);
       expect(out.runtime).toMatch(/^node v2\d\./);
       expect(out).toMatchObject({
-        idStored: true, hashLength: 43, activatedDev: true, cut: "aborted",
+        idStored: true,
+        hashLength: 43,
+        activatedDev: true,
+        cut: "aborted",
         update: { available: true, version: "1.1.0", required: true, critical: false },
-        resume: { status: 206, restarted: false }, sha256: sha(stable.bytes), partLeft: false,
-        refreshedNewToken: true, afterDeactivate: "entitlement_revoked",
+        resume: { status: 206, restarted: false },
+        sha256: sha(stable.bytes),
+        partLeft: false,
+        refreshedNewToken: true,
+        afterDeactivate: "entitlement_revoked",
       });
       expect(out.offlineSub).toBe(out.current);
       expect(out.partAfterCut).toBeGreaterThan(0);

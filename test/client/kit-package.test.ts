@@ -43,14 +43,24 @@ describe("the packed client kit", () => {
   test("the tarball is a package named keyturn-client at keyturn's version, with no dependencies, its types, README and notices", () => {
     expect(tarball).toBe(join(dir, `${KIT_NAME}-${pkg.version}.tgz`));
     const listing = run(["tar", "-tzf", tarball], dir).stdout.split("\n").filter(Boolean).sort();
-    expect(listing).toEqual(expect.arrayContaining([
-      "package/package.json", "package/index.js", "package/index.cjs", "package/index.d.ts", "package/client.d.ts",
-      "package/README.md", "package/THIRD-PARTY-NOTICES.md",
-    ]));
+    expect(listing).toEqual(
+      expect.arrayContaining([
+        "package/package.json",
+        "package/index.js",
+        "package/index.cjs",
+        "package/index.d.ts",
+        "package/client.d.ts",
+        "package/README.md",
+        "package/THIRD-PARTY-NOTICES.md",
+      ]),
+    );
     expect(listing.filter((f) => !f.startsWith("package/") || (f.endsWith(".ts") && !f.endsWith(".d.ts")))).toEqual([]);
     const manifest = JSON.parse(run(["tar", "-xzOf", tarball, "package/package.json"], dir).stdout);
     expect(manifest).toMatchObject({
-      name: "keyturn-client", version: pkg.version, type: "module", engines: { node: ">=20" },
+      name: "keyturn-client",
+      version: pkg.version,
+      type: "module",
+      engines: { node: ">=20" },
       exports: { ".": { types: "./index.d.ts", import: "./index.js", require: "./index.cjs" } },
     });
     expect(typeof manifest.license).toBe("string");
@@ -72,7 +82,8 @@ describe("the packed client kit", () => {
     writeFileSync(join(project, "package.json"), JSON.stringify({ name: "vendor-app", private: true, type: "module" }));
     // An unreachable registry and an empty cache: the tarball alone must be enough.
     const install = run(["npm", "install", tarball, "--offline", "--no-audit", "--no-fund"], project, {
-      npm_config_cache: join(dir, "npm-cache"), npm_config_registry: "http://127.0.0.1:9/",
+      npm_config_cache: join(dir, "npm-cache"),
+      npm_config_registry: "http://127.0.0.1:9/",
     });
     expect(install.stderr).not.toContain("ERR");
     expect(install.code).toBe(0);
@@ -81,8 +92,13 @@ describe("the packed client kit", () => {
     copyFileSync(join(import.meta.dir, "vendor-app.mjs"), join(project, "app.mjs"));
     copyFileSync(join(import.meta.dir, "vendor-app.cjs"), join(project, "app.cjs"));
     const env = {
-      VARIANT: "alpha", PRODUCT: "alpha", ISSUER, SITE_URL: site.url, DEVICE_ID: vectors.device.id,
-      LICENSE_KEYS: JSON.stringify(site.licenseKeys), RELEASE_KEYS: JSON.stringify(site.releaseKeys),
+      VARIANT: "alpha",
+      PRODUCT: "alpha",
+      ISSUER,
+      SITE_URL: site.url,
+      DEVICE_ID: vectors.device.id,
+      LICENSE_KEYS: JSON.stringify(site.licenseKeys),
+      RELEASE_KEYS: JSON.stringify(site.releaseKeys),
     };
     const key = await site.createLicense();
     const esm = run(["node", "app.mjs"], project, { ...env, KEY: key });
@@ -100,14 +116,36 @@ describe("the packed client kit", () => {
     expect(JSON.parse(cjs.stdout)).toEqual({ hash: vectors.device.hash, sub: expect.stringMatching(/^act_/) });
 
     // A TypeScript program type-checks against the installed declarations (an unknown export does not).
-    writeFileSync(join(project, "app.ts"), [
-      'import { KeyturnClient, deviceHash, type Device } from "keyturn-client";',
-      'const device: Device = { hash: await deviceHash("alpha", "id"), name: "PC", platform: "win-x64", version: "1.0.0", product: "alpha" };',
-      'export const activation = new KeyturnClient({ variant: "alpha", issuer: "https://a.example", licenseKeys: {} }).activate("AL-1", device);',
-    ].join("\n"));
+    writeFileSync(
+      join(project, "app.ts"),
+      [
+        'import { KeyturnClient, deviceHash, type Device } from "keyturn-client";',
+        'const device: Device = { hash: await deviceHash("alpha", "id"), name: "PC", platform: "win-x64", version: "1.0.0", product: "alpha" };',
+        'export const activation = new KeyturnClient({ variant: "alpha", issuer: "https://a.example", licenseKeys: {} }).activate("AL-1", device);',
+      ].join("\n"),
+    );
     writeFileSync(join(project, "bad.ts"), 'import { KeyturnClientt } from "keyturn-client";\nexport { KeyturnClientt };\n');
-    const tsc = (file: string) => run([join(REPO, "node_modules", ".bin", "tsc"), "--ignoreConfig", "--noEmit", "--strict", "--module", "nodenext",
-      "--moduleResolution", "nodenext", "--target", "esnext", "--types", "node", "--typeRoots", join(REPO, "node_modules", "@types"), file], project);
+    const tsc = (file: string) =>
+      run(
+        [
+          join(REPO, "node_modules", ".bin", "tsc"),
+          "--ignoreConfig",
+          "--noEmit",
+          "--strict",
+          "--module",
+          "nodenext",
+          "--moduleResolution",
+          "nodenext",
+          "--target",
+          "esnext",
+          "--types",
+          "node",
+          "--typeRoots",
+          join(REPO, "node_modules", "@types"),
+          file,
+        ],
+        project,
+      );
     expect(tsc("app.ts")).toMatchObject({ code: 0, stdout: "" });
     expect(tsc("bad.ts").stdout).toContain("has no exported member named 'KeyturnClientt'");
   }, 60_000);

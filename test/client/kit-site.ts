@@ -59,8 +59,27 @@ export async function startKitSite(exe: string, variant: VariantName, dir = temp
   generateKeyFiles(keys, v.defaultLicenseKid);
   const common = ["--variant", variant, "--data", data];
   const proc = Bun.spawn(
-    [exe, "serve", ...common, "--base-url", ISSUER, "--keys", keys, "--releases", tree.root, "--host", "127.0.0.1", "--port", "0",
-      "--log-format", "json", "--rate-limit-signin", "100000/60s", "--rate-limit-api", "100000/60s"],
+    [
+      exe,
+      "serve",
+      ...common,
+      "--base-url",
+      ISSUER,
+      "--keys",
+      keys,
+      "--releases",
+      tree.root,
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--log-format",
+      "json",
+      "--rate-limit-signin",
+      "100000/60s",
+      "--rate-limit-api",
+      "100000/60s",
+    ],
     { stdout: "ignore", stderr: "pipe", stdin: "ignore", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } },
   );
   const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader();
@@ -87,8 +106,24 @@ export async function startKitSite(exe: string, variant: VariantName, dir = temp
     releaseKeys: { [tree.kid]: spkiOf(join(tree.keysDir, `${tree.kid}.pub.pem`)) },
     proc,
     async createLicense(seats = 10) {
-      const out = await run(exe, ["license", "create", ...common, "--licensee", "Kit Tester", "--organization", "Kit Org", "--plan", "pro",
-        "--plan-title", "Pro", "--seats", String(seats), "--channels", "stable,preview", "--json"]);
+      const out = await run(exe, [
+        "license",
+        "create",
+        ...common,
+        "--licensee",
+        "Kit Tester",
+        "--organization",
+        "Kit Org",
+        "--plan",
+        "pro",
+        "--plan-title",
+        "Pro",
+        "--seats",
+        String(seats),
+        "--channels",
+        "stable,preview",
+        "--json",
+      ]);
       return (JSON.parse(out) as { key: string }).key;
     },
     async answerOffline(code: string, key: string) {

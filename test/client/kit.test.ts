@@ -4,8 +4,17 @@ import { createHash, createPrivateKey } from "node:crypto";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import {
-  CLIENT_VARIANTS, compareVersions, KeySet, KeyturnClient, KeyturnClientError, loadDeviceId, offlineRequestCode, parseManifest,
-  readOfflineRequestCode, verifyEntitlementToken, type VariantName,
+  CLIENT_VARIANTS,
+  compareVersions,
+  KeySet,
+  KeyturnClient,
+  KeyturnClientError,
+  loadDeviceId,
+  offlineRequestCode,
+  parseManifest,
+  readOfflineRequestCode,
+  verifyEntitlementToken,
+  type VariantName,
 } from "../../src/client";
 import { VARIANTS } from "../../src/config/variants";
 import { generateKeyFiles } from "../../src/domain/keys";
@@ -25,7 +34,20 @@ test("the kit's variant table agrees with the site's", () => {
 });
 
 test("versions order as semver does, pre-releases included, and as the site orders them", () => {
-  const ordered = ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.0.1", "1.9.0", "1.10.0", "2.0.0"];
+  const ordered = [
+    "1.0.0-alpha",
+    "1.0.0-alpha.1",
+    "1.0.0-alpha.beta",
+    "1.0.0-beta",
+    "1.0.0-beta.2",
+    "1.0.0-beta.11",
+    "1.0.0-rc.1",
+    "1.0.0",
+    "1.0.1",
+    "1.9.0",
+    "1.10.0",
+    "2.0.0",
+  ];
   for (let i = 0; i < ordered.length; i++)
     for (let j = 0; j < ordered.length; j++) {
       const want = Math.sign(i - j);
@@ -50,16 +72,28 @@ test("the device identifier is made once and kept by the caller's storage; a dam
 describe("offline token checks: tolerance and the clock-rollback guard", () => {
   const kid = VARIANTS.gamma.defaultLicenseKid;
   const { spki } = generateKeyFiles(dir, kid);
-  const signer = new TokenSigner(VARIANTS.gamma, "https://licenses.example.com", { kid, privateKey: createPrivateKey(readFileSync(join(dir, `${kid}.pem`), "utf8")) });
+  const signer = new TokenSigner(VARIANTS.gamma, "https://licenses.example.com", {
+    kid,
+    privateKey: createPrivateKey(readFileSync(join(dir, `${kid}.pem`), "utf8")),
+  });
   const dev = "d".repeat(43);
   const t0 = Date.parse("2026-11-21T12:00:00Z");
   const { token } = signer.sign({ sub: "act_x", kind: "license", lic: "lic_x", name: "N", org: "O", plan: "p", chn: ["stable"], dev }, t0, t0 + 3600_000);
   const check = (now: number, lastSeen?: number) =>
     verifyEntitlementToken(token, {
-      variant: CLIENT_VARIANTS.gamma, issuer: "https://licenses.example.com", keys: new KeySet({ [kid]: spki }), deviceHash: dev, now, toleranceSec: 60,
+      variant: CLIENT_VARIANTS.gamma,
+      issuer: "https://licenses.example.com",
+      keys: new KeySet({ [kid]: spki }),
+      deviceHash: dev,
+      now,
+      toleranceSec: 60,
       ...(lastSeen !== undefined ? { lastSeen } : {}),
     });
-  const codeOf = async (p: Promise<unknown>) => p.then(() => "valid", (e: KeyturnClientError) => e.code);
+  const codeOf = async (p: Promise<unknown>) =>
+    p.then(
+      () => "valid",
+      (e: KeyturnClientError) => e.code,
+    );
 
   test("exp is honoured with 60 s of tolerance, and not a second more", async () => {
     expect(await codeOf(check(t0 + 3600_000 + 59_000))).toBe("valid");
@@ -84,7 +118,12 @@ describe("offline token checks: tolerance and the clock-rollback guard", () => {
     expect((await verifyEntitlementToken(withTerm, opts)).claims.lex).toBe(end);
     expect((await check(t0)).claims.lex).toBeUndefined();
     const bad = signer.sign({ ...claims, lex: "2027" as unknown as number }, t0, t0 + 3600_000).token;
-    expect(await verifyEntitlementToken(bad, opts).then(() => "valid", (e: KeyturnClientError) => e.reason)).toBe("claims");
+    expect(
+      await verifyEntitlementToken(bad, opts).then(
+        () => "valid",
+        (e: KeyturnClientError) => e.reason,
+      ),
+    ).toBe("claims");
   });
 });
 
@@ -99,8 +138,18 @@ test("the client takes the site's iss and the transport URL apart, and refuses p
 });
 
 test("a signed manifest for another lane is refused", () => {
-  const bytes = new TextEncoder().encode(JSON.stringify({ product: "alpha-cli", channel: "stable", platform: "win-x64", version: "1.0.0",
-    released: "2026-11-01T00:00:00+00:00", installer: "a.exe", size: 1, sha256: "0".repeat(64) }));
+  const bytes = new TextEncoder().encode(
+    JSON.stringify({
+      product: "alpha-cli",
+      channel: "stable",
+      platform: "win-x64",
+      version: "1.0.0",
+      released: "2026-11-01T00:00:00+00:00",
+      installer: "a.exe",
+      size: 1,
+      sha256: "0".repeat(64),
+    }),
+  );
   const lane = { product: "alpha", channel: "stable", platform: "win-x64" };
   expect(() => parseManifest(bytes, CLIENT_VARIANTS.alpha, lane, "k")).toThrow(expect.objectContaining({ code: "manifest_invalid" }));
   expect(parseManifest(bytes, CLIENT_VARIANTS.alpha, { ...lane, product: "alpha-cli" }, "k").version).toBe("1.0.0");
@@ -120,5 +169,6 @@ test("the vectors' signer gives RFC 6979's answer for P-256 with SHA-256 (append
   const d = 0xc9afa9d845ba75166b5c215767b1d6934e50c3db36e89b127b8a622b120f6721n;
   expect(nonce(d, createHash("sha256").update("sample").digest()).toString(16)).toBe("a6e3c57dd01abe90086538398355dd4c3b17aa873382b0f24d6129493d8aad60");
   expect(signEs256(d, Buffer.from("sample")).toString("hex")).toBe(
-    "efd48b2aacb6a8fd1140dd9cd45e81d69d2c877b56aaf991c34d0ea84eaf3716f7cb1c942d657c41d436c7a1b6e29f65f3e900dbb9aff4064dc4ab2f843acda8");
+    "efd48b2aacb6a8fd1140dd9cd45e81d69d2c877b56aaf991c34d0ea84eaf3716f7cb1c942d657c41d436c7a1b6e29f65f3e900dbb9aff4064dc4ab2f843acda8",
+  );
 });

@@ -48,7 +48,12 @@ describe("the kit's verdicts", () => {
     let verdict = "valid";
     try {
       await verifyEntitlementToken(t.token, {
-        variant, issuer: index.site.iss, keys: licenseKeys, deviceHash: index.device.hash, now: index.nowSeconds * 1000, toleranceSec: index.toleranceSec,
+        variant,
+        issuer: index.site.iss,
+        keys: licenseKeys,
+        deviceHash: index.device.hash,
+        now: index.nowSeconds * 1000,
+        toleranceSec: index.toleranceSec,
       });
     } catch (e) {
       verdict = (e as KeyturnClientError).reason!;
@@ -110,7 +115,9 @@ function opensslVerifies(pemName: string, signingInput: string, signature: Buffe
   if (signature.length !== 64) return false;
   writeFileSync(join(work, "data"), signingInput);
   writeFileSync(join(work, "sig.der"), joseToDer(signature));
-  const r = spawnSync("openssl", ["dgst", "-sha256", "-verify", join(VECTORS_DIR, pemName), "-signature", join(work, "sig.der"), join(work, "data")], { encoding: "utf8" });
+  const r = spawnSync("openssl", ["dgst", "-sha256", "-verify", join(VECTORS_DIR, pemName), "-signature", join(work, "sig.der"), join(work, "data")], {
+    encoding: "utf8",
+  });
   return r.status === 0 && r.stdout.includes("Verified OK");
 }
 
@@ -119,36 +126,52 @@ const decode = (part: string) => JSON.parse(Buffer.from(part, "base64url").toStr
 test("openssl, with plain JSON checks of header and claims, agrees with every verdict", () => {
   const now = index.nowSeconds;
   const tol = index.toleranceSec;
-  const tokenVerdicts = Object.fromEntries(index.tokens.map((t) => {
-    const [h, p, s] = t.token.split(".") as [string, string, string];
-    const header = decode(h);
-    const claims = decode(p);
-    const key = index.keys.license.find((k) => k.kid === header.kid);
-    const verdict =
-      header.alg !== "ES256" ? "alg"
-      : header.typ !== index.site.typ ? "typ"
-      : !key ? "kid"
-      : !opensslVerifies(key.publicPem, `${h}.${p}`, Buffer.from(s, "base64url")) ? "signature"
-      : claims.iss !== index.site.iss ? "iss"
-      : claims.aud !== index.site.aud ? "aud"
-      : now >= (claims.exp as number) + tol ? "exp"
-      : claims.dev !== index.device.hash ? "device"
-      : "valid";
-    return [t.name, verdict];
-  }));
+  const tokenVerdicts = Object.fromEntries(
+    index.tokens.map((t) => {
+      const [h, p, s] = t.token.split(".") as [string, string, string];
+      const header = decode(h);
+      const claims = decode(p);
+      const key = index.keys.license.find((k) => k.kid === header.kid);
+      const verdict =
+        header.alg !== "ES256"
+          ? "alg"
+          : header.typ !== index.site.typ
+            ? "typ"
+            : !key
+              ? "kid"
+              : !opensslVerifies(key.publicPem, `${h}.${p}`, Buffer.from(s, "base64url"))
+                ? "signature"
+                : claims.iss !== index.site.iss
+                  ? "iss"
+                  : claims.aud !== index.site.aud
+                    ? "aud"
+                    : now >= (claims.exp as number) + tol
+                      ? "exp"
+                      : claims.dev !== index.device.hash
+                        ? "device"
+                        : "valid";
+      return [t.name, verdict];
+    }),
+  );
   expect(tokenVerdicts).toEqual(byName(index.tokens));
 
-  const manifestVerdicts = Object.fromEntries(index.manifests.map((m) => {
-    const [h, , s] = file(m.signature).toString().trim().split(".") as [string, string, string];
-    const header = decode(h);
-    const key = index.keys.release.find((k) => k.kid === header.kid);
-    const verdict =
-      header.alg !== "ES256" ? "alg"
-      : header.typ !== index.site.releaseTyp ? "typ"
-      : !key ? "kid"
-      : !opensslVerifies(key.publicPem, `${h}.${file(m.manifest).toString("base64url")}`, Buffer.from(s, "base64url")) ? "signature"
-      : "valid";
-    return [m.name, verdict];
-  }));
+  const manifestVerdicts = Object.fromEntries(
+    index.manifests.map((m) => {
+      const [h, , s] = file(m.signature).toString().trim().split(".") as [string, string, string];
+      const header = decode(h);
+      const key = index.keys.release.find((k) => k.kid === header.kid);
+      const verdict =
+        header.alg !== "ES256"
+          ? "alg"
+          : header.typ !== index.site.releaseTyp
+            ? "typ"
+            : !key
+              ? "kid"
+              : !opensslVerifies(key.publicPem, `${h}.${file(m.manifest).toString("base64url")}`, Buffer.from(s, "base64url"))
+                ? "signature"
+                : "valid";
+      return [m.name, verdict];
+    }),
+  );
   expect(manifestVerdicts).toEqual(byName(index.manifests));
 });

@@ -23,7 +23,14 @@ try {
 } catch (e) {
   otherDevice = e instanceof KeyturnClientError ? e.reason : String(e);
 }
-console.log(JSON.stringify({
-  runtime: `node ${process.version}`, hash, token, iss: claims.iss, dev: claims.dev,
-  update: { available: update.available, version: update.release?.version }, otherDevice,
-}));
+console.log(
+  JSON.stringify({
+    runtime: `node ${process.version}`,
+    hash,
+    token,
+    iss: claims.iss,
+    dev: claims.dev,
+    update: { available: update.available, version: update.release?.version },
+    otherDevice,
+  }),
+);

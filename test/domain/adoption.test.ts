@@ -18,9 +18,33 @@ describe("AdoptionRecorder", () => {
   beforeEach(async () => {
     dir = tempDir();
     store = openSqliteStore(dir);
-    await store.createLicense({ id: "lic_a", kind: "license", keyHash: "k", licensee: "L", organization: "O", plan: "p", planTitle: "P", channels: ["stable"], seats: 5, issued: clock(), expires: null, revoked: null });
+    await store.createLicense({
+      id: "lic_a",
+      kind: "license",
+      keyHash: "k",
+      licensee: "L",
+      organization: "O",
+      plan: "p",
+      planTitle: "P",
+      channels: ["stable"],
+      seats: 5,
+      issued: clock(),
+      expires: null,
+      revoked: null,
+    });
     for (const id of ["act_1", "act_2"])
-      await store.activate({ licenseId: "lic_a", kind: "license", installation: id, deviceHash: id, product: null, name: "n", platform: "win-x64", version: "1.0.0", newId: id, now: clock() });
+      await store.activate({
+        licenseId: "lic_a",
+        kind: "license",
+        installation: id,
+        deviceHash: id,
+        product: null,
+        name: "n",
+        platform: "win-x64",
+        version: "1.0.0",
+        newId: id,
+        now: clock(),
+      });
   });
   afterEach(async () => {
     await store.close();
@@ -29,7 +53,9 @@ describe("AdoptionRecorder", () => {
 
   test("sightings are held in memory, coalesced per installation, and written at flush in one go", async () => {
     let writes = 0;
-    const counting: Store = Object.assign(Object.create(store), { recordSightings: (s: Parameters<Store["recordSightings"]>[0]) => (writes++, store.recordSightings(s)) });
+    const counting: Store = Object.assign(Object.create(store), {
+      recordSightings: (s: Parameters<Store["recordSightings"]>[0]) => (writes++, store.recordSightings(s)),
+    });
     const recorder = new AdoptionRecorder(counting, clock, silentLogger);
     const t0 = clock();
     clock.advance(1000);

@@ -34,7 +34,12 @@ describe("console sessions", () => {
     expect((await sessions.find(secret, "console"))?.csrf).toBe(session.csrf);
     // Not a portal session, and no other secret finds it.
     expect(await sessions.find(secret, "portal")).toBeNull();
-    expect(await sessions.find(secret.replace(/.$/, (c) => (c === "0" ? "1" : "0")), "console")).toBeNull();
+    expect(
+      await sessions.find(
+        secret.replace(/.$/, (c) => (c === "0" ? "1" : "0")),
+        "console",
+      ),
+    ).toBeNull();
     clock.advance(CONSOLE_SESSION_MS - 1);
     expect(await sessions.find(secret, "console")).not.toBeNull();
     clock.advance(1);
@@ -107,10 +112,26 @@ describe("console sessions", () => {
     expect(ids).toContain(a.session.id);
     expect(ids).toContain(b.session.id);
     expect(ids).not.toContain(portal.session.id);
-    expect(listed.find((v) => v.id === a.session.id)).toMatchObject({ kind: "staff", subject: "linus", groups: ["support"], scopes: ["licenses:read", "licenses:write"], tokenId: null });
+    expect(listed.find((v) => v.id === a.session.id)).toMatchObject({
+      kind: "staff",
+      subject: "linus",
+      groups: ["support"],
+      scopes: ["licenses:read", "licenses:write"],
+      tokenId: null,
+    });
     expect(listed.find((v) => v.id === b.session.id)).toMatchObject({ kind: "token", subject: null, groups: null, scopes: ["licenses:read"] });
     expect(JSON.stringify(listed)).not.toContain(a.secret);
-    const line = { ref: "ref_end", time: clock(), address: null, action: "console-session-end", activationId: null, licenseId: null, outcome: "ok" as const, error: null, actor: "cli" };
+    const line = {
+      ref: "ref_end",
+      time: clock(),
+      address: null,
+      action: "console-session-end",
+      activationId: null,
+      licenseId: null,
+      outcome: "ok" as const,
+      error: null,
+      actor: "cli",
+    };
     expect((await staff.end(a.session.id, line)).subject).toBe("linus");
     expect(await staff.find(a.secret, "console")).toBeNull();
     expect(await sessions.find(b.secret, "console")).not.toBeNull();

@@ -26,10 +26,16 @@ test("the newest license key (by year and month) signs; every key present verifi
 
   const { compose } = await import("../../src/compose");
   const { createApp } = await import("../../src/http/app");
-  const restarted = await compose(old.composed.config, { clock: old.clock, store: old.composed.store, log: (await import("../../src/config/log")).silentLogger });
+  const restarted = await compose(old.composed.config, {
+    clock: old.clock,
+    store: old.composed.store,
+    log: (await import("../../src/config/log")).silentLogger,
+  });
   const app = createApp(restarted.services);
   const req = (path: string, init: RequestInit = {}) => app.handle(new Request(`http://localhost/api/v1${path}`, init));
-  const after = (await (await req("/licenses/activate", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ key, device: device("alpha") }) })).json()) as any;
+  const after = (await (
+    await req("/licenses/activate", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ key, device: device("alpha") }) })
+  ).json()) as any;
   expect(decodeProtectedHeader(after.token).kid).toBe("alpha-license-2027-04");
   for (const token of [before.token, after.token])
     expect((await req("/entitlements/current", { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);

@@ -20,12 +20,26 @@ describe("license keys", () => {
 
   test("typed without dashes, with spaces, split across lines or with a typographic dash: the dashes are put back", () => {
     const key = "AL-Q0V6A-A0KE5-5H9WD-5RSFF-G471A";
-    for (const typed of ["ALQ0V6AA0KE55H9WD5RSFFG471A", "al q0v6a a0ke5 5h9wd 5rsff g471a", "AL-Q0V6A A0KE5\n5H9WD-5RSFF G471A", "AL\u2013Q0V6A\u2013A0KE5\u20135H9WD\u20135RSFF\u2013G471A", "AL-Q0V6AA0KE5-5H9WD5RSFF-G471A"])
+    for (const typed of [
+      "ALQ0V6AA0KE55H9WD5RSFFG471A",
+      "al q0v6a a0ke5 5h9wd 5rsff g471a",
+      "AL-Q0V6A A0KE5\n5H9WD-5RSFF G471A",
+      "AL\u2013Q0V6A\u2013A0KE5\u20135H9WD\u20135RSFF\u2013G471A",
+      "AL-Q0V6AA0KE5-5H9WD5RSFF-G471A",
+    ])
       expect(normalizeLicenseKey(alpha, typed)).toBe(key);
   });
 
   test("another variant's prefix, too few or too many characters or a character outside the alphabet is no key", () => {
-    for (const bad of ["BE-00000-00000-00000-00000-00000", "AL-00000-00000-00000-00000", "AL-00000-00000-00000-00000-0000U", "AL000000000000000000000000", "", "AL-00000-00000-00000-00000-00000-00000", "AL-00000-00000-00000-00000-0000*"])
+    for (const bad of [
+      "BE-00000-00000-00000-00000-00000",
+      "AL-00000-00000-00000-00000",
+      "AL-00000-00000-00000-00000-0000U",
+      "AL000000000000000000000000",
+      "",
+      "AL-00000-00000-00000-00000-00000-00000",
+      "AL-00000-00000-00000-00000-0000*",
+    ])
       expect(normalizeLicenseKey(alpha, bad)).toBeNull();
   });
 

@@ -20,7 +20,15 @@ afterEach(async () => {
   site = null;
 });
 
-const body = (extra: Record<string, unknown> = {}) => ({ licensee: "Off Line", organization: "Cabin", plan: "pro", planTitle: "Pro", seats: 1, channels: ["stable"], ...extra });
+const body = (extra: Record<string, unknown> = {}) => ({
+  licensee: "Off Line",
+  organization: "Cabin",
+  plan: "pro",
+  planTitle: "Pro",
+  seats: 1,
+  channels: ["stable"],
+  ...extra,
+});
 const claimsOf = (token: string) => JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()) as { exp: number; iat: number; sub: string };
 
 /** The kit's own offline check of an answer code, against the site's license key. */
@@ -34,7 +42,11 @@ describe("POST /admin/activations/offline", () => {
     site = await testSite("gamma");
     const s = site;
     const expires = s.clock() + 200 * DAY;
-    const { key, license } = await createLicense(s.composed.services.admin, CLI_CALLER, body({ tokenTtl: 366 * 86_400, expires: new Date(expires).toISOString() }));
+    const { key, license } = await createLicense(
+      s.composed.services.admin,
+      CLI_CALLER,
+      body({ tokenTtl: 366 * 86_400, expires: new Date(expires).toISOString() }),
+    );
     expect(license.tokenTtl).toBe(366 * 86_400);
     const { secret } = await createAdminToken(s.composed.services.admin, CLI_CALLER, { name: "support", scopes: ["activations:write"] });
     const dev = device("gamma");
@@ -55,7 +67,10 @@ describe("POST /admin/activations/offline", () => {
     expect(lines.find((l) => l.action === "activate")).toMatchObject({ outcome: "ok", actor: expect.stringContaining("(support)") });
 
     // One seat: a second computer is refused as any activation would be, and the key can come beside the code.
-    const other = await s.request("POST", "/admin/activations/offline", { token: secret, body: { code: offlineRequestCode({ device: device("gamma") }), key } });
+    const other = await s.request("POST", "/admin/activations/offline", {
+      token: secret,
+      body: { code: offlineRequestCode({ device: device("gamma") }), key },
+    });
     expect(((await other.json()) as { error: string }).error).toBe("seat_limit");
     expect(other.status).toBe(409);
   });
@@ -70,7 +85,9 @@ describe("POST /admin/activations/offline", () => {
     const c = claimsOf(done.answer);
     expect((c.exp - c.iat) * 1000).toBe(366 * DAY);
     expect(Date.parse(done.validUntil)).toBe(c.exp * 1000);
-    expect(answerLastsUntil(done.entitlement)).toBe(`This answer code works until ${new Date(c.exp * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC; after that the computer needs a new one.`);
+    expect(answerLastsUntil(done.entitlement)).toBe(
+      `This answer code works until ${new Date(c.exp * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC; after that the computer needs a new one.`,
+    );
     // An online activation of another computer on the same site still gets the 7 days of --token-ttl.
     const online = await s.composed.services.licensing.activate({ key: key, device: device("gamma") }, { address: null });
     expect(Date.parse(online.entitlement.expires) - s.clock()).toBe(7 * DAY);
@@ -88,7 +105,10 @@ describe("--offline-token-ttl", () => {
     const s = site;
     const { secret } = await createAdminToken(s.composed.services.admin, CLI_CALLER, { name: "support", scopes: ["activations:write"] });
     const long = await createLicense(s.composed.services.admin, CLI_CALLER, body({ seats: 2 }));
-    const r = await s.request("POST", "/admin/activations/offline", { token: secret, body: { code: offlineRequestCode({ device: device("gamma"), key: long.key }) } });
+    const r = await s.request("POST", "/admin/activations/offline", {
+      token: secret,
+      body: { code: offlineRequestCode({ device: device("gamma"), key: long.key }) },
+    });
     expect(r.status).toBe(200);
     const done = (await r.json()) as { answer: string; validUntil: string; entitlement: { expires: string } };
     expect(Date.parse(done.validUntil)).toBe(s.clock() + 30 * DAY);
@@ -96,13 +116,21 @@ describe("--offline-token-ttl", () => {
 
     const ends = s.clock() + 10 * DAY;
     const short = await createLicense(s.composed.services.admin, CLI_CALLER, body({ expires: new Date(ends).toISOString() }));
-    const cut = await answerOfflineRequest(s.composed.services.licensing, { code: offlineRequestCode({ device: device("gamma") }), key: short.key }, { address: null });
+    const cut = await answerOfflineRequest(
+      s.composed.services.licensing,
+      { code: offlineRequestCode({ device: device("gamma") }), key: short.key },
+      { address: null },
+    );
     expect(Date.parse(cut.validUntil)).toBe(ends);
     expect(answerLastsUntil(cut.entitlement)).toContain("when the licence ends");
 
     // A seat lease caps every token of the licence (a seat not seen that long is freed): the answer says so.
     const leased = await createLicense(s.composed.services.admin, CLI_CALLER, body({ seatLease: "10d" }));
-    const capped = await answerOfflineRequest(s.composed.services.licensing, { code: offlineRequestCode({ device: device("gamma") }), key: leased.key }, { address: null });
+    const capped = await answerOfflineRequest(
+      s.composed.services.licensing,
+      { code: offlineRequestCode({ device: device("gamma") }), key: leased.key },
+      { address: null },
+    );
     expect(Date.parse(capped.validUntil)).toBe(s.clock() + 10 * DAY);
     expect(answerLastsUntil(capped.entitlement)).toContain(", the licence's seat lease (10d) from now;");
   });
@@ -127,8 +155,26 @@ describe("keyturn activation offline and license --token-ttl", () => {
       const p = Bun.spawnSync([process.execPath, MAIN, ...args], { env: { PATH: process.env.PATH ?? "" } });
       return { code: p.exitCode, stdout: p.stdout.toString(), stderr: p.stderr.toString() };
     };
-    const created = run("license", "create", ...common, "--licensee", "Off Line", "--organization", "Cabin", "--plan", "pro", "--plan-title", "Pro",
-      "--seats", "1", "--channels", "stable", "--token-ttl", "90d", "--json");
+    const created = run(
+      "license",
+      "create",
+      ...common,
+      "--licensee",
+      "Off Line",
+      "--organization",
+      "Cabin",
+      "--plan",
+      "pro",
+      "--plan-title",
+      "Pro",
+      "--seats",
+      "1",
+      "--channels",
+      "stable",
+      "--token-ttl",
+      "90d",
+      "--json",
+    );
     expect(created.code).toBe(0);
     const lic = JSON.parse(created.stdout) as { key: string; id: string; tokenTtl: number };
     expect(lic.tokenTtl).toBe(90 * 86_400);
@@ -145,7 +191,14 @@ describe("keyturn activation offline and license --token-ttl", () => {
     const c = claimsOf(answer);
     expect(c.exp - c.iat).toBe(90 * 86_400);
     const keys = new KeySet(Object.fromEntries([...s.composed.keys.verify.values()].filter((k) => k.purpose === "license").map((k) => [k.kid, k.spki])));
-    const verified = await verifyEntitlementToken(answer, { variant: CLIENT_VARIANTS.gamma, issuer: BASE_URL, keys, deviceHash: dev.hash, now: Date.now(), toleranceSec: 60 });
+    const verified = await verifyEntitlementToken(answer, {
+      variant: CLIENT_VARIANTS.gamma,
+      issuer: BASE_URL,
+      keys,
+      deviceHash: dev.hash,
+      now: Date.now(),
+      toleranceSec: 60,
+    });
     expect(verified.claims.lic).toBe(lic.id);
 
     const cleared = run("license", "update", lic.id, ...common, "--token-ttl", "default", "--json");

@@ -40,7 +40,13 @@ test("a webhook secret is sealed in the records, opened to sign; records.key is 
     expect(stored).not.toContain(secret.slice(6, 20));
 
     expect((await site.request("POST", "/admin/licenses", { token, body: licenseBody })).status).toBe(201);
-    await new WebhookWorker({ store: site.composed.store, clock: site.clock, log: silentLogger, destinations: { allowHosts: ["127.0.0.1"] }, seal: site.composed.services.admin.seal }).tick();
+    await new WebhookWorker({
+      store: site.composed.store,
+      clock: site.clock,
+      log: silentLogger,
+      destinations: { allowHosts: ["127.0.0.1"] },
+      seal: site.composed.services.admin.seal,
+    }).tick();
     expect(receiver.received.length).toBe(1);
     // the site's clock is fixed in the past and standardwebhooks checks timestamps against the real one: compare the signature
     const r = receiver.received[0]!;
@@ -51,9 +57,17 @@ test("a webhook secret is sealed in the records, opened to sign; records.key is 
     // a secret stored before sealing (in clear) still signs
     db.query("UPDATE webhook_endpoints SET secret = ? WHERE id = ?").run(secret, endpoint.id);
     expect((await site.request("POST", "/admin/licenses", { token, body: licenseBody })).status).toBe(201);
-    await new WebhookWorker({ store: site.composed.store, clock: site.clock, log: silentLogger, destinations: { allowHosts: ["127.0.0.1"] }, seal: site.composed.services.admin.seal }).tick();
+    await new WebhookWorker({
+      store: site.composed.store,
+      clock: site.clock,
+      log: silentLogger,
+      destinations: { allowHosts: ["127.0.0.1"] },
+      seal: site.composed.services.admin.seal,
+    }).tick();
     const second = receiver.received[1]!;
-    expect(second.headers["webhook-signature"]).toBe(wh.sign(second.headers["webhook-id"]!, new Date(Number(second.headers["webhook-timestamp"]) * 1000), second.body));
+    expect(second.headers["webhook-signature"]).toBe(
+      wh.sign(second.headers["webhook-id"]!, new Date(Number(second.headers["webhook-timestamp"]) * 1000), second.body),
+    );
   } finally {
     await receiver.stop();
   }
@@ -85,7 +99,10 @@ test("a process with another records.key refuses to seal or open, naming the fil
   writeFileSync(join(otherKeys, RECORDS_KEY_FILE), Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"), { mode: 0o600 });
   const other = new RecordSeal(otherKeys, site.composed.store);
   for (const attempt of [other.seal("x", "c"), other.open(sealed, "webhook-secret\nwhe_a")])
-    expect(await attempt.then(() => "ok", (e: { code: string; message: string }) => `${e.code}: ${e.message}`)).toMatch(
-      new RegExp(`^unavailable: .*other-keys/${RECORDS_KEY_FILE} is not the key these records were sealed with`),
-    );
+    expect(
+      await attempt.then(
+        () => "ok",
+        (e: { code: string; message: string }) => `${e.code}: ${e.message}`,
+      ),
+    ).toMatch(new RegExp(`^unavailable: .*other-keys/${RECORDS_KEY_FILE} is not the key these records were sealed with`));
 });

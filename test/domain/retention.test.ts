@@ -29,13 +29,23 @@ function manualTimers() {
     setInterval: (tick) => (ticks.push(tick), ticks.length - 1),
     clearInterval: () => void cleared++,
   };
-  return { timers, tick: () => ticks.forEach((t) => t()), get cleared() { return cleared; }, get scheduled() { return ticks.length; } };
+  return {
+    timers,
+    tick: () => ticks.forEach((t) => t()),
+    get cleared() {
+      return cleared;
+    },
+    get scheduled() {
+      return ticks.length;
+    },
+  };
 }
 
 /** Lets a prune started by a tick (SQLite answers synchronously) finish. */
 const settle = () => new Promise((r) => setImmediate(r));
 const refs = async (s: SqliteStore) => (await s.listAudit({})).map((a) => a.ref).sort();
-const challenges = (s: SqliteStore) => (s.db.query("SELECT nonce_hash FROM challenges ORDER BY nonce_hash").all() as { nonce_hash: string }[]).map((r) => r.nonce_hash);
+const challenges = (s: SqliteStore) =>
+  (s.db.query("SELECT nonce_hash FROM challenges ORDER BY nonce_hash").all() as { nonce_hash: string }[]).map((r) => r.nonce_hash);
 
 test("prunes audit lines past the retention and expired challenges at start and on every tick, keeping the rest", async () => {
   const s = store();

@@ -19,7 +19,10 @@ function kit(): KeyturnClient {
   const licenseKeys = Object.fromEntries(
     readdirSync(keysDir)
       .filter((f) => f.endsWith(".pem"))
-      .map((f) => [f.slice(0, -4), (createPublicKey(readFileSync(join(keysDir, f), "utf8")).export({ type: "spki", format: "der" }) as Buffer).toString("base64")]),
+      .map((f) => [
+        f.slice(0, -4),
+        (createPublicKey(readFileSync(join(keysDir, f), "utf8")).export({ type: "spki", format: "der" }) as Buffer).toString("base64"),
+      ]),
   );
   return new KeyturnClient({
     variant: "alpha",
@@ -36,7 +39,9 @@ test("a 2-seat license with a 10 minute lease, used by 5 installations in turns 
   const { key, license } = await createLicense(site, { seats: 2, seatLease: "10m" });
   const client = kit();
   const installs = await Promise.all(
-    Array.from({ length: 5 }, async (_, i) => ({ device: { hash: await deviceHash("alpha", `floating-${i}`), name: `PC ${i}`, platform: "win-x64", version: "1.0.0", product: "alpha" } })),
+    Array.from({ length: 5 }, async (_, i) => ({
+      device: { hash: await deviceHash("alpha", `floating-${i}`), name: `PC ${i}`, platform: "win-x64", version: "1.0.0", product: "alpha" },
+    })),
   );
   // Installation i runs from i·20 min for 25 min: two overlap at a time, and each starts 15 min after
   // the one before the previous quit (its seat lapsed then; the previous one's is in use).
@@ -63,7 +68,9 @@ test("a 2-seat license with a 10 minute lease, used by 5 installations in turns 
     expect(await site.composed.store.countActiveSeats(license.id)).toBeLessThanOrEqual(2);
     // A sixth installation while two sessions are running finds every seat in use.
     if (minute % 20 === 1 && minute > 20 && minute < 100) {
-      const refused = await client.activate(key, { hash: await deviceHash("alpha", `extra-${minute}`), name: "Extra", platform: "win-x64", version: "1.0.0", product: "alpha" }).catch((e) => e);
+      const refused = await client
+        .activate(key, { hash: await deviceHash("alpha", `extra-${minute}`), name: "Extra", platform: "win-x64", version: "1.0.0", product: "alpha" })
+        .catch((e) => e);
       expect(refused).toBeInstanceOf(KeyturnClientError);
       expect((refused as KeyturnClientError).code).toBe("seat_limit");
     }
@@ -75,5 +82,11 @@ test("a 2-seat license with a 10 minute lease, used by 5 installations in turns 
   const reclaims = (await site.composed.store.listAudit({ licenseId: license.id })).filter((l) => l.action === "reclaim");
   // Installations 2, 3 and 4 each took the seat of the one before the previous.
   const idOf = (i: number) => activations.find((a) => a.name === `PC ${i}`)!.id;
-  expect(reclaims.map((l) => [l.activationId, l.actor]).sort()).toEqual([[idOf(0), idOf(2)], [idOf(1), idOf(3)], [idOf(2), idOf(4)]].sort());
+  expect(reclaims.map((l) => [l.activationId, l.actor]).sort()).toEqual(
+    [
+      [idOf(0), idOf(2)],
+      [idOf(1), idOf(3)],
+      [idOf(2), idOf(4)],
+    ].sort(),
+  );
 });

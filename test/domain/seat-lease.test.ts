@@ -57,7 +57,12 @@ test("2 seats, 1 h lease: 61 minutes after one goes silent a third installation 
   expect((await s.request("GET", "/entitlements/current", { token: silent.token })).status).toBe(401);
   expect((await s.request("GET", "/entitlements/current", { token: refreshed.token })).status).toBe(200);
   const seats = await s.composed.store.listActivations(license.id);
-  expect(seats.filter((x) => x.deactivated === null).map((x) => x.id).sort()).toEqual([active.entitlement.id, third.entitlement.id].sort());
+  expect(
+    seats
+      .filter((x) => x.deactivated === null)
+      .map((x) => x.id)
+      .sort(),
+  ).toEqual([active.entitlement.id, third.entitlement.id].sort());
   expect(seats.find((x) => x.id === silent.entitlement.id)!.deactivated).toBe(s.clock());
 
   // An audit line and an event name both installations; the feed carries the deactivation for mirrors.

@@ -176,7 +176,11 @@ describe("TokenVerifier's cache of verified tokens", () => {
     const restoreKeys = () => ring.verify.forEach((v, k) => verifyKeys.set(k, v));
     return { verifier, verifyKeys, restoreKeys, clock, issue };
   }
-  const code = async (p: Promise<unknown>) => p.then(() => "ok", (e: KeyturnError) => e.code);
+  const code = async (p: Promise<unknown>) =>
+    p.then(
+      () => "ok",
+      (e: KeyturnError) => e.code,
+    );
 
   test("a verified token is served from the cache (its key may even be gone) until its exp", async () => {
     const { verifier, verifyKeys, restoreKeys, clock, issue } = await setup();

@@ -58,7 +58,10 @@ describe("electron-updater against keyturn's electron feed", () => {
 
   beforeAll(async () => {
     s = await releaseSite("alpha");
-    for (const [version, bytes] of [["1.0.0", v1], ["1.1.0", v2]] as const) {
+    for (const [version, bytes] of [
+      ["1.0.0", v1],
+      ["1.1.0", v2],
+    ] as const) {
       const name = `alpha-${version}-win-x64.exe`;
       const work = join(dir, version);
       mkdirSync(work, { recursive: true });
@@ -120,7 +123,12 @@ describe("electron-updater against keyturn's electron feed", () => {
     u._testOnlyOptions = { platform: "win32", isUseDifferentialDownload: oldInstaller !== null };
     u.autoDownload = false;
     const log: string[] = [];
-    u.logger = { info: (m: unknown) => log.push(String(m)), warn: (m: unknown) => log.push(String(m)), error: (m: unknown) => log.push(String(m)), debug: () => {} };
+    u.logger = {
+      info: (m: unknown) => log.push(String(m)),
+      warn: (m: unknown) => log.push(String(m)),
+      error: (m: unknown) => log.push(String(m)),
+      debug: () => {},
+    };
     // As docs/releases.md configures it.
     u.setFeedURL({ provider: "generic", url: base });
     if (authorization) u.addAuthHeader(authorization);
@@ -156,7 +164,12 @@ describe("electron-updater against keyturn's electron feed", () => {
     expect(ranges.length).toBeGreaterThanOrEqual(2);
     const fetched = ranges.reduce((n, r) => n + Number(r.split("-")[1]) - Number(r.split("-")[0]) + 1, 0);
     expect(fetched).toBeLessThan(v2.length / 4);
-    expect(seen.map((r) => r.path.split("/").at(-1))).toEqual(["latest.yml", "alpha-1.1.0-win-x64.exe.blockmap", "alpha-1.0.0-win-x64.exe.blockmap", "alpha-1.1.0-win-x64.exe"]);
+    expect(seen.map((r) => r.path.split("/").at(-1))).toEqual([
+      "latest.yml",
+      "alpha-1.1.0-win-x64.exe.blockmap",
+      "alpha-1.0.0-win-x64.exe.blockmap",
+      "alpha-1.1.0-win-x64.exe",
+    ]);
     expect(log.join("\n")).not.toContain("fallback to full download");
   });
 

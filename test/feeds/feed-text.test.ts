@@ -5,7 +5,7 @@ import type { Release } from "../../src/domain/releases/release-index";
 // Issue 33, item 9: notes holding U+FFFE or U+FFFF made the Sparkle appcast invalid XML. Every
 // character XML 1.0 forbids (https://www.w3.org/TR/xml/#charsets) is stripped from every feed.
 const FORBIDDEN = ["\u0000", "\u0001", "\u0008", "\u000b", "\u000c", "\u001f", "\ufffe", "\uffff", "\ud800", "\udfff"];
-const KEPT = "Tab\there, LF\nand CR\r; é, ∑, 😀 (a pair), U+FFFD \ufffd & <tags> \"quoted\"";
+const KEPT = 'Tab\there, LF\nand CR\r; é, ∑, 😀 (a pair), U+FFFD \ufffd & <tags> "quoted"';
 const HOSTILE = FORBIDDEN.join("x") + KEPT;
 const CLEAN = "x".repeat(FORBIDDEN.length - 1) + KEPT;
 
@@ -34,7 +34,10 @@ describe("every feed strips what XML 1.0 forbids, keeps the rest", () => {
   });
 
   test("the Sparkle appcast stays valid XML for Python's parser; the notes come back without the forbidden characters", () => {
-    const xml = sparkleAppcast({ title: `Alpha ${HOSTILE}`, items: [{ release, url: "https://licenses.example.com/x", edSignature: "sig", bundleVersion: "200", notes: HOSTILE }] });
+    const xml = sparkleAppcast({
+      title: `Alpha ${HOSTILE}`,
+      items: [{ release, url: "https://licenses.example.com/x", edSignature: "sig", bundleVersion: "200", notes: HOSTILE }],
+    });
     expect(forbidden(xml)).toBe(false);
     const description = pythonXml(xml, "channel/item/description");
     expect(description.ok).toBe(true);
@@ -45,13 +48,20 @@ describe("every feed strips what XML 1.0 forbids, keeps the rest", () => {
   });
 
   test("electron-updater's YAML, Tauri's and Velopack's JSON carry the notes without them", () => {
-    const yaml = electronYaml({ version: `2.0.0${"\uffff"}`, files: [{ url: "a\u0001.exe", sha512: "x", size: 1 }], releaseDate: "2026-10-01T00:00:00.000Z", notes: HOSTILE });
+    const yaml = electronYaml({
+      version: `2.0.0${"\uffff"}`,
+      files: [{ url: "a\u0001.exe", sha512: "x", size: 1 }],
+      releaseDate: "2026-10-01T00:00:00.000Z",
+      notes: HOSTILE,
+    });
     const parsed = Bun.YAML.parse(yaml) as { version: string; releaseNotes: string; path: string };
     expect(parsed.releaseNotes).toBe(CLEAN);
     expect(parsed.version).toBe("2.0.0");
     expect(parsed.path).toBe("a.exe");
 
-    const tauri = JSON.parse(tauriJson({ version: "2.0.0", url: "https://x.example/a", signature: "s\ufffe", notes: HOSTILE, pubDate: "2026-10-01T00:00:00Z" }));
+    const tauri = JSON.parse(
+      tauriJson({ version: "2.0.0", url: "https://x.example/a", signature: "s\ufffe", notes: HOSTILE, pubDate: "2026-10-01T00:00:00Z" }),
+    );
     expect([tauri.notes, tauri.signature]).toEqual([CLEAN, "s"]);
 
     const velopack = JSON.parse(velopackJson([{ packageId: "Alpha\ud800", sha1: "ab", release, url: "Alpha-2.0.0-full.nupkg", notes: HOSTILE }]));

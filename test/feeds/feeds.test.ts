@@ -28,7 +28,10 @@ function signed(version: string, platform: string, installer: string, extra: Rec
     files: { [`${installer}.sig`]: sig },
     fields: {
       notes: `Notes of ${version}`,
-      feeds: { tauri: { signature: feedFileEntry(`${installer}.sig`, sig) }, ...(platform.startsWith("mac-") ? { sparkle: { edSignature: sparkle.sign(bytes), bundleVersion: version.replaceAll(".", "") } } : {}) },
+      feeds: {
+        tauri: { signature: feedFileEntry(`${installer}.sig`, sig) },
+        ...(platform.startsWith("mac-") ? { sparkle: { edSignature: sparkle.sign(bytes), bundleVersion: version.replaceAll(".", "") } } : {}),
+      },
       ...extra,
     },
   };
@@ -49,7 +52,13 @@ describe("feeds on a site with macOS and Linux platforms", () => {
     r.winStaged = s.tree.add({ ...signed("1.2.0", "win-x64", "alpha-1.2.0-win-x64.exe", { rollout: { percent: 0 } }), released: "2026-10-05T00:00:00+00:00" });
     r.macOld = s.tree.add({ ...signed("1.9.0", "mac-arm64", "alpha-1.9.0-mac-arm64.zip"), released: "2026-09-01T00:00:00+00:00" });
     r.mac = s.tree.add({ ...signed("2.0.0", "mac-arm64", "alpha-2.0.0-mac-arm64.zip"), released: "2026-10-01T00:00:00+00:00" });
-    r.preview = s.tree.add({ version: "2.1.0-beta.1", channel: "preview", platform: "mac-arm64", installer: "alpha-2.1.0-beta.1-mac-arm64.zip", released: "2026-10-02T00:00:00+00:00" });
+    r.preview = s.tree.add({
+      version: "2.1.0-beta.1",
+      channel: "preview",
+      platform: "mac-arm64",
+      installer: "alpha-2.1.0-beta.1-mac-arm64.zip",
+      released: "2026-10-02T00:00:00+00:00",
+    });
     r.velopack = s.tree.add({
       version: "3.0.0",
       platform: "linux-x64",
@@ -106,7 +115,9 @@ describe("feeds on a site with macOS and Linux platforms", () => {
       expect(res.status).toBe(200);
       expect(res.headers.get("content-type")).toStartWith("application/rss+xml");
       const xml = await res.text();
-      expect(xml).toStartWith('<?xml version="1.0" encoding="utf-8"?>\n<rss version="2.0" xmlns:sparkle="http://www.andymatuschak.org/xml-namespaces/sparkle">\n<channel>');
+      expect(xml).toStartWith(
+        '<?xml version="1.0" encoding="utf-8"?>\n<rss version="2.0" xmlns:sparkle="http://www.andymatuschak.org/xml-namespaces/sparkle">\n<channel>',
+      );
       const items = [...xml.matchAll(/<item>([\s\S]*?)<\/item>/g)].map((m) => m[1]!);
       expect(items.length).toBe(2);
       const field = (item: string, tag: string) => new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(item)?.[1];
@@ -250,7 +261,9 @@ describe("feeds on a site with macOS and Linux platforms", () => {
 
   test("the admin API's release overview says which feeds offer each release", async () => {
     const { secret } = await createAdminToken(s.site.composed.services.admin, CLI_CALLER, { name: "read", scopes: ["releases:read"] });
-    const body = (await (await s.site.request("GET", "/admin/releases", { token: secret })).json()) as { lanes: { lane: string; releases: { version: string; feeds: string[] }[] }[] };
+    const body = (await (await s.site.request("GET", "/admin/releases", { token: secret })).json()) as {
+      lanes: { lane: string; releases: { version: string; feeds: string[] }[] }[];
+    };
     const feedsOf = Object.fromEntries(body.lanes.flatMap((l) => l.releases.map((x) => [`${l.lane} ${x.version}`, x.feeds])));
     expect(feedsOf).toEqual({
       "alpha/stable/win-x64 1.2.0": ["electron", "tauri"],
@@ -280,7 +293,10 @@ describe("feeds on a site with macOS and Linux platforms", () => {
     test("a feed file whose bytes changed after signing is never served; the scan then skips its folder with the reason", async () => {
       const sigPath = join(r.win!.dir, "alpha-1.0.0-win-x64.exe.sig");
       const original = await Bun.file(sigPath).text();
-      writeFileSync(sigPath, original.replace(/^./, (c) => (c === "d" ? "e" : "d")));
+      writeFileSync(
+        sigPath,
+        original.replace(/^./, (c) => (c === "d" ? "e" : "d")),
+      );
       const res = await get("/feeds/tauri/alpha/stable/windows/x86_64/0.9.0");
       expect([res.status, ((await res.json()) as { error: string }).error]).toEqual([503, "unavailable"]);
       await s.holder.rescan();
@@ -315,7 +331,9 @@ describe("releases.example: alpha-cli 1.1.0 carries feed files", () => {
     try {
       await site.composed.services.releases.verified();
       const { key } = await createLicense(site, { channels: ["stable"] });
-      const { token } = (await (await site.request("POST", "/licenses/activate", { body: { key, device: device("alpha", { product: "alpha-cli" }) } })).json()) as { token: string };
+      const { token } = (await (
+        await site.request("POST", "/licenses/activate", { body: { key, device: device("alpha", { product: "alpha-cli" }) } })
+      ).json()) as { token: string };
       const folder = join(root, "alpha/alpha-cli/stable/win-x64/1.1.0");
       const yml = await (await site.request("GET", "/feeds/electron/alpha-cli/stable/latest.yml", { token })).text();
       expect(yml).toContain('sha512: "d3KLtMlzZMgxe13dKWYfU1M+tlTDK3p10TxTCy1zWEa5f1DQgbCrWpp8seV2ZaZQ+Agl5ynahJg0Jocrgvpdsw=="');

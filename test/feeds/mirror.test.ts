@@ -12,11 +12,21 @@ const key = minisignKey();
 beforeAll(async () => {
   feed.start();
   vendor = await new Vendor("alpha", feed.url).init();
-  for (const [version, released] of [["1.0.0", "2026-09-01T00:00:00+00:00"], ["1.1.0", "2026-10-01T00:00:00+00:00"]] as const) {
+  for (const [version, released] of [
+    ["1.0.0", "2026-09-01T00:00:00+00:00"],
+    ["1.1.0", "2026-10-01T00:00:00+00:00"],
+  ] as const) {
     const installer = `alpha-${version}-win-x64.exe`;
     const bytes = crypto.getRandomValues(new Uint8Array(5000));
     const sig = key.sign(bytes, installer);
-    vendor.tree.add({ version, released, installer, installerBytes: bytes, files: { [`${installer}.sig`]: sig }, fields: { feeds: { tauri: { signature: feedFileEntry(`${installer}.sig`, sig) } } } });
+    vendor.tree.add({
+      version,
+      released,
+      installer,
+      installerBytes: bytes,
+      files: { [`${installer}.sig`]: sig },
+      fields: { feeds: { tauri: { signature: feedFileEntry(`${installer}.sig`, sig) } } },
+    });
   }
 });
 afterAll(() => {
@@ -29,7 +39,8 @@ describe("the feeds at a mirror", () => {
     const m = await mirrorSite(vendor, feed.url);
     try {
       const token = vendor.token({ activation: "act_feeds1", license: "lic_feeds", nowMs: m.clock() });
-      const tauri = async () => (await (await m.get("/feeds/tauri/alpha/stable/windows/x86_64/0.1.0", token)).json()) as { version: string; url: string; signature: string };
+      const tauri = async () =>
+        (await (await m.get("/feeds/tauri/alpha/stable/windows/x86_64/0.1.0", token)).json()) as { version: string; url: string; signature: string };
       const offered = await tauri();
       expect(offered.version).toBe("1.1.0");
       expect(offered.url).toBe("https://mirror.example.com/api/v1/updates/alpha/stable/win-x64/alpha-1.1.0-win-x64.exe");

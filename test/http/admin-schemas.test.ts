@@ -6,7 +6,15 @@ import { queryAudit } from "../../src/domain/admin/audit-query";
 import { CLI_CALLER, type AdminDeps } from "../../src/domain/admin/deps";
 import { decode } from "../../src/domain/decode";
 import { readFeed } from "../../src/domain/admin/feed";
-import { createLicense, deactivateActivation, listActivations, revokeLicense, searchLicenses, showLicense, updateLicense } from "../../src/domain/admin/licenses";
+import {
+  createLicense,
+  deactivateActivation,
+  listActivations,
+  revokeLicense,
+  searchLicenses,
+  showLicense,
+  updateLicense,
+} from "../../src/domain/admin/licenses";
 import { createAdminToken, listAdminTokens } from "../../src/domain/admin/tokens";
 import { addWebhookEndpoint, listDeliveries, listWebhookEndpoints, showDelivery } from "../../src/domain/webhooks/endpoints";
 import { WebhookWorker } from "../../src/domain/webhooks/worker";
@@ -28,7 +36,17 @@ const fits = (schema: TSchema, answer: object) => {
 };
 
 test("every admin service's answer fits its schema in src/http/admin-schemas.ts, and the request schemas accept what the services accept", async () => {
-  const createBody = { licensee: "A", organization: "O", plan: "p", planTitle: "P", seats: 2, channels: ["stable"], email: "a@b.example", metadata: { k: "v" }, expires: "2030-01-01T00:00:00+00:00" };
+  const createBody = {
+    licensee: "A",
+    organization: "O",
+    plan: "p",
+    planTitle: "P",
+    seats: 2,
+    channels: ["stable"],
+    email: "a@b.example",
+    metadata: { k: "v" },
+    expires: "2030-01-01T00:00:00+00:00",
+  };
   expect(Value.Check(S.AdminLicenseCreateBody, createBody)).toBe(true);
   expect(Value.Check(S.AdminLicenseCreateBody, { ...createBody, extra: 1 })).toBe(false);
   expect(Value.Check(S.AdminLicenseUpdateBody, { seats: 3, expires: null })).toBe(true);

@@ -165,7 +165,10 @@ describe("the admin scope matrix (derived from the route table)", () => {
     const writes: { e: Endpoint; tokenId: string; name: string }[] = [];
     for (const e of admins) {
       const scope = (e.auth as { scope: Scope }).scope;
-      const others = await mint(`all-but-${scope}`, SCOPES.filter((s) => s !== scope && s !== "admin"));
+      const others = await mint(
+        `all-but-${scope}`,
+        SCOPES.filter((s) => s !== scope && s !== "admin"),
+      );
       const { path, body } = await FIXTURES[keyOf(e)]!();
       const refused = await call(e, path, others.secret, body);
       expect({ endpoint: keyOf(e), status: refused.status, error: ((await refused.json()) as { error: string }).error }).toEqual({

@@ -13,7 +13,10 @@ beforeAll(async () => {
 afterAll(() => site.close());
 
 const create = (expires: unknown) =>
-  site.request("POST", "/admin/licenses", { token, body: { licensee: "A", organization: "O", plan: "p", planTitle: "P", seats: 1, channels: ["stable"], expires } });
+  site.request("POST", "/admin/licenses", {
+    token,
+    body: { licensee: "A", organization: "O", plan: "p", planTitle: "P", seats: 1, channels: ["stable"], expires },
+  });
 
 test("expires is accepted as RFC 3339 with Z, an offset or a fraction, and set; other forms are invalid_request", async () => {
   for (const [sent, stored] of [

@@ -17,7 +17,11 @@ const send = (method: string, path: string, o: { body?: string; headers?: Record
     new Request(`${ORIGIN}${path}`, {
       method,
       body: o.body,
-      headers: { ...(o.body !== undefined ? { "content-type": "application/x-www-form-urlencoded", origin: SITE } : {}), ...(cookie ? { cookie } : {}), ...o.headers },
+      headers: {
+        ...(o.body !== undefined ? { "content-type": "application/x-www-form-urlencoded", origin: SITE } : {}),
+        ...(cookie ? { cookie } : {}),
+        ...o.headers,
+      },
     }),
   );
 
@@ -33,7 +37,13 @@ afterAll(() => site.close());
 
 describe("console pages over app.handle", () => {
   test("every page, redirect and refusal carries the CSP, no framing and no-store", async () => {
-    for (const [method, path] of [["GET", "/console/"], ["GET", "/console"], ["GET", "/console/licenses/lic_nope"], ["GET", "/portal/"], ["HEAD", "/console/audit"]] as const) {
+    for (const [method, path] of [
+      ["GET", "/console/"],
+      ["GET", "/console"],
+      ["GET", "/console/licenses/lic_nope"],
+      ["GET", "/portal/"],
+      ["HEAD", "/console/audit"],
+    ] as const) {
       const r = await send(method, path);
       expect(r.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
       expect(r.headers.get("content-security-policy")).toContain("script-src 'self'");
@@ -56,7 +66,10 @@ describe("console pages over app.handle", () => {
   });
 
   test("a form without the session's token, or from another origin, changes nothing", async () => {
-    const created = (n: string) => send("POST", "/console/licenses", { body: new URLSearchParams({ csrf: n, licensee: "X", organization: "Y", plan: "p", planTitle: "P", seats: "1", channels: "stable" }).toString() });
+    const created = (n: string) =>
+      send("POST", "/console/licenses", {
+        body: new URLSearchParams({ csrf: n, licensee: "X", organization: "Y", plan: "p", planTitle: "P", seats: "1", channels: "stable" }).toString(),
+      });
     expect((await created("0".repeat(64))).status).toBe(400);
     expect((await send("POST", "/console/licenses", { body: `csrf=${csrf}&licensee=X`, headers: { origin: "https://evil.example" } })).status).toBe(400);
     expect((await site.composed.store.searchLicenses({ now: Date.now(), limit: 10 })).length).toBe(0);
@@ -68,7 +81,13 @@ describe("console pages over app.handle", () => {
     const page = await site.app.handle(new Request(`${ORIGIN}/console/licenses`));
     expect(page.status).toBe(303);
     expect(page.headers.get("location")).toBe("/console/sign-in");
-    const action = await site.app.handle(new Request(`${ORIGIN}/console/licenses`, { method: "POST", headers: { origin: ORIGIN, "content-type": "application/x-www-form-urlencoded" }, body: "licensee=X" }));
+    const action = await site.app.handle(
+      new Request(`${ORIGIN}/console/licenses`, {
+        method: "POST",
+        headers: { origin: ORIGIN, "content-type": "application/x-www-form-urlencoded" },
+        body: "licensee=X",
+      }),
+    );
     expect(action.status).toBe(401);
     expect(await action.text()).toContain('name="token"');
   });

@@ -73,7 +73,8 @@ async function signIn(handle: Handle, login: string): Promise<{ session: string;
   return { session: cookieOf(page, "__Host-keyturn-console") ?? "", page };
 }
 
-const get = (handle: Handle, path: string, session: string) => handle(new Request(`${ORIGIN}${path}`, { headers: { cookie: `__Host-keyturn-console=${session}` } }));
+const get = (handle: Handle, path: string, session: string) =>
+  handle(new Request(`${ORIGIN}${path}`, { headers: { cookie: `__Host-keyturn-console=${session}` } }));
 
 describe("staff console sessions against a real OpenID provider", () => {
   test("a successful sign-in is audited naming the person; the session lives no longer than the issuer's ID token", async () => {
@@ -82,7 +83,9 @@ describe("staff console sessions against a real OpenID provider", () => {
     expect(page.status).toBe(200);
     expect(session).toMatch(/^[0-9A-Z]{32}$/);
     expect((await get(site.app.handle, "/console/licenses", session)).status).toBe(200);
-    const [line] = await site.composed.store.listAudit({ limit: 50 }).then((lines) => lines.filter((l) => l.action === "console-sign-in" && l.outcome === "ok"));
+    const [line] = await site.composed.store
+      .listAudit({ limit: 50 })
+      .then((lines) => lines.filter((l) => l.action === "console-sign-in" && l.outcome === "ok"));
     expect(line?.actor).toBe("staff:grace (Grace Hopper)");
     const mine = await site.composed.services.consoleSessions.find(session, "console");
     const listed = (await site.composed.services.consoleSessions.list()).find((v) => v.id === mine!.id);

@@ -35,7 +35,10 @@ const send = (who: Browser | null, method: string, path: string, form?: Record<s
     new Request(`${ORIGIN}${path}`, {
       method,
       body,
-      headers: { ...(body !== undefined ? { "content-type": "application/x-www-form-urlencoded", origin: ORIGIN } : {}), ...(who ? { cookie: who.cookie } : {}) },
+      headers: {
+        ...(body !== undefined ? { "content-type": "application/x-www-form-urlencoded", origin: ORIGIN } : {}),
+        ...(who ? { cookie: who.cookie } : {}),
+      },
     }),
   );
 };
@@ -202,7 +205,9 @@ describe("destructive buttons confirm, naming their object, and the page says wh
   test("revoke: the licence page's button is a GET to a confirmation; only its POST revokes; then 'Licence revoked.'", async () => {
     const { license } = await createLicense(site, { licensee: "Alan Turing" });
     const page = await (await send(ops, "GET", `/console/licenses/${license.id}`)).text();
-    expect(page).toContain(`<form class="inline" method="get" action="/console/licenses/${license.id}/revoke"><button type="submit" class="danger">Revoke licence</button></form>`);
+    expect(page).toContain(
+      `<form class="inline" method="get" action="/console/licenses/${license.id}/revoke"><button type="submit" class="danger">Revoke licence</button></form>`,
+    );
     const confirm = await (await send(ops, "GET", `/console/licenses/${license.id}/revoke`)).text();
     expect(confirm).toContain(`Revoke the licence of Alan Turing (Analytical Engines Ltd), ${license.id}?`);
     expect((await site.composed.store.getLicense(license.id))!.revoked).toBeNull();
@@ -213,7 +218,9 @@ describe("destructive buttons confirm, naming their object, and the page says wh
     expect((await site.composed.store.getLicense(license.id))!.revoked).not.toBeNull();
     // A licence sold to a person (no organisation) is named by its licensee alone.
     const person = await createLicense(site, { licensee: "Barbara Liskov", organization: undefined });
-    expect(await (await send(ops, "GET", `/console/licenses/${person.license.id}/revoke`)).text()).toContain(`Revoke the licence of Barbara Liskov, ${person.license.id}?`);
+    expect(await (await send(ops, "GET", `/console/licenses/${person.license.id}/revoke`)).text()).toContain(
+      `Revoke the licence of Barbara Liskov, ${person.license.id}?`,
+    );
     // Only the fixed sentences are shown: text in the address is not echoed.
     expect(await (await send(ops, "GET", `/console/licenses/${license.id}?done=%3Cb%3Ehi`)).text()).not.toContain("hi</");
   });

@@ -10,9 +10,7 @@ import { releaseSite, type WrittenRelease } from "../release-tree";
 const encoded = (path: string, channel: string) => path.replace(`/${channel}/`, `/%${channel.charCodeAt(0).toString(16)}${channel.slice(1)}/`);
 
 async function snapshot(res: Response) {
-  const headers = Object.fromEntries(
-    [...res.headers.entries()].map(([k, v]) => [k, k === "ratelimit" ? v.replace(/;r=\d+/, ";r=N") : v] as const),
-  );
+  const headers = Object.fromEntries([...res.headers.entries()].map(([k, v]) => [k, k === "ratelimit" ? v.replace(/;r=\d+/, ";r=N") : v] as const));
   const bytes = Buffer.from(await res.arrayBuffer());
   let body: unknown = bytes.toString("base64");
   // Error bodies: the ref (and so the length) differs between two refusals.
@@ -59,7 +57,10 @@ for (const variant of ["alpha", "gamma"] as VariantName[]) {
       ["installer 416", () => ({ path: `${lane()}/${r.installer}`, headers: { range: "bytes=99999999-" } })],
       ["no token", () => ({ path: `${lane()}/${v.manifestFile}`, tok: null })],
       ["no token HEAD", () => ({ path: `${lane()}/${v.manifestFile}`, method: "HEAD", tok: null })],
-      ["a token differing by one byte", () => ({ path: `${lane()}/${v.manifestFile}`, tok: token.slice(0, -2) + (token.at(-2) === "A" ? "B" : "A") + token.at(-1) })],
+      [
+        "a token differing by one byte",
+        () => ({ path: `${lane()}/${v.manifestFile}`, tok: token.slice(0, -2) + (token.at(-2) === "A" ? "B" : "A") + token.at(-1) }),
+      ],
       ["channel not in the entitlement", () => ({ path: lane().replace("stable", "preview") + `/${v.manifestFile}`, tok: stableOnly })],
       ["unknown platform", () => ({ path: lane().replace("win-x64", "amiga") + `/${v.manifestFile}` })],
       ["no release on the lane", () => ({ path: lane().replace("win-x64", "linux-x64") + `/${v.manifestFile}` })],

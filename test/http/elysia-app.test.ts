@@ -49,7 +49,17 @@ test("Elysia infers that no hook reads the whole context: no route parses header
   // Elysia reads its hooks' source text to decide which parts of a request to parse for every route;
   // a hook handing the whole context to a function would make every request pay for all of them.
   // `inference` is protected in Elysia's types; the test reads it by name.
-  expect(site.app.elysia["inference"]).toEqual({ body: false, cookie: false, headers: false, query: false, set: false, server: false, url: false, route: false, path: false });
+  expect(site.app.elysia["inference"]).toEqual({
+    body: false,
+    cookie: false,
+    headers: false,
+    query: false,
+    set: false,
+    server: false,
+    url: false,
+    route: false,
+    path: false,
+  });
 });
 
 test("each route's hooks are the macros its declaration picks: no route declares its own parse, a body route checks before its JSON reader, the rest is resolved", () => {
@@ -78,7 +88,9 @@ test("the auth macros are one plugin the area plugins use, each route selecting 
 });
 
 test("the routes are registered by one plugin per area of the site, each route by exactly one", () => {
-  expect(site.app.plugins.map((p) => p.name)).toEqual(["licensing", "updates", "releases", "feeds", "identity", "site", "admin", "console", "portal"].map((a) => `keyturn:${a}`));
+  expect(site.app.plugins.map((p) => p.name)).toEqual(
+    ["licensing", "updates", "releases", "feeds", "identity", "site", "admin", "console", "portal"].map((a) => `keyturn:${a}`),
+  );
   const byPlugins = site.app.plugins.flatMap((p) => p.routes).sort();
   expect(byPlugins).toEqual(site.app.elysia.routes.map((r) => `${r.method} ${r.path}`).sort());
   expect(new Set(byPlugins).size).toBe(byPlugins.length);

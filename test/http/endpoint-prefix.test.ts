@@ -36,7 +36,7 @@ afterAll(() => site.close());
 
 const at = (path: string, init?: RequestInit) => app.handle(new Request(`${BASE.replace(/\/api\/v1$/, "")}${path}`, init));
 
-test("a declaration with prefix \"\" answers at its own path: HTML, two Set-Cookie headers, the request's cookies read", async () => {
+test('a declaration with prefix "" answers at its own path: HTML, two Set-Cookie headers, the request\'s cookies read', async () => {
   const res = await at("/console/hello/ada", { headers: { cookie: "visit=last%20week; other=1" } });
   expect(res.status).toBe(200);
   expect(res.headers.get("content-type")).toBe("text/html;charset=utf-8");

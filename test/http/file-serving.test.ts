@@ -47,10 +47,34 @@ describe("Range header (RFC 9110 14.1.2), for a body of 1000 bytes", () => {
 
 describe("Range with several ranges (the electron feed's installers: parseRanges)", () => {
   test.each([
-    ["bytes=0-1, 5-9", [{ start: 0, end: 1 }, { start: 5, end: 9 }]],
-    ["bytes=5-9,0-1", [{ start: 5, end: 9 }, { start: 0, end: 1 }]],
-    ["bytes = 0-1 ,  -5", [{ start: 0, end: 1 }, { start: 995, end: 999 }]],
-    ["bytes=990-2000, 0-0", [{ start: 990, end: 999 }, { start: 0, end: 0 }]],
+    [
+      "bytes=0-1, 5-9",
+      [
+        { start: 0, end: 1 },
+        { start: 5, end: 9 },
+      ],
+    ],
+    [
+      "bytes=5-9,0-1",
+      [
+        { start: 5, end: 9 },
+        { start: 0, end: 1 },
+      ],
+    ],
+    [
+      "bytes = 0-1 ,  -5",
+      [
+        { start: 0, end: 1 },
+        { start: 995, end: 999 },
+      ],
+    ],
+    [
+      "bytes=990-2000, 0-0",
+      [
+        { start: 990, end: 999 },
+        { start: 0, end: 0 },
+      ],
+    ],
     ["bytes=0-9", [{ start: 0, end: 9 }]],
     ["bytes=0-9, 9-12", null],
     ["bytes=0-9, -991", null],
@@ -87,7 +111,9 @@ describe("installer bytes are read through the descriptor whose identity was ver
     cleanup.push(() => t.remove());
     const r = t.add({ version: "1.0.0" });
     const installers = InstallerVerifier.open(null);
-    const index = (await scanReleaseTree(t.root, { variant: VARIANTS.gamma, releaseKeys: releaseKeysOf(await loadKeyRing(t.keysDir, VARIANTS.gamma)), installers })).index;
+    const index = (
+      await scanReleaseTree(t.root, { variant: VARIANTS.gamma, releaseKeys: releaseKeysOf(await loadKeyRing(t.keysDir, VARIANTS.gamma)), installers })
+    ).index;
     let now = 1_000_000;
     const sweeps: (() => void)[] = [];
     const every: Every = (_ms, run) => {
@@ -106,7 +132,10 @@ describe("installer bytes are read through the descriptor whose identity was ver
     expect(path).toMatch(/^\/(proc\/self|dev)\/fd\/\d+$/);
     const outside = join(t.dir, "outside");
     mkdirSync(outside);
-    writeFileSync(join(outside, r.installer), Buffer.from(r.installerBytes).map((x) => x ^ 0xff));
+    writeFileSync(
+      join(outside, r.installer),
+      Buffer.from(r.installerBytes).map((x) => x ^ 0xff),
+    );
     renameSync(r.dir, join(t.dir, "moved"));
     symlinkSync(outside, r.dir);
     const etag = `"${release.manifest.sha256}"`;

@@ -43,7 +43,11 @@ function raw(host: Buffer, target: string): Promise<string> {
 
 function expected(target: string) {
   const path = new URL(target, "http://reference.invalid").pathname;
-  return { budget: SIGNIN.has(path) ? "signin" : "api", action: ACTION[path] ?? "request", routed: path === "/api/v1/licenses/activate" || path === "/api/v1/health" };
+  return {
+    budget: SIGNIN.has(path) ? "signin" : "api",
+    action: ACTION[path] ?? "request",
+    routed: path === "/api/v1/licenses/activate" || path === "/api/v1/health",
+  };
 }
 
 test("route, budget and audit action agree with a reference URL parser for every Host length and byte", async () => {
@@ -52,8 +56,7 @@ test("route, budget and audit action agree with a reference URL parser for every
   for (let b = 0; b < 256; b++) hosts.push(Buffer.from([0x61, b, 0x62]));
   const cases = hosts.flatMap((host) => TARGETS.map((target) => ({ host, target })));
   const answers: string[] = [];
-  for (let i = 0; i < cases.length; i += 32)
-    answers.push(...(await Promise.all(cases.slice(i, i + 32).map((c) => raw(c.host, c.target)))));
+  for (let i = 0; i < cases.length; i += 32) answers.push(...(await Promise.all(cases.slice(i, i + 32).map((c) => raw(c.host, c.target)))));
   const audit = new Map((await site.composed.store.listAudit({ limit: 1_000_000 })).map((a) => [a.ref, a]));
   let answeredByUs = 0;
   let hostRefusals = 0;

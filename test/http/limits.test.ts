@@ -62,7 +62,12 @@ describe("size limits", () => {
       },
     });
     const r = await site.app.handle(
-      new Request("http://localhost/api/v1/licenses/activate", { method: "POST", headers: { "content-type": "application/json" }, body: stream, duplex: "half" } as RequestInit),
+      new Request("http://localhost/api/v1/licenses/activate", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: stream,
+        duplex: "half",
+      } as RequestInit),
     );
     expect(r.status).toBe(413);
     expect(pulled).toBeLessThan(MAX_JSON_BODY + 3 * 4096);
@@ -70,15 +75,21 @@ describe("size limits", () => {
 
   test("over the socket: the same 413 error body, and the runtime's own limits beyond", async () => {
     const body = "x".repeat(MAX_JSON_BODY + 1);
-    const over = await raw(`POST /api/v1/licenses/activate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+    const over = await raw(
+      `POST /api/v1/licenses/activate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+    );
     expect(over.head).toStartWith("HTTP/1.1 413");
     expect(JSON.parse(over.body)).toMatchObject({ ok: false, error: "payload_too_large" });
     // A 100 KB declared body still gets keyturn's own answer, without being read…
-    const large = await raw(`POST /api/v1/licenses/activate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100000\r\nConnection: close\r\n\r\n`);
+    const large = await raw(
+      `POST /api/v1/licenses/activate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100000\r\nConnection: close\r\n\r\n`,
+    );
     expect(large.head).toStartWith("HTTP/1.1 413");
     expect(JSON.parse(large.body)).toMatchObject({ ok: false, error: "payload_too_large" });
     // …and beyond 8 MiB declared, Bun refuses before keyturn sees the request.
-    const absurd = await raw(`POST /api/v1/licenses/activate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n`);
+    const absurd = await raw(
+      `POST /api/v1/licenses/activate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n`,
+    );
     expect(absurd.head).toStartWith("HTTP/1.1 413");
     // Request line and headers together over 16 KiB: Bun answers 431 itself.
     const headers = await raw(`GET /api/v1/meta HTTP/1.1\r\nHost: localhost\r\nX-Pad: ${"p".repeat(20_000)}\r\nConnection: close\r\n\r\n`);
@@ -89,7 +100,10 @@ describe("size limits", () => {
 describe("slow clients", () => {
   // Bun checks idle timeouts every few seconds; this test takes about 4 s with --idle-timeout 1s.
   test("a request whose body stalls is cut off after the idle timeout", async () => {
-    const stalled = await raw(`POST /api/v1/licenses/activate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"key":`, { holdOpenMs: 15_000 });
+    const stalled = await raw(
+      `POST /api/v1/licenses/activate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"key":`,
+      { holdOpenMs: 15_000 },
+    );
     expect(stalled.closedAfterMs).toBeLessThan(8_000);
     expect(stalled.head).not.toStartWith("HTTP/1.1 200");
   });

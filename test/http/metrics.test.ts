@@ -91,9 +91,17 @@ test("a real server serves /metrics only on --metrics-listen, never on its publi
 test("a --metrics-listen bind other than loopback is warned about (the counts are business figures, served without a token); loopback is not", async () => {
   const site = await testSite("alpha", { settings: { "metrics-listen": "127.0.0.1:0" } });
   sites.push(site);
-  for (const [host, warned] of [["0.0.0.0", true], ["127.0.0.1", false], ["::1", false]] as const) {
+  for (const [host, warned] of [
+    ["0.0.0.0", true],
+    ["127.0.0.1", false],
+    ["::1", false],
+  ] as const) {
     const lines: string[] = [];
-    const server = startMetricsListener({ host, port: 0 }, site.composed.services.metrics!, createLogger("json", "info", (l) => lines.push(l)));
+    const server = startMetricsListener(
+      { host, port: 0 },
+      site.composed.services.metrics!,
+      createLogger("json", "info", (l) => lines.push(l)),
+    );
     try {
       const warnings = lines.map((l) => JSON.parse(l) as { level: string; msg: string }).filter((l) => l.level === "warn");
       expect([host, warnings.length]).toEqual([host, warned ? 1 : 0]);

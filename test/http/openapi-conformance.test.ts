@@ -187,8 +187,15 @@ async function runVariant(variant: VariantName) {
     });
     // A macOS platform besides the spec's, so the Sparkle feed answers (design.md "Platforms and channels beyond the spec's").
     const lanes = { platforms: "win-x64,mac-arm64" };
-    const site = await testSite(variant, { withKey: false, clock, settings: { keys: tree.keysDir, releases: tree.root, ...identity, ...lanes, "staff-seats": "1" } });
-    cleanups.push(() => site.close(), () => site.composed.services.releases.close());
+    const site = await testSite(variant, {
+      withKey: false,
+      clock,
+      settings: { keys: tree.keysDir, releases: tree.root, ...identity, ...lanes, "staff-seats": "1" },
+    });
+    cleanups.push(
+      () => site.close(),
+      () => site.composed.services.releases.close(),
+    );
     await site.composed.services.releases.ready();
     const db = (site.composed.store as SqliteStore).db;
 
@@ -387,7 +394,14 @@ async function runVariant(variant: VariantName) {
     await GET(FE, `/feeds/electron/${laneOfFeed}/${release.installer}`, auth, "electron installer", 200);
     await GET(FE, `/feeds/electron/${laneOfFeed}/${release.installer}.blockmap`, auth, "electron blockmap", 200);
     await GET(FE, `/feeds/electron/${laneOfFeed}/${release.installer}`, { ...auth, headers: { range: "bytes=0-9, 20-29" } }, "several ranges", 206);
-    await GET(FE, `/feeds/electron/${laneOfFeed}/${release.installer}`, { ...auth, headers: { range: "bytes=99999999-" } }, "range beyond the end", 416, "range_not_satisfiable");
+    await GET(
+      FE,
+      `/feeds/electron/${laneOfFeed}/${release.installer}`,
+      { ...auth, headers: { range: "bytes=99999999-" } },
+      "range beyond the end",
+      416,
+      "range_not_satisfiable",
+    );
     await GET(FE, `/feeds/electron/${laneOfFeed}/nothing-here.txt`, auth, "unknown file", 404, "not_found");
     await GET(FE, `/feeds/electron/${previewFeed}/latest.yml`, { token: stableOnly.token }, "channel not in the entitlement", 403, "channel_not_allowed");
     // preview's channel file would offer stable's release (electron-builder's cascade): nothing is released for macOS.
@@ -397,13 +411,27 @@ async function runVariant(variant: VariantName) {
     await GET(FT, `/feeds/tauri/${laneOfFeed}/windows/x86_64/not%20a%20version`, auth, "tauri bad version", 400, "invalid_request");
     await GET(FT, `/feeds/tauri/${laneOfFeed}/beos/x86_64/1.0.0`, auth, "tauri unknown target", 404, "not_found");
     await GET(FT, `/feeds/tauri/${previewFeed}/windows/x86_64/1.0.0`, auth, "nothing released on preview", 404, "no_release");
-    await GET(FT, `/feeds/tauri/${previewFeed}/windows/x86_64/1.0.0`, { token: stableOnly.token }, "channel not in the entitlement", 403, "channel_not_allowed");
+    await GET(
+      FT,
+      `/feeds/tauri/${previewFeed}/windows/x86_64/1.0.0`,
+      { token: stableOnly.token },
+      "channel not in the entitlement",
+      403,
+      "channel_not_allowed",
+    );
     await notModified(FS, `/feeds/sparkle/${laneOfFeed}/appcast.xml`, "appcast");
     await GET(FS, `/feeds/sparkle/${[product, "nightly"].filter(Boolean).join("/")}/appcast.xml`, auth, "unknown channel", 404, "not_found");
     await GET(FS, `/feeds/sparkle/${previewFeed}/appcast.xml`, { token: stableOnly.token }, "channel not in the entitlement", 403, "channel_not_allowed");
     await notModified(FV, `/feeds/velopack/${laneOfFeed}/releases.win.json`, "velopack releases");
     await GET(FV, `/feeds/velopack/${laneOfFeed}/releases.mac.json`, auth, "unknown file", 404, "not_found");
-    await GET(FV, `/feeds/velopack/${previewFeed}/releases.win.json`, { token: stableOnly.token }, "channel not in the entitlement", 403, "channel_not_allowed");
+    await GET(
+      FV,
+      `/feeds/velopack/${previewFeed}/releases.win.json`,
+      { token: stableOnly.token },
+      "channel not in the entitlement",
+      403,
+      "channel_not_allowed",
+    );
     // A feed file changed after signing is not served (GET, then HEAD: each answer starts a re-scan
     // that drops the folder, so the file is put back and the folder read again in between).
     const changed = async (template: string, path: string, name: string, label: string) => {
@@ -434,7 +462,9 @@ async function runVariant(variant: VariantName) {
     for (const [template, item] of Object.entries(c.doc.paths)) {
       const path = concrete[template] ?? template;
       if (item.get) await GET(template, path + long, {}, "URL over 8 KiB", 400, "invalid_request");
-      for (const method of Object.keys(item).filter((m) => m !== "get" && m !== "head").map((m) => m.toUpperCase())) {
+      for (const method of Object.keys(item)
+        .filter((m) => m !== "get" && m !== "head")
+        .map((m) => m.toUpperCase())) {
         const res = await send(site, method, path + long, { body: {} });
         const { code } = await c.check(method, template, res, "URL over 8 KiB");
         expect({ method, status: res.status, code }).toEqual({ method, status: 400, code: "invalid_request" });
@@ -479,15 +509,15 @@ async function runVariant(variant: VariantName) {
         await c.check("HEAD", template, h, "over the budget", "rate_limited");
         expect(h.status).toBe(429);
       }
-      for (const method of Object.keys(item).filter((m) => m !== "get" && m !== "head").map((m) => m.toUpperCase())) {
+      for (const method of Object.keys(item)
+        .filter((m) => m !== "get" && m !== "head")
+        .map((m) => m.toUpperCase())) {
         const address = `198.51.100.${peer++}`;
         const body = { device: device(variant), key: "x", id_token: "x" };
         const first = await c.check(method, template, await send(tight, method, template, { body, peer: address }), "first of the budget");
         if (template.startsWith("/auth/identity/")) expect(first.code).toBe("identity_disabled");
         if (template.startsWith("/admin/")) expect(first.code).toBe("admin_token_invalid");
-        expect((await c.check(method, template, await send(tight, method, template, { body, peer: address }), "over the budget")).code).toBe(
-          "rate_limited",
-        );
+        expect((await c.check(method, template, await send(tight, method, template, { body, peer: address }), "over the budget")).code).toBe("rate_limited");
       }
     }
 
@@ -551,7 +581,13 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
     const scope = (e.auth as { scope: Scope }).scope;
     const path = e.path.replace("{id}", "x_unknown");
     const body = e.body ? { body: {} } : {};
-    for (const [label, token] of [["no token", undefined], ["not a token", "kta_nope"], ["revoked admin token", revokedAdmin.secret], ["expired admin token", x.expiredAdmin], ["entitlement token", x.entitlement]] as const)
+    for (const [label, token] of [
+      ["no token", undefined],
+      ["not a token", "kta_nope"],
+      ["revoked admin token", revokedAdmin.secret],
+      ["expired admin token", x.expiredAdmin],
+      ["entitlement token", x.entitlement],
+    ] as const)
       await SEND(e.method, e.path, path, { ...body, token }, label, 401, "admin_token_invalid");
     const others = await x.mint(SCOPES.filter((s) => s !== scope && s !== "admin"));
     await SEND(e.method, e.path, path, { ...body, token: others }, "every scope but the one needed", 403, "insufficient_scope");
@@ -580,7 +616,14 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   await SEND("GET", LID, `${LID.replace("{id}", id)}`, A, "show", 200);
   await SEND("GET", LID, `${LID.replace("{id}", created.key)}`, A, "show by key", 200);
   await SEND("GET", LID, "/admin/licenses/lic_unknown", A, "unknown license", 404, "not_found");
-  await SEND("PATCH", LID, `/admin/licenses/${id}`, { ...A, body: { seats: 3, expires: "2099-01-01T00:00:00Z", email: "ada@engines.example", metadata: { crm: "42" } } }, "update", 200);
+  await SEND(
+    "PATCH",
+    LID,
+    `/admin/licenses/${id}`,
+    { ...A, body: { seats: 3, expires: "2099-01-01T00:00:00Z", email: "ada@engines.example", metadata: { crm: "42" } } },
+    "update",
+    200,
+  );
   await SEND("PATCH", LID, "/admin/licenses/lic_unknown", { ...A, body: { seats: 3 } }, "unknown license", 404, "not_found");
   for (let i = 0; i < 2; i++) {
     const r = await send(site, "POST", "/licenses/activate", { body: { key: created.key, device: device(x.variant) } });
@@ -697,16 +740,12 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
 
 describe("the OpenAPI document matches every answer", () => {
   for (const variant of VARIANT_NAMES)
-    test(
-      `${variant}: every operation's documented answers are given, and every answer is documented`,
-      async () => {
-        const c = await runVariant(variant);
-        const missing = [...c.expected()].filter((k) => !c.seen.has(k)).sort();
-        expect(missing).toEqual([]);
-        // Every allow-listed code is documented on every operation (it is the one answer not provoked).
-        for (const [path, item] of Object.entries(c.doc.paths))
-          for (const [m, op] of Object.entries(item)) expect(op.responses["500"], `${m} ${path}`).toBeDefined();
-      },
-      30_000,
-    );
+    test(`${variant}: every operation's documented answers are given, and every answer is documented`, async () => {
+      const c = await runVariant(variant);
+      const missing = [...c.expected()].filter((k) => !c.seen.has(k)).sort();
+      expect(missing).toEqual([]);
+      // Every allow-listed code is documented on every operation (it is the one answer not provoked).
+      for (const [path, item] of Object.entries(c.doc.paths))
+        for (const [m, op] of Object.entries(item)) expect(op.responses["500"], `${m} ${path}`).toBeDefined();
+    }, 30_000);
 });

@@ -130,7 +130,10 @@ describe("commands", () => {
       expires: null,
       revoked: null,
     });
-    for (const args of [["license", "list"], ["license", "show", hostile.id]]) {
+    for (const args of [
+      ["license", "list"],
+      ["license", "show", hostile.id],
+    ]) {
       const r = await admin(...args);
       expect(r.code).toBe(0);
       expectEscaped(r.stdout);

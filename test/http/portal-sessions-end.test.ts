@@ -17,7 +17,12 @@ beforeEach(async () => {
 afterEach(() => site.close());
 
 const send = (path: string, cookie: string, body?: Record<string, string>) =>
-  site.app.handle(new Request(`${BASE_URL}${path}`, body ? { method: "POST", headers: { ...FORM, cookie }, body: new URLSearchParams(body).toString() } : { headers: { cookie } }));
+  site.app.handle(
+    new Request(
+      `${BASE_URL}${path}`,
+      body ? { method: "POST", headers: { ...FORM, cookie }, body: new URLSearchParams(body).toString() } : { headers: { cookie } },
+    ),
+  );
 
 /** A portal session opened with `key`: its cookie and its form token. */
 async function portalSession(key: string): Promise<{ cookie: string; csrf: string }> {
@@ -55,7 +60,9 @@ describe.each([
     const changed = await change(license.id);
     // A request code with the licence's current key (after a rekey, the new one): only the ended session refuses it.
     const currentKey = "key" in changed ? changed.key : key;
-    await expectEnded(await send("/portal/offline", leaked.cookie, { csrf: leaked.csrf, code: offlineRequestCode({ key: currentKey, device: device("alpha") }) }));
+    await expectEnded(
+      await send("/portal/offline", leaked.cookie, { csrf: leaked.csrf, code: offlineRequestCode({ key: currentKey, device: device("alpha") }) }),
+    );
     await expectEnded(await send(`/portal/installations/${activation!.id}/deactivate`, leaked.cookie, { csrf: leaked.csrf }));
     expect((await site.composed.store.listActivations(license.id)).find((a) => a.id === activation!.id)?.deactivated).toBeNull();
     expect(await (await send("/portal/", leaked.cookie)).text()).not.toContain(leaked.csrf);

@@ -147,10 +147,7 @@ describe("rate limits per address", () => {
   test("a flood of random source addresses through the app keeps the counters bounded", async () => {
     const dir = tempDir();
     const counters = new MemoryRateLimitStore(500);
-    const config = toConfig(
-      { variant: "gamma", "base-url": BASE_URL, data: join(dir, "data"), keys: join(dir, "keys"), releases: dir },
-      "admin",
-    );
+    const config = toConfig({ variant: "gamma", "base-url": BASE_URL, data: join(dir, "data"), keys: join(dir, "keys"), releases: dir }, "admin");
     const peers = new WeakMap<Request, string>();
     const composed = await compose(config, { log: silentLogger, clock: testClock(), peerAddress: (r) => peers.get(r) ?? null, rateLimitStore: counters });
     const app = createApp(composed.services);
@@ -181,7 +178,17 @@ describe("rate limits per address", () => {
     const lines: string[] = [];
     const clock = testClock();
     const broken = { hit: async () => Promise.reject(new Error("redis down")), close: async () => {} };
-    const limiter = new RateLimiter(broken, { signin: { limit: 1, windowSeconds: 60 }, api: { limit: 1, windowSeconds: 60 }, admin: { limit: 1, windowSeconds: 60 }, console: { limit: 1, windowSeconds: 60 } }, clock, createLogger("json", "info", (l) => lines.push(l)));
+    const limiter = new RateLimiter(
+      broken,
+      {
+        signin: { limit: 1, windowSeconds: 60 },
+        api: { limit: 1, windowSeconds: 60 },
+        admin: { limit: 1, windowSeconds: 60 },
+        console: { limit: 1, windowSeconds: 60 },
+      },
+      clock,
+      createLogger("json", "info", (l) => lines.push(l)),
+    );
     expect(await limiter.check("api", "198.51.100.1")).toBeNull();
     expect(await limiter.check("api", "198.51.100.1")).toBeNull();
     expect(lines.length).toBe(1);

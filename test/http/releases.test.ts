@@ -2,7 +2,17 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { VARIANTS, type VariantName } from "../../src/config/variants";
 import { releaseSite } from "../release-tree";
 
-type Record_ = { product?: string; channel: string; platform: string; version: string; released: string; installer: string; size: number; sha256: string; manifest: string };
+type Record_ = {
+  product?: string;
+  channel: string;
+  platform: string;
+  version: string;
+  released: string;
+  installer: string;
+  size: number;
+  sha256: string;
+  manifest: string;
+};
 
 describe.each(["alpha", "beta", "gamma"] as VariantName[])("GET /releases, %s", (variant) => {
   const v = VARIANTS[variant];

@@ -77,8 +77,7 @@ describe("request log", () => {
     await requestLines(lines, 9);
     const all = lines.join("\n");
     expect(lines.length).toBeGreaterThanOrEqual(9);
-    for (const secret of [key, key.replaceAll("-", ""), token, token.split(".")[2]!, idToken, nonce, dev.hash])
-      expect(all).not.toContain(secret);
+    for (const secret of [key, key.replaceAll("-", ""), token, token.split(".")[2]!, idToken, nonce, dev.hash]) expect(all).not.toContain(secret);
   });
 
   test("an admin path addressing a licence by its key is logged with the key masked (prefix and last four); by id in clear", async () => {
@@ -86,7 +85,13 @@ describe("request log", () => {
     const { key, license } = await createLicense(site);
     const admin = (await createAdminToken(site.composed.services.admin, CLI_CALLER, { name: "log", scopes: ["admin"] })).secret;
     const typed = key.toLowerCase().replaceAll("0", "o");
-    for (const path of [`/admin/licenses/${key}`, `/admin/licenses/${typed}`, `/admin/licenses/${encodeURIComponent(key)}/revoke`, `/admin/licenses/${license.id}`, `/nothing/${key}`])
+    for (const path of [
+      `/admin/licenses/${key}`,
+      `/admin/licenses/${typed}`,
+      `/admin/licenses/${encodeURIComponent(key)}/revoke`,
+      `/admin/licenses/${license.id}`,
+      `/nothing/${key}`,
+    ])
       await site.request(path.endsWith("/revoke") ? "POST" : "GET", path, { token: admin });
     const logged = await requestLines(lines, 5);
     const paths = logged.map((l) => l.path);

@@ -67,7 +67,13 @@ describe("behind a TLS proxy, the public origin is --base-url", () => {
       expect(await r.text()).toContain("not sent from this site");
     }
     // A Host the client chose (DNS rebinding: evil.example resolves to the site) with a matching Origin.
-    const rebound = await site.app.handle(new Request("http://evil.example/console/sign-in", { method: "POST", body: new URLSearchParams({ token }).toString(), headers: { "content-type": FORM, host: "evil.example", origin: "http://evil.example" } }));
+    const rebound = await site.app.handle(
+      new Request("http://evil.example/console/sign-in", {
+        method: "POST",
+        body: new URLSearchParams({ token }).toString(),
+        headers: { "content-type": FORM, host: "evil.example", origin: "http://evil.example" },
+      }),
+    );
     expect(rebound.status).toBe(400);
   });
 
@@ -112,7 +118,13 @@ describe("a site on this machine over plain http (--base-url http://127.0.0.1:PO
     try {
       const secret = (await createAdminToken(local.composed.services.admin, CLI_CALLER, { name: "ops", scopes: ["admin"] })).secret;
       const send = (origin: string) =>
-        local.app.handle(new Request("http://127.0.0.1:8080/console/sign-in", { method: "POST", body: new URLSearchParams({ token: secret }).toString(), headers: { "content-type": FORM, origin } }));
+        local.app.handle(
+          new Request("http://127.0.0.1:8080/console/sign-in", {
+            method: "POST",
+            body: new URLSearchParams({ token: secret }).toString(),
+            headers: { "content-type": FORM, origin },
+          }),
+        );
       expect((await send("http://localhost:8080")).status).toBe(400);
       const r = await send("http://127.0.0.1:8080");
       expect(r.status).toBe(303);

@@ -23,8 +23,7 @@ describe("installer over a real socket", () => {
     await server.stop(true);
     await s.close();
   });
-  const fetchIt = (headers: Record<string, string> = {}, method = "GET") =>
-    fetch(url, { method, headers: { authorization: `Bearer ${token}`, ...headers } });
+  const fetchIt = (headers: Record<string, string> = {}, method = "GET") => fetch(url, { method, headers: { authorization: `Bearer ${token}`, ...headers } });
 
   test("whole file, then a resumed download with Range + If-Range, concatenate to the file", async () => {
     const full = Buffer.from(r.installerBytes);

@@ -39,7 +39,9 @@ describe("mirror settings", () => {
     const bad = refusal({ "mirror-of": "https://vendor.example", "mirror-token": "kta_short-secret" });
     expect(bad).toContain("--mirror-token: not an admin token");
     expect(bad).not.toContain("short-secret");
-    expect(refusal({ "mirror-of": "https://vendor.example", "mirror-token": TOKEN, database: "postgres://x@127.0.0.1/y" })).toContain("--database: a mirror keeps");
+    expect(refusal({ "mirror-of": "https://vendor.example", "mirror-token": TOKEN, database: "postgres://x@127.0.0.1/y" })).toContain(
+      "--database: a mirror keeps",
+    );
     expect(refusal({ "mirror-of": "https://vendor.example", "mirror-token": TOKEN, "mirror-poll": "10ms" })).toContain("--mirror-poll: must be at least 50ms");
   });
 });

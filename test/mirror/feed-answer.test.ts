@@ -2,9 +2,26 @@ import { describe, expect, test } from "bun:test";
 import { FeedProblem, parseFeedAnswer, type EventsPage } from "../../src/domain/mirror/feed-answer";
 
 const NOW = Date.parse("2026-11-21T22:40:00Z");
-const ev = (seq: string, type = "license.reinstated", data: unknown = { license: { id: "lic_a" } }) => ({ id: `evt_${seq}`, seq, type, timestamp: "2026-11-21T22:39:27+00:00", data });
+const ev = (seq: string, type = "license.reinstated", data: unknown = { license: { id: "lic_a" } }) => ({
+  id: `evt_${seq}`,
+  seq,
+  type,
+  timestamp: "2026-11-21T22:39:27+00:00",
+  data,
+});
 const events = (list: unknown[], cursor: string, epoch = "e1") => ({ ok: true, mode: "events", epoch, events: list, cursor: `${epoch}.${cursor}` });
-const snapshot = (o: Record<string, unknown> = {}) => ({ ok: true, mode: "snapshot", epoch: "e1", reason: "start", revocations: [], expiries: [], releases: [], next: null, cursor: "e1.7", ...o });
+const snapshot = (o: Record<string, unknown> = {}) => ({
+  ok: true,
+  mode: "snapshot",
+  epoch: "e1",
+  reason: "start",
+  revocations: [],
+  expiries: [],
+  releases: [],
+  next: null,
+  cursor: "e1.7",
+  ...o,
+});
 const problem = (body: unknown, after: string | null) => {
   try {
     parseFeedAnswer(body, after, NOW);
@@ -69,10 +86,28 @@ describe("feed answers", () => {
   test("implausible pages are refused: too many items, times absurdly far ahead or long past, ids too long", () => {
     const revocation = (i: number, until = "2026-11-28T00:00:00Z") => ({ kind: "license", id: `lic_${i}`, tokensValidUntil: until });
     expect(problem(snapshot({ revocations: Array.from({ length: 1001 }, (_, i) => revocation(i)) }), null)).toContain("malformed feed snapshot");
-    expect(problem(snapshot({ revocations: Array.from({ length: 600 }, (_, i) => revocation(i)), expiries: Array.from({ length: 600 }, (_, i) => ({ license: `l${i}`, expires: "2026-11-22T00:00:00Z" })) }), null)).toContain("implausible");
+    expect(
+      problem(
+        snapshot({
+          revocations: Array.from({ length: 600 }, (_, i) => revocation(i)),
+          expiries: Array.from({ length: 600 }, (_, i) => ({ license: `l${i}`, expires: "2026-11-22T00:00:00Z" })),
+        }),
+        null,
+      ),
+    ).toContain("implausible");
     expect(problem(snapshot({ revocations: [revocation(1, "9999-12-31T00:00:00Z")] }), null)).toContain("implausible");
     expect(problem(snapshot({ revocations: [revocation(1, "1999-12-31T00:00:00Z")] }), null)).toContain("implausible");
-    expect(problem(snapshot({ revocations: [{ kind: "license", id: "x".repeat(301), tokensValidUntil: "2026-11-28T00:00:00Z" }] }), null)).toContain("malformed");
-    expect(problem(events(Array.from({ length: 1001 }, (_, i) => ev(String(i + 1))), "1001"), "e1.0")).toContain("malformed feed answer");
+    expect(problem(snapshot({ revocations: [{ kind: "license", id: "x".repeat(301), tokensValidUntil: "2026-11-28T00:00:00Z" }] }), null)).toContain(
+      "malformed",
+    );
+    expect(
+      problem(
+        events(
+          Array.from({ length: 1001 }, (_, i) => ev(String(i + 1))),
+          "1001",
+        ),
+        "e1.0",
+      ),
+    ).toContain("malformed feed answer");
   });
 });

@@ -37,20 +37,35 @@ describe("a mirror's bearer check from its vendor's feed", () => {
       expect((await m.get(`${manifestPath}.sig`, token)).status).toBe(200);
 
       const otherSite = await foreignSigner("alpha", "https://other-vendor.example");
-      const foreign = otherSite.sign({ sub: "act_x", kind: "license", lic: "lic_x", name: "n", org: "o", plan: "p", chn: ["stable"], dev: deviceHash("alpha") }, m.clock(), m.clock() + DAY).token;
+      const foreign = otherSite.sign(
+        { sub: "act_x", kind: "license", lic: "lic_x", name: "n", org: "o", plan: "p", chn: ["stable"], dev: deviceHash("alpha") },
+        m.clock(),
+        m.clock() + DAY,
+      ).token;
       expect(await code(await m.get(manifestPath, foreign))).toBe("entitlement_invalid");
       // The mirror's own address is not an issuer it accepts either.
       const mirrorIss = await foreignSigner("alpha", "https://mirror.example.com", vendor.vendorKeys);
-      const own = mirrorIss.sign({ sub: "act_x", kind: "license", lic: "lic_x", name: "n", org: "o", plan: "p", chn: ["stable"], dev: deviceHash("alpha") }, m.clock(), m.clock() + DAY).token;
+      const own = mirrorIss.sign(
+        { sub: "act_x", kind: "license", lic: "lic_x", name: "n", org: "o", plan: "p", chn: ["stable"], dev: deviceHash("alpha") },
+        m.clock(),
+        m.clock() + DAY,
+      ).token;
       expect(await code(await m.get(manifestPath, own))).toBe("entitlement_invalid");
       const betaSigner = await foreignSigner("beta", feed.url);
-      const beta = betaSigner.sign({ sub: "act_x", kind: "license", lic: "lic_x", name: "n", org: "o", plan: "p", chn: ["stable"], dev: deviceHash("beta") }, m.clock(), m.clock() + DAY).token;
+      const beta = betaSigner.sign(
+        { sub: "act_x", kind: "license", lic: "lic_x", name: "n", org: "o", plan: "p", chn: ["stable"], dev: deviceHash("beta") },
+        m.clock(),
+        m.clock() + DAY,
+      ).token;
       expect(await code(await m.get(manifestPath, beta))).toBe("entitlement_invalid");
 
       const activate = await m.post("/licenses/activate", { key: "AAAA-BBBB", device: device("alpha") });
       expect(activate.status).toBe(503);
       expect(await code(activate)).toBe("licensing_unavailable");
-      for (const [path, body] of [["/entitlements/refresh", { device: device("alpha") }], ["/entitlements/deactivate", {}]] as const) {
+      for (const [path, body] of [
+        ["/entitlements/refresh", { device: device("alpha") }],
+        ["/entitlements/deactivate", {}],
+      ] as const) {
         const res = await m.post(path, body, token);
         expect(res.status).toBe(503);
         expect(await code(res)).toBe("licensing_unavailable");

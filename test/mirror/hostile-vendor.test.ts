@@ -86,7 +86,21 @@ test("pages with too many items, absurd lifetimes, or short pages that announce 
       Response.json(
         u.searchParams.get("after") === null
           ? snapshotPage(0, 0, iso(now), null)
-          : { ok: true, mode: "events", epoch: "evil", events: [{ id: "evt_1", seq: "2", type: "activation.deactivated", timestamp: iso(now), data: { activation: { id: "act_1" }, tokensValidUntil: "2999-01-01T00:00:00Z" } }], cursor: "evil.2" },
+          : {
+              ok: true,
+              mode: "events",
+              epoch: "evil",
+              events: [
+                {
+                  id: "evt_1",
+                  seq: "2",
+                  type: "activation.deactivated",
+                  timestamp: iso(now),
+                  data: { activation: { id: "act_1" }, tokensValidUntil: "2999-01-01T00:00:00Z" },
+                },
+              ],
+              cursor: "evil.2",
+            },
       );
     expect((await m.follower.pollOnce()).ok).toBe(true);
     outcome = await m.follower.pollOnce();
@@ -122,7 +136,13 @@ test("a snapshot or a stream of events beyond the entries bound is refused: disk
       if (u.searchParams.get("after") === null) return Response.json(snapshotPage(0, 0, until, null));
       const events = Array.from({ length: 500 }, () => {
         seq++;
-        return { id: `evt_${seq}`, seq: String(seq), type: "activation.deactivated", timestamp: iso(m.clock()), data: { activation: { id: `act_${seq}` }, tokensValidUntil: until } };
+        return {
+          id: `evt_${seq}`,
+          seq: String(seq),
+          type: "activation.deactivated",
+          timestamp: iso(m.clock()),
+          data: { activation: { id: `act_${seq}` }, tokensValidUntil: until },
+        };
       });
       return Response.json({ ok: true, mode: "events", epoch: "evil", events, cursor: `evil.${seq}` });
     };

@@ -30,7 +30,9 @@ let vendorUrl: string;
 let feedOpen = true;
 
 const cli = (...args: string[]) =>
-  execFileSync(process.execPath, [MAIN, ...args, "--variant", "alpha", "--data", join(vendorDir, "data"), "--keys", join(vendorDir, "keys")], { encoding: "utf8" });
+  execFileSync(process.execPath, [MAIN, ...args, "--variant", "alpha", "--data", join(vendorDir, "data"), "--keys", join(vendorDir, "keys")], {
+    encoding: "utf8",
+  });
 const tls = () => ({ tls: { ca: readFileSync(ca, "utf8") } }) as RequestInit;
 const kidOf = (token: string) => (JSON.parse(Buffer.from(token.split(".")[0]!, "base64url").toString()) as { kid: string }).kid;
 const mirrorGet = (path: string, token?: string) => fetch(`${mirror.url}/api/v1${path}`, token ? { headers: { authorization: `Bearer ${token}` } } : {});
@@ -67,7 +69,18 @@ async function sighupVendor(): Promise<void> {
 function startMirror(): Promise<ServeProcess> {
   return startServe(
     "alpha",
-    ["--base-url", "https://mirror.example.com", "--keys", join(mirrorDir, "keys"), "--releases", tree.root, "--mirror-of", vendorUrl, "--mirror-poll", "250ms"],
+    [
+      "--base-url",
+      "https://mirror.example.com",
+      "--keys",
+      join(mirrorDir, "keys"),
+      "--releases",
+      tree.root,
+      "--mirror-of",
+      vendorUrl,
+      "--mirror-poll",
+      "250ms",
+    ],
     mirrorDir,
     { KEYTURN_MIRROR_TOKEN: feedToken, NODE_EXTRA_CA_CERTS: ca },
   );
@@ -112,7 +125,25 @@ afterAll(async () => {
 
 test("a rotation: the next key is published before it signs, a mirror that missed it says degraded naming it, learns it from the feed, and builds carrying both keys verify tokens of either", async () => {
   const manifest = `/updates/${release.lane}/alpha-update.json`;
-  const licence = JSON.parse(cli("license", "create", "--licensee", "Ada", "--organization", "Engines", "--plan", "pro", "--plan-title", "Pro", "--seats", "5", "--channels", "stable", "--json")) as { key: string };
+  const licence = JSON.parse(
+    cli(
+      "license",
+      "create",
+      "--licensee",
+      "Ada",
+      "--organization",
+      "Engines",
+      "--plan",
+      "pro",
+      "--plan-title",
+      "Pro",
+      "--seats",
+      "5",
+      "--channels",
+      "stable",
+      "--json",
+    ),
+  ) as { key: string };
   const before = await activate(licence.key);
   expect(kidOf(before)).toBe(OLD);
   await eventually("the mirror serves the vendor's token", async () => (await mirrorGet(manifest, before)).status === 200);
@@ -123,12 +154,18 @@ test("a rotation: the next key is published before it signs, a mirror that misse
   expect(next.signing).toBe(OLD);
   await sighupVendor();
   const meta = await json<Meta>(fetch(`${vendorUrl}/api/v1/meta`, tls()));
-  expect(meta.keys.filter((k) => k.purpose === "license").map((k) => [k.kid, k.role])).toEqual([[OLD, "signing"], [next.kid, "next"]]);
+  expect(meta.keys.filter((k) => k.purpose === "license").map((k) => [k.kid, k.role])).toEqual([
+    [OLD, "signing"],
+    [next.kid, "next"],
+  ]);
   const feed = await json<{ site: { channels: string[]; platforms: string[]; keys: { kid: string; spki: string; role: string }[] } }>(
     fetch(`${vendorUrl}/api/v1/admin/feed?limit=1`, { ...tls(), headers: { authorization: `Bearer ${feedToken}` } }),
   );
   expect([feed.site.channels, feed.site.platforms]).toEqual([["stable", "preview"], ["win-x64"]]);
-  expect(feed.site.keys).toEqual([{ kid: OLD, spki: expect.any(String), role: "signing" }, { kid: next.kid, spki: next.spki, role: "next" }]);
+  expect(feed.site.keys).toEqual([
+    { kid: OLD, spki: expect.any(String), role: "signing" },
+    { kid: next.kid, spki: next.spki, role: "next" },
+  ]);
   expect(kidOf(await activate(licence.key))).toBe(OLD);
   // A mirror following its feed has the next key before it signs anything.
   await eventually("the mirror learnt the next key ahead", async () => (await json<Meta>(mirrorGet("/meta"))).keys.some((k) => k.kid === next.kid));
@@ -143,7 +180,10 @@ test("a rotation: the next key is published before it signs, a mirror that misse
 
   // 3. The next rotation happens while the mirror is cut off from the feed: it never heard of the key.
   feedOpen = false;
-  await eventually("the mirror notices the feed is away", async () => (await json<{ mirror: { problem: string | null } }>(mirrorGet("/health"))).mirror.problem !== null);
+  await eventually(
+    "the mirror notices the feed is away",
+    async () => (await json<{ mirror: { problem: string | null } }>(mirrorGet("/health"))).mirror.problem !== null,
+  );
   const third = JSON.parse(cli("keys", "rotate", "--json")) as { kid: string; signing: string };
   expect(third.signing).toBe(next.kid);
   cli("keys", "promote", third.kid);

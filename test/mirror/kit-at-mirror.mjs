@@ -5,7 +5,13 @@ import { join } from "node:path";
 
 const env = process.env;
 const { KeyturnClient, KeyturnClientError, deviceHash, newDeviceId } = await import(env.KIT);
-const common = { variant: "alpha", issuer: env.VENDOR_URL, licenseKeys: JSON.parse(env.LICENSE_KEYS), releaseKeys: JSON.parse(env.RELEASE_KEYS), product: "alpha" };
+const common = {
+  variant: "alpha",
+  issuer: env.VENDOR_URL,
+  licenseKeys: JSON.parse(env.LICENSE_KEYS),
+  releaseKeys: JSON.parse(env.RELEASE_KEYS),
+  product: "alpha",
+};
 const licensing = new KeyturnClient(common);
 const updates = new KeyturnClient({ ...common, baseUrl: env.MIRROR_URL });
 const device = { hash: await deviceHash("alpha", newDeviceId()), name: "Mirror PC", platform: "win-x64", version: "1.0.0", product: "alpha" };

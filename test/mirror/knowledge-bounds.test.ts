@@ -58,7 +58,8 @@ describe("a licence's revocation stands for its deactivated installations", () =
       expect(await m.follower.pollOnce()).toEqual({ ok: true, applied: 2, more: false });
       // One entry for lic_a where there were three (and a fourth came while it was revoked), and act_b1's.
       expect((await health(m)).mirror.entries).toBe(2);
-      for (const a of ["act_a1", "act_a4", "act_a9"]) expect(await refusal(await m.get(manifest, token(a, "lic_a")))).toBe("license_revoked: The licence is revoked.");
+      for (const a of ["act_a1", "act_a4", "act_a9"])
+        expect(await refusal(await m.get(manifest, token(a, "lic_a")))).toBe("license_revoked: The licence is revoked.");
       expect(await refusal(await m.get(manifest, token("act_b1", "lic_b")))).toStartWith("entitlement_revoked");
 
       // Reinstated an hour later: which of lic_a's installations were deactivated is not kept, so
@@ -90,7 +91,9 @@ describe("a licence's revocation stands for its deactivated installations", () =
       f.add("license.reinstated", { license: { id: "lic_s" } }, now + 60_000);
       m.clock.advance(120_000);
       expect((await m.follower.pollOnce()).ok).toBe(true);
-      expect(await refusal(await m.get(manifest, vendor.token({ activation: "act_s1", license: "lic_s", nowMs: now, iss: f.url })))).toStartWith("license_revoked");
+      expect(await refusal(await m.get(manifest, vendor.token({ activation: "act_s1", license: "lic_s", nowMs: now, iss: f.url })))).toStartWith(
+        "license_revoked",
+      );
       expect((await m.get(manifest, vendor.token({ activation: "act_s2", license: "lic_s", nowMs: m.clock(), iss: f.url }))).status).toBe(200);
     }));
 

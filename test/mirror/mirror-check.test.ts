@@ -11,10 +11,11 @@ const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
 
 /** Run asynchronously: the feed server answers from this very process. */
 async function mirrorCheck(feedUrl: string, keys: string, releases: string, env: Record<string, string> = {}) {
-  const run = Bun.spawn(
-    [process.execPath, MAIN, "mirror", "check", "--variant", "alpha", "--mirror-of", feedUrl, "--keys", keys, "--releases", releases],
-    { env: { ...process.env, KEYTURN_MIRROR_TOKEN: MIRROR_TOKEN, ...env }, stdout: "pipe", stderr: "pipe" },
-  );
+  const run = Bun.spawn([process.execPath, MAIN, "mirror", "check", "--variant", "alpha", "--mirror-of", feedUrl, "--keys", keys, "--releases", releases], {
+    env: { ...process.env, KEYTURN_MIRROR_TOKEN: MIRROR_TOKEN, ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [out, err, code] = await Promise.all([new Response(run.stdout).text(), new Response(run.stderr).text(), run.exited]);
   return { code, out, err };
 }
@@ -94,7 +95,9 @@ describe("keyturn mirror check", () => {
     const pki = makePrivateCa(dir);
     // The vendor's site behind HTTPS with that certificate (forwarding to the feed server).
     const https = Bun.serve({
-      hostname: "127.0.0.1", port: 0, tls: { cert: readFileSync(pki.cert, "utf8"), key: readFileSync(pki.key, "utf8") },
+      hostname: "127.0.0.1",
+      port: 0,
+      tls: { cert: readFileSync(pki.cert, "utf8"), key: readFileSync(pki.key, "utf8") },
       fetch: (r) => {
         const url = new URL(r.url);
         return fetch(`${feed.url}${url.pathname}${url.search}`, { headers: r.headers });

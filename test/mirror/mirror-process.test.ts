@@ -13,8 +13,19 @@ const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
 function startMirror(vendor: Vendor, feed: FeedServer, dir: string, extra: string[] = []): Promise<ServeProcess> {
   return startServe(
     "alpha",
-    ["--base-url", "https://mirror.example.com", "--keys", vendor.mirrorKeys, "--releases", vendor.tree.root,
-      "--mirror-of", feed.url, "--mirror-poll", `${POLL_MS}ms`, ...extra],
+    [
+      "--base-url",
+      "https://mirror.example.com",
+      "--keys",
+      vendor.mirrorKeys,
+      "--releases",
+      vendor.tree.root,
+      "--mirror-of",
+      feed.url,
+      "--mirror-poll",
+      `${POLL_MS}ms`,
+      ...extra,
+    ],
     dir,
     { KEYTURN_MIRROR_TOKEN: MIRROR_TOKEN },
   );
@@ -112,7 +123,9 @@ describe("keyturn serve --mirror-of, as a real process", () => {
     expect(await errorOf(await get(manifest(), freshOfRevoked))).toBe("license_revoked");
     expect((await get(manifest(), other)).status).toBe(200);
 
-    const health = (await (await fetch(`${mirror.url}/api/v1/health`)).json()) as { mirror: { of: string; cursor: string; lastSync: string; staleSeconds: number } };
+    const health = (await (await fetch(`${mirror.url}/api/v1/health`)).json()) as {
+      mirror: { of: string; cursor: string; lastSync: string; staleSeconds: number };
+    };
     expect(health.mirror).toMatchObject({ of: feed.url, cursor: "e0.2", problem: null });
 
     // Restart with the vendor away: what was learnt comes from the mirror's own records.
@@ -132,8 +145,25 @@ describe("keyturn serve --mirror-of, as a real process", () => {
 
   test("a mirror with a private key in --keys refuses to start (exit 2, saying why)", () => {
     const run = Bun.spawnSync(
-      [process.execPath, MAIN, "serve", "--variant", "alpha", "--base-url", "https://mirror.example.com", "--data", join(dir, "refused"),
-        "--keys", vendor.vendorKeys, "--releases", vendor.tree.root, "--mirror-of", feed.url, "--port", "0"],
+      [
+        process.execPath,
+        MAIN,
+        "serve",
+        "--variant",
+        "alpha",
+        "--base-url",
+        "https://mirror.example.com",
+        "--data",
+        join(dir, "refused"),
+        "--keys",
+        vendor.vendorKeys,
+        "--releases",
+        vendor.tree.root,
+        "--mirror-of",
+        feed.url,
+        "--port",
+        "0",
+      ],
       { env: { ...process.env, KEYTURN_MIRROR_TOKEN: MIRROR_TOKEN }, stderr: "pipe", stdout: "pipe" },
     );
     expect(run.exitCode).toBe(2);

@@ -8,7 +8,18 @@ import { tempDir, testClock } from "../helpers";
 import { MIRROR_TOKEN, type Vendor } from "./vendor";
 
 /** A mirror driven in-process (app.handle), with a movable clock, following `feedUrl`. */
-export async function mirrorSite(vendor: Vendor, feedUrl: string, o: { settings?: Record<string, string>; clock?: ReturnType<typeof testClock>; dir?: string; log?: Logger; maxEntries?: number; requestTimeoutMs?: number } = {}) {
+export async function mirrorSite(
+  vendor: Vendor,
+  feedUrl: string,
+  o: {
+    settings?: Record<string, string>;
+    clock?: ReturnType<typeof testClock>;
+    dir?: string;
+    log?: Logger;
+    maxEntries?: number;
+    requestTimeoutMs?: number;
+  } = {},
+) {
   const dir = o.dir ?? tempDir("keyturn-mirror-");
   const clock = o.clock ?? testClock();
   const lines: Record<string, unknown>[] = [];
@@ -30,7 +41,14 @@ export async function mirrorSite(vendor: Vendor, feedUrl: string, o: { settings?
     "serve",
   );
   let jitter = 0.5;
-  const composed = await compose(config, { clock, log, peerAddress: () => "203.0.113.9", random: () => jitter, mirrorRequestTimeoutMs: o.requestTimeoutMs ?? 300, mirrorMaxEntries: o.maxEntries });
+  const composed = await compose(config, {
+    clock,
+    log,
+    peerAddress: () => "203.0.113.9",
+    random: () => jitter,
+    mirrorRequestTimeoutMs: o.requestTimeoutMs ?? 300,
+    mirrorMaxEntries: o.maxEntries,
+  });
   await composed.services.releases.ready();
   const app = createApp(composed.services);
   return {

@@ -39,9 +39,28 @@ describe.skipIf(!PG_URL)("a mirror across records replaced at its vendor", () =>
   /** Where the vendor's records are: its SQLite file, then (after the copy) the PostgreSQL schema. */
   let database: string[] = [];
 
-  const cli = (...args: string[]) => execFileSync(process.execPath, [MAIN, ...args, "--variant", "alpha", "--data", join(vendorDir, "data"), ...database], { encoding: "utf8" });
+  const cli = (...args: string[]) =>
+    execFileSync(process.execPath, [MAIN, ...args, "--variant", "alpha", "--data", join(vendorDir, "data"), ...database], { encoding: "utf8" });
   const newLicense = (name: string) =>
-    JSON.parse(cli("license", "create", "--licensee", name, "--organization", "O", "--plan", "pro", "--plan-title", "Pro", "--seats", "3", "--channels", "stable", "--json")) as { key: string; id: string };
+    JSON.parse(
+      cli(
+        "license",
+        "create",
+        "--licensee",
+        name,
+        "--organization",
+        "O",
+        "--plan",
+        "pro",
+        "--plan-title",
+        "Pro",
+        "--seats",
+        "3",
+        "--channels",
+        "stable",
+        "--json",
+      ),
+    ) as { key: string; id: string };
   const manifest = () => `/api/v1/updates/${release.lane}/alpha-update.json`;
 
   async function activate(key: string): Promise<string> {
@@ -74,14 +93,45 @@ describe.skipIf(!PG_URL)("a mirror across records replaced at its vendor", () =>
   const startVendor = (extra: string[] = []) =>
     startServe(
       "alpha",
-      ["--base-url", vendorUrl, "--port", String(port), "--tls-cert", tls.cert, "--tls-key", tls.key, "--releases", tree.root, "--keys", join(vendorDir, "keys"), ...database, ...extra],
+      [
+        "--base-url",
+        vendorUrl,
+        "--port",
+        String(port),
+        "--tls-cert",
+        tls.cert,
+        "--tls-key",
+        tls.key,
+        "--releases",
+        tree.root,
+        "--keys",
+        join(vendorDir, "keys"),
+        ...database,
+        ...extra,
+      ],
       vendorDir,
     );
   const startMirror = (token: string) =>
-    startServe("alpha", ["--base-url", "https://mirror.example.com", "--keys", join(mirrorDir, "keys"), "--releases", tree.root, "--mirror-of", vendorUrl, "--mirror-poll", `${POLL_MS}ms`], mirrorDir, {
-      KEYTURN_MIRROR_TOKEN: token,
-      NODE_EXTRA_CA_CERTS: tls.cert,
-    });
+    startServe(
+      "alpha",
+      [
+        "--base-url",
+        "https://mirror.example.com",
+        "--keys",
+        join(mirrorDir, "keys"),
+        "--releases",
+        tree.root,
+        "--mirror-of",
+        vendorUrl,
+        "--mirror-poll",
+        `${POLL_MS}ms`,
+      ],
+      mirrorDir,
+      {
+        KEYTURN_MIRROR_TOKEN: token,
+        NODE_EXTRA_CA_CERTS: tls.cert,
+      },
+    );
   async function stop(p: ServeProcess): Promise<void> {
     p.proc.kill("SIGTERM");
     expect(await p.proc.exited).toBe(0);

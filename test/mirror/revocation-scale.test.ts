@@ -22,7 +22,13 @@ const iso = (ms: number) => new Date(ms).toISOString().replace(".000Z", "+00:00"
 
 function event(seq: number) {
   if (seq <= churn)
-    return { id: `evt_${seq}`, seq: String(seq), type: "activation.deactivated", timestamp, data: { activation: { id: `act_${seq}`, license: `lic_${seq}` }, tokensValidUntil: until } };
+    return {
+      id: `evt_${seq}`,
+      seq: String(seq),
+      type: "activation.deactivated",
+      timestamp,
+      data: { activation: { id: `act_${seq}`, license: `lic_${seq}` }, tokensValidUntil: until },
+    };
   const e = later[seq - churn - 1]!;
   return { id: `evt_${seq}`, seq: String(seq), type: e.type, timestamp, data: e.data };
 }

@@ -92,7 +92,18 @@ beforeAll(async () => {
 function startMirror(): Promise<ServeProcess> {
   return startServe(
     "alpha",
-    ["--base-url", "https://mirror.example.com", "--keys", join(mirrorDir, "keys"), "--releases", tree.root, "--mirror-of", vendorUrl, "--mirror-poll", `${POLL_MS}ms`],
+    [
+      "--base-url",
+      "https://mirror.example.com",
+      "--keys",
+      join(mirrorDir, "keys"),
+      "--releases",
+      tree.root,
+      "--mirror-of",
+      vendorUrl,
+      "--mirror-poll",
+      `${POLL_MS}ms`,
+    ],
     mirrorDir,
     { KEYTURN_MIRROR_TOKEN: feedToken, NODE_EXTRA_CA_CERTS: ca },
   );
@@ -104,7 +115,25 @@ afterAll(async () => {
 });
 
 test("the vendor's tokens read updates at the mirror; a deactivation, a revocation and a withdrawn release at the vendor reach it within a poll", async () => {
-  const created = JSON.parse(cli("license", "create", "--licensee", "Ada", "--organization", "Engines", "--plan", "pro", "--plan-title", "Pro", "--seats", "3", "--channels", "stable", "--json")) as { key: string; id: string };
+  const created = JSON.parse(
+    cli(
+      "license",
+      "create",
+      "--licensee",
+      "Ada",
+      "--organization",
+      "Engines",
+      "--plan",
+      "pro",
+      "--plan-title",
+      "Pro",
+      "--seats",
+      "3",
+      "--channels",
+      "stable",
+      "--json",
+    ),
+  ) as { key: string; id: string };
   const kept = await activate(created.key);
   const leaving = await activate(created.key);
   const manifest = `/api/v1/updates/${release.lane}/alpha-update.json`;
@@ -118,7 +147,25 @@ test("the vendor's tokens read updates at the mirror; a deactivation, a revocati
   await mirrorSays(manifest, leaving, "entitlement_revoked");
   expect((await mirrorGet(manifest, kept)).status).toBe(200);
 
-  const other = JSON.parse(cli("license", "create", "--licensee", "Bob", "--organization", "B", "--plan", "pro", "--plan-title", "Pro", "--seats", "2", "--channels", "stable", "--json")) as { key: string; id: string };
+  const other = JSON.parse(
+    cli(
+      "license",
+      "create",
+      "--licensee",
+      "Bob",
+      "--organization",
+      "B",
+      "--plan",
+      "pro",
+      "--plan-title",
+      "Pro",
+      "--seats",
+      "2",
+      "--channels",
+      "stable",
+      "--json",
+    ),
+  ) as { key: string; id: string };
   const a = await activate(other.key);
   const b = await activate(other.key);
   expect((await mirrorGet(manifest, a)).status).toBe(200);
@@ -151,11 +198,36 @@ test("the client kit under node, as docs/clients.md configures it: licensing at 
 
 async function kitAtMirror(dir: string): Promise<void> {
   const kit = await buildClient(join(dir, "kit"));
-  const key = (JSON.parse(cli("license", "create", "--licensee", "Di", "--organization", "D", "--plan", "pro", "--plan-title", "Pro", "--seats", "2", "--channels", "stable", "--json")) as { key: string }).key;
+  const key = (
+    JSON.parse(
+      cli(
+        "license",
+        "create",
+        "--licensee",
+        "Di",
+        "--organization",
+        "D",
+        "--plan",
+        "pro",
+        "--plan-title",
+        "Pro",
+        "--seats",
+        "2",
+        "--channels",
+        "stable",
+        "--json",
+      ),
+    ) as { key: string }
+  ).key;
   const run = (extra: Record<string, string>) => {
     const p = Bun.spawnSync(["node", join(import.meta.dir, "kit-at-mirror.mjs")], {
       env: {
-        PATH: process.env.PATH ?? "/usr/bin:/bin", KIT: kit, KEY: key, VENDOR_URL: vendorUrl, MIRROR_URL: mirror.url, DIR: dir,
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        KIT: kit,
+        KEY: key,
+        VENDOR_URL: vendorUrl,
+        MIRROR_URL: mirror.url,
+        DIR: dir,
         LICENSE_KEYS: JSON.stringify({ [kid]: spki(join(vendorDir, "keys", `${kid}.pub.pem`)) }),
         RELEASE_KEYS: JSON.stringify({ [tree.kid]: spki(join(tree.keysDir, `${tree.kid}.pub.pem`)) }),
         ...extra,
@@ -175,7 +247,25 @@ async function kitAtMirror(dir: string): Promise<void> {
 }
 
 test("restarted with the vendor down, the mirror still refuses what it learnt and serves the rest", async () => {
-  const created = JSON.parse(cli("license", "create", "--licensee", "Cy", "--organization", "C", "--plan", "pro", "--plan-title", "Pro", "--seats", "2", "--channels", "stable", "--json")) as { key: string };
+  const created = JSON.parse(
+    cli(
+      "license",
+      "create",
+      "--licensee",
+      "Cy",
+      "--organization",
+      "C",
+      "--plan",
+      "pro",
+      "--plan-title",
+      "Pro",
+      "--seats",
+      "2",
+      "--channels",
+      "stable",
+      "--json",
+    ),
+  ) as { key: string };
   const stays = await activate(created.key);
   const goes = await activate(created.key);
   const manifest = `/api/v1/updates/${release.lane}/alpha-update.json`;

@@ -73,8 +73,7 @@ export class FeedServer {
     const afterText = url.searchParams.get("after");
     const snapshotText = url.searchParams.get("snapshot");
     this.requests.push({ after: afterText, snapshot: snapshotText, authorized });
-    if (this.mode === "unauthorized" || !authorized)
-      return Response.json({ ok: false, error: "admin_token_invalid", message: "refused" }, { status: 401 });
+    if (this.mode === "unauthorized" || !authorized) return Response.json({ ok: false, error: "admin_token_invalid", message: "refused" }, { status: 401 });
     if (this.mode === "slow") await Bun.sleep(1500);
     if (this.mode === "garbage") return new Response("<html>\u001b[31mproxy error</html>", { headers: { "content-type": "text/html" } });
     const m = afterText === null ? null : /^(?:([0-9a-z]+)\.)?(\d+)$/.exec(afterText);
@@ -91,7 +90,14 @@ export class FeedServer {
     const page = this.events.filter((e) => Number(e.seq) > after).slice(0, limit);
     if (this.mode === "malformed-event" && page.length > 0)
       return Response.json({ ok: true, mode: "events", epoch, events: [{ ...page[0], data: { activation: { id: 42 } } }], cursor: `${epoch}.${page[0]!.seq}` });
-    return Response.json({ ok: true, mode: "events", epoch, events: page, cursor: `${epoch}.${page.at(-1)?.seq ?? after}`, ...(this.site ? { site: this.site } : {}) });
+    return Response.json({
+      ok: true,
+      mode: "events",
+      epoch,
+      events: page,
+      cursor: `${epoch}.${page.at(-1)?.seq ?? after}`,
+      ...(this.site ? { site: this.site } : {}),
+    });
   }
 
   /** The state the events leave, as the feed's snapshot (docs/admin-api.md), `limit` items a page from `offset`. */
@@ -101,7 +107,8 @@ export class FeedServer {
     const releases = new Map<string, { lane: string; version: string; halted: string | null; haltedMs: number; withdrawn: string | null }>();
     for (const e of this.events) {
       const d = e.data as any;
-      if (e.type === "activation.deactivated") revocations.set(`a${d.activation.id}`, { kind: "activation", id: d.activation.id, tokensValidUntil: d.tokensValidUntil });
+      if (e.type === "activation.deactivated")
+        revocations.set(`a${d.activation.id}`, { kind: "activation", id: d.activation.id, tokensValidUntil: d.tokensValidUntil });
       else if (e.type === "license.revoked") revocations.set(`l${d.license.id}`, { kind: "license", id: d.license.id, tokensValidUntil: d.tokensValidUntil });
       else if (e.type === "license.reinstated") revocations.delete(`l${d.license.id}`);
       else if (e.type === "license.updated" && d.license.expires) expiries.set(d.license.id, { license: d.license.id, expires: d.license.expires });
@@ -115,7 +122,11 @@ export class FeedServer {
         releases.set(key, r);
       }
     }
-    const items = [...[...revocations.values()].map((v) => ["r", v] as const), ...[...expiries.values()].map((v) => ["e", v] as const), ...[...releases.values()].map((v) => ["c", v] as const)];
+    const items = [
+      ...[...revocations.values()].map((v) => ["r", v] as const),
+      ...[...expiries.values()].map((v) => ["e", v] as const),
+      ...[...releases.values()].map((v) => ["c", v] as const),
+    ];
     const page = items.slice(offset, offset + limit);
     return {
       ok: true,

@@ -15,9 +15,29 @@ test("a fresh serve process: once /health says ok, a 24 MiB installer found at s
   // Above the size hashed during the scan (1 MiB): hashed in the background after the first scan.
   const bytes = new Uint8Array(24 << 20).map((_, i) => i * 7);
   const r = tree.add({ version: "1.0.0", installerBytes: bytes });
-  const cli = Bun.spawnSync([process.execPath, join(import.meta.dir, "..", "..", "src", "main.ts"), "license", "create", "--variant", "gamma",
-    "--data", join(tree.dir, "data"), "--licensee", "Ada", "--organization", "Ada Ltd", "--plan", "p", "--plan-title", "P", "--seats", "2",
-    "--channels", "stable", "--json"]);
+  const cli = Bun.spawnSync([
+    process.execPath,
+    join(import.meta.dir, "..", "..", "src", "main.ts"),
+    "license",
+    "create",
+    "--variant",
+    "gamma",
+    "--data",
+    join(tree.dir, "data"),
+    "--licensee",
+    "Ada",
+    "--organization",
+    "Ada Ltd",
+    "--plan",
+    "p",
+    "--plan-title",
+    "P",
+    "--seats",
+    "2",
+    "--channels",
+    "stable",
+    "--json",
+  ]);
   const key = (JSON.parse(cli.stdout.toString()) as { key: string }).key;
   serve = await startServe("gamma", [], tree.dir);
   const api = `${serve.url}/api/v1`;

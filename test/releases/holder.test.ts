@@ -120,7 +120,12 @@ describe("release holder", () => {
     // A newer release added: the former newest, taken unread, keeps no bytes (only a lane's newest does).
     const newer = t.add({ version: "1.2.0", released: "2026-11-01T00:00:00+00:00" });
     const withNewer = await holder.rescan();
-    expect(withNewer.all.filter((r) => "manifestBytes" in r).map((r) => r.manifest.version).sort()).toEqual(["1.0.0", "1.2.0"]);
+    expect(
+      withNewer.all
+        .filter((r) => "manifestBytes" in r)
+        .map((r) => r.manifest.version)
+        .sort(),
+    ).toEqual(["1.0.0", "1.2.0"]);
     rmSync(newer.dir, { recursive: true });
     await holder.rescan();
 

@@ -111,7 +111,9 @@ describe("release index snapshot", () => {
       // became its lane's newest, so it is read for its bytes.
       expect(again.lines.find((l) => l.msg === "release index built")).toMatchObject({ live: 1, reused: 0 });
       if (name.startsWith("installer"))
-        expect(again.lines.find((l) => l.msg === "release folder skipped")).toMatchObject({ reason: `installer ${newest.installer} does not match the manifest's sha256` });
+        expect(again.lines.find((l) => l.msg === "release folder skipped")).toMatchObject({
+          reason: `installer ${newest.installer} does not match the manifest's sha256`,
+        });
     });
 
   test("a release folder added or removed since: the snapshot is not used (the lane's directory changed)", async () => {
@@ -146,8 +148,18 @@ describe("a release the snapshot keeps without its bytes (not its lane's newest)
     t.add({ version: "2.0.0", channel: "preview" });
     await started(t);
     const again = await started(t);
-    expect(again.atOnce!.all.filter(isServed).map((r) => r.manifest.version).sort()).toEqual(["1.1.0", "2.0.0"]);
-    expect(again.holder.current!.all.filter(isServed).map((r) => r.manifest.version).sort()).toEqual(["1.1.0", "2.0.0"]);
+    expect(
+      again
+        .atOnce!.all.filter(isServed)
+        .map((r) => r.manifest.version)
+        .sort(),
+    ).toEqual(["1.1.0", "2.0.0"]);
+    expect(
+      again.holder
+        .current!.all.filter(isServed)
+        .map((r) => r.manifest.version)
+        .sort(),
+    ).toEqual(["1.1.0", "2.0.0"]);
   });
 
   test("served when the newest changed: read from the tree, byte for byte, with the ETag of the bytes read", async () => {

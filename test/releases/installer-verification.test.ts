@@ -205,7 +205,12 @@ describe("verification in the background", () => {
     expect(size).toBeGreaterThan(INLINE_HASH_MAX_BYTES);
     s.tree.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00" });
     // Published with a wrong sha256 from the start.
-    const wrong = s.tree.add({ version: "1.1.0", released: "2026-10-01T00:00:00+00:00", installerBytes: new Uint8Array(size).fill(4), fields: { sha256: "0".repeat(64) } });
+    const wrong = s.tree.add({
+      version: "1.1.0",
+      released: "2026-10-01T00:00:00+00:00",
+      installerBytes: new Uint8Array(size).fill(4),
+      fields: { sha256: "0".repeat(64) },
+    });
     // Right at first, then overwritten in place with other bytes of the same size.
     const swapped = s.tree.add({ version: "1.2.0", channel: "preview", released: "2026-10-02T00:00:00+00:00", installerBytes: new Uint8Array(size).fill(5) });
     await s.holder.rescan();

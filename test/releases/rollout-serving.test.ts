@@ -78,7 +78,9 @@ for (const variant of ["alpha", "beta", "gamma"] as VariantName[]) {
           notYetAvailable: Record<string, unknown>[];
         };
         expect(body.releases.map((r) => r.version)).toEqual(admitted ? ["2.0.0", "1.0.0", "0.9.0"] : ["1.0.0", "0.9.0"]);
-        expect(body.notYetAvailable).toEqual(admitted ? [] : [{ ...(product ? { product } : {}), channel: "stable", platform: "win-x64", version: "2.0.0", share: 25 }]);
+        expect(body.notYetAvailable).toEqual(
+          admitted ? [] : [{ ...(product ? { product } : {}), channel: "stable", platform: "win-x64", version: "2.0.0", share: 25 }],
+        );
       }
     });
 
@@ -94,7 +96,10 @@ for (const variant of ["alpha", "beta", "gamma"] as VariantName[]) {
         expect(await manifestVersion(i.token)).toBe("1.0.0");
         expect(await installerStatus(i.token, fresh.installer)).toBe(404);
       }
-      const listed = (await (await s.site.request("GET", "/releases", { token: one })).json()) as { releases: { version: string }[]; notYetAvailable: unknown[] };
+      const listed = (await (await s.site.request("GET", "/releases", { token: one })).json()) as {
+        releases: { version: string }[];
+        notYetAvailable: unknown[];
+      };
       expect(listed.releases.map((r) => r.version)).toEqual(["1.0.0"]);
       expect(listed.notYetAvailable).toEqual([]);
       expect((await controls().apply("withdraw", lane, "2.0.0")).changed).toBe(false);
@@ -115,7 +120,8 @@ for (const variant of ["alpha", "beta", "gamma"] as VariantName[]) {
       s.tree.add({ version: "3.0.0", released: new Date(t0).toISOString().replace("Z", "+00:00"), fields: { rollout: { days: 10 } } });
       await s.holder.rescan();
       /** Independently: admitted when u / 2^64 < elapsed / 10 days. */
-      const expected = (elapsed: number) => installations.map((i) => (uInt(i.dev, lane, "3.0.0") * BigInt(10 * DAY) < BigInt(elapsed) * TWO64 ? "3.0.0" : "1.0.0"));
+      const expected = (elapsed: number) =>
+        installations.map((i) => (uInt(i.dev, lane, "3.0.0") * BigInt(10 * DAY) < BigInt(elapsed) * TWO64 ? "3.0.0" : "1.0.0"));
       const served = async () => Promise.all(installations.map((i) => manifestVersion(i.token)));
 
       expect(await served()).toEqual(installations.map(() => "1.0.0"));

@@ -50,7 +50,7 @@ describe("what keeps a release folder out, one reason each", () => {
     const t = newTree("alpha");
     t.add({ version: "1.0.0" });
     writeFileSync(t.add({ version: "2.0.0" }).manifestPath, "{ not json");
-    t.add({ version: "3.0.0", folder: "3.0.0" , fields: { channel: "preview" } });
+    t.add({ version: "3.0.0", folder: "3.0.0", fields: { channel: "preview" } });
     unlinkSync(t.add({ version: "4.0.0" }).installerPath);
     truncateSync(t.add({ version: "5.0.0" }).installerPath, 5000);
     t.add({ version: "6.0.0", sign: false });

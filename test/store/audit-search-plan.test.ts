@@ -80,7 +80,9 @@ describe("the audit search uses an index for every filter", () => {
         expect(plan, name).not.toMatch(/Seq Scan on audit/);
       }
       const { text, params } = postgresSearch({ error: "nothing_like_this", limit: 101 });
-      expect(((await store.sql.unsafe(`EXPLAIN ${text}`, params)) as { "QUERY PLAN": string }[]).map((r) => r["QUERY PLAN"]).join("\n")).toContain("audit_by_error");
+      expect(((await store.sql.unsafe(`EXPLAIN ${text}`, params)) as { "QUERY PLAN": string }[]).map((r) => r["QUERY PLAN"]).join("\n")).toContain(
+        "audit_by_error",
+      );
       const page = await store.listAudit({ error: "rate_limited", limit: 3 });
       expect(page.map((l) => l.ref)).toEqual([`ref_${LINES}`, `ref_${LINES - 20}`, `ref_${LINES - 40}`]);
     });

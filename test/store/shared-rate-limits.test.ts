@@ -92,7 +92,17 @@ describe.skipIf(!REDIS_URL)("rate limits on a shared Redis", () => {
       const clock = () => now;
       const processes = [0, 1].map(() => {
         const store = new FallbackRateLimitStore(redis, new MemoryRateLimitStore(), silentLogger, { timeoutMs: 250, retryMs: 1000 });
-        return new RateLimiter(store, { signin: { limit: 20, windowSeconds: 60 }, api: { limit: 20, windowSeconds: 60 }, admin: { limit: 20, windowSeconds: 60 }, console: { limit: 20, windowSeconds: 60 } }, clock, silentLogger);
+        return new RateLimiter(
+          store,
+          {
+            signin: { limit: 20, windowSeconds: 60 },
+            api: { limit: 20, windowSeconds: 60 },
+            admin: { limit: 20, windowSeconds: 60 },
+            console: { limit: 20, windowSeconds: 60 },
+          },
+          clock,
+          silentLogger,
+        );
       });
       const burst = async (count: number) => {
         let passed = 0;

@@ -27,7 +27,11 @@ test("a commit by another process moves the stamp; reading does not", () => {
   stamp.changedSinceLastCall();
   db.query("SELECT count(*) FROM t").get();
   expect(stamp.changedSinceLastCall()).toBe(false);
-  const writer = Bun.spawnSync([process.execPath, "-e", `const { Database } = require("bun:sqlite"); new Database(${JSON.stringify(file)}).run("INSERT INTO t VALUES (1)")`]);
+  const writer = Bun.spawnSync([
+    process.execPath,
+    "-e",
+    `const { Database } = require("bun:sqlite"); new Database(${JSON.stringify(file)}).run("INSERT INTO t VALUES (1)")`,
+  ]);
   expect(writer.exitCode).toBe(0);
   expect(stamp.changedSinceLastCall()).toBe(true);
   expect(stamp.changedSinceLastCall()).toBe(false);
@@ -72,7 +76,10 @@ test.skipIf(!existsSync("/proc/locks"))("making and reading the stamp keeps this
   const { db, file } = walDatabase();
   db.query("SELECT count(*) FROM t").get();
   const ino = statSync(`${file}-shm`).ino;
-  const held = () => readFileSync("/proc/locks", "utf8").split("\n").filter((l) => l.includes(` ${process.pid} `) && l.includes(`:${ino} `)).length;
+  const held = () =>
+    readFileSync("/proc/locks", "utf8")
+      .split("\n")
+      .filter((l) => l.includes(` ${process.pid} `) && l.includes(`:${ino} `)).length;
   const before = held();
   expect(before).toBeGreaterThan(0);
   const stamp = sqliteWriteStamp(db, file);
@@ -81,7 +88,11 @@ test.skipIf(!existsSync("/proc/locks"))("making and reading the stamp keeps this
   const other = sqliteWriteStamp(db, file); // a second stamp of the same file reuses the descriptor
   other.changedSinceLastCall();
   expect(held()).toBe(before);
-  const writer = Bun.spawnSync([process.execPath, "-e", `const { Database } = require("bun:sqlite"); new Database(${JSON.stringify(file)}).run("INSERT INTO t VALUES (1)")`]);
+  const writer = Bun.spawnSync([
+    process.execPath,
+    "-e",
+    `const { Database } = require("bun:sqlite"); new Database(${JSON.stringify(file)}).run("INSERT INTO t VALUES (1)")`,
+  ]);
   expect(writer.exitCode).toBe(0);
   expect(stamp.changedSinceLastCall()).toBe(true);
   expect(db.query("SELECT count(*) AS n FROM t").get()).toEqual({ n: 1 });

@@ -5,7 +5,13 @@ import { license, seat, type StoreBackend } from "./store.suite";
 const T0 = Date.parse("2026-11-21T12:00:00Z");
 let n = 0;
 /** An event the store always writes (a feed type's, as far as the store knows). */
-const ev = (type: string, data: unknown = {}, feed = true): NewEvent => ({ id: `evt_${++n}_${Math.random().toString(36).slice(2)}`, type, time: T0, data: JSON.stringify(data), feed });
+const ev = (type: string, data: unknown = {}, feed = true): NewEvent => ({
+  id: `evt_${++n}_${Math.random().toString(36).slice(2)}`,
+  type,
+  time: T0,
+  data: JSON.stringify(data),
+  feed,
+});
 
 /** The store contract of admin-core (migration 3): outbox events, idempotency, license admin, admin tokens, webhooks. */
 export function adminStoreSuite(label: string, backend: StoreBackend): void {
@@ -45,12 +51,22 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       expect(await store.revokeLicense(a.id, T0 + 8, { event: () => ev("license.revoked") })).toBe(false);
 
       const all = await store.listEvents({ after: 0, limit: 100 });
-      expect(all.map((e) => e.type)).toEqual(["license.created", "activation.created", "activation.created", "activation.refused", "activation.deactivated", "license.revoked"]);
+      expect(all.map((e) => e.type)).toEqual([
+        "license.created",
+        "activation.created",
+        "activation.created",
+        "activation.refused",
+        "activation.deactivated",
+        "license.revoked",
+      ]);
       expect(all.map((e) => e.seq)).toEqual([...all.map((e) => e.seq)].sort((x, y) => x - y));
       expect(JSON.parse(all[0]!.data)).toEqual({ id: a.id });
       expect(JSON.parse(all[5]!.data)).toEqual({ revoked: T0 + 7 });
       expect((await store.listEvents({ after: all[2]!.seq, limit: 2 })).map((e) => e.type)).toEqual(["activation.refused", "activation.deactivated"]);
-      expect((await store.listEvents({ after: 0n, limit: 10, types: ["license.revoked", "license.created"] })).map((e) => e.type)).toEqual(["license.created", "license.revoked"]);
+      expect((await store.listEvents({ after: 0n, limit: 10, types: ["license.revoked", "license.created"] })).map((e) => e.type)).toEqual([
+        "license.created",
+        "license.revoked",
+      ]);
       expect(await store.listEvents({ after: all[5]!.seq, limit: 10 })).toEqual([]);
     });
 
@@ -60,7 +76,15 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       const created = (r: ActivateResult) => ev("activation.created", { outcome: r.outcome }, false);
       await store.activate({ ...seat(a.id), event: created });
       expect(await store.listEvents({ after: 0, limit: 10 })).toEqual([]);
-      const hook = await store.createWebhookEndpoint({ id: "whe_sub", url: "https://hooks.example/k", types: ["activation.created"], secret: "whsec_x", enabled: true, disabledReason: null, created: T0 });
+      const hook = await store.createWebhookEndpoint({
+        id: "whe_sub",
+        url: "https://hooks.example/k",
+        types: ["activation.created"],
+        secret: "whsec_x",
+        enabled: true,
+        disabledReason: null,
+        created: T0,
+      });
       await store.activate({ ...seat(a.id), event: created });
       expect((await store.listEvents({ after: 0, limit: 10 })).map((e) => e.type)).toEqual(["activation.created"]);
       await store.setWebhookEndpointEnabled(hook.id, false, "test");
@@ -74,7 +98,9 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       const second = await another();
       const idem = (i: number) => ({ scope: "tok_a", key: "k1", requestHash: "h", answer: `answer ${i}`, created: T0 });
       const results = await Promise.all(
-        Array.from({ length: 8 }, (_, i) => (i % 2 ? second : store).createLicenseIdempotent(license(), idem(i), { event: () => ev("license.created") }, T0 - 1)),
+        Array.from({ length: 8 }, (_, i) =>
+          (i % 2 ? second : store).createLicenseIdempotent(license(), idem(i), { event: () => ev("license.created") }, T0 - 1),
+        ),
       );
       const created = results.filter((r) => r.outcome === "created");
       expect(created.length).toBe(1);
@@ -97,16 +123,45 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       await store.activate(seat(a.id));
       const refused = await store.updateLicense(a.id, { seats: 1 }, { event: () => ev("license.updated") });
       expect(refused).toEqual({ outcome: "seats_in_use", seatsUsed: 2 });
-      const audit = { ref: "ref_upd", time: T0, address: null, action: "license-update", activationId: null, licenseId: a.id, outcome: "ok" as const, error: null, actor: "tok_x (ci)" };
+      const audit = {
+        ref: "ref_upd",
+        time: T0,
+        address: null,
+        action: "license-update",
+        activationId: null,
+        licenseId: a.id,
+        outcome: "ok" as const,
+        error: null,
+        actor: "tok_x (ci)",
+      };
       const done = await store.updateLicense(
         a.id,
-        { seats: 2, plan: "team", channels: ["stable"], expires: T0 + 5000, email: "a@b.example", metadata: { crm: "42" }, tokenTtl: 90 * 86_400, keyHash: "f".repeat(64) },
+        {
+          seats: 2,
+          plan: "team",
+          channels: ["stable"],
+          expires: T0 + 5000,
+          email: "a@b.example",
+          metadata: { crm: "42" },
+          tokenTtl: 90 * 86_400,
+          keyHash: "f".repeat(64),
+        },
         { audit, event: (l) => ev("license.updated", { seats: l.seats }) },
       );
       if (done.outcome !== "updated") throw new Error(done.outcome);
       expect(done.seatsUsed).toBe(2);
       const stored = (await store.getLicense(a.id))!;
-      expect(stored).toEqual({ ...a, seats: 2, plan: "team", channels: ["stable"], expires: T0 + 5000, email: "a@b.example", metadata: { crm: "42" }, tokenTtl: 90 * 86_400, keyHash: "f".repeat(64) });
+      expect(stored).toEqual({
+        ...a,
+        seats: 2,
+        plan: "team",
+        channels: ["stable"],
+        expires: T0 + 5000,
+        email: "a@b.example",
+        metadata: { crm: "42" },
+        tokenTtl: 90 * 86_400,
+        keyHash: "f".repeat(64),
+      });
       expect(await store.findLicenseByKeyHash(a.keyHash!)).toBeNull();
       expect(await store.listAudit({ licenseId: a.id })).toEqual([audit]);
       expect((await store.listEvents({ after: 0, limit: 10 })).map((e) => [e.type, JSON.parse(e.data)])).toEqual([["license.updated", { seats: 2 }]]);
@@ -136,7 +191,11 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       for (const l of ls) await store.createLicense(l);
       const ids = (rs: { license: LicenseRecord }[]) => rs.map((r) => r.license.id);
       const q = (extra: object) => store.searchLicenses({ now: T0 + 100, limit: 10, ...extra });
-      expect(ids(await q({}))).toEqual(ids(ls.map((license) => ({ license }))).slice(0, 2).concat([ls[2]!.id, ls[3]!.id].sort()));
+      expect(ids(await q({}))).toEqual(
+        ids(ls.map((license) => ({ license })))
+          .slice(0, 2)
+          .concat([ls[2]!.id, ls[3]!.id].sort()),
+      );
       expect(ids(await q({ text: "100%" }))).toEqual([ls[0]!.id]);
       expect(ids(await q({ text: "%" }))).toEqual([ls[0]!.id]);
       expect(ids(await q({ text: "babbage_" }))).toEqual([ls[1]!.id]);
@@ -171,10 +230,29 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
     });
 
     test("console sessions (migration 10): kept by hash, revoked once, revoked with their admin token in its transaction, pruned once expired", async () => {
-      await store.createAdminToken({ id: "tok_2", name: "ops", secretHash: "ef".repeat(32), scopes: ["admin"], created: T0, expires: null, revoked: null, lastUsed: null });
+      await store.createAdminToken({
+        id: "tok_2",
+        name: "ops",
+        secretHash: "ef".repeat(32),
+        scopes: ["admin"],
+        created: T0,
+        expires: null,
+        revoked: null,
+        lastUsed: null,
+      });
       const session = (idHash: string, tokenId: string | null, kind: "console" | "portal" | "pending" = "console") => ({
-        idHash, kind, tokenId, subject: null, licenseId: kind === "portal" ? "lic_1" : null, name: "ops", scopes: ["admin"], staffGroups: null, detail: kind === "pending" ? '{"verifier":"v"}' : null,
-        created: T0, expires: T0 + 3_600_000, revoked: null,
+        idHash,
+        kind,
+        tokenId,
+        subject: null,
+        licenseId: kind === "portal" ? "lic_1" : null,
+        name: "ops",
+        scopes: ["admin"],
+        staffGroups: null,
+        detail: kind === "pending" ? '{"verifier":"v"}' : null,
+        created: T0,
+        expires: T0 + 3_600_000,
+        revoked: null,
       });
       await store.createConsoleSession(session("h1", "tok_2"));
       await store.createConsoleSession(session("h2", "tok_2"));
@@ -196,7 +274,20 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
     });
 
     test("console sessions (migration 11): a staff session keeps its groups; the open console sessions are listed newest first", async () => {
-      const staff = { idHash: "s1", kind: "console" as const, tokenId: null, subject: "grace", licenseId: null, name: "Grace", scopes: [], staffGroups: ["support", "ops"], detail: null, created: T0 + 2, expires: T0 + 3_600_000, revoked: null };
+      const staff = {
+        idHash: "s1",
+        kind: "console" as const,
+        tokenId: null,
+        subject: "grace",
+        licenseId: null,
+        name: "Grace",
+        scopes: [],
+        staffGroups: ["support", "ops"],
+        detail: null,
+        created: T0 + 2,
+        expires: T0 + 3_600_000,
+        revoked: null,
+      };
       await store.createConsoleSession(staff);
       await store.createConsoleSession({ ...staff, idHash: "s2", subject: "ada", created: T0 + 3 });
       await store.createConsoleSession({ ...staff, idHash: "s3", created: T0 + 4, expires: T0 + 100 });
@@ -212,7 +303,15 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
 
     test("webhooks: fan-out to enabled subscribers added before the event, leased once, attempts recorded under the lease only; 410 disables; retry; secret rotation", async () => {
       await store.appendEvent(ev("license.created")); // before any endpoint: goes nowhere
-      const endpoint = (id: string, types: string[]) => ({ id, url: "https://x.example/h", types, secret: "whsec_AAAA", enabled: true, disabledReason: null, created: T0 });
+      const endpoint = (id: string, types: string[]) => ({
+        id,
+        url: "https://x.example/h",
+        types,
+        secret: "whsec_AAAA",
+        enabled: true,
+        disabledReason: null,
+        created: T0,
+      });
       const e1 = await store.createWebhookEndpoint(endpoint("whe_1", ["license.created", "license.revoked"]));
       await store.createWebhookEndpoint(endpoint("whe_2", ["license.revoked"]));
       expect(e1.afterSeq).toBeGreaterThan(0);
@@ -227,7 +326,10 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
 
       // one delivery per endpoint at a time: whe_1's second waits for its first
       const claimed = await store.claimDeliveries(T0, T0 + 1000, "w1", 10);
-      expect(claimed.map((c) => [c.endpoint.id, c.event.type])).toEqual([["whe_1", "license.created"], ["whe_2", "license.revoked"]]);
+      expect(claimed.map((c) => [c.endpoint.id, c.event.type])).toEqual([
+        ["whe_1", "license.created"],
+        ["whe_2", "license.revoked"],
+      ]);
       expect(claimed[0]!.endpoint.secret).toBe("whsec_AAAA");
       expect(await store.claimDeliveries(T0 + 500, T0 + 1500, "w2", 10)).toEqual([]); // leased
       const first = claimed[0]!.delivery;
@@ -238,7 +340,10 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       expect((await store.getDelivery(first.id))!).toMatchObject({ status: "pending", attempts: 1, nextAttempt: T0 + 5000 });
       // whe_1's first is recorded (due again later), so its second is next; whe_2's lease ran out: another worker takes both
       const again = await store.claimDeliveries(T0 + 2000, T0 + 3000, "w2", 10);
-      expect(again.map((c) => [c.endpoint.id, c.event.type]).sort()).toEqual([["whe_1", "license.revoked"], ["whe_2", "license.revoked"]]);
+      expect(again.map((c) => [c.endpoint.id, c.event.type]).sort()).toEqual([
+        ["whe_1", "license.revoked"],
+        ["whe_2", "license.revoked"],
+      ]);
       expect(again.map((c) => c.delivery.id)).toContain(claimed[1]!.delivery.id);
       const toWhe2 = again.find((c) => c.endpoint.id === "whe_2")!;
       await store.recordAttempt({ ...attempt, deliveryId: toWhe2.delivery.id, statusCode: 410 }, "w2", { status: "failed", disableEndpoint: "410 Gone" });
@@ -251,7 +356,17 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       expect(await store.setWebhookEndpointEnabled("whe_2", true, null)).toBe(true);
       expect((await store.claimDeliveries(T0 + 4001, T0 + 5000, "w3", 10)).map((c) => c.delivery.id)).toContain(toWhe2.delivery.id);
       // A rotated secret replaces the old one, with its audit line in the same write; an unknown endpoint is false.
-      const rotation = { ref: "ref_rotate", time: T0 + 4002, action: "webhook-rotate-secret", outcome: "ok" as const, error: null, licenseId: null, activationId: null, address: null, actor: "tok_x (ops)" };
+      const rotation = {
+        ref: "ref_rotate",
+        time: T0 + 4002,
+        action: "webhook-rotate-secret",
+        outcome: "ok" as const,
+        error: null,
+        licenseId: null,
+        activationId: null,
+        address: null,
+        actor: "tok_x (ops)",
+      };
       expect(await store.setWebhookEndpointSecret("whe_2", "whsec_NEW", rotation)).toBe(true);
       expect((await store.getWebhookEndpoint("whe_2"))!.secret).toBe("whsec_NEW");
       expect((await store.listAudit({ ref: "ref_rotate" })).map((l) => l.actor)).toEqual(["tok_x (ops)"]);
@@ -263,7 +378,15 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
 
     test("pruneEvents keeps events not yet fanned out, with deliveries left, or the newest; removes finished old deliveries", async () => {
       const old = (type: string) => ({ ...ev(type), time: T0 - 10_000 });
-      await store.createWebhookEndpoint({ id: "whe_p", url: "https://x.example/h", types: ["license.revoked"], secret: "whsec_AAAA", enabled: true, disabledReason: null, created: T0 });
+      await store.createWebhookEndpoint({
+        id: "whe_p",
+        url: "https://x.example/h",
+        types: ["license.revoked"],
+        secret: "whsec_AAAA",
+        enabled: true,
+        disabledReason: null,
+        created: T0,
+      });
       for (const type of ["license.created", "license.revoked", "license.created"]) await store.appendEvent(old(type));
       // nothing fanned out yet: nothing may go
       expect(await store.pruneEvents(T0)).toEqual({ events: 0, deliveries: 0 });
@@ -275,7 +398,9 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
       // the two created events fanned out go; the revoked one has a delivery pending, the last is past the cursor
       expect(await store.pruneEvents(T0)).toEqual({ events: 2, deliveries: 0 });
       expect((await store.listEvents({ after: 0, limit: 10 })).map((e) => e.seq)).toEqual([revoked!.seq, afterCursor!.seq]);
-      await store.recordAttempt({ deliveryId: claimed!.delivery.id, attempt: 1, time: T0, durationMs: 1, statusCode: 200, error: null }, "w", { status: "delivered" });
+      await store.recordAttempt({ deliveryId: claimed!.delivery.id, attempt: 1, time: T0, durationMs: 1, statusCode: 200, error: null }, "w", {
+        status: "delivered",
+      });
       expect(await store.pruneEvents(T0)).toEqual({ events: 1, deliveries: 1 });
       expect(await store.listAttempts(claimed!.delivery.id)).toEqual([]);
       await store.fanOutEvents(T0, 100, () => `dlv_p${++dn}`);
@@ -347,7 +472,15 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
     test("concurrent claims from two connections never lease one delivery twice", async () => {
       const second = await another();
       for (let e = 0; e < 4; e++)
-        await store.createWebhookEndpoint({ id: `whe_c${e}`, url: "https://x.example/h", types: ["license.created"], secret: "whsec_AAAA", enabled: true, disabledReason: null, created: T0 });
+        await store.createWebhookEndpoint({
+          id: `whe_c${e}`,
+          url: "https://x.example/h",
+          types: ["license.created"],
+          secret: "whsec_AAAA",
+          enabled: true,
+          disabledReason: null,
+          created: T0,
+        });
       for (let i = 0; i < 10; i++) await store.appendEvent(ev("license.created"));
       let d = 0;
       await store.fanOutEvents(T0, 1000, () => `dlv_${String(++d).padStart(3, "0")}`);
@@ -365,7 +498,9 @@ export function adminStoreSuite(label: string, backend: StoreBackend): void {
             idle = 0;
             seen.push(...got.map((g) => g.delivery.id));
             for (const g of got)
-              await s.recordAttempt({ deliveryId: g.delivery.id, attempt: 1, time: T0, durationMs: 1, statusCode: 200, error: null }, `w${w}`, { status: "delivered" });
+              await s.recordAttempt({ deliveryId: g.delivery.id, attempt: 1, time: T0, durationMs: 1, statusCode: 200, error: null }, `w${w}`, {
+                status: "delivered",
+              });
           }
         }),
       );

@@ -112,7 +112,15 @@ export function storeSuite(label: string, backend: StoreBackend): void {
     test("staff upsert creates the row, then updates names, channels and seats but keeps the rest", async () => {
       const first = license({ id: "staff:alice", kind: "staff", keyHash: null, licensee: "Alice", seats: 5 });
       expect(await store.upsertStaffLicense(first)).toEqual(first);
-      const again = await store.upsertStaffLicense({ ...first, licensee: "Alice Smith", organization: "Ops", channels: ["stable"], seats: 3, issued: T0 + 999, plan: "other" });
+      const again = await store.upsertStaffLicense({
+        ...first,
+        licensee: "Alice Smith",
+        organization: "Ops",
+        channels: ["stable"],
+        seats: 3,
+        issued: T0 + 999,
+        plan: "other",
+      });
       expect(again).toEqual({ ...first, licensee: "Alice Smith", organization: "Ops", channels: ["stable"], seats: 3 });
       expect(await store.getLicense("staff:alice")).toEqual(again);
     });
@@ -126,8 +134,19 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       if (r1.outcome === "seat_limit") throw new Error();
       expect(r1.seatsUsed).toBe(1);
       expect(r1.activation).toEqual({
-        id: one.newId, licenseId: lic.id, kind: "license", installation: one.installation, deviceHash: one.deviceHash,
-        product: null, name: "Office PC", platform: "win-x64", version: "1.0.0", created: T0 + 1, lastSeen: T0 + 1, deactivated: null, tokenExp: null,
+        id: one.newId,
+        licenseId: lic.id,
+        kind: "license",
+        installation: one.installation,
+        deviceHash: one.deviceHash,
+        product: null,
+        name: "Office PC",
+        platform: "win-x64",
+        version: "1.0.0",
+        created: T0 + 1,
+        lastSeen: T0 + 1,
+        deactivated: null,
+        tokenExp: null,
       });
 
       const r2 = await store.activate({ ...one, newId: "act_unused", name: "Renamed", version: "2.0.0", now: T0 + 50 });
@@ -179,9 +198,19 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       await store.activate(a);
       await store.activate(b);
       await store.touchActivation(a.newId, { deviceHash: a.deviceHash, product: "viewer", name: "Laptop", platform: "mac-arm64", version: "3.1.0" }, T0 + 99);
-      expect(await store.getActivation(a.newId)).toMatchObject({ product: "viewer", name: "Laptop", platform: "mac-arm64", version: "3.1.0", lastSeen: T0 + 99, created: T0 + 1 });
+      expect(await store.getActivation(a.newId)).toMatchObject({
+        product: "viewer",
+        name: "Laptop",
+        platform: "mac-arm64",
+        version: "3.1.0",
+        lastSeen: T0 + 99,
+        created: T0 + 1,
+      });
       await store.deactivate(b.newId, T0 + 100);
-      expect((await store.listActivations(lic.id)).map((x) => [x.id, x.deactivated])).toEqual([[a.newId, null], [b.newId, T0 + 100]]);
+      expect((await store.listActivations(lic.id)).map((x) => [x.id, x.deactivated])).toEqual([
+        [a.newId, null],
+        [b.newId, T0 + 100],
+      ]);
       expect(await store.listActivations("lic_none")).toEqual([]);
       expect(await store.countActiveSeats(lic.id)).toBe(1);
       expect(await store.countActiveSeats("lic_none")).toBe(0);
@@ -209,7 +238,15 @@ export function storeSuite(label: string, backend: StoreBackend): void {
     test("a granted seat's audit line is written with it, carrying the seat's activation id; a refused one writes none", async () => {
       const lic = license({ seats: 1 });
       await store.createLicense(lic);
-      const line = (ref: string) => ({ ref, time: T0, address: "192.0.2.1", action: "activate" as const, licenseId: lic.id, outcome: "ok" as const, error: null });
+      const line = (ref: string) => ({
+        ref,
+        time: T0,
+        address: "192.0.2.1",
+        action: "activate" as const,
+        licenseId: lic.id,
+        outcome: "ok" as const,
+        error: null,
+      });
       const refs = [`ref_${rnd()}`, `ref_${rnd()}`, `ref_${rnd()}`];
       const first = seat(lic.id, { audit: line(refs[0]!) });
       await store.activate(first);
@@ -228,9 +265,7 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       await store.activate(seat(lic.id));
       await store.activate(seat(lic.id));
       const other = await another();
-      const results = await Promise.all(
-        Array.from({ length: 16 }, (_, i) => (i % 2 ? store : other).activate(seat(lic.id, { now: T0 + i }))),
-      );
+      const results = await Promise.all(Array.from({ length: 16 }, (_, i) => (i % 2 ? store : other).activate(seat(lic.id, { now: T0 + i }))));
       expect(results.filter((r) => r.outcome === "created")).toHaveLength(3);
       expect(results.filter((r) => r.outcome === "seat_limit")).toHaveLength(13);
       expect(await store.countActiveSeats(lic.id)).toBe(5);
@@ -243,9 +278,7 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       await store.createLicense(lic);
       const other = await another();
       const same = seat(lic.id);
-      const results = await Promise.all(
-        Array.from({ length: 8 }, (_, i) => (i % 2 ? store : other).activate({ ...same, newId: `act_${rnd()}` })),
-      );
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? store : other).activate({ ...same, newId: `act_${rnd()}` })));
       expect(results.filter((r) => r.outcome === "created")).toHaveLength(1);
       expect(results.filter((r) => r.outcome === "reused")).toHaveLength(7);
       expect(await store.countActiveSeats(lic.id)).toBe(1);
@@ -348,7 +381,10 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       const other = await another();
       expect(await other.recordKnownReleases([a, b, c], T0 + 1, published)).toEqual([c]);
       expect(await store.recordKnownReleases([a, b, c], T0 + 2, published)).toEqual([]);
-      expect((await store.listEvents({ after: 0, limit: 10 })).map((e) => (JSON.parse(e.data) as { release: { version: string } }).release.version)).toEqual(["1.1.0", "1.2.0"]);
+      expect((await store.listEvents({ after: 0, limit: 10 })).map((e) => (JSON.parse(e.data) as { release: { version: string } }).release.version)).toEqual([
+        "1.1.0",
+        "1.2.0",
+      ]);
       expect(await other.listKnownReleases()).toEqual([a, b, c]);
     });
 
@@ -420,7 +456,10 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       await store.recordSightings(seats.slice(0, 10).map((s, i) => ({ activationId: s.newId, lastSeen: T0 + i, lane })));
       await store.recordSightings([{ activationId: seats[10]!.newId, lastSeen: T0 - 40 * day, lane }]);
       // Two releases on the lane, counted together: the second admits a third of what the first does.
-      const releases = [{ lane, version }, { lane, version: "2.1.0" }];
+      const releases = [
+        { lane, version },
+        { lane, version: "2.1.0" },
+      ];
       const thresholds = (threshold: bigint) => [threshold, threshold / 3n];
 
       /** Every statement over slices of two rows, the buckets found missing hashed and stored, as GET /admin/stats does. */
@@ -548,9 +587,24 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       await store.createLicense(a);
       await store.createLicense(b);
       const portal = (idHash: string, licenseId: string) => ({
-        idHash, kind: "portal" as const, tokenId: null, subject: null, licenseId, name: "Ada", scopes: [], detail: null, created: T0, expires: T0 + 1_800_000, revoked: null,
+        idHash,
+        kind: "portal" as const,
+        tokenId: null,
+        subject: null,
+        licenseId,
+        name: "Ada",
+        scopes: [],
+        detail: null,
+        created: T0,
+        expires: T0 + 1_800_000,
+        revoked: null,
       });
-      for (const [hash, id] of [["pa1", a.id], ["pa2", a.id], ["pb1", b.id]] as const) await store.createConsoleSession(portal(hash, id));
+      for (const [hash, id] of [
+        ["pa1", a.id],
+        ["pa2", a.id],
+        ["pb1", b.id],
+      ] as const)
+        await store.createConsoleSession(portal(hash, id));
       const revokedAt = async (hash: string) => (await store.findConsoleSession(hash))!.revoked;
       // Without the field nothing ends (an ordinary update).
       await store.updateLicense(a.id, { licensee: "Ada L." }, {});

@@ -29,9 +29,10 @@ export async function adminTokensPage(deps: ConsoleDeps, session: Session, addre
   const now = deps.clock();
   const body = html`${doneNotice(query)}<div class="table-wrap"><table id="admin-tokens"><thead><tr><th scope="col">Name</th><th scope="col">Id</th><th scope="col">Scopes</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Last used</th><th scope="col">State</th><th scope="col"><span class="muted">Action</span></th></tr></thead>
 <tbody>${tokens.map(
-    (t) => html`<tr><td>${t.name}</td><td><code>${t.id}</code></td><td>${t.scopes.join(", ")}</td><td>${when(t.created)}</td><td>${when(t.expires)}</td><td>${when(t.lastUsed)}</td><td>${stateOf(t, now)}</td><td>${
-      t.revoked === null ? confirmButton(revokePath(t.id), labelFor("Revoke", t.name)) : ""
-    }</td></tr>`,
+    (t) =>
+      html`<tr><td>${t.name}</td><td><code>${t.id}</code></td><td>${t.scopes.join(", ")}</td><td>${when(t.created)}</td><td>${when(t.expires)}</td><td>${when(t.lastUsed)}</td><td>${stateOf(t, now)}</td><td>${
+        t.revoked === null ? confirmButton(revokePath(t.id), labelFor("Revoke", t.name)) : ""
+      }</td></tr>`,
   )}</tbody></table></div>${tokens.length === 0 ? html`<p>No admin token.</p>` : ""}
 ${createForm(session)}`;
   return { page: consolePage({ title: "Admin tokens", session: session, current: TOKENS, body }) };

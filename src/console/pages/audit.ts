@@ -27,7 +27,8 @@ export async function auditPage(deps: ConsoleDeps, session: Session, address: st
 <button type="submit">Filter</button></form>
 <div class="table-wrap"><table id="audit"><thead><tr><th scope="col">Time</th><th scope="col">Action</th><th scope="col">Outcome</th><th scope="col">Actor</th><th scope="col">Licence</th><th scope="col">Installation</th><th scope="col">Address</th><th scope="col">Ref</th></tr></thead>
 <tbody>${page.lines.map(
-    (l) => html`<tr><td>${when(l.time)}</td><td>${l.action}</td><td>${l.outcome === "ok" ? "ok" : `refused: ${l.error ?? ""}`}</td><td>${l.actor ?? "—"}</td><td>${l.license ?? "—"}</td><td>${l.activation ?? "—"}</td><td>${l.address ?? "—"}</td><td><code>${l.ref}</code></td></tr>`,
+    (l) =>
+      html`<tr><td>${when(l.time)}</td><td>${l.action}</td><td>${l.outcome === "ok" ? "ok" : `refused: ${l.error ?? ""}`}</td><td>${l.actor ?? "—"}</td><td>${l.license ?? "—"}</td><td>${l.activation ?? "—"}</td><td>${l.address ?? "—"}</td><td><code>${l.ref}</code></td></tr>`,
   )}</tbody></table></div>${page.lines.length === 0 ? html`<p>No line matches.</p>` : ""}
 ${page.next ? html`<p><a href="/console/audit?${new URLSearchParams({ ...filter, cursor: page.next }).toString()}">Older lines</a></p>` : ""}`;
   return { page: consolePage({ title: "Audit trail", session, current: "/console/audit", body }) };

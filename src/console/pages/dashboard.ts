@@ -60,7 +60,8 @@ export async function dashboardPage(deps: ConsoleDeps, session: Session, address
 <div class="grid"><section><h2>Licences expiring within 30 days</h2>${
     stats.expiringLicenses.length
       ? html`<div class="table-wrap"><table><thead><tr><th scope="col">Licensee</th><th scope="col">Organisation</th><th scope="col">Expires</th></tr></thead><tbody>${stats.expiringLicenses.map(
-          (l) => html`<tr><td>${licenseLink ? html`<a href="/console/licenses/${encodeURIComponent(l.id)}">${l.licensee}</a>` : l.licensee}</td><td>${l.organization}</td><td>${when(l.expires)}</td></tr>`,
+          (l) =>
+            html`<tr><td>${licenseLink ? html`<a href="/console/licenses/${encodeURIComponent(l.id)}">${l.licensee}</a>` : l.licensee}</td><td>${l.organization}</td><td>${when(l.expires)}</td></tr>`,
         )}</tbody></table></div>`
       : html`<p>None.</p>`
   }</section>
@@ -68,8 +69,13 @@ export async function dashboardPage(deps: ConsoleDeps, session: Session, address
     overview
       ? html`<p id="tree-health" class="${overview.skipped.length ? "status-bad" : "status-ok"}">${overview.lanes.length} lane(s), ${overview.lanes.reduce((n, l) => n + l.releases.length, 0)} live release(s), ${overview.skipped.length} folder(s) skipped.</p>`
       : html`<p id="tree-health" class="status-bad">The release tree has not been read yet.</p>`
-  }${stats.rollouts.length ? html`<div class="table-wrap"><table><thead><tr><th scope="col">Lane</th><th scope="col">Version</th><th scope="col">Share</th><th scope="col">Admitted / seen</th></tr></thead><tbody>${stats.rollouts.map(
-    (r) => html`<tr><td>${r.lane}</td><td>${r.version}</td><td>${r.withdrawn ? "withdrawn" : `${r.share}%${r.halted ? " (halted)" : ""}`}</td><td>${r.admitted} / ${r.seen}</td></tr>`,
-  )}</tbody></table></div>` : ""}</section></div>`;
+  }${
+    stats.rollouts.length
+      ? html`<div class="table-wrap"><table><thead><tr><th scope="col">Lane</th><th scope="col">Version</th><th scope="col">Share</th><th scope="col">Admitted / seen</th></tr></thead><tbody>${stats.rollouts.map(
+          (r) =>
+            html`<tr><td>${r.lane}</td><td>${r.version}</td><td>${r.withdrawn ? "withdrawn" : `${r.share}%${r.halted ? " (halted)" : ""}`}</td><td>${r.admitted} / ${r.seen}</td></tr>`,
+        )}</tbody></table></div>`
+      : ""
+  }</section></div>`;
   return { page: consolePage({ title: "Dashboard", session, current: "/console/", body, charts: true }) };
 }

@@ -1,4 +1,15 @@
-import { createLicense, deactivateActivation, LicenseCreateInput, LicenseQuery, LicenseUpdateInput, reinstateLicense, revokeLicense, searchLicenses, showLicense, updateLicense } from "../../domain/admin/licenses";
+import {
+  createLicense,
+  deactivateActivation,
+  LicenseCreateInput,
+  LicenseQuery,
+  LicenseUpdateInput,
+  reinstateLicense,
+  revokeLicense,
+  searchLicenses,
+  showLicense,
+  updateLicense,
+} from "../../domain/admin/licenses";
 import { decode } from "../../domain/decode";
 import { requireScope } from "../../domain/admin/deps";
 import { KeyturnError } from "../../domain/errors";
@@ -22,8 +33,7 @@ export const holderOf = (l: Pick<LicenseView, "licensee" | "organization">) => (
 /** A token lifetime in seconds as a person reads it. */
 const lifetimeText = (seconds: number) => (seconds % DAY_SECONDS === 0 ? `${seconds / DAY_SECONDS} day(s)` : `${seconds} seconds`);
 
-const statusOf = (l: LicenseView, now: number) =>
-  l.revoked ? "revoked" : l.expires !== null && Date.parse(l.expires) <= now ? "expired" : "active";
+const statusOf = (l: LicenseView, now: number) => (l.revoked ? "revoked" : l.expires !== null && Date.parse(l.expires) <= now ? "expired" : "active");
 
 function channelBoxes(channels: readonly string[], checked: readonly string[]): Html {
   return html`<fieldset><legend>Channels</legend>${channels.map(
@@ -52,13 +62,18 @@ export async function licensesPage(deps: ConsoleDeps, session: Session, address:
   const byKey = q && normalizeLicenseKey(deps.variant, q) ? await showLicense(deps.admin, caller, q).catch(() => null) : null;
   const page = byKey
     ? { licenses: [byKey.license], next: null }
-    : await searchLicenses(deps.admin, caller, decode(LicenseQuery, { ...(q ? { query: q } : {}), ...(query.get("cursor") ? { cursor: query.get("cursor") } : {}) }));
+    : await searchLicenses(
+        deps.admin,
+        caller,
+        decode(LicenseQuery, { ...(q ? { query: q } : {}), ...(query.get("cursor") ? { cursor: query.get("cursor") } : {}) }),
+      );
   const now = deps.clock();
   const body = html`<form class="row" method="get" action="/console/licenses" role="search">
 <label>Search (key, licensee, organisation, email) <input name="query" type="search" value="${q}" maxlength="200"></label><button type="submit">Search</button></form>
 <div class="table-wrap"><table id="licenses"><thead><tr><th scope="col">Licensee</th><th scope="col">Organisation</th><th scope="col">Seats</th><th scope="col">Channels</th><th scope="col">Expires</th><th scope="col">Status</th></tr></thead>
 <tbody>${page.licenses.map(
-    (l) => html`<tr><td><a href="${licensePath(l.id)}">${l.licensee}</a></td><td>${l.organization}</td><td>${l.seatsUsed ?? 0} / ${l.seats}</td><td>${l.channels.join(", ")}</td><td>${when(l.expires)}</td><td>${statusOf(l, now)}</td></tr>`,
+    (l) =>
+      html`<tr><td><a href="${licensePath(l.id)}">${l.licensee}</a></td><td>${l.organization}</td><td>${l.seatsUsed ?? 0} / ${l.seats}</td><td>${l.channels.join(", ")}</td><td>${when(l.expires)}</td><td>${statusOf(l, now)}</td></tr>`,
   )}</tbody></table></div>
 ${page.licenses.length === 0 ? html`<p>No licence matches.</p>` : ""}
 ${page.next ? html`<p><a href="/console/licenses?${new URLSearchParams({ ...(q ? { query: q } : {}), cursor: page.next }).toString()}">Next page</a></p>` : ""}
@@ -92,9 +107,10 @@ function installationRows(session: Session, activations: readonly ActivationView
   const canDeactivate = sessionHas(session, "activations:write");
   return html`<div class="table-wrap"><table id="installations" class="cards"><thead><tr><th scope="col">Name</th><th scope="col">Platform</th><th scope="col">Version</th><th scope="col">Last seen</th><th scope="col">State</th>${canDeactivate ? html`<th scope="col"><span class="muted">Action</span></th>` : ""}</tr></thead>
 <tbody>${activations.map(
-    (a) => html`<tr data-activation="${a.id}"><td data-label="Name">${a.name}</td><td data-label="Platform">${a.platform}</td><td data-label="Version">${a.version}</td><td data-label="Last seen">${when(a.lastSeen)}</td><td data-label="State">${a.deactivated ? `deactivated ${when(a.deactivated)}` : "active"}</td>${
-      canDeactivate ? html`<td data-label="">${a.deactivated ? "" : confirmButton(deactivatePath(a.id), labelFor("Deactivate", a.name))}</td>` : ""
-    }</tr>`,
+    (a) =>
+      html`<tr data-activation="${a.id}"><td data-label="Name">${a.name}</td><td data-label="Platform">${a.platform}</td><td data-label="Version">${a.version}</td><td data-label="Last seen">${when(a.lastSeen)}</td><td data-label="State">${a.deactivated ? `deactivated ${when(a.deactivated)}` : "active"}</td>${
+        canDeactivate ? html`<td data-label="">${a.deactivated ? "" : confirmButton(deactivatePath(a.id), labelFor("Deactivate", a.name))}</td>` : ""
+      }</tr>`,
   )}</tbody></table></div>${activations.length === 0 ? html`<p>No installation yet.</p>` : ""}`;
 }
 

@@ -26,7 +26,11 @@ export function portalSignInPage(message?: string, ref?: string): Outcome {
 }
 
 /** The newest installer of each lane of the license's channels (the one the update path would serve it). */
-async function downloads(deps: ConsoleDeps, licenseId: string, channels: readonly string[]): Promise<{ product: string | null; channel: string; platform: string; release: Release }[]> {
+async function downloads(
+  deps: ConsoleDeps,
+  licenseId: string,
+  channels: readonly string[],
+): Promise<{ product: string | null; channel: string; platform: string; release: Release }[]> {
   const index = deps.releases.current;
   if (!index) return [];
   const products = deps.variant.products.length ? deps.variant.products : [null];
@@ -49,9 +53,11 @@ export async function portalHome(deps: ConsoleDeps, session: Session, message?: 
 <h2>Your installations</h2><div class="table-wrap"><table id="installations" class="cards"><thead><tr><th scope="col">Name</th><th scope="col">Platform</th><th scope="col">Version</th><th scope="col">Last seen</th><th scope="col"><span class="muted">Action</span></th></tr></thead>
 <tbody>${live.map((a) => html`<tr data-activation="${a.id}"><td data-label="Name">${a.name}</td><td data-label="Platform">${a.platform}</td><td data-label="Version">${a.version}</td><td data-label="Last seen">${when(a.lastSeen)}</td><td data-label="">${actionForm(session, `/portal/installations/${encodeURIComponent(a.id)}/deactivate`, labelFor("Deactivate", a.name), true)}</td></tr>`)}</tbody></table></div>
 ${live.length === 0 ? html`<p>No computer holds a seat.</p>` : ""}
-<h2>Downloads</h2>${files.length
-    ? html`<ul id="downloads">${files.map((f) => html`<li><a href="${downloadPath(f.product, f.channel, f.platform)}" download>${f.release.manifest.installer}</a> <span class="muted">${[f.product, f.channel, f.platform].filter(Boolean).join(" · ")}, version ${f.release.manifest.version}</span></li>`)}</ul>`
-    : html`<p>No installer is released on your channels yet.</p>`}
+<h2>Downloads</h2>${
+    files.length
+      ? html`<ul id="downloads">${files.map((f) => html`<li><a href="${downloadPath(f.product, f.channel, f.platform)}" download>${f.release.manifest.installer}</a> <span class="muted">${[f.product, f.channel, f.platform].filter(Boolean).join(" · ")}, version ${f.release.manifest.version}</span></li>`)}</ul>`
+      : html`<p>No installer is released on your channels yet.</p>`
+  }
 <h2>Activate a computer offline</h2>${answer ?? ""}
 <form class="stack" method="post" action="/portal/offline">${csrfField(session)}<label>Request code shown by the program <textarea name="code" required maxlength="16384" spellcheck="false"></textarea></label><button type="submit">Make the answer code</button></form>`;
   return { page: portalPage({ title: "Your licence", session, body }) };
@@ -64,7 +70,9 @@ export async function portalDeactivateAction(deps: ConsoleDeps, session: Session
 
 export async function portalOfflineAction(deps: ConsoleDeps, session: Session, address: string | null, form: URLSearchParams): Promise<Outcome> {
   const { code } = decode(PortalOfflineModel, { code: form.get("code") ?? undefined });
-  const answer = await answerOfflineRequestOf({ variant: deps.variant, licensing: deps.licensing, store: deps.admin.store }, session.licenseId!, code, { address });
+  const answer = await answerOfflineRequestOf({ variant: deps.variant, licensing: deps.licensing, store: deps.admin.store }, session.licenseId!, code, {
+    address,
+  });
   const shown = html`${notice("Paste this answer code into the program. It holds this computer's seat.")}
 <p id="answer-valid-until">${answerLastsUntil(answer.entitlement)}</p>
 <p><textarea id="answer-code" readonly aria-label="Answer code">${answer.answer}</textarea> <button type="button" class="plain" data-copy="answer-code" hidden>Copy answer code</button></p>`;

@@ -32,10 +32,14 @@ export async function releasesPage(deps: ConsoleDeps, session: Session, address:
   const o = await releaseOverview({ index, skipped: deps.releases.skipped, controls: deps.controls, clock: deps.clock });
   const write = sessionHas(session, "releases:write");
   const lanes = o.lanes.map(
-    (l) => html`<section><h2>${l.lane}</h2><div class="table-wrap"><table><thead><tr><th scope="col">Version</th><th scope="col">Released</th><th scope="col">Rollout</th><th scope="col">State</th>${write ? html`<th scope="col"><span class="muted">Controls</span></th>` : ""}</tr></thead>
+    (
+      l,
+    ) => html`<section><h2>${l.lane}</h2><div class="table-wrap"><table><thead><tr><th scope="col">Version</th><th scope="col">Released</th><th scope="col">Rollout</th><th scope="col">State</th>${write ? html`<th scope="col"><span class="muted">Controls</span></th>` : ""}</tr></thead>
 <tbody>${l.releases.map((r) => {
       const state = r.withdrawn ? `withdrawn ${when(r.withdrawn)}` : r.halted ? `halted at ${r.share}%` : `${r.share}% admitted`;
-      const ops = RELEASE_OPS.filter((op) => (op === "halt" ? !r.halted && !r.withdrawn : op === "resume" ? !!r.halted : op === "withdraw" ? !r.withdrawn : !!r.withdrawn));
+      const ops = RELEASE_OPS.filter((op) =>
+        op === "halt" ? !r.halted && !r.withdrawn : op === "resume" ? !!r.halted : op === "withdraw" ? !r.withdrawn : !!r.withdrawn,
+      );
       return html`<tr><td>${r.version}</td><td>${when(r.released)}</td><td>${rolloutText(r.rollout)}</td><td>${state}</td>${
         write
           ? html`<td>${ops.map((op) => (CONFIRMED_RELEASE_OPS[op] ? confirmButton(controlPath(l.lane, r.version, op), `${op} ${r.version}`) : actionForm(session, controlPath(l.lane, r.version, op), `${op} ${r.version}`)))}</td>`
@@ -44,15 +48,24 @@ export async function releasesPage(deps: ConsoleDeps, session: Session, address:
     })}</tbody></table></div></section>`,
   );
   const body = html`${message ? notice(message) : ""}${o.lanes.length === 0 ? notice("No release is live.") : ""}${lanes}
-<h2>Skipped folders</h2>${o.skipped.length
-    ? html`<div class="table-wrap"><table id="skipped"><thead><tr><th scope="col">Folder</th><th scope="col">Why</th></tr></thead><tbody>${o.skipped.map((x) => html`<tr><td><code>${x.folder}</code></td><td>${x.reason}</td></tr>`)}</tbody></table></div>`
-    : html`<p>None: every folder was taken.</p>`}
+<h2>Skipped folders</h2>${
+    o.skipped.length
+      ? html`<div class="table-wrap"><table id="skipped"><thead><tr><th scope="col">Folder</th><th scope="col">Why</th></tr></thead><tbody>${o.skipped.map((x) => html`<tr><td><code>${x.folder}</code></td><td>${x.reason}</td></tr>`)}</tbody></table></div>`
+      : html`<p>None: every folder was taken.</p>`
+  }
 ${o.otherControls.length ? html`<h2>Controls of releases not in the tree</h2><ul>${o.otherControls.map((c) => html`<li>${c.lane} ${c.version}: ${c.withdrawn ? "withdrawn" : "halted"}</li>`)}</ul>` : ""}`;
   return { page: consolePage({ title: "Releases", session, current: "/console/releases", body }) };
 }
 
 /** Halt, resume, withdraw or restore a release (scope releases:write), audited as the admin API does. */
-export async function releaseControlAction(deps: ConsoleDeps, session: Session, address: string | null, lane: string, version: string, op: ReleaseControlOp): Promise<Outcome> {
+export async function releaseControlAction(
+  deps: ConsoleDeps,
+  session: Session,
+  address: string | null,
+  lane: string,
+  version: string,
+  op: ReleaseControlOp,
+): Promise<Outcome> {
   const caller = callerOf(session, address);
   requireScope(caller.principal, "releases:write");
   await deps.controls.applyToKnown(op, lane, version, deps.releases.current, adminAudit(deps.admin, caller, `release-${op}`));

@@ -1,5 +1,15 @@
 import { decode } from "../../domain/decode";
-import { addWebhookEndpoint, DeliveryQuery, listDeliveries, listWebhookEndpoints, removeWebhookEndpoint, retryDelivery, rotateWebhookSecret, WebhookEndpointCreateInput, type WebhookEndpointView } from "../../domain/webhooks/endpoints";
+import {
+  addWebhookEndpoint,
+  DeliveryQuery,
+  listDeliveries,
+  listWebhookEndpoints,
+  removeWebhookEndpoint,
+  retryDelivery,
+  rotateWebhookSecret,
+  WebhookEndpointCreateInput,
+  type WebhookEndpointView,
+} from "../../domain/webhooks/endpoints";
 import { requireScope } from "../../domain/admin/deps";
 import { sessionHas, type Session } from "../../domain/console-sessions";
 import { KeyturnError } from "../../domain/errors";
@@ -32,20 +42,29 @@ function secretShown(session: Session, e: WebhookEndpointView, secret: string, w
 export async function webhooksPage(deps: ConsoleDeps, session: Session, address: string | null, query: URLSearchParams): Promise<Outcome> {
   const caller = callerOf(session, address);
   const cursor = query.get("cursor");
-  const [endpoints, deliveries] = await Promise.all([listWebhookEndpoints(deps.admin, caller), listDeliveries(deps.admin, caller, decode(DeliveryQuery, cursor ? { cursor } : {}))]);
+  const [endpoints, deliveries] = await Promise.all([
+    listWebhookEndpoints(deps.admin, caller),
+    listDeliveries(deps.admin, caller, decode(DeliveryQuery, cursor ? { cursor } : {})),
+  ]);
   const write = sessionHas(session, "webhooks:write");
   const body = html`${doneNotice(query)}<h2>Endpoints</h2><div class="table-wrap"><table id="webhook-endpoints"><thead><tr><th scope="col">URL</th><th scope="col">Events</th><th scope="col">State</th><th scope="col">Since</th>${write ? html`<th scope="col"><span class="muted">Action</span></th>` : ""}</tr></thead>
 <tbody>${endpoints.map(
-    (e) => html`<tr><td><code>${e.url}</code></td><td>${e.events.join(", ")}</td><td>${e.enabled ? "enabled" : `disabled${e.disabledReason ? `: ${e.disabledReason}` : ""}`}</td><td>${when(e.created)}</td>${
-      write ? html`<td>${confirmButton(endpointPath(e.id, "rotate-secret"), labelFor("Rotate secret", e.url))}${confirmButton(endpointPath(e.id, "remove"), labelFor("Remove", e.url))}</td>` : ""
-    }</tr>`,
+    (e) =>
+      html`<tr><td><code>${e.url}</code></td><td>${e.events.join(", ")}</td><td>${e.enabled ? "enabled" : `disabled${e.disabledReason ? `: ${e.disabledReason}` : ""}`}</td><td>${when(e.created)}</td>${
+        write
+          ? html`<td>${confirmButton(endpointPath(e.id, "rotate-secret"), labelFor("Rotate secret", e.url))}${confirmButton(endpointPath(e.id, "remove"), labelFor("Remove", e.url))}</td>`
+          : ""
+      }</tr>`,
   )}</tbody></table></div>
 ${endpoints.length === 0 ? html`<p>No endpoint yet.</p>` : ""}${write ? addForm(session) : ""}
 <h2>Deliveries</h2><div class="table-wrap"><table id="deliveries"><thead><tr><th scope="col">Event</th><th scope="col">Endpoint</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Last attempt</th><th scope="col">Next attempt</th>${write ? html`<th scope="col"><span class="muted">Action</span></th>` : ""}</tr></thead>
 <tbody>${deliveries.deliveries.map(
-    (x) => html`<tr><td>${x.event}</td><td><code>${x.endpoint}</code></td><td>${x.status}</td><td>${x.attempts}</td><td>${when(x.lastAttempt)}</td><td>${when(x.nextAttempt)}</td>${
-      write ? html`<td>${x.status === "failed" ? actionForm(session, `/console/webhook-deliveries/${encodeURIComponent(x.id)}/retry`, "Retry") : ""}</td>` : ""
-    }</tr>`,
+    (x) =>
+      html`<tr><td>${x.event}</td><td><code>${x.endpoint}</code></td><td>${x.status}</td><td>${x.attempts}</td><td>${when(x.lastAttempt)}</td><td>${when(x.nextAttempt)}</td>${
+        write
+          ? html`<td>${x.status === "failed" ? actionForm(session, `/console/webhook-deliveries/${encodeURIComponent(x.id)}/retry`, "Retry") : ""}</td>`
+          : ""
+      }</tr>`,
   )}</tbody></table></div>${deliveries.next ? html`<p><a href="/console/webhooks?cursor=${encodeURIComponent(deliveries.next)}">Older deliveries</a></p>` : ""}`;
   return { page: consolePage({ title: "Webhooks", session, current: "/console/webhooks", body }) };
 }

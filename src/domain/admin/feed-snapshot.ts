@@ -106,12 +106,14 @@ export function readSnapshotPlace(value: unknown): SnapshotPlace & { epoch: stri
     throw bad();
   }
   if (
-    typeof p !== "object" || p === null ||
+    typeof p !== "object" ||
+    p === null ||
     typeof p.e !== "string" ||
     !["start", "epoch", "ahead", "gap"].includes(p.r as string) ||
     !SECTIONS.includes(p.s as Section) ||
     !(p.k === null || (typeof p.k === "string" && p.k.length <= 700)) ||
-    typeof p.q !== "string" || !SEQ.test(p.q)
+    typeof p.q !== "string" ||
+    !SEQ.test(p.q)
   )
     throw bad();
   return { epoch: p.e, reason: p.r as SnapshotReason, section: p.s as Section, key: p.k as string | null, seq: BigInt(p.q) };

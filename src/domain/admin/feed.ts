@@ -70,7 +70,11 @@ const CURSOR = /^(?:([0-9a-z]{1,64})\.)?(0|[1-9]\d{0,18})$/;
 /** What a mirror asks the feed, as a query string carries it. */
 export const FeedQuery = closed({
   after: Type.Optional(
-    Type.String({ maxLength: 100, pattern: "^([0-9a-z]{1,64}[.])?(0|[1-9][0-9]{0,18})$", description: "The cursor (epoch.seq) a previous answer gave; absent: a snapshot" }),
+    Type.String({
+      maxLength: 100,
+      pattern: "^([0-9a-z]{1,64}[.])?(0|[1-9][0-9]{0,18})$",
+      description: "The cursor (epoch.seq) a previous answer gave; absent: a snapshot",
+    }),
   ),
   snapshot: Type.Optional(Type.String({ maxLength: 2000, pattern: "^[A-Za-z0-9_-]+$", description: "The next of a snapshot page" })),
   limit: Type.Optional(Limit(1000, 500)),
@@ -99,8 +103,7 @@ async function answerFeed(d: AdminDeps, o: FeedQuery): Promise<EventsAnswer | Sn
   const m = CURSOR.exec(o.after);
   if (!m || BigInt(m[2]!) > 2n ** 63n - 1n) throw new KeyturnError("invalid_request", "after must be a cursor this feed answered (epoch.seq).");
   const seq = BigInt(m[2]!);
-  const reason: SnapshotReason | null =
-    m[1] !== position.epoch ? "epoch" : seq > position.newest ? "ahead" : seq < position.prunedThrough ? "gap" : null;
+  const reason: SnapshotReason | null = m[1] !== position.epoch ? "epoch" : seq > position.newest ? "ahead" : seq < position.prunedThrough ? "gap" : null;
   if (reason) return snapshotPage(d, position, reason, fromStart, limit);
   const events = await d.store.listEvents({ after: seq, limit, types: FEED_TYPES });
   const last = events.length ? BigInt(events.at(-1)!.seq) : seq;

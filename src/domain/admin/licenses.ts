@@ -10,7 +10,23 @@ import { decodeCursor, encodeCursor } from "./cursor";
 import { auditRead } from "./read-audit";
 import { adminAudit, requireScope, type AdminCaller, type AdminDeps } from "./deps";
 import { canonicalJson, idParam } from "./input";
-import { amongAllowed, Channels, closed, Cursor, Email, futureTime, Limit, Metadata, Nullable, pageSize, SeatLease, Text, TimeInput, TokenTtl, trimmed } from "./model";
+import {
+  amongAllowed,
+  Channels,
+  closed,
+  Cursor,
+  Email,
+  futureTime,
+  Limit,
+  Metadata,
+  Nullable,
+  pageSize,
+  SeatLease,
+  Text,
+  TimeInput,
+  TokenTtl,
+  trimmed,
+} from "./model";
 
 const NAME_MAX = 200;
 const PLAN_MAX = 64;
@@ -25,7 +41,7 @@ const Seats = Type.Integer({ minimum: 1, maximum: SEATS_MAX });
 /** A new license, as the admin API, the console and `keyturn license create` give it. */
 export const LicenseCreateInput = closed({
   licensee: Text(NAME_MAX),
-  organization: Type.Optional(Text(NAME_MAX, { description: "Absent: none (\"\"), as for a licence sold to a person" })),
+  organization: Type.Optional(Text(NAME_MAX, { description: 'Absent: none (""), as for a licence sold to a person' })),
   plan: Text(PLAN_MAX),
   planTitle: Type.Optional(Text(NAME_MAX, { description: "Absent: the plan" })),
   seats: Seats,
@@ -180,7 +196,12 @@ export async function showLicense(d: AdminDeps, caller: AdminCaller, keyOrId: un
  * changed fields). Seats below those in use: seats_in_use, decided in the store's transaction.
  * Installations see the change at their next refresh.
  */
-export async function updateLicense(d: AdminDeps, caller: AdminCaller, keyOrId: unknown, input: LicenseUpdateInput): Promise<{ license: LicenseView; changed: string[] }> {
+export async function updateLicense(
+  d: AdminDeps,
+  caller: AdminCaller,
+  keyOrId: unknown,
+  input: LicenseUpdateInput,
+): Promise<{ license: LicenseView; changed: string[] }> {
   requireScope(caller.principal, "licenses:write");
   const now = d.clock();
   const patch: LicensePatch = {
@@ -198,7 +219,13 @@ export async function updateLicense(d: AdminDeps, caller: AdminCaller, keyOrId: 
   };
   const current = await findLicense(d, keyOrId);
   if (current.kind !== "license") throw new KeyturnError("invalid_request", "Staff entitlements follow the identity provider and are not edited.");
-  const before = { ...current, email: current.email ?? null, metadata: current.metadata ?? {}, tokenTtl: current.tokenTtl ?? null, seatLease: current.seatLease ?? null };
+  const before = {
+    ...current,
+    email: current.email ?? null,
+    metadata: current.metadata ?? {},
+    tokenTtl: current.tokenTtl ?? null,
+    seatLease: current.seatLease ?? null,
+  };
   const changed = UPDATE_FIELDS.filter((f) => patch[f] !== undefined && canonicalJson(patch[f]) !== canonicalJson(before[f]));
   const effective = Object.fromEntries(changed.map((f) => [f, patch[f]])) as LicensePatch;
   if (changed.length === 0) return { license: licenseView(current, await d.store.countActiveSeats(current.id)), changed: [] };
@@ -220,7 +247,12 @@ export async function revokeLicense(d: AdminDeps, caller: AdminCaller, keyOrId: 
   const revoked = await d.store.revokeLicense(license.id, now, {
     audit: adminAudit(d, caller, "license-revoke", { licenseId: license.id }),
     endsPortalSessions: now,
-    event: (l) => newEvent("license.revoked", { license: licenseView(l), tokensValidUntil: tokensValidUntil(now, revocationTtl(d.tokenTtlSeconds, l), l.expires, l.tokensExpire) }, now),
+    event: (l) =>
+      newEvent(
+        "license.revoked",
+        { license: licenseView(l), tokensValidUntil: tokensValidUntil(now, revocationTtl(d.tokenTtlSeconds, l), l.expires, l.tokensExpire) },
+        now,
+      ),
   });
   if (!revoked) throw new KeyturnError("license_revoked", `Licence ${license.id} was already revoked.`);
   return licenseView((await d.store.getLicense(license.id))!, await d.store.countActiveSeats(license.id));
@@ -252,12 +284,16 @@ export async function rekeyLicense(d: AdminDeps, caller: AdminCaller, keyOrId: u
   if (current.kind !== "license") throw new KeyturnError("invalid_request", "Staff entitlements have no licence key.");
   const now = d.clock();
   const key = generateLicenseKey(d.variant);
-  const result = await d.store.updateLicense(current.id, { keyHash: hashLicenseKey(key) }, {
-    audit: adminAudit(d, caller, "license-rekey", { licenseId: current.id }),
-    // A portal session opened with the old key (perhaps a leaked one) ends with it.
-    endsPortalSessions: now,
-    event: (l) => newEvent("license.updated", { license: licenseView(l), changed: ["key"] }, now),
-  });
+  const result = await d.store.updateLicense(
+    current.id,
+    { keyHash: hashLicenseKey(key) },
+    {
+      audit: adminAudit(d, caller, "license-rekey", { licenseId: current.id }),
+      // A portal session opened with the old key (perhaps a leaked one) ends with it.
+      endsPortalSessions: now,
+      event: (l) => newEvent("license.updated", { license: licenseView(l), changed: ["key"] }, now),
+    },
+  );
   if (result.outcome !== "updated") throw new KeyturnError("not_found", `No licence ${current.id}.`);
   return { license: licenseView(result.license, result.seatsUsed), key };
 }

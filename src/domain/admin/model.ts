@@ -23,7 +23,12 @@ const PRINTABLE = "[^\\x00-\\x1f\\x7f]";
 
 /** Text people type (names, plans): not blank, no control characters; trimmed by `trimmed`. */
 export const Text = (max: number, extra: { description?: string } = {}) =>
-  Type.String({ minLength: 1, maxLength: max, pattern: `^${PRINTABLE}*[^\\s\\x00-\\x1f\\x7f]${PRINTABLE}*$`, description: extra.description ?? "text that is not blank, without control characters" });
+  Type.String({
+    minLength: 1,
+    maxLength: max,
+    pattern: `^${PRINTABLE}*[^\\s\\x00-\\x1f\\x7f]${PRINTABLE}*$`,
+    description: extra.description ?? "text that is not blank, without control characters",
+  });
 
 /** An id or key as a filter or a path's parameter: 1 to `max` characters, no control characters. */
 export const IdText = (max: number, description = "an id, without control characters") =>

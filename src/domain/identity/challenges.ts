@@ -109,9 +109,5 @@ function replayed(detail: { licenseId: string }): KeyturnError {
 }
 
 function unknown(detail: { licenseId: string }): KeyturnError {
-  return new KeyturnError(
-    "challenge_unknown",
-    "The sign-in was not started with this site, or took longer than ten minutes.",
-    detail,
-  );
+  return new KeyturnError("challenge_unknown", "The sign-in was not started with this site, or took longer than ten minutes.", detail);
 }

@@ -83,7 +83,13 @@ export class ConsoleOpenId {
         method: "POST",
         signal: AbortSignal.timeout(TOKEN_TIMEOUT_MS),
         headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
-        body: new URLSearchParams({ grant_type: "authorization_code", code, redirect_uri: redirectUri, client_id: id.clientId, code_verifier: pending.verifier }),
+        body: new URLSearchParams({
+          grant_type: "authorization_code",
+          code,
+          redirect_uri: redirectUri,
+          client_id: id.clientId,
+          code_verifier: pending.verifier,
+        }),
       });
       const text = await res.text();
       if (text.length > MAX_TOKEN_ANSWER) throw new Error("the token answer is too large");
@@ -104,7 +110,8 @@ export class ConsoleOpenId {
     const list = typeof groups === "string" ? [groups] : Array.isArray(groups) ? groups.filter((g): g is string => typeof g === "string") : [];
     // Only the groups the mapping names are kept: they are all a later request maps, and the session stays small.
     const kept = [...new Set(list)].filter((g) => this.deps.scopes.has(g)).slice(0, MAX_KEPT_GROUPS);
-    const name = typeof claims.name === "string" ? claims.name.slice(0, 200) : typeof claims.email === "string" ? claims.email.slice(0, 200) : claims.sub.slice(0, 200);
+    const name =
+      typeof claims.name === "string" ? claims.name.slice(0, 200) : typeof claims.email === "string" ? claims.email.slice(0, 200) : claims.sub.slice(0, 200);
     return this.deps.sessions.signInStaff(claims.sub.slice(0, 200), name, kept, claims.exp * 1000);
   }
 }

@@ -44,8 +44,7 @@ export async function verifyIdToken(token: string, check: IdTokenCheck): Promise
   if (typeof payload.sub !== "string" || payload.sub.length === 0) throw invalid("it has no subject");
   if (payload.iat! > nowSec + ID_TOKEN_TOLERANCE_SECONDS) throw invalid("it was issued in the future");
   const audiences = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
-  if ((audiences.length > 1 || payload.azp !== undefined) && payload.azp !== check.clientId)
-    throw invalid("its azp claim is not this site's client");
+  if ((audiences.length > 1 || payload.azp !== undefined) && payload.azp !== check.clientId) throw invalid("its azp claim is not this site's client");
   return payload as IdTokenClaims;
 }
 
@@ -58,7 +57,6 @@ function reason(e: unknown): string {
   if (e instanceof joseErrors.JWSSignatureVerificationFailed) return "its signature does not check against the issuer's keys";
   if (e instanceof joseErrors.JWTExpired) return "it has expired";
   if (e instanceof joseErrors.JWTClaimValidationFailed) return `its ${e.claim} claim is not acceptable`;
-  if (e instanceof joseErrors.JWKSNoMatchingKey || e instanceof joseErrors.JWKSMultipleMatchingKeys)
-    return "no single key of the issuer matches it";
+  if (e instanceof joseErrors.JWKSNoMatchingKey || e instanceof joseErrors.JWKSMultipleMatchingKeys) return "no single key of the issuer matches it";
   return "it is not a well-formed signed JWT";
 }

@@ -38,8 +38,7 @@ export class IssuerKeys {
   ) {}
 
   /** A key resolver for jose's jwtVerify: the issuer's key the token's header names. */
-  readonly resolve = async (header: JWTHeaderParameters, token: FlattenedJWSInput) =>
-    (await this.keySetFor(header.kid)).resolve(header, token);
+  readonly resolve = async (header: JWTHeaderParameters, token: FlattenedJWSInput) => (await this.keySetFor(header.kid)).resolve(header, token);
 
   /**
    * The issuer's authorization and token endpoints (for the console's authorization-code sign-in),
@@ -54,8 +53,7 @@ export class IssuerKeys {
   private async keySetFor(kid: string | undefined): Promise<KeySet> {
     const now = this.clock();
     if (this.usable(this.current, now) && (kid === undefined || this.current.kids.has(kid))) return this.current;
-    if (!this.inFlight && now - this.lastMiss >= MISS_INTERVAL_MS)
-      this.inFlight = this.read().finally(() => (this.inFlight = null));
+    if (!this.inFlight && now - this.lastMiss >= MISS_INTERVAL_MS) this.inFlight = this.read().finally(() => (this.inFlight = null));
     const joined = this.inFlight !== null;
     if (this.inFlight) await this.inFlight;
 

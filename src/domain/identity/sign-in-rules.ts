@@ -18,8 +18,7 @@ export function requireRecentAuthentication(claims: IdTokenClaims, maxAgeSeconds
 
 /** A second factor: the amr claim names one of the configured markers. */
 export function requireSecondFactor(claims: IdTokenClaims, identity: IdentityConfig, detail: Detail): void {
-  if (!intersects(claims.amr, identity.mfaValues))
-    throw new KeyturnError("mfa_required", "The sign-in at the issuer did not use a second factor.", detail);
+  if (!intersects(claims.amr, identity.mfaValues)) throw new KeyturnError("mfa_required", "The sign-in at the issuer did not use a second factor.", detail);
 }
 
 /** Membership in a group that may use the programs, read from the configured claim. */

@@ -91,8 +91,7 @@ export class StaffSignIn {
     });
     const detail = { licenseId: staffLicenseId(claims.sub) };
     const challenge = await this.challenges.find(claims.nonce, device, detail);
-    if (claims.iat < Math.floor(challenge.created / 1000) - ID_TOKEN_TOLERANCE_SECONDS)
-      throw invalid("it was issued before its sign-in started", detail);
+    if (claims.iat < Math.floor(challenge.created / 1000) - ID_TOKEN_TOLERANCE_SECONDS) throw invalid("it was issued before its sign-in started", detail);
     requireRecentAuthentication(claims, identity.maxAgeSeconds, this.deps.clock(), detail);
     requireSecondFactor(claims, identity, detail);
     requireAllowedGroup(claims, identity, detail);

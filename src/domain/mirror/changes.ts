@@ -17,7 +17,14 @@ export function changesOf(events: readonly FeedEvent[], now: number): MirrorChan
   for (const e of events) {
     switch (e.type) {
       case "activation.deactivated":
-        changes.push({ op: "revoke", kind: "activation", id: e.data.activation.id, validUntil: until(e), seq: e.seq, licenseId: e.data.activation.license ?? null });
+        changes.push({
+          op: "revoke",
+          kind: "activation",
+          id: e.data.activation.id,
+          validUntil: until(e),
+          seq: e.seq,
+          licenseId: e.data.activation.license ?? null,
+        });
         break;
       case "license.revoked":
         changes.push({ op: "revoke", kind: "license", id: e.data.license.id, validUntil: until(e), seq: e.seq });

@@ -30,7 +30,10 @@ const Site = Type.Object({
   channels: Type.Array(LaneWord, { maxItems: 16 }),
   platforms: Type.Array(LaneWord, { maxItems: 16 }),
   keys: Type.Array(
-    Type.Object({ kid: Type.String({ minLength: 1, maxLength: 64, pattern: "^[a-z0-9-]+$" }), spki: Type.String({ minLength: 1, maxLength: 400, pattern: "^[A-Za-z0-9+/]+={0,2}$" }) }),
+    Type.Object({
+      kid: Type.String({ minLength: 1, maxLength: 64, pattern: "^[a-z0-9-]+$" }),
+      spki: Type.String({ minLength: 1, maxLength: 400, pattern: "^[A-Za-z0-9+/]+={0,2}$" }),
+    }),
     { maxItems: 32 },
   ),
 });
@@ -40,7 +43,13 @@ const item = <T extends string, D extends TSchema>(type: T, data: D) =>
   Type.Object({ id: Type.String({ maxLength: 100 }), seq, type: Type.Literal(type), timestamp: time, data });
 
 export const RELEASE_VERBS = ["published", "halted", "resumed", "withdrawn", "restored"] as const;
-const KNOWN_TYPES = new Set<string>(["activation.deactivated", "license.revoked", "license.reinstated", "license.updated", ...RELEASE_VERBS.map((v) => `release.${v}`)]);
+const KNOWN_TYPES = new Set<string>([
+  "activation.deactivated",
+  "license.revoked",
+  "license.reinstated",
+  "license.updated",
+  ...RELEASE_VERBS.map((v) => `release.${v}`),
+]);
 
 const KnownItem = Type.Union([
   item("activation.deactivated", Type.Object({ activation: ActivationRef, tokensValidUntil: time })),
@@ -54,18 +63,34 @@ const KnownItem = Type.Union([
 /** Any event: a type this mirror does not know is passed over (its seq still counts). */
 const AnyItem = Type.Object({ id: Type.String({ maxLength: 100 }), seq, type: Type.String({ maxLength: 100 }), timestamp: time, data: Type.Unknown() });
 
-const EventsAnswer = Type.Object({ ok: Type.Literal(true), mode: Type.Literal("events"), epoch, events: Type.Array(AnyItem, { maxItems: MAX_PAGE_ITEMS }), cursor, site: Type.Optional(Site) });
+const EventsAnswer = Type.Object({
+  ok: Type.Literal(true),
+  mode: Type.Literal("events"),
+  epoch,
+  events: Type.Array(AnyItem, { maxItems: MAX_PAGE_ITEMS }),
+  cursor,
+  site: Type.Optional(Site),
+});
 const SnapshotAnswer = Type.Object({
   ok: Type.Literal(true),
   mode: Type.Literal("snapshot"),
   epoch,
   reason: Type.String({ maxLength: 20 }),
-  revocations: Type.Array(Type.Object({ kind: Type.Union([Type.Literal("activation"), Type.Literal("license")]), id, tokensValidUntil: time, license: Type.Optional(id) }), {
-    maxItems: MAX_PAGE_ITEMS,
-  }),
+  revocations: Type.Array(
+    Type.Object({ kind: Type.Union([Type.Literal("activation"), Type.Literal("license")]), id, tokensValidUntil: time, license: Type.Optional(id) }),
+    {
+      maxItems: MAX_PAGE_ITEMS,
+    },
+  ),
   expiries: Type.Array(Type.Object({ license: id, expires: time }), { maxItems: MAX_PAGE_ITEMS }),
   releases: Type.Array(
-    Type.Object({ lane: Lane, version: Version, halted: maybeTime, haltedMs: Type.Integer({ minimum: 0, maximum: 100 * 365 * 86_400_000 }), withdrawn: maybeTime }),
+    Type.Object({
+      lane: Lane,
+      version: Version,
+      halted: maybeTime,
+      haltedMs: Type.Integer({ minimum: 0, maximum: 100 * 365 * 86_400_000 }),
+      withdrawn: maybeTime,
+    }),
     { maxItems: MAX_PAGE_ITEMS },
   ),
   next: Type.Union([Type.String({ minLength: 1, maxLength: 2000, pattern: "^[A-Za-z0-9_-]+$" }), Type.Null()]),
@@ -95,10 +120,21 @@ export interface SnapshotPage {
   readonly mode: "snapshot";
   readonly epoch: string;
   readonly reason: string;
-  readonly revocations: readonly { readonly kind: "activation" | "license"; readonly id: string; readonly validUntil: number; readonly licenseId: string | null }[];
+  readonly revocations: readonly {
+    readonly kind: "activation" | "license";
+    readonly id: string;
+    readonly validUntil: number;
+    readonly licenseId: string | null;
+  }[];
   /** null: an expiry beyond any token's life, which refuses nothing (licenseExpiry). */
   readonly expiries: readonly { readonly licenseId: string; readonly expires: number | null }[];
-  readonly releases: readonly { readonly lane: string; readonly version: string; readonly halted: number | null; readonly haltedMs: number; readonly withdrawn: number | null }[];
+  readonly releases: readonly {
+    readonly lane: string;
+    readonly version: string;
+    readonly halted: number | null;
+    readonly haltedMs: number;
+    readonly withdrawn: number | null;
+  }[];
   readonly received: number;
   /** Ask for it with `snapshot`; null on the last page. */
   readonly next: string | null;
@@ -177,7 +213,9 @@ export function parseFeedAnswer(body: unknown, after: string | null, now: number
   if (!eventsCheck.Check(body)) throw new FeedProblem(`malformed feed answer${firstError(eventsCheck, body)}`);
   const asked = splitCursor(after);
   if (asked === null || asked.epoch !== body.epoch)
-    throw new FeedProblem(`the vendor answered events of records ${body.epoch} where a snapshot was due (the cursor was ${after === null ? "none" : after.slice(0, 80)})`);
+    throw new FeedProblem(
+      `the vendor answered events of records ${body.epoch} where a snapshot was due (the cursor was ${after === null ? "none" : after.slice(0, 80)})`,
+    );
   const next = splitCursor(body.cursor)!;
   if (next.epoch !== body.epoch) throw new FeedProblem(`the cursor ${body.cursor.slice(0, 80)} is not of the answer's records ${body.epoch}`);
   let previous = asked.seq;
@@ -202,7 +240,8 @@ function parseSnapshot(body: unknown, now: number): SnapshotPage {
   if (!snapshotCheck.Check(body)) throw new FeedProblem(`malformed feed snapshot${firstError(snapshotCheck, body)}`);
   const received = body.revocations.length + body.expiries.length + body.releases.length;
   if (received > MAX_PAGE_ITEMS) throw new FeedProblem(`a snapshot page of ${received} items is implausible (the feed sends at most ${MAX_PAGE_ITEMS})`);
-  if (splitCursor(body.cursor)!.epoch !== body.epoch) throw new FeedProblem(`the cursor ${body.cursor.slice(0, 80)} is not of the answer's records ${body.epoch}`);
+  if (splitCursor(body.cursor)!.epoch !== body.epoch)
+    throw new FeedProblem(`the cursor ${body.cursor.slice(0, 80)} is not of the answer's records ${body.epoch}`);
   const at = (text: string | null, what: string) => (text === null ? null : vendorTime(text, what, now));
   return {
     mode: "snapshot",
@@ -215,7 +254,13 @@ function parseSnapshot(body: unknown, now: number): SnapshotPage {
       licenseId: r.kind === "activation" ? (r.license ?? null) : null,
     })),
     expiries: body.expiries.map((e) => ({ licenseId: e.license, expires: licenseExpiry(e.expires, "snapshot: license expires", now) })),
-    releases: body.releases.map((r) => ({ lane: r.lane, version: r.version, halted: at(r.halted, "snapshot: release halted"), haltedMs: r.haltedMs, withdrawn: at(r.withdrawn, "snapshot: release withdrawn") })),
+    releases: body.releases.map((r) => ({
+      lane: r.lane,
+      version: r.version,
+      halted: at(r.halted, "snapshot: release halted"),
+      haltedMs: r.haltedMs,
+      withdrawn: at(r.withdrawn, "snapshot: release withdrawn"),
+    })),
     received,
     next: body.next,
     cursor: body.cursor,

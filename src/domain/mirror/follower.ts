@@ -38,7 +38,7 @@ export interface MirrorFollowerDeps {
 }
 
 export type PollOutcome =
-  | { readonly ok: true; readonly applied: number; /** A full page came: there is more to read soon. */ readonly more: boolean }
+  | { readonly ok: true; readonly applied: number /** A full page came: there is more to read soon. */; readonly more: boolean }
   | { readonly ok: false; readonly problem: string };
 
 /** Items asked for at a time (the feed's default; its maximum is 1,000). */
@@ -126,7 +126,12 @@ export class MirrorFollower {
       this.failures++;
       this.lastProblem = e.message;
       knowledge.noteProblem(escapeControl(e.message, 300));
-      log.warn("mirror feed refused: keeping what is known", { of: this.deps.of, problem: escapeControl(e.message, 300), failures: this.failures, cursor: after });
+      log.warn("mirror feed refused: keeping what is known", {
+        of: this.deps.of,
+        problem: escapeControl(e.message, 300),
+        failures: this.failures,
+        cursor: after,
+      });
       return { ok: false, problem: e.message };
     }
   }
@@ -138,7 +143,8 @@ export class MirrorFollower {
     try {
       state.commit(changes, page.cursor, syncedAt, this.maxEntries);
     } catch (e) {
-      if (e instanceof MirrorBoundError) throw this.overflowed(`applying the page would keep ${e.entries} entries, more than this mirror's bound of ${e.bound}`);
+      if (e instanceof MirrorBoundError)
+        throw this.overflowed(`applying the page would keep ${e.entries} entries, more than this mirror's bound of ${e.bound}`);
       throw e;
     }
     knowledge.noteOverflow(null);

@@ -117,9 +117,14 @@ export class MirrorKnowledge implements EntitlementStatusSource {
     const reasons: string[] = [];
     const now = this.clock();
     for (const kid of [...this.unknownKids.keys()]) if (this.isKnownKey(kid)) this.unknownKids.delete(kid);
-    const unknown = [...this.unknownKids].filter(([, seen]) => now - seen < UNKNOWN_KID_REPORTED_MS).map(([kid]) => kid).sort();
+    const unknown = [...this.unknownKids]
+      .filter(([, seen]) => now - seen < UNKNOWN_KID_REPORTED_MS)
+      .map(([kid]) => kid)
+      .sort();
     if (unknown.length > 0)
-      reasons.push(`Tokens signed by ${unknown.join(", ")} cannot be verified: this mirror does not have that public key (the vendor's feed has not published it, or --keys lacks it).`);
+      reasons.push(
+        `Tokens signed by ${unknown.join(", ")} cannot be verified: this mirror does not have that public key (the vendor's feed has not published it, or --keys lacks it).`,
+      );
     if (this.vendorSite) {
       const channels = this.vendorSite.channels.filter((c) => !this.lanes.channels.includes(c));
       const platforms = this.vendorSite.platforms.filter((p) => !this.lanes.platforms.includes(p));

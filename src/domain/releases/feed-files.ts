@@ -81,7 +81,9 @@ export function parseFeeds(value: unknown, installer: string, reserved: readonly
     only(e, "feeds.electron", ["blockmap"]);
     // electron-updater asks for `<installer URL>.blockmap`, and for an older release's at the same path with its version.
     const blockmap =
-      e.blockmap === undefined ? null : feedFile(e.blockmap, "feeds.electron.blockmap", "blockmap", (f) => (f === `${installer}.blockmap` ? null : `must be ${installer}.blockmap`));
+      e.blockmap === undefined
+        ? null
+        : feedFile(e.blockmap, "feeds.electron.blockmap", "blockmap", (f) => (f === `${installer}.blockmap` ? null : `must be ${installer}.blockmap`));
     feeds.electron = Object.freeze({ blockmap });
   }
   if (value.tauri !== undefined) {
@@ -104,8 +106,10 @@ export function parseFeeds(value: unknown, installer: string, reserved: readonly
     const p = value.velopack;
     if (!isObject(p)) throw new ReleaseProblem("manifest feeds.velopack must be an object");
     only(p, "feeds.velopack", ["packageId", "sha1"]);
-    if (typeof p.packageId !== "string" || !PACKAGE_ID.test(p.packageId)) throw new ReleaseProblem("manifest feeds.velopack.packageId must be a package id like MyApp");
-    if (typeof p.sha1 !== "string" || !SHA1_HEX.test(p.sha1)) throw new ReleaseProblem("manifest feeds.velopack.sha1 must be the installer's SHA-1, 40 lower-case hex digits");
+    if (typeof p.packageId !== "string" || !PACKAGE_ID.test(p.packageId))
+      throw new ReleaseProblem("manifest feeds.velopack.packageId must be a package id like MyApp");
+    if (typeof p.sha1 !== "string" || !SHA1_HEX.test(p.sha1))
+      throw new ReleaseProblem("manifest feeds.velopack.sha1 must be the installer's SHA-1, 40 lower-case hex digits");
     if (!installer.endsWith("-full.nupkg")) throw new ReleaseProblem("manifest feeds.velopack needs the installer to be the -full.nupkg vpk pack wrote");
     feeds.velopack = Object.freeze({ packageId: p.packageId, sha1: p.sha1 });
   }

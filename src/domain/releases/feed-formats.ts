@@ -109,7 +109,13 @@ export function electronYaml(o: { version: string; files: readonly ElectronFile[
 
 /** Tauri v2's dynamic update answer (peers.md 2.2): the stored `.sig` text as `signature`, the download on keyturn's origin. */
 export function tauriJson(o: { version: string; url: string; signature: string; notes: string | null; pubDate: string }): string {
-  return JSON.stringify({ version: feedText(o.version), url: feedText(o.url), signature: feedText(o.signature), notes: feedText(o.notes ?? ""), pub_date: o.pubDate });
+  return JSON.stringify({
+    version: feedText(o.version),
+    url: feedText(o.url),
+    signature: feedText(o.signature),
+    notes: feedText(o.notes ?? ""),
+    pub_date: o.pubDate,
+  });
 }
 
 const xmlText = (s: string) => feedText(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" })[c]!);

@@ -42,7 +42,13 @@ export class FeedService {
    * writes its channel files, of the channels before it in the site's list that the licence holds
    * (preview offers the newest of preview and stable). Of each platform, the newest such release.
    */
-  async servedCascading(index: ReleaseIndex, caller: FeedCaller, product: string | null, channel: string, platforms: readonly string[]): Promise<ServedRelease[]> {
+  async servedCascading(
+    index: ReleaseIndex,
+    caller: FeedCaller,
+    product: string | null,
+    channel: string,
+    platforms: readonly string[],
+  ): Promise<ServedRelease[]> {
     const channels = this.variant.channels.slice(0, this.variant.channels.indexOf(channel) + 1).filter((c) => caller.channels.includes(c));
     const found: ServedRelease[] = [];
     for (const platform of platforms) {
@@ -70,7 +76,14 @@ export class FeedService {
    * What an appcast or a Velopack feed lists on `platforms`: the release served to the installation
    * and up to OLDER_LISTED older ones it may still install, newest first, those that `offers`.
    */
-  async listed(index: ReleaseIndex, caller: FeedCaller, product: string | null, channel: string, platforms: readonly string[], offers: (r: Release) => boolean): Promise<Release[]> {
+  async listed(
+    index: ReleaseIndex,
+    caller: FeedCaller,
+    product: string | null,
+    channel: string,
+    platforms: readonly string[],
+    offers: (r: Release) => boolean,
+  ): Promise<Release[]> {
     const listed: Release[] = [];
     for (const platform of platforms) {
       if (!(await this.selection.served(index, caller.who, product, channel, platform))) continue;
@@ -87,7 +100,8 @@ export class FeedService {
 
   private refuseWhenNone(found: readonly ServedRelease[], product: string | null, channel: string, platforms: readonly string[]): void {
     if (found.length > 0) return;
-    if (platforms.some((p) => this.releases.verifying(product, channel, p))) throw new KeyturnError("unavailable", "The release is being verified; try again shortly.");
+    if (platforms.some((p) => this.releases.verifying(product, channel, p)))
+      throw new KeyturnError("unavailable", "The release is being verified; try again shortly.");
     throw new KeyturnError("no_release", `Nothing has been released on ${platforms.map((p) => laneName(product, channel, p)).join(", ")}.`);
   }
 
@@ -95,7 +109,14 @@ export class FeedService {
    * A release of the installation's cascade of lanes (see servedCascading) that names the file
    * `name` (its installer, or `<installer>.blockmap`), if the installation may download it.
    */
-  async fileOf(index: ReleaseIndex, caller: FeedCaller, product: string | null, channel: string, platforms: readonly string[], installer: string): Promise<Release | null> {
+  async fileOf(
+    index: ReleaseIndex,
+    caller: FeedCaller,
+    product: string | null,
+    channel: string,
+    platforms: readonly string[],
+    installer: string,
+  ): Promise<Release | null> {
     const channels = this.variant.channels.slice(0, this.variant.channels.indexOf(channel) + 1).filter((c) => caller.channels.includes(c));
     for (const c of channels)
       for (const platform of platforms) {

@@ -351,8 +351,7 @@ export class ReleaseHolder {
   private report(result: ScanResult): void {
     const { log } = this.opts;
     const problems = new Map(result.problems.map((p) => [p.folder, p.reason]));
-    for (const [folder, reason] of problems)
-      if (this.lastProblems.get(folder) !== reason) log.warn("release folder skipped", { folder, reason });
+    for (const [folder, reason] of problems) if (this.lastProblems.get(folder) !== reason) log.warn("release folder skipped", { folder, reason });
     this.lastProblems = problems;
     if (this.opts.releaseKeys.size === 0 && result.stats.folders > 0 && !this.scanned)
       log.warn("no release public keys in the keys directory: manifest signatures are not checked");

@@ -81,7 +81,9 @@ export function saveSnapshot(o: SnapshotOptions, scan: ScanResult, previous: Loa
         folder: r.folder,
         manifest,
         files: scan.files.get(r)!,
-        ...(isServed(r) ? { manifestBytes: Buffer.from(r.manifestBytes).toString("utf8"), signatureBytes: Buffer.from(r.signatureBytes).toString("latin1") } : {}),
+        ...(isServed(r)
+          ? { manifestBytes: Buffer.from(r.manifestBytes).toString("utf8"), signatureBytes: Buffer.from(r.signatureBytes).toString("latin1") }
+          : {}),
       };
     }),
   };
@@ -132,7 +134,16 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
   const files = new Map<Release, ReleaseFiles>();
   const releases = snapshot.releases.map((r, i): Release => {
     const m = r.manifest;
-    const manifest: Manifest = Object.freeze({ ...places[i]!, version: m.version, released: m.released, installer: m.installer, size: m.size, sha256: m.sha256, rollout: m.rollout ?? null, feeds: m.feeds ?? null });
+    const manifest: Manifest = Object.freeze({
+      ...places[i]!,
+      version: m.version,
+      released: m.released,
+      installer: m.installer,
+      size: m.size,
+      sha256: m.sha256,
+      rollout: m.rollout ?? null,
+      feeds: m.feeds ?? null,
+    });
     const release: Release = Object.freeze({ manifest, folder: r.folder, installerPath: join(o.root, r.folder, m.installer) });
     const served =
       r.manifestBytes !== undefined && r.signatureBytes !== undefined

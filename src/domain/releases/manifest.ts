@@ -53,8 +53,7 @@ export function parseManifest(bytes: Uint8Array, variant: Variant, place: Releas
   } catch {
     throw new ReleaseProblem(`${variant.manifestFile} is not valid JSON`);
   }
-  if (typeof doc !== "object" || doc === null || Array.isArray(doc))
-    throw new ReleaseProblem(`${variant.manifestFile} is not a JSON object`);
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw new ReleaseProblem(`${variant.manifestFile} is not a JSON object`);
   const m = doc as Record<string, unknown>;
   const field = (name: string, ok: boolean, rule: string) => {
     if (!ok) throw new ReleaseProblem(m[name] === undefined ? `manifest has no ${name}` : `manifest ${name} ${rule}`);

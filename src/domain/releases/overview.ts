@@ -30,7 +30,12 @@ export interface ReleaseOverview {
 }
 
 /** GET /admin/releases: every lane's live releases with their rollout state, and the folders skipped with why. */
-export async function releaseOverview(d: { index: ReleaseIndex; skipped: ReadonlyMap<string, string>; controls: ReleaseControls; clock: Clock }): Promise<ReleaseOverview> {
+export async function releaseOverview(d: {
+  index: ReleaseIndex;
+  skipped: ReadonlyMap<string, string>;
+  controls: ReleaseControls;
+  clock: Clock;
+}): Promise<ReleaseOverview> {
   const controls = await d.controls.current();
   const now = d.clock();
   const lanes = new Map<string, ReleaseOverview["lanes"][number]["releases"][number][]>();
@@ -60,7 +65,12 @@ export async function releaseOverview(d: { index: ReleaseIndex; skipped: Readonl
     lanes: [...lanes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([lane, releases]) => ({ lane, releases })),
     otherControls: controls.all
       .filter((c) => !listed.has(`${c.lane}\n${c.version}`) && (c.halted !== null || c.withdrawn !== null))
-      .map((c) => ({ lane: c.lane, version: c.version, halted: c.halted === null ? null : isoTime(c.halted), withdrawn: c.withdrawn === null ? null : isoTime(c.withdrawn) })),
+      .map((c) => ({
+        lane: c.lane,
+        version: c.version,
+        halted: c.halted === null ? null : isoTime(c.halted),
+        withdrawn: c.withdrawn === null ? null : isoTime(c.withdrawn),
+      })),
     skipped: [...d.skipped].map(([folder, reason]) => ({ folder, reason })),
   };
 }

@@ -25,7 +25,7 @@ export class ReleasePublications {
       const m = r.manifest;
       const key = { lane: laneName(m.product, m.channel, m.platform), version: m.version };
       const text = `${key.lane}\n${key.version}`;
-      if (!seen.has(text)) (seen.add(text), keys.push(key));
+      if (!seen.has(text)) seen.add(text), keys.push(key);
     }
     const now = this.clock();
     const published = await this.store.recordKnownReleases(keys, now, (release) => newEvent("release.published", { release }, now));

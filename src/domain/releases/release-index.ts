@@ -77,7 +77,11 @@ export class ReleaseIndex {
    * `rereadBytes` (a scan's index): reads a release kept without its bytes when one other than its
    * lane's newest comes to be served (a staged rollout or a withdrawn release falls back to it).
    */
-  static of(releases: readonly Release[], checks: SnapshotChecks | null = null, rereadBytes: ((r: Release) => ServedRelease | null) | null = null): ReleaseIndex {
+  static of(
+    releases: readonly Release[],
+    checks: SnapshotChecks | null = null,
+    rereadBytes: ((r: Release) => ServedRelease | null) | null = null,
+  ): ReleaseIndex {
     const sorted = [...releases].sort(newestFirst);
     const grouped = new Map<string, Release[]>();
     for (const r of sorted) {

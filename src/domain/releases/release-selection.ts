@@ -162,7 +162,9 @@ export class ReleaseSelection {
   async listing(index: ReleaseIndex, who: Installation, channels: readonly string[], product: string | null): Promise<ReleaseListing> {
     const controls = await this.controls.current();
     const products: (string | null)[] = this.variant.products.length === 0 ? [null] : product !== null ? [product] : [...this.variant.products];
-    const states = products.flatMap((p) => channels.flatMap((channel) => this.variant.platforms.map((platform) => this.laneState(index, controls, p, channel, platform))));
+    const states = products.flatMap((p) =>
+      channels.flatMap((channel) => this.variant.platforms.map((platform) => this.laneState(index, controls, p, channel, platform))),
+    );
     const base = `${controls.generation}|${channels.join(",")}|${product ?? ""}`;
     if (!states.some((s) => s.conditional)) {
       // As before rollouts: the index's own order (newest first, ties in folder order).

@@ -103,7 +103,9 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
   const list = (dir: string, rel: string): Dirent[] => {
     // Stat before listing: a change made after the listing then shows as a changed directory.
     directories.push({ rel, id: identityOf(statSync(dir)) });
-    return readdirSync(dir, { withFileTypes: true }).filter((d) => !isHidden(d.name)).sort((a, b) => (a.name < b.name ? -1 : 1));
+    return readdirSync(dir, { withFileTypes: true })
+      .filter((d) => !isHidden(d.name))
+      .sort((a, b) => (a.name < b.name ? -1 : 1));
   };
   let top: Dirent[];
   try {

@@ -25,7 +25,9 @@ export class SignatureCache {
     let lines: string[] = [];
     if (file) {
       try {
-        lines = readFileSync(file, "latin1").split("\n").filter((l) => /^[0-9a-f]{64}$/.test(l));
+        lines = readFileSync(file, "latin1")
+          .split("\n")
+          .filter((l) => /^[0-9a-f]{64}$/.test(l));
       } catch {
         // First start, or unreadable: every signature is checked once and the file written afresh.
       }

@@ -36,7 +36,9 @@ export interface ParsedSignature {
  * A trailing line break (editors add one) is tolerated; nothing else is.
  */
 export function parseSignature(sigBytes: Uint8Array, keys: ReadonlyMap<string, PublicKeyInfo>, variant: Variant): ParsedSignature {
-  const text = Buffer.from(sigBytes).toString("latin1").replace(/\r?\n$/, "");
+  const text = Buffer.from(sigBytes)
+    .toString("latin1")
+    .replace(/\r?\n$/, "");
   const m = DETACHED.exec(text);
   if (!m) throw new ReleaseProblem("signature is not a detached compact JWS (header..signature)");
   let header: Record<string, unknown>;

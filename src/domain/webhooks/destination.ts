@@ -23,14 +23,30 @@ const INTERNAL_SUFFIXES = ["localhost", "local", "internal", "localdomain", "lan
 
 const notGlobal = new BlockList();
 for (const [net, bits] of [
-  ["0.0.0.0", 8], ["10.0.0.0", 8], ["100.64.0.0", 10], ["127.0.0.0", 8], ["169.254.0.0", 16], ["172.16.0.0", 12],
-  ["192.0.0.0", 24], ["192.0.2.0", 24], ["192.88.99.0", 24], ["192.168.0.0", 16], ["198.18.0.0", 15],
-  ["198.51.100.0", 24], ["203.0.113.0", 24], ["224.0.0.0", 4], ["240.0.0.0", 4],
+  ["0.0.0.0", 8],
+  ["10.0.0.0", 8],
+  ["100.64.0.0", 10],
+  ["127.0.0.0", 8],
+  ["169.254.0.0", 16],
+  ["172.16.0.0", 12],
+  ["192.0.0.0", 24],
+  ["192.0.2.0", 24],
+  ["192.88.99.0", 24],
+  ["192.168.0.0", 16],
+  ["198.18.0.0", 15],
+  ["198.51.100.0", 24],
+  ["203.0.113.0", 24],
+  ["224.0.0.0", 4],
+  ["240.0.0.0", 4],
 ] as const)
   notGlobal.addSubnet(net, bits, "ipv4");
 // Addresses that embed an IPv4 address (embeddedIPv4) are checked as that address instead.
 for (const [net, bits] of [
-  ["64:ff9b:1::", 48], ["100::", 64], ["2001::", 23], ["2001:db8::", 32], ["2002::", 16],
+  ["64:ff9b:1::", 48],
+  ["100::", 64],
+  ["2001::", 23],
+  ["2001:db8::", 32],
+  ["2002::", 16],
 ] as const)
   notGlobal.addSubnet(net, bits, "ipv6");
 /** Outside 2000::/3 nothing is global unicast (::1, ::, fc00::/7, fe80::/10, ff00::/8 ...). */
@@ -39,7 +55,10 @@ globalUnicast.addSubnet("2000::", 3, "ipv6");
 
 /** Host as written in a URL or the setting, comparable: lower case, no brackets, no trailing dot. */
 export function normalHost(host: string): string {
-  return host.toLowerCase().replace(/^\[|\]$/g, "").replace(/\.$/, "");
+  return host
+    .toLowerCase()
+    .replace(/^\[|\]$/g, "")
+    .replace(/\.$/, "");
 }
 
 /** An IPv6 address's eight 16-bit groups (URL's parser canonicalises it first: a dotted tail becomes two groups); null if it is none. */

@@ -79,7 +79,11 @@ export const DeliveryQuery = closed({
 export type DeliveryQuery = Static<typeof DeliveryQuery>;
 
 /** Adds an endpoint (scope webhooks:write; audit webhook-add). Its secret is answered here only. */
-export async function addWebhookEndpoint(d: AdminDeps, caller: AdminCaller, input: WebhookEndpointCreateInput): Promise<{ endpoint: WebhookEndpointView; secret: string }> {
+export async function addWebhookEndpoint(
+  d: AdminDeps,
+  caller: AdminCaller,
+  input: WebhookEndpointCreateInput,
+): Promise<{ endpoint: WebhookEndpointView; secret: string }> {
   requireScope(caller.principal, "webhooks:write");
   const url = checkEndpointUrl(input.url, d.webhookDestinations ?? NO_EXCEPTIONS);
   const types = amongAllowed(input.events, EVENT_TYPES, "events");

@@ -19,8 +19,7 @@ export interface SendResult {
   readonly error: string | null;
 }
 
-export const systemResolve = async (host: string): Promise<string[]> =>
-  (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+export const systemResolve = async (host: string): Promise<string[]> => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
 
 export const ADDRESS_NOT_ALLOWED = "address not allowed";
 
@@ -84,6 +83,7 @@ function category(e: unknown): string {
   const message = String((e as Error)?.message ?? "");
   if (code === "ECONNREFUSED" || code === "ConnectionRefused") return "connection refused";
   if (code === "ENOTFOUND" || code === "EAI_NONAME" || code === "EAI_AGAIN") return "name not resolved";
-  if (/^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|HOSTNAME_MISMATCH)/.test(code) || /\b(TLS|SSL|certificate)\b/i.test(message)) return "TLS error";
+  if (/^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|HOSTNAME_MISMATCH)/.test(code) || /\b(TLS|SSL|certificate)\b/i.test(message))
+    return "TLS error";
   return "connection failed";
 }

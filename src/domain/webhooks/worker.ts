@@ -173,7 +173,9 @@ export class WebhookWorker {
 
   private launch(c: ClaimedDelivery): void {
     const running: Promise<void> = this.attempt(c)
-      .catch((e: unknown) => this.o.log.warn("webhook attempt could not be recorded; the lease will run out and it is tried again", { delivery: c.delivery.id, error: String(e) }))
+      .catch((e: unknown) =>
+        this.o.log.warn("webhook attempt could not be recorded; the lease will run out and it is tried again", { delivery: c.delivery.id, error: String(e) }),
+      )
       .finally(() => {
         this.inFlight.delete(running);
         this.attempted++;
@@ -199,6 +201,10 @@ export class WebhookWorker {
     );
     if (!recorded) log.warn("webhook attempt made after its lease ran out; not recorded", { delivery: c.delivery.id });
     if (outcome.status === "failed")
-      log.warn("webhook delivery failed", { delivery: c.delivery.id, endpoint: c.endpoint.id, ...(outcome.disableEndpoint ? { endpointDisabled: outcome.disableEndpoint } : {}) });
+      log.warn("webhook delivery failed", {
+        delivery: c.delivery.id,
+        endpoint: c.endpoint.id,
+        ...(outcome.disableEndpoint ? { endpointDisabled: outcome.disableEndpoint } : {}),
+      });
   }
 }

@@ -29,7 +29,13 @@ export function adminLicenseEndpoints(admin: AdminDeps): Endpoint[] {
       budget: "admin",
       querySchema: S.NoQuery,
       audit: "license-create",
-      headers: [{ name: "Idempotency-Key", description: "Makes a retried create safe: the same key and body within 24 h answers the first answer again", schema: S.IdempotencyKeyHeader }],
+      headers: [
+        {
+          name: "Idempotency-Key",
+          description: "Makes a retried create safe: the same key and body within 24 h answers the first answer again",
+          schema: S.IdempotencyKeyHeader,
+        },
+      ],
       body: S.AdminLicenseCreateBody,
       answer: S.AdminLicenseCreated,
       status: 201,

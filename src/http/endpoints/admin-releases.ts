@@ -76,7 +76,8 @@ export function adminReleaseEndpoints(admin: AdminDeps, releases: ReleaseHolder,
     endpoint({
       method: "GET",
       path: "/admin/stats",
-      summary: "Installations seen in the last 30 days by product, lane and version; rollouts' reach; activations and seat_limit refusals per day; licenses expiring within 30 days",
+      summary:
+        "Installations seen in the last 30 days by product, lane and version; rollouts' reach; activations and seat_limit refusals per day; licenses expiring within 30 days",
       auth: { scope: "stats:read" },
       budget: "admin",
       audit: "stats-read",

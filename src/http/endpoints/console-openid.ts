@@ -35,7 +35,10 @@ export function consoleOpenIdEndpoints(deps: ConsoleDeps, audit: Audit, openId: 
       errors: [],
       handler: async () => {
         const { url, state } = await openId.start(callbackUri);
-        return new Response(null, { status: 303, headers: { ...WEB_HEADERS, location: url, "set-cookie": setPendingCookie(deps.site, state, PENDING_SIGN_IN_MS / 1000) } });
+        return new Response(null, {
+          status: 303,
+          headers: { ...WEB_HEADERS, location: url, "set-cookie": setPendingCookie(deps.site, state, PENDING_SIGN_IN_MS / 1000) },
+        });
       },
     }),
     endpoint({
@@ -57,7 +60,10 @@ export function consoleOpenIdEndpoints(deps: ConsoleDeps, audit: Audit, openId: 
         if (q.get("error")) throw new KeyturnError("token_invalid", `The issuer refused the sign-in (${q.get("error")!.slice(0, 100)}).`);
         const { secret, session } = await openId.finish(state, q.get("code"), callbackUri);
         await audit.ok("console-sign-in", { ...context, actor: actorOfSession(session) }, {});
-        const page = plainPage("Signed in", html`<meta http-equiv="refresh" content="0;url=/console/"><p>Signed in as ${session.name}. <a href="/console/">Open the console</a></p>`);
+        const page = plainPage(
+          "Signed in",
+          html`<meta http-equiv="refresh" content="0;url=/console/"><p>Signed in as ${session.name}. <a href="/console/">Open the console</a></p>`,
+        );
         const headers = new Headers({ ...WEB_HEADERS, "content-type": "text/html;charset=utf-8" });
         headers.append("set-cookie", setSessionCookie(deps.site, "console", secret, (session.expires - deps.clock()) / 1000));
         headers.append("set-cookie", setPendingCookie(deps.site, null));

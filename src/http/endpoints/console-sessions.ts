@@ -15,11 +15,15 @@ const { Timestamp, Nullable } = S;
 const ConsoleSessionView = Type.Object(
   {
     id: Type.String({ pattern: "^cs_[0-9a-f]{24}$" }),
-    kind: Type.Union([Type.Literal("token"), Type.Literal("staff")], { description: "token: opened with an admin token; staff: a staff member through the OpenID issuer" }),
+    kind: Type.Union([Type.Literal("token"), Type.Literal("staff")], {
+      description: "token: opened with an admin token; staff: a staff member through the OpenID issuer",
+    }),
     name: Type.String(),
     tokenId: Nullable(Type.String({ pattern: "^tok_" })),
     subject: Nullable(Type.String({ description: "The staff member's subject at the issuer" })),
-    groups: Nullable(Type.Array(Type.String(), { description: "A staff session's groups (those --console-groups names) as the issuer asserted them at sign-in" })),
+    groups: Nullable(
+      Type.Array(Type.String(), { description: "A staff session's groups (those --console-groups names) as the issuer asserted them at sign-in" }),
+    ),
     scopes: Type.Array(Type.String(), { description: "The scopes it holds now: a staff session's from its groups under the site's --console-groups" }),
     created: Timestamp,
     expires: Type.String({ format: "date-time", description: "At the latest: a working day, the admin token's expiry, or the issuer's ID token's" }),

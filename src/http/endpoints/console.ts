@@ -50,7 +50,13 @@ const FIRST_SECTION = [
  * Declares a console page or action: the session from its cookie (none: to the sign-in page), the
  * form of a POST through the Origin and CSRF checks, and a refusal shown as a page.
  */
-export function consolePage<const P extends string>(method: "GET" | "POST", path: P, summary: string, action: AuditAction, run: (p: Page<ParamsOf<P>>) => Promise<Outcome> | Outcome): Endpoint {
+export function consolePage<const P extends string>(
+  method: "GET" | "POST",
+  path: P,
+  summary: string,
+  action: AuditAction,
+  run: (p: Page<ParamsOf<P>>) => Promise<Outcome> | Outcome,
+): Endpoint {
   return endpoint({
     method,
     path,
@@ -61,7 +67,8 @@ export function consolePage<const P extends string>(method: "GET" | "POST", path
     budget: "admin",
     audit: action,
     errors: [],
-    handler: async (call) => webAnswer(await run({ call, params: call.params, session: signedIn(call.session), address: call.context.address, form: call.form })),
+    handler: async (call) =>
+      webAnswer(await run({ call, params: call.params, session: signedIn(call.session), address: call.context.address, form: call.form })),
   });
 }
 
@@ -80,7 +87,10 @@ export function consoleEndpoints(deps: ConsoleDeps, audit: Audit, openId: Consol
     summary: "Sign in to the console with an admin token",
     auth: "none",
     // An unknown token is shown the form again with why; other refusals are the refusal page.
-    page: { back: SIGN_IN, refused: (e) => (e.code === "admin_token_invalid" ? webAnswer(signInPage("The token is unknown, expired or revoked.", 401, e.ref)) : null) },
+    page: {
+      back: SIGN_IN,
+      refused: (e) => (e.code === "admin_token_invalid" ? webAnswer(signInPage("The token is unknown, expired or revoked.", 401, e.ref)) : null),
+    },
     budget: "console",
     audit: "console-sign-in",
     errors: [],
@@ -141,22 +151,41 @@ export function consoleEndpoints(deps: ConsoleDeps, audit: Audit, openId: Consol
       if (!first) throw new KeyturnError("insufficient_scope", "This session holds no scope the console shows.");
       return { redirect: first[1] };
     }),
-    page("GET", "/console/licenses", "Licences: search and the create form", "license-list", (p) => licensesPage(deps, p.session, p.address, new URLSearchParams(p.call.query))),
-    page("POST", "/console/licenses", "Create a licence; its key is shown once", "license-create", (p) => createLicenseAction(deps, p.session, p.address, p.form)),
-    page("GET", "/console/licenses/{id}", "A licence with its installations", "license-show", (p) => licensePage(deps, p.session, p.address, p.params.id, doneMessage(new URLSearchParams(p.call.query)))),
-    page("POST", "/console/licenses/{id}", "Edit a licence's seats, expiry and channels", "license-update", (p) => updateLicenseAction(deps, p.session, p.address, p.params.id, p.form)),
+    page("GET", "/console/licenses", "Licences: search and the create form", "license-list", (p) =>
+      licensesPage(deps, p.session, p.address, new URLSearchParams(p.call.query)),
+    ),
+    page("POST", "/console/licenses", "Create a licence; its key is shown once", "license-create", (p) =>
+      createLicenseAction(deps, p.session, p.address, p.form),
+    ),
+    page("GET", "/console/licenses/{id}", "A licence with its installations", "license-show", (p) =>
+      licensePage(deps, p.session, p.address, p.params.id, doneMessage(new URLSearchParams(p.call.query))),
+    ),
+    page("POST", "/console/licenses/{id}", "Edit a licence's seats, expiry and channels", "license-update", (p) =>
+      updateLicenseAction(deps, p.session, p.address, p.params.id, p.form),
+    ),
     page("POST", "/console/licenses/{id}/revoke", "Revoke a licence", "license-revoke", (p) => revokeLicenseAction(deps, p.session, p.address, p.params.id)),
-    page("POST", "/console/licenses/{id}/reinstate", "Reinstate a revoked licence", "license-reinstate", (p) => reinstateLicenseAction(deps, p.session, p.address, p.params.id)),
-    page("POST", "/console/activations/{id}/deactivate", "Deactivate an installation (frees its seat)", "activation-deactivate", (p) => deactivateAction(deps, p.session, p.address, p.params.id)),
-    page("GET", "/console/audit", "The audit trail with filters", "audit-read", (p) => auditPage(deps, p.session, p.address, new URLSearchParams(p.call.query))),
-    page("GET", "/console/releases", "Lanes, live releases, rollout state and controls, skipped folders", "release-list", (p) => releasesPage(deps, p.session, p.address, doneMessage(new URLSearchParams(p.call.query)))),
+    page("POST", "/console/licenses/{id}/reinstate", "Reinstate a revoked licence", "license-reinstate", (p) =>
+      reinstateLicenseAction(deps, p.session, p.address, p.params.id),
+    ),
+    page("POST", "/console/activations/{id}/deactivate", "Deactivate an installation (frees its seat)", "activation-deactivate", (p) =>
+      deactivateAction(deps, p.session, p.address, p.params.id),
+    ),
+    page("GET", "/console/audit", "The audit trail with filters", "audit-read", (p) =>
+      auditPage(deps, p.session, p.address, new URLSearchParams(p.call.query)),
+    ),
+    page("GET", "/console/releases", "Lanes, live releases, rollout state and controls, skipped folders", "release-list", (p) =>
+      releasesPage(deps, p.session, p.address, doneMessage(new URLSearchParams(p.call.query))),
+    ),
     ...RELEASE_OPS.map((op) =>
       page("POST", `/console/releases/{lane}/{version}/${op}`, `${op[0]!.toUpperCase()}${op.slice(1)} a release`, `release-${op}`, (p) =>
         releaseControlAction(deps, p.session, p.address, p.params.lane, p.params.version, op),
       ),
     ),
-    page("GET", "/console/webhooks", "Webhook endpoints and deliveries", "webhook-list", (p) => webhooksPage(deps, p.session, p.address, new URLSearchParams(p.call.query))),
-    page("POST", "/console/webhook-deliveries/{id}/retry", "Retry a failed webhook delivery", "webhook-retry", (p) => retryDeliveryAction(deps, p.session, p.address, p.params.id)),
+    page("GET", "/console/webhooks", "Webhook endpoints and deliveries", "webhook-list", (p) =>
+      webhooksPage(deps, p.session, p.address, new URLSearchParams(p.call.query)),
+    ),
+    page("POST", "/console/webhook-deliveries/{id}/retry", "Retry a failed webhook delivery", "webhook-retry", (p) =>
+      retryDeliveryAction(deps, p.session, p.address, p.params.id),
+    ),
   ];
 }
-

@@ -68,7 +68,11 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
     params: [
       ...productParam,
       channelParam,
-      { name: "file", description: "latest.yml or <channel>.yml with -mac, -linux, -linux-<arch> for those platforms; an installer a channel file names; <installer>.blockmap" },
+      {
+        name: "file",
+        description:
+          "latest.yml or <channel>.yml with -mac, -linux, -linux-<arch> for those platforms; an installer a channel file names; <installer>.blockmap",
+      },
     ],
     answers: {
       "200": {
@@ -122,7 +126,8 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
   const tauri = endpoint({
     method: "GET",
     path: `${lanePath("tauri")}/{target}/{arch}/{current_version}`,
-    summary: "Tauri v2's updater: the release this installation is served when it is newer than current_version (its minisign .sig text as signature), else 204",
+    summary:
+      "Tauri v2's updater: the release this installation is served when it is newer than current_version (its minisign .sig text as signature), else 204",
     auth: "entitlement",
     budget: "api",
     audit: "update",
@@ -156,7 +161,13 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
       const signature = served.manifest.feeds?.tauri?.signature;
       if (!signature || compareVersions(served.manifest.version, current[1]!) <= 0) return new Response(null, { status: 204 });
       const text = new TextDecoder().decode(feeds.feedFile(served, signature));
-      const body = tauriJson({ version: served.manifest.version, url: updateUrl(served), signature: text, notes: notesOf(served), pubDate: isoTime(served.manifest.released) });
+      const body = tauriJson({
+        version: served.manifest.version,
+        url: updateUrl(served),
+        signature: text,
+        notes: notesOf(served),
+        pubDate: isoTime(served.manifest.released),
+      });
       return feedDocument(request, body, "application/json");
     },
   });
@@ -164,13 +175,18 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
   const sparkle = endpoint({
     method: "GET",
     path: `${lanePath("sparkle")}/appcast.xml`,
-    summary: "Sparkle's appcast: the releases of the site's macOS platforms this installation may install, newest first, with the vendor's edSignature (only on a site with a mac-* platform)",
+    summary:
+      "Sparkle's appcast: the releases of the site's macOS platforms this installation may install, newest first, with the vendor's edSignature (only on a site with a mac-* platform)",
     auth: "entitlement",
     budget: "api",
     audit: "update",
     params: [...productParam, channelParam],
     answers: {
-      "200": { description: "An RSS 2.0 appcast with Sparkle's namespace", content: { "application/rss+xml": { schema: { type: "string" } } }, headers: DOCUMENT_HEADERS },
+      "200": {
+        description: "An RSS 2.0 appcast with Sparkle's namespace",
+        content: { "application/rss+xml": { schema: { type: "string" } } },
+        headers: DOCUMENT_HEADERS,
+      },
       "304": NOT_MODIFIED,
     },
     errors: [...FEED_ERRORS],
@@ -193,13 +209,18 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
   const velopack = endpoint({
     method: "GET",
     path: `${lanePath("velopack")}/{file}`,
-    summary: "Velopack's releases.{os}.json: the full packages of the site's platforms of that system this installation may install, FileName on the update path",
+    summary:
+      "Velopack's releases.{os}.json: the full packages of the site's platforms of that system this installation may install, FileName on the update path",
     auth: "entitlement",
     budget: "api",
     audit: "update",
     params: [...productParam, channelParam, { name: "file", description: "releases.win.json, releases.osx.json or releases.linux.json" }],
     answers: {
-      "200": { description: '{ "Assets": [{ PackageId, Version, Type, FileName, SHA1, SHA256, Size, NotesMarkdown }] }', content: { "application/json": { schema: { type: "object", required: ["Assets"] } } }, headers: DOCUMENT_HEADERS },
+      "200": {
+        description: '{ "Assets": [{ PackageId, Version, Type, FileName, SHA1, SHA256, Size, NotesMarkdown }] }',
+        content: { "application/json": { schema: { type: "object", required: ["Assets"] } } },
+        headers: DOCUMENT_HEADERS,
+      },
       "304": NOT_MODIFIED,
     },
     errors: [...FEED_ERRORS],

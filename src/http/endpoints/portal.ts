@@ -74,7 +74,10 @@ export function portalEndpoints(deps: ConsoleDeps, audit: Audit): Endpoint[] {
       budget: "signin",
       audit: "portal-sign-in",
       // An unknown key is shown the form again with why; other refusals are the refusal page.
-      page: { back: HOME, refused: (e) => (e.code === "license_unknown" ? webAnswer(portalSignInPage("That key is not known. Check it and try again.", e.ref)) : null) },
+      page: {
+        back: HOME,
+        refused: (e) => (e.code === "license_unknown" ? webAnswer(portalSignInPage("That key is not known. Check it and try again.", e.ref)) : null),
+      },
       errors: [],
       handler: async ({ form, context }) => {
         const license = await licenseOfKey(deps.admin, form.get("key"));
@@ -84,16 +87,28 @@ export function portalEndpoints(deps: ConsoleDeps, audit: Audit): Endpoint[] {
       },
     }),
     signOutEndpoint(deps, audit, { kind: "portal", path: "/portal/sign-out", budget: "api", action: "portal-sign-out", signedOut: HOME, back: HOME }),
-    page("POST", "/portal/installations/{id}/deactivate", "Deactivate one of the licence's installations (frees its seat)", "activation-deactivate", "api", (call, session) =>
-      portalDeactivateAction(deps, session, call.context.address, call.params.id),
+    page(
+      "POST",
+      "/portal/installations/{id}/deactivate",
+      "Deactivate one of the licence's installations (frees its seat)",
+      "activation-deactivate",
+      "api",
+      (call, session) => portalDeactivateAction(deps, session, call.context.address, call.params.id),
     ),
     page("POST", "/portal/offline", "Offline activation: a request code in, the answer code out", "activate", "signin", (call, session) =>
       portalOfflineAction(deps, session, call.context.address, call.form),
     ),
-    page("GET", "/portal/download/{product}/{channel}/{platform}", "The newest installer of one of the licence's channels", "update", "api", async (call, session) => {
-      const { product, channel, platform } = call.params;
-      const release = await portalInstaller(deps, session, product, channel, platform);
-      return serveFile(call.request, deps.releases.verifiedInstaller(release), release.manifest.size, installerEtag(release), release.manifest.installer);
-    }),
+    page(
+      "GET",
+      "/portal/download/{product}/{channel}/{platform}",
+      "The newest installer of one of the licence's channels",
+      "update",
+      "api",
+      async (call, session) => {
+        const { product, channel, platform } = call.params;
+        const release = await portalInstaller(deps, session, product, channel, platform);
+        return serveFile(call.request, deps.releases.verifiedInstaller(release), release.manifest.size, installerEtag(release), release.manifest.installer);
+      },
+    ),
   ];
 }

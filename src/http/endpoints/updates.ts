@@ -28,8 +28,7 @@ const UpdateQuery = Type.Object(
 /** The documented answers of the update files beyond refusals. */
 const UPDATE_ANSWERS: Record<string, ExtraAnswer> = {
   "200": {
-    description:
-      "The manifest or its signature, byte for byte as signed (Accept-Ranges: none); or the whole installer (Accept-Ranges: bytes)",
+    description: "The manifest or its signature, byte for byte as signed (Accept-Ranges: none); or the whole installer (Accept-Ranges: bytes)",
     content: {
       "application/json": { schema: { description: "The signed manifest" } },
       "application/jose": { schema: { type: "string", description: "Detached compact JWS over the manifest's bytes" } },
@@ -69,7 +68,8 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
     endpoint({
       method: "GET",
       path: `/updates/${withProduct ? "{product}/" : ""}{channel}/{platform}/{file}`,
-      summary: "The manifest or signature of the release this installation is served (its newest admitted by any rollout, not withdrawn), or the installer of that release or an older one",
+      summary:
+        "The manifest or signature of the release this installation is served (its newest admitted by any rollout, not withdrawn), or the installer of that release or an older one",
       auth: "entitlement",
       budget: "api",
       audit: "update",
@@ -82,8 +82,7 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
         const { channel, platform, file } = p;
         const product = withProduct ? (p.product ?? "") : null;
         if (file !== v.manifestFile && file !== sigFile && !isInstallerName(file)) throw new KeyturnError("not_found", "There is nothing at this address.");
-        if (!principal.claims.chn.includes(channel))
-          throw new KeyturnError("channel_not_allowed", `The entitlement does not include the ${channel} channel.`);
+        if (!principal.claims.chn.includes(channel)) throw new KeyturnError("channel_not_allowed", `The entitlement does not include the ${channel} channel.`);
 
         const index = await releases.ready();
         const who = { dev: principal.claims.dev, kind: principal.claims.kind };
@@ -97,7 +96,8 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
           // An older release's own manifest: only one this installation could install (not withdrawn, not ahead of its rollout).
           const named = index.releasesOf(product, channel, platform).find((r) => r.manifest.version === version);
           const release = named && (await selection.installerAllowed(index, who, named)) ? index.withBytes(named) : null;
-          if (!release) throw new KeyturnError("not_found", `${laneName(product, channel, platform)} has no release ${version.slice(0, 64)} for this installation.`);
+          if (!release)
+            throw new KeyturnError("not_found", `${laneName(product, channel, platform)} has no release ${version.slice(0, 64)} for this installation.`);
           if (file === sigFile) return serveBytes(request, release.signatureBytes, release.signatureEtag, "application/jose");
           return serveBytes(request, release.manifestBytes, release.manifestEtag, "application/json");
         }

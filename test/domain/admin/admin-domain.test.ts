@@ -14,13 +14,7 @@ import { EVENT_TYPES } from "../../../src/domain/events";
 import { sha256Hex } from "../../../src/domain/ids";
 import { pruneRecords } from "../../../src/domain/retention";
 import * as webhooks from "../../../src/domain/webhooks/endpoints";
-import {
-  listWebhookEndpoints,
-  removeWebhookEndpoint,
-  retryDelivery,
-  setWebhookEndpointEnabled,
-  showDelivery,
-} from "../../../src/domain/webhooks/endpoints";
+import { listWebhookEndpoints, removeWebhookEndpoint, retryDelivery, setWebhookEndpointEnabled, showDelivery } from "../../../src/domain/webhooks/endpoints";
 import { device, testSite, type TestSite } from "../../helpers";
 
 const TTL = 7 * 86400;
@@ -37,13 +31,17 @@ const body = (extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 // The operations as HTTP, the console and the CLI reach them: their input decoded with its model first.
-const createLicense = async (d: AdminDeps, caller: AdminCaller, input: unknown, idempotencyKey?: unknown) => licenses.createLicense(d, caller, decode(licenses.LicenseCreateInput, input), idempotencyKey);
-const updateLicense = async (d: AdminDeps, caller: AdminCaller, id: unknown, input: unknown) => licenses.updateLicense(d, caller, id, decode(licenses.LicenseUpdateInput, input));
+const createLicense = async (d: AdminDeps, caller: AdminCaller, input: unknown, idempotencyKey?: unknown) =>
+  licenses.createLicense(d, caller, decode(licenses.LicenseCreateInput, input), idempotencyKey);
+const updateLicense = async (d: AdminDeps, caller: AdminCaller, id: unknown, input: unknown) =>
+  licenses.updateLicense(d, caller, id, decode(licenses.LicenseUpdateInput, input));
 const searchLicenses = async (d: AdminDeps, caller: AdminCaller, input: unknown) => licenses.searchLicenses(d, caller, decode(licenses.LicenseQuery, input));
 const queryAudit = async (d: AdminDeps, caller: AdminCaller, input: unknown) => audit.queryAudit(d, caller, decode(audit.AuditQuery, input));
 const readFeed = async (d: AdminDeps, caller: AdminCaller, input: unknown) => feed.readFeed(d, caller, decode(feed.FeedQuery, input));
-const createAdminToken = async (d: AdminDeps, caller: AdminCaller, input: unknown) => tokens.createAdminToken(d, caller, decode(tokens.AdminTokenCreateInput, input));
-const addWebhookEndpoint = async (d: AdminDeps, caller: AdminCaller, input: unknown) => webhooks.addWebhookEndpoint(d, caller, decode(webhooks.WebhookEndpointCreateInput, input));
+const createAdminToken = async (d: AdminDeps, caller: AdminCaller, input: unknown) =>
+  tokens.createAdminToken(d, caller, decode(tokens.AdminTokenCreateInput, input));
+const addWebhookEndpoint = async (d: AdminDeps, caller: AdminCaller, input: unknown) =>
+  webhooks.addWebhookEndpoint(d, caller, decode(webhooks.WebhookEndpointCreateInput, input));
 const listDeliveries = async (d: AdminDeps, caller: AdminCaller, input: unknown) => webhooks.listDeliveries(d, caller, decode(webhooks.DeliveryQuery, input));
 
 async function code(p: Promise<unknown>): Promise<string> {
@@ -132,7 +130,15 @@ describe("license lifecycle", () => {
   test("create answers the key once, writes license.created and an audit line naming the token (never its secret)", async () => {
     await subscribeAll();
     const created = await createLicense(d, as(["licenses:write"], "tok_abc", "billing"), body({ email: "ada@example.com", metadata: { crm: "C-1" } }));
-    expect(created.license).toMatchObject({ licensee: "Ada Lovelace", seats: 2, seatsUsed: 0, email: "ada@example.com", metadata: { crm: "C-1" }, expires: null, revoked: null });
+    expect(created.license).toMatchObject({
+      licensee: "Ada Lovelace",
+      seats: 2,
+      seatsUsed: 0,
+      email: "ada@example.com",
+      metadata: { crm: "C-1" },
+      expires: null,
+      revoked: null,
+    });
     expect((await d.store.getLicense(created.license.id))!.keyHash).not.toContain(created.key);
     expect(await events()).toEqual([{ type: "license.created", data: { license: created.license } }]);
     const [line] = await d.store.listAudit({ licenseId: created.license.id });
@@ -179,7 +185,8 @@ describe("license lifecycle", () => {
     expect(await code(searchLicenses(d, CLI_CALLER, { query: "even", cursor: odd.next }))).toBe("invalid_request");
     expect(await code(searchLicenses(d, CLI_CALLER, { query: "odd", status: "revoked", cursor: odd.next }))).toBe("invalid_request");
     const forged = Buffer.from(JSON.stringify({ q: "0000000000000000", p: { issued: 0, id: "" } })).toString("base64url");
-    for (const bad of [forged, "not a cursor", "eyJ", "x".repeat(600), 5]) expect(await code(searchLicenses(d, CLI_CALLER, { query: "odd", cursor: bad }))).toBe("invalid_request");
+    for (const bad of [forged, "not a cursor", "eyJ", "x".repeat(600), 5])
+      expect(await code(searchLicenses(d, CLI_CALLER, { query: "odd", cursor: bad }))).toBe("invalid_request");
     await revokeLicense(d, CLI_CALLER, made[0]!.license.id);
     expect((await searchLicenses(d, CLI_CALLER, { status: "revoked" })).licenses.map((l) => l.id)).toEqual([made[0]!.license.id]);
     expect((await searchLicenses(d, CLI_CALLER, { status: "active" })).licenses.length).toBe(4);
@@ -192,10 +199,19 @@ describe("license lifecycle", () => {
     expect((await activate(key)).status).toBe(200);
     expect(await code(updateLicense(d, CLI_CALLER, license.id, { seats: 1 }))).toBe("seats_in_use");
     expect((await d.store.getLicense(license.id))!.seats).toBe(3);
-    const updated = await updateLicense(d, CLI_CALLER, key, { seats: 2, plan: "pro", planTitle: "Team", channels: ["stable", "preview"], email: "x@y.example", metadata: { a: "b" } });
+    const updated = await updateLicense(d, CLI_CALLER, key, {
+      seats: 2,
+      plan: "pro",
+      planTitle: "Team",
+      channels: ["stable", "preview"],
+      email: "x@y.example",
+      metadata: { a: "b" },
+    });
     expect(updated.changed).toEqual(["planTitle", "seats", "channels", "email", "metadata"]);
     expect(updated.license).toMatchObject({ seats: 2, seatsUsed: 2, planTitle: "Team", channels: ["stable", "preview"] });
-    expect(await updateLicense(d, CLI_CALLER, license.id, { seats: 2, expires: null, email: "x@y.example", metadata: { a: "b" } })).toMatchObject({ changed: [] });
+    expect(await updateLicense(d, CLI_CALLER, license.id, { seats: 2, expires: null, email: "x@y.example", metadata: { a: "b" } })).toMatchObject({
+      changed: [],
+    });
     await revokeLicense(d, CLI_CALLER, license.id);
     expect(await code(revokeLicense(d, CLI_CALLER, license.id))).toBe("license_revoked");
     expect((await activate(key)).status).toBe(403);
@@ -206,7 +222,9 @@ describe("license lifecycle", () => {
     const all = await events();
     expect(all[3]!.data.changed).toEqual(updated.changed);
     expect(all[4]!.data.tokensValidUntil).toBe(new Date(site.clock() + TTL * 1000).toISOString().replace(".000Z", "+00:00"));
-    expect((await d.store.listAudit({ licenseId: license.id })).map((a) => a.action)).toEqual(expect.arrayContaining(["license-update", "license-revoke", "license-reinstate"]));
+    expect((await d.store.listAudit({ licenseId: license.id })).map((a) => a.action)).toEqual(
+      expect.arrayContaining(["license-update", "license-revoke", "license-reinstate"]),
+    );
   });
 
   test("rekey: license.updated with changed [key], no key in the event; the old key no longer finds the license", async () => {
@@ -239,7 +257,14 @@ describe("license lifecycle", () => {
     expect(view.deactivated).not.toBeNull();
     expect(await code(deactivateActivation(d, CLI_CALLER, second.entitlement.id))).toBe("already_deactivated");
     const all = await events();
-    expect(all.map((e) => e.type)).toEqual(["license.created", "activation.created", "activation.refused", "activation.deactivated", "activation.created", "activation.deactivated"]);
+    expect(all.map((e) => e.type)).toEqual([
+      "license.created",
+      "activation.created",
+      "activation.refused",
+      "activation.deactivated",
+      "activation.created",
+      "activation.deactivated",
+    ]);
     expect(all[5]!.data.activation).toEqual(view);
     expect((await listActivations(d, CLI_CALLER, key)).length).toBe(2);
   });
@@ -251,11 +276,16 @@ describe("license lifecycle", () => {
     const { epoch } = await readFeed(d, CLI_CALLER, {});
     const first = (await readFeed(d, CLI_CALLER, { after: `${epoch}.0`, limit: "1" })) as EventsAnswer;
     expect(first.events.map((e) => e.type)).toEqual(["license.revoked"]);
-    expect(first.events[0]).toMatchObject({ id: expect.stringMatching(/^evt_/), seq: expect.stringMatching(/^\d+$/), timestamp: expect.stringMatching(/\+00:00$/) });
+    expect(first.events[0]).toMatchObject({
+      id: expect.stringMatching(/^evt_/),
+      seq: expect.stringMatching(/^\d+$/),
+      timestamp: expect.stringMatching(/\+00:00$/),
+    });
     const rest = (await readFeed(d, CLI_CALLER, { after: first.cursor })) as EventsAnswer;
     expect(rest.events.map((e) => e.type)).toEqual(["license.reinstated"]);
     expect((await readFeed(d, CLI_CALLER, { after: rest.cursor })).cursor).toBe(rest.cursor);
-    for (const after of ["-1", "x.1.5", "abc", "01", `${epoch}.99999999999999999999`, 3]) expect(await code(readFeed(d, CLI_CALLER, { after }))).toBe("invalid_request");
+    for (const after of ["-1", "x.1.5", "abc", "01", `${epoch}.99999999999999999999`, 3])
+      expect(await code(readFeed(d, CLI_CALLER, { after }))).toBe("invalid_request");
   });
 
   test("audit query: filters, newest first, cursor pages bound to the query", async () => {
@@ -267,7 +297,10 @@ describe("license lifecycle", () => {
     const p1 = await queryAudit(d, CLI_CALLER, { license: license.id, limit: "2" });
     expect(p1.lines.map((l) => l.action)).toEqual(["license-update", "license-update"]);
     const p2 = await queryAudit(d, CLI_CALLER, { license: license.id, limit: "2", cursor: p1.next });
-    expect(p2.lines.map((l) => [l.action, l.actor])).toEqual([["license-update", "cli"], ["license-create", "tok_q (q)"]]);
+    expect(p2.lines.map((l) => [l.action, l.actor])).toEqual([
+      ["license-update", "cli"],
+      ["license-create", "tok_q (q)"],
+    ]);
     expect(p2.next).toBeNull();
     expect(await code(queryAudit(d, CLI_CALLER, { cursor: p1.next }))).toBe("invalid_request");
     expect((await queryAudit(d, CLI_CALLER, { since: new Date(site.clock()).toISOString() })).lines.length).toBe(1);
@@ -279,34 +312,71 @@ describe("bad input to every entry point is invalid_request", () => {
   test("wrong types, too long, unknown fields", async () => {
     const { license } = await createLicense(d, CLI_CALLER, body());
     const cases: Array<[string, () => Promise<unknown>]> = [
-      ...[null, "text", [], 5, body({ extra: 1 }), body({ seats: "2" }), body({ seats: 0 }), body({ seats: 1.5 }), body({ licensee: long }), body({ licensee: "" }),
-        body({ licensee: 7 }), body({ channels: "stable" }), body({ channels: [] }), body({ channels: ["nightly"] }), body({ expires: "tomorrow" }),
-        body({ expires: "2020-01-01T00:00:00Z" }), body({ email: "no-at-sign" }), body({ email: long + "@x" }), body({ metadata: [] }),
-        body({ metadata: { "bad key": "v" } }), body({ metadata: { k: 5 } }), body({ metadata: { k: long } }),
-        body({ metadata: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, "v"])) }), body({ licensee: "a\u0000b" })]
-        .map((b): [string, () => Promise<unknown>] => [`create ${JSON.stringify(b)?.slice(0, 60)}`, () => createLicense(d, CLI_CALLER, b)]),
+      ...[
+        null,
+        "text",
+        [],
+        5,
+        body({ extra: 1 }),
+        body({ seats: "2" }),
+        body({ seats: 0 }),
+        body({ seats: 1.5 }),
+        body({ licensee: long }),
+        body({ licensee: "" }),
+        body({ licensee: 7 }),
+        body({ channels: "stable" }),
+        body({ channels: [] }),
+        body({ channels: ["nightly"] }),
+        body({ expires: "tomorrow" }),
+        body({ expires: "2020-01-01T00:00:00Z" }),
+        body({ email: "no-at-sign" }),
+        body({ email: long + "@x" }),
+        body({ metadata: [] }),
+        body({ metadata: { "bad key": "v" } }),
+        body({ metadata: { k: 5 } }),
+        body({ metadata: { k: long } }),
+        body({ metadata: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, "v"])) }),
+        body({ licensee: "a\u0000b" }),
+      ].map((b): [string, () => Promise<unknown>] => [`create ${JSON.stringify(b)?.slice(0, 60)}`, () => createLicense(d, CLI_CALLER, b)]),
       ["create idempotency key too long", () => createLicense(d, CLI_CALLER, body(), "k".repeat(256))],
       ["create idempotency key not a string", () => createLicense(d, CLI_CALLER, body(), 5)],
-      ...[{ extra: 1 }, { seats: -1 }, { expires: 5 }, { plan: long }, { channels: [1] }, { email: 5 }, [], "x"]
-        .map((b): [string, () => Promise<unknown>] => [`update ${JSON.stringify(b)}`, () => updateLicense(d, CLI_CALLER, license.id, b)]),
+      ...[{ extra: 1 }, { seats: -1 }, { expires: 5 }, { plan: long }, { channels: [1] }, { email: 5 }, [], "x"].map((b): [string, () => Promise<unknown>] => [
+        `update ${JSON.stringify(b)}`,
+        () => updateLicense(d, CLI_CALLER, license.id, b),
+      ]),
       ["update id too long", () => updateLicense(d, CLI_CALLER, long, {})],
       ["show id not a string", () => showLicense(d, CLI_CALLER, 5)],
       ["revoke id empty", () => revokeLicense(d, CLI_CALLER, "")],
       ["reinstate id object", () => reinstateLicense(d, CLI_CALLER, {})],
       ["activations id long", () => listActivations(d, CLI_CALLER, long)],
       ["deactivate id number", () => deactivateActivation(d, CLI_CALLER, 1)],
-      ...[{ status: "gone" }, { limit: "0" }, { limit: "1001" }, { limit: "x" }, { extra: "1" }, { query: long }, "x"]
-        .map((q): [string, () => Promise<unknown>] => [`search ${JSON.stringify(q)}`, () => searchLicenses(d, CLI_CALLER, q)]),
-      ...[{ since: "yesterday" }, { license: long }, { limit: "501" }, { other: 1 }]
-        .map((q): [string, () => Promise<unknown>] => [`audit ${JSON.stringify(q)}`, () => queryAudit(d, CLI_CALLER, q)]),
+      ...[{ status: "gone" }, { limit: "0" }, { limit: "1001" }, { limit: "x" }, { extra: "1" }, { query: long }, "x"].map(
+        (q): [string, () => Promise<unknown>] => [`search ${JSON.stringify(q)}`, () => searchLicenses(d, CLI_CALLER, q)],
+      ),
+      ...[{ since: "yesterday" }, { license: long }, { limit: "501" }, { other: 1 }].map((q): [string, () => Promise<unknown>] => [
+        `audit ${JSON.stringify(q)}`,
+        () => queryAudit(d, CLI_CALLER, q),
+      ]),
       ...[{ limit: "1001" }, { x: 1 }].map((q): [string, () => Promise<unknown>] => [`feed ${JSON.stringify(q)}`, () => readFeed(d, CLI_CALLER, q)]),
-      ...[{ name: "x" }, { name: "x", scopes: ["root"] }, { name: "x", scopes: "admin" }, { name: long, scopes: ["admin"] }, { name: "x", scopes: ["admin"], expires: "2020-01-01" }, { name: "x", scopes: ["admin"], x: 1 }]
-        .map((b): [string, () => Promise<unknown>] => [`token ${JSON.stringify(b).slice(0, 60)}`, () => createAdminToken(d, CLI_CALLER, b)]),
+      ...[
+        { name: "x" },
+        { name: "x", scopes: ["root"] },
+        { name: "x", scopes: "admin" },
+        { name: long, scopes: ["admin"] },
+        { name: "x", scopes: ["admin"], expires: "2020-01-01" },
+        { name: "x", scopes: ["admin"], x: 1 },
+      ].map((b): [string, () => Promise<unknown>] => [`token ${JSON.stringify(b).slice(0, 60)}`, () => createAdminToken(d, CLI_CALLER, b)]),
       ["token revoke id", () => revokeAdminToken(d, CLI_CALLER, null)],
-      ...[{ url: "http://hooks.example/x", events: ["license.created"] }, { url: "ftp://127.0.0.1/x", events: ["license.created"] }, { url: "https://u:p@hooks.example/", events: ["license.created"] },
-        { url: "not a url", events: ["license.created"] }, { url: "https://hooks.example/" + long, events: ["license.created"] }, { url: "https://hooks.example/", events: ["license.nope"] },
-        { url: "https://hooks.example/", events: [] }, { url: "https://hooks.example/", events: ["license.created"], secret: "mine" }]
-        .map((b): [string, () => Promise<unknown>] => [`webhook add ${JSON.stringify(b).slice(0, 60)}`, () => addWebhookEndpoint(d, CLI_CALLER, b)]),
+      ...[
+        { url: "http://hooks.example/x", events: ["license.created"] },
+        { url: "ftp://127.0.0.1/x", events: ["license.created"] },
+        { url: "https://u:p@hooks.example/", events: ["license.created"] },
+        { url: "not a url", events: ["license.created"] },
+        { url: "https://hooks.example/" + long, events: ["license.created"] },
+        { url: "https://hooks.example/", events: ["license.nope"] },
+        { url: "https://hooks.example/", events: [] },
+        { url: "https://hooks.example/", events: ["license.created"], secret: "mine" },
+      ].map((b): [string, () => Promise<unknown>] => [`webhook add ${JSON.stringify(b).slice(0, 60)}`, () => addWebhookEndpoint(d, CLI_CALLER, b)]),
       ["webhook remove id", () => removeWebhookEndpoint(d, CLI_CALLER, [])],
       ["deliveries status", () => listDeliveries(d, CLI_CALLER, { status: "lost" })],
       ["deliveries cursor", () => listDeliveries(d, CLI_CALLER, { cursor: "abc" })],

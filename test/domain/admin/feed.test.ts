@@ -22,9 +22,19 @@ beforeEach(async () => {
 });
 afterEach(() => site.close());
 
-const control = (op: ReleaseControlOp, lane: string, version: string) => new ReleaseControls(site.composed.store, site.clock, VARIANTS.alpha).apply(op, lane, version);
+const control = (op: ReleaseControlOp, lane: string, version: string) =>
+  new ReleaseControls(site.composed.store, site.clock, VARIANTS.alpha).apply(op, lane, version);
 
-const body = { licensee: "Ada Lovelace", organization: "Analytical Engines Ltd", plan: "pro", planTitle: "Professional", seats: 3, channels: ["stable"], email: "ada@example.com", metadata: { crm: "A-17" } };
+const body = {
+  licensee: "Ada Lovelace",
+  organization: "Analytical Engines Ltd",
+  plan: "pro",
+  planTitle: "Professional",
+  seats: 3,
+  channels: ["stable"],
+  email: "ada@example.com",
+  metadata: { crm: "A-17" },
+};
 
 async function activate(key: string, dev = device("alpha", { name: "Ada's laptop" })) {
   const res = await site.request("POST", "/licenses/activate", { body: { key, device: dev } });
@@ -73,7 +83,7 @@ describe("a feed:read token sees ids, times and controls only", () => {
     expect(page.events.map((e) => e.type)).toEqual(["activation.deactivated", "license.updated", "license.revoked", "release.halted"]);
     const snapshot = await readFeed(d, CLI_CALLER, {});
     for (const text of [JSON.stringify(page), JSON.stringify(snapshot)])
-      for (const secret of ["Ada", "Analytical", "example.com", "A-17", "crm", "laptop", "Professional", "\"pro\""]) expect(text).not.toContain(secret);
+      for (const secret of ["Ada", "Analytical", "example.com", "A-17", "crm", "laptop", "Professional", '"pro"']) expect(text).not.toContain(secret);
     expect(page.events[0]!.data).toEqual({ activation: { id: a.entitlement.id, license: license.id }, tokensValidUntil: expect.any(String) });
     const updated = page.events[1]!.data as { license: unknown; changed: string[] };
     expect(Object.keys(updated)).toEqual(["license", "changed"]);

@@ -18,7 +18,10 @@ const lines = async (s: TestSite) => (await s.composed.store.listAudit({ limit: 
 
 test("successful admin reads are audited with the token as actor, once per token, action and licence within the window", async () => {
   site = await testSite("alpha");
-  const { token: t, secret } = await createAdminToken(site.composed.services.admin, CLI_CALLER, { name: "support", scopes: ["licenses:read", "feed:read", "activations:read"] });
+  const { token: t, secret } = await createAdminToken(site.composed.services.admin, CLI_CALLER, {
+    name: "support",
+    scopes: ["licenses:read", "feed:read", "activations:read"],
+  });
   const actor = `${t.id} (support)`;
   const a = await createLicense(site);
   const b = await createLicense(site);

@@ -154,7 +154,15 @@ describe("a successful exchange", () => {
       expect(r.body.entitlement.id).toMatch(/^act_/);
       const claims = decodeJwt(r.body.token);
       expect(decodeProtectedHeader(r.body.token)).toMatchObject({ alg: "ES256", typ: site.composed.config.variant.tokenTyp });
-      expect(claims).toMatchObject({ iss: BASE_URL, kind: "staff", lic: "staff:00u-grace", name: "Grace Hopper", org: "Keyturn Ltd", plan: "staff", chn: ["stable", "preview"] });
+      expect(claims).toMatchObject({
+        iss: BASE_URL,
+        kind: "staff",
+        lic: "staff:00u-grace",
+        name: "Grace Hopper",
+        org: "Keyturn Ltd",
+        plan: "staff",
+        chn: ["stable", "preview"],
+      });
     });
 
   test("refresh, current and deactivate work for a staff token as for a license token", async () => {
@@ -217,7 +225,11 @@ describe("a successful exchange", () => {
     const events = (await site.composed.store.listEvents({ after: 0, limit: 10 })).map((e) => ({ type: e.type, data: JSON.parse(e.data) }));
     expect(events.map((e) => e.type)).toEqual(["staff.signed_in", "staff.signed_in", "activation.refused"]);
     expect(events[0]!.data.activation).toMatchObject({ id: first.body.entitlement.id, license: "staff:00u-grace", kind: "staff", name: "Office PC" });
-    expect(events[2]!.data).toMatchObject({ license: { id: "staff:00u-grace" }, device: { name: "Laptop" }, holders: [expect.objectContaining({ id: first.body.entitlement.id })] });
+    expect(events[2]!.data).toMatchObject({
+      license: { id: "staff:00u-grace" },
+      device: { name: "Laptop" },
+      holders: [expect.objectContaining({ id: first.body.entitlement.id })],
+    });
   });
 
   test("licensee: the name claim, else email, else sub", async () => {
@@ -233,8 +245,18 @@ describe("a successful exchange", () => {
     const ok = await signIn(site, device("gamma"));
     const bad = await signIn(site, device("gamma"), { amr: ["pwd"] });
     const audit = await site.composed.store.listAudit({});
-    expect(audit.find((a) => a.outcome === "ok")).toMatchObject({ action: "sign-in", licenseId: "staff:00u-grace", activationId: ok.body.entitlement.id, actor: "staff:00u-grace (Grace Hopper)" });
-    expect(audit.find((a) => a.ref === bad.body.ref)).toMatchObject({ action: "sign-in", outcome: "refused", error: "mfa_required", licenseId: "staff:00u-grace" });
+    expect(audit.find((a) => a.outcome === "ok")).toMatchObject({
+      action: "sign-in",
+      licenseId: "staff:00u-grace",
+      activationId: ok.body.entitlement.id,
+      actor: "staff:00u-grace (Grace Hopper)",
+    });
+    expect(audit.find((a) => a.ref === bad.body.ref)).toMatchObject({
+      action: "sign-in",
+      outcome: "refused",
+      error: "mfa_required",
+      licenseId: "staff:00u-grace",
+    });
   });
 
   test("a revoked staff license refuses the person's sign-in; signing in again does not lift it", async () => {

@@ -22,10 +22,29 @@ afterAll(() => rmSync(certDir, { recursive: true, force: true }));
 function certificate() {
   const cert = join(certDir, "hooks.crt");
   const key = join(certDir, "hooks.key");
-  execFileSync("openssl", [
-    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
-    "-days", "2", "-subj", "/CN=hooks.example", "-addext", "subjectAltName=DNS:hooks.example",
-  ], { stdio: "ignore" });
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:P-256",
+      "-nodes",
+      "-keyout",
+      key,
+      "-out",
+      cert,
+      "-days",
+      "2",
+      "-subj",
+      "/CN=hooks.example",
+      "-addext",
+      "subjectAltName=DNS:hooks.example",
+    ],
+    { stdio: "ignore" },
+  );
   return { cert: readFileSync(cert, "utf8"), key: readFileSync(key, "utf8") };
 }
 const tls = certificate();
@@ -35,7 +54,11 @@ let clock: ReturnType<typeof testClock>;
 let receiver: Receiver;
 let d: AdminDeps;
 const licenseBody = { licensee: "Ada", organization: "AE", plan: "pro", planTitle: "Pro", seats: 1, channels: ["stable"] };
-const code = (p: Promise<unknown>) => p.then(() => "ok", (e: { code?: string; message?: string }) => `${e.code}: ${e.message}`);
+const code = (p: Promise<unknown>) =>
+  p.then(
+    () => "ok",
+    (e: { code?: string; message?: string }) => `${e.code}: ${e.message}`,
+  );
 
 beforeEach(async () => {
   clock = testClock(Date.now());
@@ -71,15 +94,41 @@ async function onlyAttempt() {
 describe("webhook destinations", () => {
   test("creation refuses loopback, private, link-local, mapped, decimal/octal/hex IPs, internal names and plain http: invalid_request naming url", async () => {
     const refused = [
-      "https://127.0.0.1/h", "https://127.1/h", "https://2130706433/h", "https://0x7f000001/h", "https://0177.0.0.1/h",
-      "https://localhost/h", "https://LOCALHOST./h", "https://app.localhost/h", "https://[::1]/h", "https://[::ffff:127.0.0.1]/h",
-      "https://[::ffff:7f00:1]/h", "https://0.0.0.0/h", "https://10.1.2.3/h", "https://172.16.0.9/h", "https://192.168.1.1/h",
-      "https://169.254.169.254/latest/meta-data", "https://100.64.0.1/h", "https://[fd00::1]/h", "https://[fe80::1]/h",
-      "https://[::]/h", "https://224.0.0.1/h", "https://intranet/h", "https://metadata.google.internal/h", "https://printer.local/h",
-      "https://router.home.arpa/h", "https://db.lan/h", "http://hooks.example/h", "http://127.0.0.1:22/h", "http://[::1]:6379/h",
+      "https://127.0.0.1/h",
+      "https://127.1/h",
+      "https://2130706433/h",
+      "https://0x7f000001/h",
+      "https://0177.0.0.1/h",
+      "https://localhost/h",
+      "https://LOCALHOST./h",
+      "https://app.localhost/h",
+      "https://[::1]/h",
+      "https://[::ffff:127.0.0.1]/h",
+      "https://[::ffff:7f00:1]/h",
+      "https://0.0.0.0/h",
+      "https://10.1.2.3/h",
+      "https://172.16.0.9/h",
+      "https://192.168.1.1/h",
+      "https://169.254.169.254/latest/meta-data",
+      "https://100.64.0.1/h",
+      "https://[fd00::1]/h",
+      "https://[fe80::1]/h",
+      "https://[::]/h",
+      "https://224.0.0.1/h",
+      "https://intranet/h",
+      "https://metadata.google.internal/h",
+      "https://printer.local/h",
+      "https://router.home.arpa/h",
+      "https://db.lan/h",
+      "http://hooks.example/h",
+      "http://127.0.0.1:22/h",
+      "http://[::1]:6379/h",
     ];
     for (const url of refused)
-      expect([url, await code(addWebhookEndpoint(d, CLI_CALLER, { url, events: ["license.created"] }))]).toEqual([url, expect.stringMatching(/^invalid_request: url /)]);
+      expect([url, await code(addWebhookEndpoint(d, CLI_CALLER, { url, events: ["license.created"] }))]).toEqual([
+        url,
+        expect.stringMatching(/^invalid_request: url /),
+      ]);
     for (const url of ["https://hooks.example/h", "https://8.8.8.8/h", "https://[2606:4700::1111]/h", "https://hooks.example:8443/h"])
       expect([url, await code(addWebhookEndpoint(d, CLI_CALLER, { url, events: ["license.created"] }))]).toEqual([url, "ok"]);
     // hosts the operator names are allowed, over http too
@@ -91,16 +140,47 @@ describe("webhook destinations", () => {
 
   test("address classes: public ones pass, the rest do not", () => {
     for (const a of ["8.8.8.8", "93.184.215.14", "2606:4700::1111", "::ffff:8.8.8.8"]) expect([a, isPublicAddress(a)]).toEqual([a, true]);
-    for (const a of ["127.0.0.1", "10.0.0.1", "172.31.255.255", "192.168.0.1", "169.254.169.254", "100.100.100.200", "0.0.0.0", "255.255.255.255",
-      "::1", "::", "::ffff:10.0.0.1", "::ffff:7f00:1", "fc00::1", "fe80::1", "ff02::1", "64:ff9b::a00:1", "2002:a00:1::1", "2001:db8::1", "not an ip"])
+    for (const a of [
+      "127.0.0.1",
+      "10.0.0.1",
+      "172.31.255.255",
+      "192.168.0.1",
+      "169.254.169.254",
+      "100.100.100.200",
+      "0.0.0.0",
+      "255.255.255.255",
+      "::1",
+      "::",
+      "::ffff:10.0.0.1",
+      "::ffff:7f00:1",
+      "fc00::1",
+      "fe80::1",
+      "ff02::1",
+      "64:ff9b::a00:1",
+      "2002:a00:1::1",
+      "2001:db8::1",
+      "not an ip",
+    ])
       expect([a, isPublicAddress(a)]).toEqual([a, false]);
   });
 
   test("IPv6 forms that embed an IPv4 address (mapped, SIIT ::ffff:0:a.b.c.d, NAT64 64:ff9b::/96) are judged as that IPv4 address", async () => {
-    const privateOnes = ["::ffff:0:127.0.0.1", "::ffff:0:7f00:1", "::ffff:0:10.0.0.1", "0:0:0:0:ffff:0:c0a8:101", "::FFFF:0:169.254.169.254", "64:ff9b::127.0.0.1", "64:ff9b::a9fe:a9fe", "::ffff:192.168.1.1"];
+    const privateOnes = [
+      "::ffff:0:127.0.0.1",
+      "::ffff:0:7f00:1",
+      "::ffff:0:10.0.0.1",
+      "0:0:0:0:ffff:0:c0a8:101",
+      "::FFFF:0:169.254.169.254",
+      "64:ff9b::127.0.0.1",
+      "64:ff9b::a9fe:a9fe",
+      "::ffff:192.168.1.1",
+    ];
     for (const a of privateOnes) {
       expect([a, embeddedIPv4(a) !== null, isPublicAddress(a)]).toEqual([a, true, false]);
-      expect([a, await code(addWebhookEndpoint(d, CLI_CALLER, { url: `https://[${a}]/h`, events: ["license.created"] }))]).toEqual([a, expect.stringMatching(/^invalid_request: url /)]);
+      expect([a, await code(addWebhookEndpoint(d, CLI_CALLER, { url: `https://[${a}]/h`, events: ["license.created"] }))]).toEqual([
+        a,
+        expect.stringMatching(/^invalid_request: url /),
+      ]);
       expect(refusedAddresses(NO_EXCEPTIONS, ["93.184.215.14", a])).toBe(a);
     }
     expect(embeddedIPv4("::ffff:0:192.0.2.33")).toBe("192.0.2.33");
@@ -163,8 +243,14 @@ describe("webhook destinations", () => {
     try {
       const base = { variant: "alpha", "base-url": "https://x.example", data: join(dir, "data"), keys: dir, releases: dir };
       expect(toConfig(base, "admin").webhookAllowHosts).toEqual([]);
-      expect(toConfig({ ...base, "webhook-allow-hosts": "Hooks.Internal., 127.0.0.1,[0:0::1], fd00::0:1" }, "admin").webhookAllowHosts).toEqual(["hooks.internal", "127.0.0.1", "::1", "fd00::1"]);
-      for (const bad of ["http://x", "a b", "x/y", "-x.example"]) expect(() => toConfig({ ...base, "webhook-allow-hosts": bad }, "admin")).toThrow(/not a host name or address/);
+      expect(toConfig({ ...base, "webhook-allow-hosts": "Hooks.Internal., 127.0.0.1,[0:0::1], fd00::0:1" }, "admin").webhookAllowHosts).toEqual([
+        "hooks.internal",
+        "127.0.0.1",
+        "::1",
+        "fd00::1",
+      ]);
+      for (const bad of ["http://x", "a b", "x/y", "-x.example"])
+        expect(() => toConfig({ ...base, "webhook-allow-hosts": bad }, "admin")).toThrow(/not a host name or address/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

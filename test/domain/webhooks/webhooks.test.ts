@@ -4,7 +4,14 @@ import { silentLogger } from "../../../src/config/log";
 import { VARIANTS } from "../../../src/config/variants";
 import { CLI_CALLER, type AdminDeps } from "../../../src/domain/admin/deps";
 import { createLicense, revokeLicense } from "../../../src/domain/admin/licenses";
-import { addWebhookEndpoint, listDeliveries, retryDelivery, rotateWebhookSecret, setWebhookEndpointEnabled, showDelivery } from "../../../src/domain/webhooks/endpoints";
+import {
+  addWebhookEndpoint,
+  listDeliveries,
+  retryDelivery,
+  rotateWebhookSecret,
+  setWebhookEndpointEnabled,
+  showDelivery,
+} from "../../../src/domain/webhooks/endpoints";
 import { RETRY_DELAYS_MS, WebhookWorker } from "../../../src/domain/webhooks/worker";
 import { testClock, testSite, type TestSite } from "../../helpers";
 import { closedPort, startReceiver, type Receiver } from "../../webhook-receiver";
@@ -13,7 +20,15 @@ let site: TestSite;
 let d: AdminDeps;
 let receiver: Receiver;
 let clock: ReturnType<typeof testClock>;
-const body = (extra: Record<string, unknown> = {}) => ({ licensee: "Ada", organization: "AE", plan: "pro", planTitle: "Pro", seats: 1, channels: ["stable"], ...extra });
+const body = (extra: Record<string, unknown> = {}) => ({
+  licensee: "Ada",
+  organization: "AE",
+  plan: "pro",
+  planTitle: "Pro",
+  seats: 1,
+  channels: ["stable"],
+  ...extra,
+});
 // The receivers are on loopback: allowed as an operator would allow an internal receiver.
 const destinations = { allowHosts: ["127.0.0.1"] };
 const worker = (timeoutMs?: number) => new WebhookWorker({ store: d.store, clock, log: silentLogger, timeoutMs, destinations });
@@ -50,9 +65,16 @@ describe("webhooks out", () => {
       expect(() => verify("whsec_" + Buffer.alloc(24, 1).toString("base64"), r)).toThrow();
     }
     const created = receiver.received.find((r) => JSON.parse(r.body).type === "license.created")!;
-    expect(JSON.parse(created.body)).toEqual({ type: "license.created", timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/), data: { license: expect.objectContaining({ id: license.id }) } });
+    expect(JSON.parse(created.body)).toEqual({
+      type: "license.created",
+      timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/),
+      data: { license: expect.objectContaining({ id: license.id }) },
+    });
     const { deliveries } = await listDeliveries(d, CLI_CALLER, {});
-    expect(deliveries.map((x) => [x.status, x.attempts])).toEqual([["delivered", 1], ["delivered", 1]]);
+    expect(deliveries.map((x) => [x.status, x.attempts])).toEqual([
+      ["delivered", 1],
+      ["delivered", 1],
+    ]);
     const shown = await showDelivery(d, CLI_CALLER, deliveries[0]!.id);
     expect(shown.attempts).toEqual([expect.objectContaining({ attempt: 1, statusCode: 204, error: null })]);
 
@@ -185,7 +207,11 @@ describe("webhooks out", () => {
       const rest = await listDeliveries(d, CLI_CALLER, { endpoint: a.id, limit: "2", cursor: first.next! });
       expect(rest.deliveries.length).toBe(1);
       expect(rest.next).toBeNull();
-      const code = (q: Record<string, unknown>) => listDeliveries(d, CLI_CALLER, q).then(() => "ok", (e: { code: string }) => e.code);
+      const code = (q: Record<string, unknown>) =>
+        listDeliveries(d, CLI_CALLER, q).then(
+          () => "ok",
+          (e: { code: string }) => e.code,
+        );
       expect(await code({ endpoint: b.id, cursor: first.next! })).toBe("invalid_request");
       expect(await code({ endpoint: a.id, status: "failed", cursor: first.next! })).toBe("invalid_request");
       expect(await code({ cursor: first.next! })).toBe("invalid_request");
