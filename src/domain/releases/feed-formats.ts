@@ -2,8 +2,8 @@ import type { Manifest } from "./manifest";
 import type { Release } from "./release-index";
 
 /**
- * The answers of the existing updaters' feeds, each as its client reads it (the facts, with where
- * they were read, are in ../shared/reference/peers.md sections 1–4).
+ * The answers of the existing updaters' feeds, each as its client reads it (docs/releases.md,
+ * "Feeds for existing updaters", says which fields each client reads).
  */
 
 // ---- which of the site's platforms a feed's names stand for ----
