@@ -16,7 +16,8 @@ async function setup(root: string) {
   const { toConfig } = await import(`${root}/src/config/config`);
   const { VARIANTS } = await import(`${root}/src/config/variants`);
   const { compose } = await import(`${root}/src/compose`);
-  const { Admin } = await import(`${root}/src/domain/admin`);
+  // The operator's facade moved into domain/admin/; a checkout from before has it as domain/admin.ts.
+  const { Admin } = await import(`${root}/src/domain/admin/operator`).catch(() => import(`${root}/src/domain/admin`));
   const { generateKeyFiles } = await import(`${root}/src/domain/keys`);
   const { createApp } = await import(`${root}/src/http/app`);
   const { makeSmallTree } = await import(`${root}/bench/lib/small-tree`);
