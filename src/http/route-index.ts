@@ -10,6 +10,10 @@ interface Node {
   readonly endpoints: Map<string, Endpoint>;
 }
 
+/** How many lookups `find` keeps, and the longest path it keeps one for. */
+const FOUND_KEPT = 4096;
+const MAX_KEPT_PATH = 256;
+
 const node = (): Node => ({ literal: new Map(), param: null, endpoints: new Map() });
 
 /**
@@ -58,11 +62,24 @@ export function routeIndex(endpoints: readonly Endpoint[]) {
     return walk(root, path.split("/").slice(1), 0, method);
   };
 
+  // Every request is looked up here before Elysia routes it, so the answers for paths seen before
+  // are kept: a walk splits the path and costs about 3 µs, a kept answer one Map read. Only short
+  // paths are kept and the whole map is dropped when full, so hostile URLs bound its memory
+  // (FOUND_KEPT × MAX_KEPT_PATH characters) and only cost the walk they would cost anyway.
+  const found = new Map<string, Endpoint | null>();
+
   return {
     /** The endpoint declared for this method (HEAD: its GET) and path, if any. */
     find(method: string, path: string): Endpoint | undefined {
       const m = method === "HEAD" ? "GET" : method;
-      return methodsAt(path, m)?.get(m);
+      if (path.length > MAX_KEPT_PATH) return methodsAt(path, m)?.get(m);
+      const key = `${m} ${path}`;
+      const kept = found.get(key);
+      if (kept !== undefined) return kept ?? undefined;
+      const e = methodsAt(path, m)?.get(m) ?? null;
+      if (found.size >= FOUND_KEPT) found.clear();
+      found.set(key, e);
+      return e ?? undefined;
     },
     /** The endpoints answering this path under any method, in `Allow` order (empty: nothing is here). */
     answering(path: string): Endpoint[] {
