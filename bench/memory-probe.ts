@@ -10,14 +10,10 @@ import { createPrivateKey, generateKeyPairSync } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { silentLogger } from "../src/config/log";
-import { toConfig } from "../src/config/config";
 import { VARIANTS } from "../src/config/variants";
-import { compose } from "../src/compose";
-import { Admin } from "../src/domain/admin/operator";
 import { generateKeyFiles } from "../src/domain/keys";
-import { createApp } from "../src/http/app";
 import { writeSmallReleases } from "./lib/fixture";
+import { inProcessSite } from "./lib/in-process-site";
 
 const [nFolders = "10000", nRequests = "50000"] = process.argv.slice(2);
 const mb = (n: number) => `${(n / 2 ** 20).toFixed(1)} MB`;
@@ -46,47 +42,12 @@ try {
     kid: "alpha-release-2026-11",
     privateKey: createPrivateKey(privateKey.export({ type: "pkcs8", format: "pem" })),
   });
-  const config = toConfig(
-    {
-      variant: "alpha",
-      "base-url": "https://licenses.example.com",
-      data: dir,
-      keys,
-      releases: join(dir, "releases"),
-      "rate-limit-api": "100000000/1s",
-      "rate-limit-signin": "100000000/1s",
-    },
-    "admin",
-  );
-  const { services, store } = await compose(config, { log: silentLogger, peerAddress: () => "127.0.0.1", clock: () => Date.now() });
-  const app = createApp(services);
-  await services.releases.ready();
-  show("composed, tree read");
+  const { app, store, activateRequest: activate, bearer } = await inProcessSite({ dir, seats: 10_000_000 });
+  show("composed, tree read, a licence made");
   // Freed memory the allocators may still hold: given a moment to return it.
   await Bun.sleep(2000);
   show("two seconds later");
-  const admin = new Admin(config.variant, store, services.clock, services.audit);
-  const { key } = await admin.createLicense({
-    licensee: "Bench",
-    organization: "Bench",
-    plan: "p",
-    planTitle: "P",
-    seats: 10_000_000,
-    channels: ["stable", "preview"],
-    expires: null,
-  });
-  let n = 0;
-  const activate = () =>
-    new Request("http://localhost/api/v1/licenses/activate", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        key,
-        device: { hash: `D${String(++n).padStart(42, "0")}`, name: "Bench PC", platform: "win-x64", version: "1.0.0", product: "alpha" },
-      }),
-    });
-  const token = ((await (await app.handle(activate())).json()) as { token: string }).token;
-  const auth = { authorization: `Bearer ${token}` };
+  const auth = await bearer();
   const manifest = "http://localhost/api/v1/updates/alpha/stable/win-x64/alpha-update.json";
   const make = (slot: number) =>
     slot < 65

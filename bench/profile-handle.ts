@@ -8,13 +8,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { silentLogger } from "../src/config/log";
-import { toConfig } from "../src/config/config";
 import { VARIANTS } from "../src/config/variants";
-import { compose } from "../src/compose";
-import { Admin } from "../src/domain/admin/operator";
 import { generateKeyFiles } from "../src/domain/keys";
-import { createApp } from "../src/http/app";
+import { inProcessSite } from "./lib/in-process-site";
 import { makeSmallTree } from "./lib/small-tree";
 
 const what = process.argv[2] ?? "manifest";
@@ -22,45 +18,15 @@ const seconds = Number(process.argv[3] ?? 3);
 const dir = mkdtempSync(join(tmpdir(), "keyturn-profile-"));
 generateKeyFiles(join(dir, "keys"), VARIANTS.alpha.defaultLicenseKid);
 makeSmallTree(join(dir, "releases"));
-const config = toConfig(
-  {
-    variant: "alpha",
-    "base-url": "https://licenses.example.com",
-    data: dir,
-    keys: join(dir, "keys"),
-    releases: join(dir, "releases"),
-    // All the load comes from one address: lift the rate limits, as bench/run.ts does.
-    "rate-limit-api": "100000000/1s",
-    "rate-limit-signin": "100000000/1s",
-  },
-  "admin",
-);
 const leased = what === "activate-leased";
 let offset = 0;
-const { services, store } = await compose(config, { log: silentLogger, peerAddress: () => "127.0.0.1", clock: () => Date.now() + offset });
-const app = createApp(services);
-await services.releases.ready();
-const admin = new Admin(config.variant, store, services.clock, services.audit);
-const { key } = await admin.createLicense({
-  licensee: "Bench",
-  organization: "Bench",
-  plan: "p",
-  planTitle: "P",
+const { app, store, activateRequest, bearer } = await inProcessSite({
+  dir,
   seats: leased ? 16 : 1_000_000,
-  channels: ["stable", "preview"],
-  expires: null,
   ...(leased ? { seatLease: "1m" } : {}),
+  clock: () => Date.now() + offset,
 });
-let n = 0;
-const newDevice = () => ({ hash: `D${String(++n).padStart(42, "0")}`, name: "Bench PC", platform: "win-x64", version: "1.0.0", product: "alpha" });
-const activateRequest = () =>
-  new Request("http://localhost/api/v1/licenses/activate", {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ key, device: newDevice() }),
-  });
-const token = ((await (await app.handle(activateRequest())).json()) as { token: string }).token;
-const auth = { authorization: `Bearer ${token}` };
+const auth = await bearer();
 const make: Record<string, () => Request> = {
   manifest: () => new Request("http://localhost/api/v1/updates/alpha/stable/win-x64/alpha-update.json", { headers: auth }),
   current: () => new Request("http://localhost/api/v1/entitlements/current", { headers: auth }),
