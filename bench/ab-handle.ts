@@ -11,6 +11,7 @@ const what = process.argv[4] ?? "manifest";
 const rounds = Number(process.argv[5] ?? 30);
 const ms = Number(process.argv[6] ?? 300);
 const dirs: string[] = [];
+// Not bench/lib/in-process-site.ts: each checkout is composed from its own src/, imported by path.
 async function setup(root: string) {
   const { silentLogger } = await import(`${root}/src/config/log`);
   const { toConfig } = await import(`${root}/src/config/config`);
