@@ -102,9 +102,6 @@ export async function readForm(site: SiteOrigin, request: Request, session: Sess
   return form;
 }
 
-/** The query string's parameters, bounded (the front door already caps the URL's length). */
-export const queryParams = (query: string) => new URLSearchParams(query);
-
 /** A refusal as a page: its status (from the code), its message escaped and its audit reference. */
 export function refusalPage(error: KeyturnError, back: string): Response {
   const body = html`<p class="notice error" role="alert">${error.message}</p><p class="muted">Reference: <code>${error.ref ?? "none"}</code> (${error.code})</p><p><a href="${back}">Back</a></p>`;

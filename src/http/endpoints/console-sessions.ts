@@ -5,7 +5,6 @@ import { endConsoleSession, listConsoleSessions } from "../../domain/admin/conso
 import * as S from "../admin-schemas";
 import { endpoint, type Endpoint, type ParamDoc } from "../endpoint";
 import { json } from "../respond";
-import { queryParams } from "../web";
 import { consolePage } from "./console";
 import { ADMIN_ERRORS } from "./shared";
 
@@ -72,7 +71,7 @@ export function consoleSessionPages(deps: ConsoleDeps): Endpoint[] {
   const page = consolePage;
   return [
     page("GET", SESSIONS, "The console sessions open now, each with a button that ends it", "console-session-list", (p) =>
-      sessionsPage(deps, p.session, p.address, queryParams(p.call.query)),
+      sessionsPage(deps, p.session, p.address, new URLSearchParams(p.call.query)),
     ),
     page("POST", `${SESSIONS}/{id}/end`, "End a console session", "console-session-end", (p) => endSessionAction(deps, p.session, p.address, p.params.id)),
   ];

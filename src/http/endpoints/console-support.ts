@@ -7,7 +7,6 @@ import { CONFIRMED_RELEASE_OPS, releaseConfirmPage } from "../../console/pages/r
 import { addEndpointAction, removeEndpointAction, removeEndpointConfirmPage, rotateSecretAction, rotateSecretConfirmPage } from "../../console/pages/webhooks";
 import type { ReleaseControlOp } from "../../store/types";
 import type { Endpoint } from "../endpoint";
-import { queryParams } from "../web";
 import { consolePage } from "./console";
 
 /**
@@ -21,7 +20,7 @@ export function consoleSupportEndpoints(deps: ConsoleDeps): Endpoint[] {
   const confirmedOps = Object.keys(CONFIRMED_RELEASE_OPS) as ReleaseControlOp[];
   return [
     page("GET", "/console/offline", "Offline activation: the form for a request code", "activate", (p) =>
-      offlinePage(p.session, p.address, queryParams(p.call.query)),
+      offlinePage(p.session, p.address, new URLSearchParams(p.call.query)),
     ),
     page("POST", "/console/offline", "Turn an offline computer's request code into its answer code", "activate", (p) =>
       offlineAction(deps, p.session, p.address, p.form),
@@ -47,7 +46,7 @@ export function consoleSupportEndpoints(deps: ConsoleDeps): Endpoint[] {
       ),
     ),
     page("GET", "/console/tokens", "Admin tokens: list, create, revoke", "request", (p) =>
-      adminTokensPage(deps, p.session, p.address, queryParams(p.call.query)),
+      adminTokensPage(deps, p.session, p.address, new URLSearchParams(p.call.query)),
     ),
     page("POST", "/console/tokens", "Create an admin token; its secret is shown once", "admin-token-create", (p) =>
       createTokenAction(deps, p.session, p.address, p.form),
