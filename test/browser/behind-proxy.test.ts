@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { existsSync, readFileSync } from "node:fs";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { freePort } from "../processes";
-import { launchBrowser, press, SKIP_BROWSER, startSite, type Site } from "./harness";
+import { follow, launchBrowser, press, SKIP_BROWSER, startSite, type Site } from "./harness";
 import { NGINX, tlsProxy, type TlsProxy } from "./tls-proxy";
 
 setDefaultTimeout(60_000);
@@ -72,7 +72,7 @@ describe.skipIf(SKIP)("behind a TLS-terminating proxy", () => {
     await expect(page.locator("h1").textContent()).resolves.toBe("Dashboard");
     expect(await cookieNamed("__Host-keyturn-console")).toMatchObject({ secure: true, httpOnly: true, sameSite: "Strict", path: "/" });
 
-    await page.getByRole("link", { name: "Licences" }).click();
+    await follow(page, "Licences");
     await page.getByLabel("Licensee", { exact: true }).fill("Ada");
     await page.getByLabel("Organisation", { exact: true }).fill("Engines");
     await press(page, "Create licence");

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Browser } from "playwright-core";
 import { startRealIssuer, type Person, type RealIssuer } from "../real-issuer";
-import { launchBrowser, openContext, startSite, SKIP_BROWSER, type Site } from "./harness";
+import { follow, launchBrowser, openContext, startSite, SKIP_BROWSER, type Site } from "./harness";
 
 setDefaultTimeout(30_000);
 
@@ -86,7 +86,7 @@ describe.skipIf(SKIP_BROWSER)("console sign-in with the OpenID issuer", () => {
     expect(cookies.filter((c) => c.name === "keyturn-console")).toHaveLength(1);
     expect(cookies.filter((c) => c.name === "keyturn-oidc")).toHaveLength(0);
 
-    await page.getByRole("link", { name: "Licences" }).click();
+    await follow(page, "Licences");
     await page.getByLabel("Licensee", { exact: true }).fill("Made by Grace");
     await page.getByLabel("Organisation", { exact: true }).fill("Support");
     await page.getByRole("button", { name: "Create licence" }).click();

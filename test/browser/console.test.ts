@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import type { Browser, Page } from "playwright-core";
 import { offlineRequestCode } from "../../src/client/offline";
 import { device } from "../helpers";
-import { ATTACKER_HOST, launchBrowser, openContext, press, screenshot, startSite, WIDTHS, SKIP_BROWSER, type Site } from "./harness";
+import { ATTACKER_HOST, follow, launchBrowser, openContext, press, screenshot, startSite, WIDTHS, SKIP_BROWSER, type Site } from "./harness";
 
 const XSS_NAME = `<script>window.__xss = 1</script>Ada <img src=x onerror="window.__xss = 2">`;
 const XSS_ORG = `<b id="bold-org">Evil</b> & Co`;
@@ -106,7 +106,7 @@ describe.skipIf(SKIP_BROWSER)("console", () => {
   });
 
   test("creates a licence, shows its key once and copies it; hostile names render as text", async () => {
-    await page.getByRole("link", { name: "Licences" }).click();
+    await follow(page, "Licences");
     await page.getByLabel("Licensee", { exact: true }).fill(XSS_NAME);
     await page.getByLabel("Organisation", { exact: true }).fill(XSS_ORG);
     await page.getByLabel("Seats", { exact: true }).fill("3");
@@ -118,7 +118,7 @@ describe.skipIf(SKIP_BROWSER)("console", () => {
     await page.getByRole("button", { name: "Copied" }).waitFor({ timeout: 5000 });
     expect(await page.evaluate("navigator.clipboard.readText()")).toBe(licenseKey);
     await screenshot(page, "license-created-1280");
-    await page.getByRole("link", { name: /Open the licence of/ }).click();
+    await follow(page, /Open the licence of/);
     licenseUrl = page.url();
     await expect(page.locator("#licensee").textContent()).resolves.toBe(XSS_NAME);
     await expect(page.locator("#organization").textContent()).resolves.toBe(XSS_ORG);
@@ -141,7 +141,7 @@ describe.skipIf(SKIP_BROWSER)("console", () => {
     expect(await page.evaluate("window.__xss")).toBeUndefined();
     await screenshot(page, "license-1280");
 
-    await page.getByRole("link", { name: "Dashboard" }).click();
+    await follow(page, "Dashboard");
     await page.waitForSelector('.chart[data-ready="true"] canvas');
     const figures = page.locator("table.installations tbody tr", { hasText: "2.4.1" });
     await expect(figures.locator("td").nth(1).textContent({ timeout: 1000 })).resolves.toBe("1");
@@ -174,7 +174,7 @@ describe.skipIf(SKIP_BROWSER)("console", () => {
     await expect(page.getByRole("status").textContent()).resolves.toBe("Installation deactivated: its seat is free.");
     await expect(page.locator("#installations tbody tr td").nth(4).textContent()).resolves.toMatch(/^deactivated /);
     await expect(page.locator("#seats").textContent()).resolves.toBe("0 / 3");
-    await page.getByRole("link", { name: "Audit trail of this licence" }).click();
+    await follow(page, "Audit trail of this licence");
     const line = page.locator("#audit tbody tr", { hasText: "activation-deactivate" });
     await expect(line.count()).resolves.toBe(1);
     await expect(line.locator("td").nth(3).textContent()).resolves.toMatch(/^tok_[0-9a-z]+ \(ops\)$/);
@@ -205,7 +205,7 @@ describe.skipIf(SKIP_BROWSER)("console", () => {
 
   test("support without a shell: an offline answer that says until when, and a key reissued after a confirmation, shown once", async () => {
     await page.goto(licenseUrl);
-    await page.getByRole("link", { name: "Answer an offline request for this licence" }).click();
+    await follow(page, "Answer an offline request for this licence");
     await page.getByLabel(/^Request code/).fill(offlineRequestCode({ device: device("alpha", { name: "Cabin PC" }) }));
     await press(page, "Make the answer code");
     const answer = (await page.locator("#answer-code").inputValue()).trim();
@@ -227,7 +227,7 @@ describe.skipIf(SKIP_BROWSER)("console", () => {
     const old = await api("/licenses/activate", { method: "POST", body: JSON.stringify({ key: licenseKey, device: device("alpha") }) });
     expect(((await old.json()) as { error: string }).error).toBe("license_unknown");
     // Shown once: back on the licence's page it is nowhere.
-    await page.getByRole("link", { name: /Open the licence of/ }).click();
+    await follow(page, /Open the licence of/);
     expect(await page.content()).not.toContain(newKey);
     licenseKey = newKey;
   });
@@ -278,7 +278,7 @@ describe.skipIf(SKIP_BROWSER)("console", () => {
       await Promise.all([page.waitForURL((u) => u.pathname === path), link.click()]);
       await expect(page.locator("h1").textContent()).resolves.toBe(heading);
     }
-    await page.getByRole("link", { name: "Releases", exact: true }).click();
+    await follow(page, "Releases", true);
     await press(page, "halt 1.2.0");
     await expect(page.locator("#confirm-question").textContent()).resolves.toBe("Halt version 1.2.0 of alpha/stable/win-x64?");
     await press(page, "halt 1.2.0");
@@ -295,7 +295,7 @@ describe.skipIf(SKIP_BROWSER)("console", () => {
     await expect(page.locator("#skipped tbody tr").count()).resolves.toBe(1);
     await expect(page.locator("#skipped tbody tr td").first().textContent()).resolves.toContain("1.3.0");
     await screenshot(page, "releases-1280");
-    await page.getByRole("link", { name: "Dashboard" }).click();
+    await follow(page, "Dashboard");
     await expect(page.locator("#tree-health").textContent()).resolves.toContain("1 folder(s) skipped");
   });
 

@@ -139,6 +139,16 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 }
 
+/**
+ * Follows a link and waits until its page has loaded. A bare click returns once the navigation has
+ * started, so what is read next could still come from the page being left.
+ */
+export async function follow(p: Page, name: string | RegExp, exact = false): Promise<void> {
+  const link = p.getByRole("link", { name, exact });
+  const target = new URL((await link.getAttribute("href")) ?? "", p.url());
+  await Promise.all([p.waitForURL((u) => u.pathname === target.pathname && u.search === target.search), link.click()]);
+}
+
 /** Presses a form's button and waits for the page it leads to. */
 export async function press(p: Page, name: string | RegExp): Promise<void> {
   await Promise.all([p.waitForEvent("load"), p.getByRole("button", { name }).click()]);
