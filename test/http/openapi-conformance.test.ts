@@ -384,6 +384,17 @@ async function runVariant(variant: VariantName) {
     await GET(U, `/updates/${lane}/nothing-here.txt`, auth, "unknown file", 404, "not_found");
     await GET(U, `/updates/${preview}/${v.manifestFile}`, auth, "nothing released on preview", 404, "no_release");
     await GET(U, `/updates/${preview}/${v.manifestFile}`, { token: stableOnly.token }, "channel not in the entitlement", 403, "channel_not_allowed");
+    // A maintenance window that ended before 1.0.0 was released (design.md "Licence models").
+    const windowed = await activate(["stable"], { updatesUntil: "2026-09-15T00:00:00Z" });
+    await GET(U, installerPath, { token: windowed.token }, "installer released after the window", 403, "updates_window_ended");
+    await GET(
+      FE,
+      `/feeds/electron/${laneOfFeed}/${release.installer}`,
+      { token: windowed.token },
+      "electron installer after the window",
+      403,
+      "updates_window_ended",
+    );
 
     // --- the feeds of existing updaters
     const notModified = async (template: string, path: string, label: string) => {

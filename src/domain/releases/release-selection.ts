@@ -4,9 +4,14 @@ import type { Clock } from "../clock";
 import { thresholdNow, laneName, type ControlsView, type ReleaseControls } from "./release-controls";
 import { laneKey, newestFirst, type Release, type ReleaseIndex, type ServedRelease } from "./release-index";
 import { admittedAfterMs, bucketOf, FULL, percentOf } from "./rollout";
+import { offeredUnder, termsKey, type LicenceTerms } from "./licence-terms";
 
-/** Who asks, as the entitlement token says: its device hash (`dev`) and kind (staff are always admitted). */
-export interface Installation {
+/**
+ * Who asks, as the entitlement token says: its device hash (`dev`) and kind (staff are always
+ * admitted), and its licence's terms (licence-terms.ts: a release they exclude is passed over
+ * before any rollout is asked, as a withdrawn one is).
+ */
+export interface Installation extends LicenceTerms {
   readonly dev: string;
   readonly kind: EntitlementKind;
 }
@@ -93,6 +98,7 @@ export class ReleaseSelection {
     let until = Infinity;
     for (let at = 0; at < state.releases.length; at++) {
       const r = state.releases[at]!;
+      if (!offeredUnder(who, r.manifest)) continue;
       const control = controls.get(state.lane, r.manifest.version);
       if (control?.withdrawn != null) continue;
       const threshold = who.kind === "staff" ? FULL : thresholdNow(r.manifest, control, now);
@@ -109,8 +115,8 @@ export class ReleaseSelection {
   }
 
   private choiceOf(index: ReleaseIndex, state: LaneState, controls: ControlsView, who: Installation): Choice {
-    if (!state.conditional) return { at: state.releases.length > 0 ? 0 : -1, until: Infinity };
-    const id = who.kind === "staff" ? STAFF : who.dev;
+    if (!state.conditional) return { at: state.releases.findIndex((r) => offeredUnder(who, r.manifest)), until: Infinity };
+    const id = (who.kind === "staff" ? STAFF : who.dev) + termsKey(who);
     const now = this.clock();
     let choice = state.choices.get(id);
     if (!choice || now >= choice.until) {
@@ -132,6 +138,7 @@ export class ReleaseSelection {
     if (!state.conditional) {
       // No rollout or control: the newest that reads (a snapshot's may not, once its files changed).
       for (const r of state.releases) {
+        if (!offeredUnder(who, r.manifest)) continue;
         const bytes = index.withBytes(r);
         if (bytes) return bytes;
       }
@@ -148,6 +155,7 @@ export class ReleaseSelection {
    */
   async installerAllowed(index: ReleaseIndex, who: Installation, release: Release): Promise<boolean> {
     const m = release.manifest;
+    if (!offeredUnder(who, m)) return false;
     const controls = await this.controls.current();
     const state = this.laneState(index, controls, m.product, m.channel, m.platform);
     if (controls.get(state.lane, m.version)?.withdrawn != null) return false;
@@ -165,19 +173,21 @@ export class ReleaseSelection {
     const states = products.flatMap((p) =>
       channels.flatMap((channel) => this.variant.platforms.map((platform) => this.laneState(index, controls, p, channel, platform))),
     );
-    const base = `${controls.generation}|${channels.join(",")}|${product ?? ""}`;
+    const base = `${controls.generation}|${channels.join(",")}|${product ?? ""}${termsKey(who)}`;
     if (!states.some((s) => s.conditional)) {
       // As before rollouts: the index's own order (newest first, ties in folder order).
       return {
         key: base,
         build: () => ({
-          releases: index.all.filter((r) => channels.includes(r.manifest.channel) && (product === null || r.manifest.product === product)),
+          releases: index.all.filter(
+            (r) => channels.includes(r.manifest.channel) && (product === null || r.manifest.product === product) && offeredUnder(who, r.manifest),
+          ),
           notYetAvailable: [],
         }),
       };
     }
     const now = this.clock();
-    const open = (state: LaneState) => (r: Release) => controls.get(state.lane, r.manifest.version)?.withdrawn == null;
+    const open = (state: LaneState) => (r: Release) => offeredUnder(who, r.manifest) && controls.get(state.lane, r.manifest.version)?.withdrawn == null;
     const lanes = states.map((state) => {
       if (!state.conditional) return { state, from: 0, pending: undefined, share: 0 };
       const { at } = this.choiceOf(index, state, controls, who);
@@ -189,7 +199,9 @@ export class ReleaseSelection {
     return {
       key: `${base}|${lanes.map((l) => (l.state.conditional ? `${l.from}:${l.share}` : "")).join(",")}`,
       build: () => {
-        const releases = lanes.flatMap((l) => (l.state.conditional ? l.state.releases.slice(l.from).filter(open(l.state)) : l.state.releases));
+        const releases = lanes.flatMap((l) =>
+          l.state.conditional ? l.state.releases.slice(l.from).filter(open(l.state)) : l.state.releases.filter((r) => offeredUnder(who, r.manifest)),
+        );
         releases.sort(newestFirst);
         const notYetAvailable = lanes.flatMap((l) => (l.pending ? [{ release: l.pending, share: l.share }] : []));
         return { releases, notYetAvailable };

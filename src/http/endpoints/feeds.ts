@@ -14,6 +14,7 @@ import {
 } from "../../domain/releases/feed-formats";
 import { notesOf, type FeedCaller, type FeedService } from "../../domain/releases/feeds";
 import { isInstallerName } from "../../domain/releases/manifest";
+import { installationOfClaims } from "../../domain/releases/licence-terms";
 import { laneName } from "../../domain/releases/release-controls";
 import { etagOf, installerEtag, type Release } from "../../domain/releases/release-index";
 import { compareVersions } from "../../domain/releases/version-order";
@@ -26,7 +27,7 @@ const VERSION = /^v?([0-9A-Za-z][0-9A-Za-z.+-]{0,63})$/;
 const VELOPACK_FILE = /^releases\.(win|osx|linux)\.json$/;
 
 const sha256Hex = (bytes: Uint8Array) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
-const callerOf = (p: Principal): FeedCaller => ({ who: { dev: p.claims.dev, kind: p.claims.kind }, channels: p.claims.chn });
+const callerOf = (p: Principal): FeedCaller => ({ who: installationOfClaims(p.claims), channels: p.claims.chn });
 /** A feed's document: generated per installation, so private and revalidated; its ETag is its bytes' SHA-256. */
 const feedDocument = (request: Request, text: string, contentType: string) => {
   const bytes = new TextEncoder().encode(text);
@@ -93,7 +94,7 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
       },
       "304": NOT_MODIFIED,
     },
-    errors: [...FEED_ERRORS, ...RELEASE_ERRORS, "range_not_satisfiable"],
+    errors: [...FEED_ERRORS, ...RELEASE_ERRORS, "range_not_satisfiable", "updates_window_ended"],
     handler: async ({ request, params: p, principal, sightedOn }) => {
       const { product, channel } = laneOf(p);
       const file = p.file ?? "";

@@ -4,6 +4,7 @@ import { KeyturnError } from "../../domain/errors";
 import type { ReleaseHolder } from "../../domain/releases/holder";
 import { laneName } from "../../domain/releases/release-controls";
 import type { ReleaseSelection } from "../../domain/releases/release-selection";
+import { installationOfClaims, refuseOutsideWindow } from "../../domain/releases/licence-terms";
 import { isInstallerName } from "../../domain/releases/manifest";
 import { installerEtag } from "../../domain/releases/release-index";
 import { endpoint, type Endpoint, type ExtraAnswer, type ParamDoc } from "../endpoint";
@@ -76,7 +77,7 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
       params,
       querySchema: UpdateQuery,
       answers: UPDATE_ANSWERS,
-      errors: [...BEARER_ERRORS, "channel_not_allowed", "no_release", "not_found", "range_not_satisfiable", "unavailable"],
+      errors: [...BEARER_ERRORS, "channel_not_allowed", "no_release", "not_found", "range_not_satisfiable", "unavailable", "updates_window_ended"],
       handler: async ({ request, params: p, queryValues, principal, sightedOn }) => {
         // The product, channel and platform are among their declared values (the lifecycle refused others).
         const { channel, platform, file } = p;
@@ -85,7 +86,7 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
         if (!principal.claims.chn.includes(channel)) throw new KeyturnError("channel_not_allowed", `The entitlement does not include the ${channel} channel.`);
 
         const index = await releases.ready();
-        const who = { dev: principal.claims.dev, kind: principal.claims.kind };
+        const who = installationOfClaims(principal.claims);
         const served = await selection.served(index, who, product, channel, platform);
         if (!served) {
           if (releases.verifying(product, channel, platform)) throw new KeyturnError("unavailable", "The release is being verified; try again shortly.");
@@ -109,6 +110,7 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
 
         // The installer of the release served to this installation, or of an older one not withdrawn.
         const release = index.installer(product, channel, platform, file);
+        if (release) refuseOutsideWindow(who, release.manifest);
         if (!release || !(await selection.installerAllowed(index, who, release))) throw new KeyturnError("not_found", "There is nothing at this address.");
         return serveFile(request, releases.verifiedInstaller(release), release.manifest.size, installerEtag(release), release.manifest.installer);
       },
