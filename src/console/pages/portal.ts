@@ -59,7 +59,7 @@ export async function portalHome(deps: ConsoleDeps, session: Session, message?: 
   );
   const live = activations.filter((a) => !a.deactivated);
   const body = html`${message ? notice(message) : ""}
-<p>Licence of <strong id="licensee">${l.licensee}</strong> (${l.organization}). Seats used: <span id="seats">${l.seatsUsed ?? 0} / ${l.seats}</span>. Expires: ${when(l.expires)}.${l.revoked ? html` <strong class="status-bad">Revoked.</strong>` : ""}</p>
+<p>Licence of <strong id="licensee">${l.licensee}</strong> (${l.organization}). Seats used: <span id="seats">${l.seatsUsed ?? 0} / ${l.seats}</span>. Expires: ${when(l.expires)}.${l.updatesUntil ? html` Updates until: <span id="updates-until">${when(l.updatesUntil)}</span>.` : ""}${l.revoked ? html` <strong class="status-bad">Revoked.</strong>` : ""}</p>
 <h2>Your installations</h2><div class="table-wrap"><table id="installations" class="cards"><thead><tr><th scope="col">Name</th><th scope="col">Platform</th><th scope="col">Version</th><th scope="col">Last seen</th><th scope="col"><span class="muted">Action</span></th></tr></thead>
 <tbody>${live.map((a) => html`<tr data-activation="${a.id}"><td data-label="Name">${a.name}</td><td data-label="Platform">${a.platform}</td><td data-label="Version">${a.version}</td><td data-label="Last seen">${when(a.lastSeen)}</td><td data-label="">${actionForm(session, `/portal/installations/${encodeURIComponent(a.id)}/deactivate`, labelFor("Deactivate", a.name), true)}</td></tr>`)}</tbody></table></div>
 ${live.length === 0 ? html`<p>No computer holds a seat.</p>` : ""}
