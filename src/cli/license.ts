@@ -9,6 +9,11 @@ import { KeyturnError } from "../domain/errors";
 import { formatSeatLease, parseSeatLease } from "../domain/seat-lease";
 import type { LicenseRecord } from "../store/types";
 import { findPlan } from "../domain/plans";
+import { listPlans } from "../domain/admin/plans";
+import { renewLicense } from "../domain/admin/renewal";
+
+/** Seconds as the configuration writes them: `365d`, `12h`, or seconds. */
+const durationText = (s: number) => (s % 86_400 === 0 ? `${s / 86_400}d` : s % 3600 === 0 ? `${s / 3600}h` : `${s}s`);
 import { openAdmin } from "./admin-context";
 import { out, parseIsoFlag, printJson, UsageError } from "./io";
 
@@ -21,6 +26,8 @@ export const USAGE = [
   "       keyturn license revoke KEY|ID [--json]",
   "       keyturn license reinstate KEY|ID [--json]",
   "       keyturn license rekey KEY|ID [--json]          # a new key, shown once; the old key stops working",
+  "       keyturn license renew KEY|ID [--plan P] [--json]  # extend updates (and an expiry) by the plan's updatesFor (expiresAfter)",
+  "       keyturn license plans [--json]                   # the configuration's [plans.NAME]",
 ].join("\n");
 
 const FLAGS = {
@@ -151,7 +158,7 @@ function updateBody(f: Readonly<Record<string, string | boolean | undefined>>, t
 /** `keyturn license create|list|show|update|revoke|reinstate|rekey`. */
 export async function licenseCommand(args: string[], env: Record<string, string | undefined>): Promise<number> {
   const [sub, ...rest] = args;
-  if (!sub || !["create", "list", "show", "update", "revoke", "reinstate", "rekey"].includes(sub))
+  if (!sub || !["create", "list", "show", "update", "revoke", "reinstate", "rekey", "renew", "plans"].includes(sub))
     throw new UsageError(USAGE, sub ? `unknown license command "${sub}"` : "missing license command");
   const { ttl, rest: settingArgs } = takeTokenTtl(rest);
   const ctx = await openAdmin(USAGE, settingArgs, env, FLAGS);
@@ -200,6 +207,27 @@ export async function licenseCommand(args: string[], env: Record<string, string 
       await printWithKey(created.key, created.license.id);
       return 0;
     }
+    if (sub === "plans") {
+      const plans = await listPlans(ctx.deps, CLI_CALLER);
+      if (json) printJson({ plans });
+      else if (plans.length === 0) out("no plans: add [plans.NAME] tables to the configuration file (--config)");
+      else
+        for (const p of plans)
+          out(
+            `${p.name}${p.title ? ` "${p.title}"` : ""}: ${[
+              p.seats !== null ? `seats ${p.seats}` : "",
+              p.channels ? `channels ${p.channels.join(",")}` : "",
+              p.features ? `features ${p.features.join(",")}` : "",
+              p.seatLease ? `seat lease ${p.seatLease}` : "",
+              p.tokenTtl !== null ? `tokens ${durationText(p.tokenTtl)}` : "",
+              p.updatesFor !== null ? `updates for ${durationText(p.updatesFor)}` : "",
+              p.expiresAfter !== null ? `expires after ${durationText(p.expiresAfter)}` : "",
+            ]
+              .filter(Boolean)
+              .join(", ")}`,
+          );
+      return 0;
+    }
     if (sub === "list") {
       const rows = await ctx.admin.listLicenses();
       const views = rows.map((r) => licenseView(r.license, r.seatsUsed));
@@ -216,7 +244,10 @@ export async function licenseCommand(args: string[], env: Record<string, string 
       await printWithKey(rekeyed.key, rekeyed.license.id, true);
       return 0;
     }
-    if (sub === "show") license = await ctx.admin.findLicense(target);
+    if (sub === "renew") {
+      const renewed = await renewLicense(ctx.deps, CLI_CALLER, target, typeof f.plan === "string" ? f.plan : undefined);
+      license = (await ctx.store.getLicense(renewed.license.id))!;
+    } else if (sub === "show") license = await ctx.admin.findLicense(target);
     else if (sub === "revoke") license = await ctx.admin.revokeLicense(target);
     else {
       const { id } =

@@ -37,6 +37,7 @@ export type AuditAction =
   | "license-reinstate"
   | "license-rekey"
   | "license-renew"
+  | "plan-list"
   | "activation-deactivate"
   | "reclaim"
   | "admin-token-create"

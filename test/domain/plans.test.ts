@@ -181,6 +181,12 @@ describe("keyturn license create --plan", () => {
     );
     expect(own).toMatchObject({ seats: 7, features: [], updatesUntil: "2027-06-30T00:00:00+00:00" });
 
+    const listed = await runCli(["license", "plans", ...siteArgs("alpha", dirs), "--config", config]);
+    expect(listed.stdout).toBe('pro "Pro": seats 3, channels stable, features export-pdf, updates for 365d\n');
+    const renewed = await runCli(["license", "renew", lic.id, ...siteArgs("alpha", dirs), "--config", config, "--json"]);
+    expect(renewed.code).toBe(0);
+    expect(Date.parse(JSON.parse(renewed.stdout).updatesUntil) - Date.parse(lic.updatesUntil)).toBe(365 * DAY);
+
     const unplanned = await cli("--licensee", "Cy", "--plan", "gold", "--channels", "stable");
     expect(unplanned.code).toBe(2);
     expect(unplanned.stderr.split("\n")[0]).toBe('keyturn: --seats is required (no plan "gold" is configured: pro)');

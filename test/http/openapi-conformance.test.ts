@@ -191,6 +191,8 @@ async function runVariant(variant: VariantName) {
       withKey: false,
       clock,
       settings: { keys: tree.keysDir, releases: tree.root, ...identity, ...lanes, "staff-seats": "1" },
+      // A plan to renew on (POST /admin/licenses/{id}/renew); the licences here name other plans.
+      tables: { plans: { maintained: { updatesFor: "365d" } } },
     });
     cleanups.push(
       () => site.close(),
@@ -654,6 +656,16 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   expect(rekeyed.key).not.toBe(created.key);
   await SEND("POST", REK, `/admin/licenses/${created.key}/rekey`, A, "rekey by the old key", 404, "not_found");
   await SEND("POST", REK, `/admin/licenses/${encodeURIComponent("staff:00u-grace")}/rekey`, A, "a staff entitlement has no key", 400, "invalid_request");
+
+  // --- plans and renewals (docs/licence-models.md)
+  const plans = await SEND("GET", "/admin/plans", "/admin/plans", A, "plans", 200);
+  expect(plans.plans.map((p: { name: string }) => p.name)).toEqual(["maintained"]);
+  const REN = "/admin/licenses/{id}/renew";
+  const maintained = await SEND("POST", L, L, { ...A, body: { ...licenseBody, plan: "maintained" } }, "create on a plan", 201);
+  const renewed = await SEND("POST", REN, `/admin/licenses/${maintained.license.id}/renew`, A, "renew", 200);
+  expect(renewed.changed).toEqual(["updatesUntil"]);
+  await SEND("POST", REN, `/admin/licenses/${id}/renew`, A, "renew a licence whose plan is not configured", 400, "invalid_request");
+  await SEND("POST", REN, "/admin/licenses/lic_unknown/renew", A, "unknown license", 404, "not_found");
 
   // --- activations
   const ACTS = "/admin/activations";
