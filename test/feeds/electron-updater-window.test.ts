@@ -42,7 +42,13 @@ describe("electron-updater and a licence's maintenance window", () => {
       ["1.1.0", "2026-10-01T00:00:00+00:00"],
     ] as const) {
       installers[version] = Buffer.from(crypto.getRandomValues(new Uint8Array(200_000)));
-      s.tree.add({ version, released, installer: `alpha-${version}-win-x64.exe`, installerBytes: installers[version], fields: { notes: `Notes of ${version}` } });
+      s.tree.add({
+        version,
+        released,
+        installer: `alpha-${version}-win-x64.exe`,
+        installerBytes: installers[version],
+        fields: { notes: `Notes of ${version}` },
+      });
     }
     await s.holder.rescan();
     await s.holder.verified();
