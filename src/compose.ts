@@ -8,6 +8,7 @@ import { systemClock, type Clock } from "./domain/clock";
 import { KeyHolder } from "./domain/key-holder";
 import { KeyturnError } from "./domain/errors";
 import { Licensing } from "./domain/licensing";
+import { Metering } from "./domain/meters";
 import { StaffSignIn } from "./domain/identity/staff-sign-in";
 import { ConsoleOpenId, consoleScopes } from "./domain/identity/console-sign-in";
 import { ConsoleSessions } from "./domain/console-sessions";
@@ -238,6 +239,7 @@ export async function compose(
     services: {
       variant: config.variant,
       licensing,
+      metering: new Metering({ store, clock, audit, mirrorOf: mirrorConfig?.of ?? null }),
       audit,
       log,
       clock,

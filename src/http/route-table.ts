@@ -17,6 +17,7 @@ import { licensingEndpoints } from "./endpoints/licensing";
 import { releasesEndpoints } from "./endpoints/releases";
 import { siteEndpoints } from "./endpoints/site";
 import { updateEndpoints } from "./endpoints/updates";
+import { usageEndpoints } from "./endpoints/usage";
 
 /**
  * The areas of the site: each is one Elysia plugin (app.ts), named `keyturn:<area>`, registering its
@@ -38,7 +39,7 @@ export function routeTable(services: AppServices, openapi: () => string): Record
     site: services.origin,
   };
   return {
-    licensing: licensingEndpoints(services.licensing),
+    licensing: [...licensingEndpoints(services.licensing), ...usageEndpoints(services.metering)],
     updates: updateEndpoints(services.variant, services.releases, services.selection),
     releases: releasesEndpoints(services.variant, services.releases, services.selection),
     feeds: feedEndpoints(services.feeds),
