@@ -9,6 +9,7 @@ import { KeyHolder } from "./domain/key-holder";
 import { KeyturnError } from "./domain/errors";
 import { Licensing } from "./domain/licensing";
 import { Metering } from "./domain/meters";
+import { TrialConversion, Trials } from "./domain/trials";
 import { StaffSignIn } from "./domain/identity/staff-sign-in";
 import { ConsoleOpenId, consoleScopes } from "./domain/identity/console-sign-in";
 import { ConsoleSessions } from "./domain/console-sessions";
@@ -149,6 +150,8 @@ export async function compose(
   if (mirror) await mirror.keysLoaded;
   const adoption = new AdoptionRecorder(store, clock, log);
   if (opts.watchReleases) adoption.start();
+  // Only a site that gives trials looks for one to convert: others activate as before.
+  const conversion = config.trial && !mirrorConfig ? new TrialConversion({ store, clock, audit, tokenTtlSeconds: config.tokenTtlSeconds }) : null;
   const licensing = new Licensing({
     variant: config.variant,
     store,
@@ -163,7 +166,9 @@ export async function compose(
     offlineTokenTtlSeconds: config.offlineTokenTtlSeconds,
     mirrorOf: mirrorConfig?.of ?? null,
     adoption,
+    ...(conversion ? { afterActivation: (license, deviceHash, ctx) => conversion.activated(license, deviceHash, ctx) } : {}),
   });
+  const trials = new Trials({ variant: config.variant, store, clock, audit, licensing, trial: config.trial });
   const selection = new ReleaseSelection(config.variant, controls, clock);
   const publications = new ReleasePublications(store, clock, (published) => {
     for (const release of published) log.info("release published", { lane: release.lane, version: release.version });
@@ -240,6 +245,7 @@ export async function compose(
       variant: config.variant,
       licensing,
       metering: new Metering({ store, clock, audit, mirrorOf: mirrorConfig?.of ?? null }),
+      trials,
       audit,
       log,
       clock,

@@ -6,6 +6,7 @@ import type { Audit } from "../domain/audit";
 import type { Clock } from "../domain/clock";
 import type { Licensing } from "../domain/licensing";
 import type { Metering } from "../domain/meters";
+import type { Trials } from "../domain/trials";
 import type { StaffSignIn } from "../domain/identity/staff-sign-in";
 import type { ConsoleOpenId } from "../domain/identity/console-sign-in";
 import type { ConsoleSessions } from "../domain/console-sessions";
@@ -23,6 +24,8 @@ export interface AppServices {
   readonly licensing: Licensing;
   /** Metered use spent with a bearer (POST /entitlements/usage). */
   readonly metering: Metering;
+  /** Trials without a key (POST /trials/start). */
+  readonly trials: Trials;
   readonly staffSignIn: StaffSignIn;
   /** Console and portal sessions (server-side; the browser holds a cookie). */
   readonly consoleSessions: ConsoleSessions;

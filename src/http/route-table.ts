@@ -18,6 +18,7 @@ import { releasesEndpoints } from "./endpoints/releases";
 import { siteEndpoints } from "./endpoints/site";
 import { updateEndpoints } from "./endpoints/updates";
 import { usageEndpoints } from "./endpoints/usage";
+import { adminTrialEndpoints, trialEndpoints } from "./endpoints/trials";
 
 /**
  * The areas of the site: each is one Elysia plugin (app.ts), named `keyturn:<area>`, registering its
@@ -39,7 +40,7 @@ export function routeTable(services: AppServices, openapi: () => string): Record
     site: services.origin,
   };
   return {
-    licensing: [...licensingEndpoints(services.licensing), ...usageEndpoints(services.metering)],
+    licensing: [...licensingEndpoints(services.licensing), ...usageEndpoints(services.metering), ...trialEndpoints(services.trials)],
     updates: updateEndpoints(services.variant, services.releases, services.selection),
     releases: releasesEndpoints(services.variant, services.releases, services.selection),
     feeds: feedEndpoints(services.feeds),
@@ -47,6 +48,7 @@ export function routeTable(services: AppServices, openapi: () => string): Record
     site: siteEndpoints(services.site, openapi),
     admin: [
       ...adminLicenseEndpoints(services.admin),
+      ...adminTrialEndpoints(services.admin),
       ...adminOfflineEndpoints(services.licensing),
       ...adminRecordEndpoints(services.admin),
       ...adminWebhookEndpoints(services.admin),

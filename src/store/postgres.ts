@@ -29,7 +29,14 @@ import type { MeterRecord, MeterTotal, MeterUse, MeterUseResult } from "./meter-
 import { listMetersPostgres, meterTotalsPostgres, pruneMeterUsesPostgres, useMeterPostgres, writeMetersPostgres } from "./meters-postgres";
 import type { PostgresWriter } from "./postgres-writer";
 import type { ConversionJournal, StartTrialResult, TrialCounts, TrialQuery, TrialRecord } from "./trial-types";
-import { convertTrialPostgres, listTrialsPostgres, startTrialPostgres, trialCountsPostgres, trialOfLicensePostgres } from "./trials-postgres";
+import {
+  convertTrialPostgres,
+  findTrialPostgres,
+  listTrialsPostgres,
+  startTrialPostgres,
+  trialCountsPostgres,
+  trialOfLicensePostgres,
+} from "./trials-postgres";
 import type {
   ActivateInput,
   ActivateResult,
@@ -979,6 +986,10 @@ export class PostgresStore implements Store {
 
   async getTrialOfLicense(licenseId: string): Promise<TrialRecord | null> {
     return trialOfLicensePostgres(this.writer, licenseId);
+  }
+
+  async findTrial(deviceHash: string): Promise<TrialRecord | null> {
+    return findTrialPostgres(this.writer, deviceHash);
   }
 
   async listTrials(query: TrialQuery): Promise<TrialRecord[]> {

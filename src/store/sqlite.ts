@@ -29,7 +29,7 @@ import type { MeterRecord, MeterTotal, MeterUse, MeterUseResult } from "./meter-
 import { listMetersSqlite, meterTotalsSqlite, pruneMeterUsesSqlite, useMeterSqlite, writeMetersSqlite } from "./meters-sqlite";
 import type { SqliteWriter } from "./sqlite-writer";
 import type { ConversionJournal, StartTrialResult, TrialCounts, TrialQuery, TrialRecord } from "./trial-types";
-import { convertTrialSqlite, listTrialsSqlite, startTrialSqlite, trialCountsSqlite, trialOfLicenseSqlite } from "./trials-sqlite";
+import { convertTrialSqlite, findTrialSqlite, listTrialsSqlite, startTrialSqlite, trialCountsSqlite, trialOfLicenseSqlite } from "./trials-sqlite";
 import { GroupCommit } from "./sqlite-group-commit";
 import { sqliteWriteStamp, type WriteStamp } from "./sqlite-write-stamp";
 import type {
@@ -1050,6 +1050,10 @@ export class SqliteStore implements Store {
 
   async getTrialOfLicense(licenseId: string): Promise<TrialRecord | null> {
     return trialOfLicenseSqlite(this.writer, licenseId);
+  }
+
+  async findTrial(deviceHash: string): Promise<TrialRecord | null> {
+    return findTrialSqlite(this.writer, deviceHash);
   }
 
   async listTrials(query: TrialQuery): Promise<TrialRecord[]> {

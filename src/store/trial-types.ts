@@ -50,6 +50,8 @@ export interface TrialStore {
    */
   convertTrial(deviceHash: string, toLicenseId: string, now: number, journal: ConversionJournal): Promise<TrialRecord | null>;
   getTrialOfLicense(licenseId: string): Promise<TrialRecord | null>;
+  /** The device's trial, converted or not; null when it never had one. */
+  findTrial(deviceHash: string): Promise<TrialRecord | null>;
   listTrials(query: TrialQuery): Promise<TrialRecord[]>;
   trialCounts(): Promise<TrialCounts>;
 }

@@ -60,6 +60,11 @@ export async function trialOfLicensePostgres(w: PostgresWriter, licenseId: strin
   return r ? trialFromRow(r) : null;
 }
 
+export async function findTrialPostgres(w: PostgresWriter, deviceHash: string): Promise<TrialRecord | null> {
+  const [r] = await w.sql`SELECT * FROM trials WHERE device_hash = ${deviceHash}`;
+  return r ? trialFromRow(r) : null;
+}
+
 export async function listTrialsPostgres(w: PostgresWriter, q: TrialQuery): Promise<TrialRecord[]> {
   const rows = q.after
     ? await w.sql`SELECT * FROM trials WHERE started < ${q.after.started} OR (started = ${q.after.started} AND device_hash > ${q.after.deviceHash})

@@ -62,6 +62,11 @@ export function trialOfLicenseSqlite(w: SqliteWriter, licenseId: string): TrialR
   return r ? trialFromRow(r) : null;
 }
 
+export function findTrialSqlite(w: SqliteWriter, deviceHash: string): TrialRecord | null {
+  const r = w.db.query("SELECT * FROM trials WHERE device_hash = ?").get(deviceHash) as Row | null;
+  return r ? trialFromRow(r) : null;
+}
+
 export function listTrialsSqlite(w: SqliteWriter, q: TrialQuery): TrialRecord[] {
   const after = q.after ? "WHERE started < $started OR (started = $started AND device_hash > $hash)" : "";
   return (

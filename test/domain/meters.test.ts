@@ -47,7 +47,7 @@ async function licenseWith(meters: unknown): Promise<{ id: string; key: string; 
   return { id: license.id, key, token: await again(), again };
 }
 
-const use = (token: string, meter: string, amount: number, idempotencyKey = crypto.randomUUID()) =>
+const use = (token: string, meter: string, amount: number, idempotencyKey: string = crypto.randomUUID()) =>
   site.request("POST", "/entitlements/usage", { token, body: { meter, amount, idempotencyKey } });
 
 async function events(type: string): Promise<Array<{ meter: { name: string; used: number; remaining: number } }>> {

@@ -5,6 +5,7 @@ import { activationView, licenseView, newEvent, revocationTtl, tokensValidUntil,
 import { newId, sha256Hex } from "../ids";
 import { parseSeatLease } from "../seat-lease";
 import { changedMeters, meterSet, MetersInput, meterViews, type MeterView } from "../meters";
+import { trialView, type TrialView } from "../trials";
 import { findLicenseByTypedKey, generateLicenseKey, hashLicenseKey } from "../license-key";
 import { idempotencyAnswerContext } from "../record-seal";
 import { decodeCursor, encodeCursor } from "./cursor";
@@ -210,19 +211,21 @@ export async function showLicense(
   d: AdminDeps,
   caller: AdminCaller,
   keyOrId: unknown,
-): Promise<{ license: LicenseView; activations: ActivationView[]; meters?: Record<string, MeterView> }> {
+): Promise<{ license: LicenseView; activations: ActivationView[]; meters?: Record<string, MeterView>; trial?: TrialView }> {
   requireScope(caller.principal, "licenses:read");
   const license = await findLicense(d, keyOrId);
-  const [seatsUsed, activations, meters] = await Promise.all([
+  const [seatsUsed, activations, meters, trial] = await Promise.all([
     d.store.countActiveSeats(license.id),
     d.store.listActivations(license.id),
     d.store.listMeters(license.id),
+    d.store.getTrialOfLicense(license.id),
   ]);
   await auditRead(d, caller, "license-show", license.id);
   return {
     license: licenseView(license, seatsUsed),
     activations: activations.map(activationView),
     ...(meters.length > 0 ? { meters: meterViews(meters, d.clock()) } : {}),
+    ...(trial ? { trial: trialView(trial, license) } : {}),
   };
 }
 
