@@ -100,7 +100,7 @@ export class Trials {
     return this.deps.licensing.grantSeat(license, device, ctx, "activate");
   }
 
-  /** The licence a trial gets: the trial plan's fields, one device's worth of seats, ending after the trial's length. */
+  /** The licence a trial gets: the trial plan's fields but its seats, one device's worth of seats, ending after the trial's length. */
   private trialLicense(trial: TrialConfig, device: Device, now: number): LicenseRecord {
     const fields = planFields(trial.plan, now);
     const updatesUntil = fields.updatesUntil ? Date.parse(fields.updatesUntil) : null;
@@ -114,7 +114,8 @@ export class Trials {
       plan: trial.plan.name,
       planTitle: fields.planTitle ?? trial.plan.name,
       channels: fields.channels ?? [this.deps.variant.channels[0]!],
-      seats: fields.seats ?? 1,
+      // One device's installations (one per product it runs): a trial is never shared by devices.
+      seats: Math.max(1, this.deps.variant.products.length),
       issued: now,
       expires: now + trial.lengthSeconds * 1000,
       revoked: null,

@@ -35,7 +35,7 @@ export function trialEndpoints(trials: Trials): Endpoint[] {
       precondition: () => void trials.requireEnabled(),
       body: TrialStartModel,
       answer: A.ActivationAnswer,
-      errors: [...BODY_ERRORS, "not_found", ...LICENSE_STATE_ERRORS, "seat_limit", "licensing_unavailable"],
+      errors: [...BODY_ERRORS, "not_found", ...LICENSE_STATE_ERRORS, "licensing_unavailable"],
       handler: async ({ body, context }) => json({ ok: true, ...(await trials.start(body, context)) }, 200, NO_STORE),
     }),
   ];

@@ -22,7 +22,7 @@ export function usageEndpoints(metering: Metering): Endpoint[] {
       audit: "usage",
       body: UsageModel,
       answer: UsageAnswer,
-      errors: [...BEARER_ERRORS, ...BODY_ERRORS, "not_found", "usage_limit", "idempotency_conflict", "licensing_unavailable"],
+      errors: [...BEARER_ERRORS, ...BODY_ERRORS, "not_found", "usage_limit", "idempotency_conflict"],
       handler: async ({ principal, body, context }) => json({ ok: true, ...(await metering.use(principal, body, context)) }, 200, NO_STORE),
     }),
   ];
