@@ -28,6 +28,8 @@ export type ClientErrorCode =
   | "rate_limited"
   | "not_found"
   | "unavailable"
+  | "usage_limit"
+  | "idempotency_conflict"
   // The kit's own.
   | "clock_rollback"
   | "signature_invalid"
