@@ -1,7 +1,7 @@
 import { ConfigError, parseDuration } from "./parse";
 import type { PlanConfig, Plans } from "./plans";
 
-/** Trials without a key (docs/licence-models.md, "How to run a trial"): the plan they are made from and how long they last. */
+/** Trials without a key (docs/trials-and-meters.md, "How to run a trial"): the plan they are made from and how long they last. */
 export interface TrialConfig {
   readonly plan: PlanConfig;
   readonly lengthSeconds: number;

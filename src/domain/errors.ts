@@ -40,7 +40,7 @@ export const ERROR_CODES = [
   "seats_in_use",
   // A second deactivation by an operator is a conflict, not a refused token
   "already_deactivated",
-  // A meter has too little left for a use (docs/licence-models.md)
+  // A meter has too little left for a use (docs/trials-and-meters.md)
   "usage_limit",
 ] as const;
 

@@ -9,7 +9,7 @@ import type { Principal } from "./licensing";
 import { formatSeatLease } from "./seat-lease";
 
 /**
- * Metered use (docs/licence-models.md, "Metered use"): a licence may carry meters, each a limit
+ * Metered use (docs/trials-and-meters.md, "Metered use"): a licence may carry meters, each a limit
  * per period (`500` per `30d`) or a one-time pool (no period). A program spends from a meter with
  * its bearer token; the store counts each use under the meter's lock, so no number of processes
  * using one meter at once takes it past its limit.

@@ -39,7 +39,7 @@ export interface Stats {
   readonly seats: { readonly inUse: number; readonly lapsed: number };
   /** Licenses (not revoked) expiring in the next STATS_DAYS days, soonest first. */
   readonly expiringLicenses: readonly { readonly id: string; readonly licensee: string; readonly organization: string; readonly expires: string }[];
-  /** Trials started, and converted by a bought key (docs/licence-models.md). */
+  /** Trials started, and converted by a bought key (docs/trials-and-meters.md). */
   readonly trials: TrialCounts;
   /** Metered use by meter name, over licences not revoked, in their current periods. */
   readonly meters: readonly MeterTotal[];

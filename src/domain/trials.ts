@@ -15,7 +15,7 @@ import { planFields } from "./plans";
 import { parseSeatLease } from "./seat-lease";
 
 /**
- * Trials without a key (docs/licence-models.md, "How to run a trial"): a device that asks gets a
+ * Trials without a key (docs/trials-and-meters.md, "How to run a trial"): a device that asks gets a
  * licence the site makes for it from the trial plan (--trial-plan), lasting --trial-length, once
  * per device hash. Its token is a spec token (kind license). Activating a bought key on the same
  * device ends the trial's seat and counts a conversion (TrialConversion).

@@ -333,7 +333,7 @@ export const AdminStats = Type.Object({
   expiringLicenses: Type.Array(Type.Object({ id: Type.String(), licensee: Type.String(), organization: Type.String(), expires: Timestamp })),
   trials: Type.Object(
     { started: Type.Integer(), converted: Type.Integer() },
-    { description: "Trials ever started, and how many of them a bought key converted (docs/licence-models.md)" },
+    { description: "Trials ever started, and how many of them a bought key converted (docs/trials-and-meters.md)" },
   ),
   meters: Type.Array(
     Type.Object({

@@ -353,7 +353,7 @@ async function runVariant(variant: VariantName) {
     await POST(site, "/entitlements/usage", { ...usageBody(1), token: live.token }, "expired token", 401, "entitlement_expired");
     clock.advance(-8 * 24 * 3600_000);
 
-    // --- metered use (docs/licence-models.md)
+    // --- metered use (docs/trials-and-meters.md)
     const M = "/entitlements/usage";
     await updateLicense(site.composed.services.admin, CLI_CALLER, live.licenseId, { meters: { exports: { limit: 3, period: "30d" } } });
     await POST(site, M, { ...usageBody(2, "conformance-1"), token: live.token }, "use", 200);
@@ -507,7 +507,7 @@ async function runVariant(variant: VariantName) {
     const offlineCode = offlineRequestCode({ device: device(variant), key: keep.licenseKey });
     await POST(noKey, "/admin/activations/offline", { token: noKeyAdmin, body: { code: offlineCode } }, "no signing key", 503, "licensing_unavailable");
 
-    // --- trials (docs/licence-models.md): off here; on at a site of their own
+    // --- trials (docs/trials-and-meters.md): off here; on at a site of their own
     const T = "/trials/start";
     await POST(site, T, { body: { device: device(variant) } }, "trials off", 404, "not_found");
     const trialPlans = { plans: { eval: { channels: ["stable"] } } };

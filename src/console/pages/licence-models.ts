@@ -7,7 +7,7 @@ import { html, type Html } from "../html";
 import { when } from "../layout";
 
 /**
- * The console's parts of the licence models (docs/licence-models.md): a licence's meters as a form
+ * The console's parts of the licence models (docs/trials-and-meters.md): a licence's meters as a form
  * field and a table, its trial, and the dashboard's trials and metered use.
  */
 

@@ -22,7 +22,7 @@ const TrialPage = Type.Object({
   next: Type.Union([Type.String(), Type.Null()]),
 });
 
-/** POST /trials/start (docs/licence-models.md, "How to run a trial"). */
+/** POST /trials/start (docs/trials-and-meters.md, "How to run a trial"). */
 export function trialEndpoints(trials: Trials): Endpoint[] {
   return [
     endpoint({

@@ -10,7 +10,7 @@ const UsageAnswer = Type.Object({
   resetsAt: Type.Optional(Type.String({ format: "date-time", description: "When the period starts again from zero; absent for a one-time pool" })),
 });
 
-/** POST /entitlements/usage: metered use spent with the bearer (docs/licence-models.md, "Metered use"). */
+/** POST /entitlements/usage: metered use spent with the bearer (docs/trials-and-meters.md, "Metered use"). */
 export function usageEndpoints(metering: Metering): Endpoint[] {
   return [
     endpoint({
