@@ -5,6 +5,7 @@ import { MIGRATIONS } from "../src/store/migrations";
 import { announceSkip, freshSchema, PG_URL } from "./databases";
 import { adminStoreSuite } from "./store/store-admin.suite";
 import { storeSuite } from "./store/store.suite";
+import { meterTrialStoreSuite } from "./store/meters-trials.suite";
 
 if (!PG_URL) announceSkip("test/store-postgres.test.ts", "KEYTURN_TEST_POSTGRES_URL");
 
@@ -17,6 +18,7 @@ describe.skipIf(!PG_URL)("PostgreSQL store", () => {
   };
   storeSuite("PostgreSQL", backend);
   adminStoreSuite("PostgreSQL", backend);
+  meterTrialStoreSuite("PostgreSQL", backend);
 
   test("a re-activation racing a deactivation of one installation, across processes: no deadlock, never a revoked seat", async () => {
     const schema = await freshSchema();
