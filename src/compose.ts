@@ -220,6 +220,7 @@ export async function compose(
     releasesReady: () => releases.current !== null,
     releaseTree: () => ({ changes: releases.changeDetection, installersVerifying: releases.installersVerifying, startVerified: releases.startVerified }),
     staffSignIn: config.identity !== null && !mirrorConfig,
+    trials: config.trial !== null && !mirrorConfig,
     rateLimits,
     ...(knowledge ? { mirror: () => knowledge.status() } : {}),
   });

@@ -148,9 +148,11 @@ describe("POST /trials/start", () => {
 });
 
 describe("trials switched off", () => {
-  test("without --trial-plan a start is not_found, and activation looks for no trial", async () => {
+  test("without --trial-plan a start is not_found, and /meta does not name trials", async () => {
     const off = await testSite("alpha");
     try {
+      expect(((await (await off.request("GET", "/meta")).json()) as { features: Record<string, unknown> }).features.trials).toBeUndefined();
+      expect(((await (await site.request("GET", "/meta")).json()) as { features: Record<string, unknown> }).features.trials).toBe(true);
       const res = await off.request("POST", "/trials/start", { body: { device: device("alpha") } });
       expect(res.status).toBe(404);
       expect(((await res.json()) as { error: string; message: string }).message).toContain("offers no trials");
