@@ -8,6 +8,8 @@ import { systemClock, type Clock } from "./domain/clock";
 import { KeyHolder } from "./domain/key-holder";
 import { KeyturnError } from "./domain/errors";
 import { Licensing } from "./domain/licensing";
+import { Metering } from "./domain/meters";
+import { TrialConversion, Trials } from "./domain/trials";
 import { StaffSignIn } from "./domain/identity/staff-sign-in";
 import { ConsoleOpenId, consoleScopes } from "./domain/identity/console-sign-in";
 import { ConsoleSessions } from "./domain/console-sessions";
@@ -148,6 +150,8 @@ export async function compose(
   if (mirror) await mirror.keysLoaded;
   const adoption = new AdoptionRecorder(store, clock, log);
   if (opts.watchReleases) adoption.start();
+  // Only a site that gives trials looks for one to convert: others activate as before.
+  const conversion = config.trial && !mirrorConfig ? new TrialConversion({ store, clock, audit, tokenTtlSeconds: config.tokenTtlSeconds }) : null;
   const licensing = new Licensing({
     variant: config.variant,
     store,
@@ -162,7 +166,9 @@ export async function compose(
     offlineTokenTtlSeconds: config.offlineTokenTtlSeconds,
     mirrorOf: mirrorConfig?.of ?? null,
     adoption,
+    ...(conversion ? { afterActivation: (license, deviceHash, ctx) => conversion.activated(license, deviceHash, ctx) } : {}),
   });
+  const trials = new Trials({ variant: config.variant, store, clock, audit, licensing, trial: config.trial });
   const selection = new ReleaseSelection(config.variant, controls, clock);
   const publications = new ReleasePublications(store, clock, (published) => {
     for (const release of published) log.info("release published", { lane: release.lane, version: release.version });
@@ -214,6 +220,7 @@ export async function compose(
     releasesReady: () => releases.current !== null,
     releaseTree: () => ({ changes: releases.changeDetection, installersVerifying: releases.installersVerifying, startVerified: releases.startVerified }),
     staffSignIn: config.identity !== null && !mirrorConfig,
+    trials: config.trial !== null && !mirrorConfig,
     rateLimits,
     ...(knowledge ? { mirror: () => knowledge.status() } : {}),
   });
@@ -238,6 +245,8 @@ export async function compose(
     services: {
       variant: config.variant,
       licensing,
+      metering: new Metering({ store, clock, audit, mirrorOf: mirrorConfig?.of ?? null }),
+      trials,
       audit,
       log,
       clock,

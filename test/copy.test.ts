@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { silentLogger } from "../src/config/log";
 import { CLI_CALLER } from "../src/domain/admin/deps";
 import { createAdminToken } from "../src/domain/admin/tokens";
+import { updateLicense } from "../src/domain/admin/licenses";
 import { newEvent } from "../src/domain/events";
 import { sha256Hex } from "../src/domain/ids";
 import { addWebhookEndpoint } from "../src/domain/webhooks/endpoints";
@@ -29,12 +30,16 @@ async function everything(store: Store) {
   const licenses = await store.listLicenses();
   const activations = [];
   for (const l of licenses) activations.push(...(await store.listActivations(l.id)));
+  const meters = [];
+  for (const l of licenses) meters.push(...(await store.listMeters(l.id)));
   const deliveries = await store.listDeliveries({ limit: 100_000 });
   const attempts = [];
   for (const d of deliveries) attempts.push(...(await store.listAttempts(d.id)));
   return {
     licenses,
     activations,
+    meters,
+    trials: await store.listTrials({ limit: 100_000 }),
     audit: await store.listAudit({ limit: 100_000 }),
     controls: await store.listReleaseControls(),
     adminTokens: await store.listAdminTokens(),
@@ -73,6 +78,16 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
       expect(res.status).toBe(200);
       token = ((await res.json()) as { token: string }).token;
     }
+    // A meter with a use (and its idempotency key), and a device's trial, move with the records.
+    const metered = (await site.admin.findLicense(key)).id;
+    await updateLicense(site.composed.services.admin, CLI_CALLER, metered, { meters: { exports: { limit: 10, period: "30d" } } });
+    expect((await site.request("POST", "/entitlements/usage", { token, body: { meter: "exports", amount: 3, idempotencyKey: "moved-1" } })).status).toBe(200);
+    const trialLicence = license({ id: "lic_trial", keyHash: "f".repeat(64), licensee: "Trial on Office PC" });
+    await site.composed.store.startTrial(
+      { deviceHash: "trial-device", licenseId: trialLicence.id, started: site.clock(), converted: null, convertedTo: null },
+      trialLicence,
+      {},
+    );
     expect((await site.request("POST", "/licenses/activate", { body: { key: "AAAA-BBBB", device: device("alpha") } })).status).not.toBe(200);
     await site.composed.store.createChallenge({ nonceHash: nonce, installation: "inst", created: site.clock(), expires: site.clock() + 300_000, used: null });
     await site.composed.services.selection.controls.apply("withdraw", "alpha/stable/win-x64", "1.0.0");
@@ -103,8 +118,11 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
     expect(JSON.parse(r.stdout)).toEqual({
       ok: true,
       copied: {
-        licenses: 3,
+        licenses: 4,
         activations: 2,
+        license_meters: 1,
+        meter_uses: 1,
+        trials: 1,
         challenges: 1,
         audit: source.audit.length,
         release_controls: 1,
@@ -152,14 +170,15 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
     await site.request("POST", "/entitlements/deactivate", { token });
     const refused = keyturn("copy", "--from", join(site.dir, "data"), "--to", schema.url);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain("the target already holds 3 licenses, 2 activations, 1 challenges");
+    expect(refused.stderr).toContain("the target already holds 4 licenses, 2 activations, 1 challenges");
+    expect(refused.stderr).toContain("1 meters, 1 trials");
     expect(refused.stdout).toBe("");
 
     const merged = keyturn("copy", "--from", join(site.dir, "data"), "--to", schema.url, "--merge");
     expect(merged.stderr).toBe("");
     expect(merged.code).toBe(0);
     expect(merged.stdout).toMatch(
-      /^copied 3 licenses, 2 activations, 1 challenges, \d+ audit lines, 1 admin tokens, 1 webhook endpoints, \d+ events, 1 webhook deliveries from .* to PostgreSQL\n$/,
+      /^copied 4 licenses, 2 activations, 1 challenges, \d+ audit lines, 1 admin tokens, 1 webhook endpoints, \d+ events, 1 webhook deliveries, 1 meters, 1 trials from .* to PostgreSQL\n$/,
     );
     const target = await openPostgresStore(schema.url);
     try {

@@ -5,6 +5,7 @@ import { MIGRATIONS } from "../src/store/migrations";
 import { announceSkip, freshSchema, PG_URL } from "./databases";
 import { adminStoreSuite } from "./store/store-admin.suite";
 import { storeSuite } from "./store/store.suite";
+import { meterTrialStoreSuite } from "./store/meters-trials.suite";
 
 if (!PG_URL) announceSkip("test/store-postgres.test.ts", "KEYTURN_TEST_POSTGRES_URL");
 
@@ -17,6 +18,7 @@ describe.skipIf(!PG_URL)("PostgreSQL store", () => {
   };
   storeSuite("PostgreSQL", backend);
   adminStoreSuite("PostgreSQL", backend);
+  meterTrialStoreSuite("PostgreSQL", backend);
 
   test("a re-activation racing a deactivation of one installation, across processes: no deadlock, never a revoked seat", async () => {
     const schema = await freshSchema();
@@ -104,7 +106,9 @@ describe.skipIf(!PG_URL)("PostgreSQL store", () => {
         "idempotency",
         "known_releases",
         "known_releases_baseline",
+        "license_meters",
         "licenses",
+        "meter_uses",
         "mirror_license_expiry",
         "mirror_release_controls",
         "mirror_revocations",
@@ -119,6 +123,7 @@ describe.skipIf(!PG_URL)("PostgreSQL store", () => {
         "rollout_buckets",
         "rollout_releases",
         "schema_migrations",
+        "trials",
         "webhook_attempts",
         "webhook_deliveries",
         "webhook_endpoints",

@@ -12,7 +12,8 @@ export const USAGE = "keyturn copy --from DATA_DIR --to postgres://... [--merge]
 
 const describe = (c: RowCounts) =>
   `${c.licenses} licenses, ${c.activations} activations, ${c.challenges} challenges, ${c.audit} audit lines, ` +
-  `${c.admin_tokens} admin tokens, ${c.webhook_endpoints} webhook endpoints, ${c.events} events, ${c.webhook_deliveries} webhook deliveries`;
+  `${c.admin_tokens} admin tokens, ${c.webhook_endpoints} webhook endpoints, ${c.events} events, ${c.webhook_deliveries} webhook deliveries, ` +
+  `${c.license_meters} meters, ${c.trials} trials`;
 
 /**
  * `keyturn copy`: moves a vendor's SQLite records into PostgreSQL. Refuses a target that already

@@ -4,7 +4,7 @@ import { MAX_TOKEN_TTL } from "../config/settings";
 import { CLI_CALLER } from "../domain/admin/deps";
 import { TOKEN_TTL_MIN } from "../domain/admin/model";
 import { decode } from "../domain/decode";
-import { createLicense, LicenseCreateInput, LicenseUpdateInput, rekeyLicense, reinstateLicense, updateLicense } from "../domain/admin/licenses";
+import { createLicense, LicenseCreateInput, LicenseUpdateInput, rekeyLicense, reinstateLicense, showLicense, updateLicense } from "../domain/admin/licenses";
 import { KeyturnError } from "../domain/errors";
 import { formatSeatLease, parseSeatLease } from "../domain/seat-lease";
 import type { LicenseRecord } from "../store/types";
@@ -15,14 +15,15 @@ import { renewLicense } from "../domain/admin/renewal";
 /** Seconds as the configuration writes them: `365d`, `12h`, or seconds. */
 const durationText = (s: number) => (s % 86_400 === 0 ? `${s / 86_400}d` : s % 3600 === 0 ? `${s / 3600}h` : `${s}s`);
 import { openAdmin } from "./admin-context";
+import { meterFlag, printMetersAndTrial } from "./license-meters";
 import { out, parseIsoFlag, printJson, UsageError } from "./io";
 
 export const USAGE = [
-  "keyturn license create --licensee N --plan P [--seats N] [--channels stable,preview] [--organization O] [--plan-title T] [--expires ISO|never] [--email E] [--token-ttl 366d] [--seat-lease 30d] [--updates-until ISO|none] [--features F,F=V|none] [--json]",
+  "keyturn license create --licensee N --plan P [--seats N] [--channels stable,preview] [--organization O] [--plan-title T] [--expires ISO|never] [--email E] [--token-ttl 366d] [--seat-lease 30d] [--updates-until ISO|none] [--features F,F=V|none] [--meter NAME=LIMIT[/PERIOD],...] [--json]",
   "       (a plan of the configuration's [plans.NAME] fills in what is not given; otherwise --seats and --channels are required)",
   "       keyturn license list [--json]",
   "       keyturn license show KEY|ID [--json]",
-  "       keyturn license update KEY|ID [--seats N] [--expires ISO|never] [--channels C,...] [--plan P] [--plan-title T] [--licensee N] [--organization O] [--email E|none] [--token-ttl 90d|default] [--seat-lease 30d|none] [--updates-until ISO|none] [--features F,F=V|none] [--json]",
+  "       keyturn license update KEY|ID [--seats N] [--expires ISO|never] [--channels C,...] [--plan P] [--plan-title T] [--licensee N] [--organization O] [--email E|none] [--token-ttl 90d|default] [--seat-lease 30d|none] [--updates-until ISO|none] [--features F,F=V|none] [--meter NAME=LIMIT[/PERIOD],...|none] [--json]",
   "       keyturn license revoke KEY|ID [--json]",
   "       keyturn license reinstate KEY|ID [--json]",
   "       keyturn license rekey KEY|ID [--json]          # a new key, shown once; the old key stops working",
@@ -42,6 +43,7 @@ const FLAGS = {
   "seat-lease": { type: "string" },
   "updates-until": { type: "string" },
   features: { type: "string" },
+  meter: { type: "string" },
   json: { type: "boolean" },
 } as const;
 
@@ -150,7 +152,7 @@ function updateBody(f: Readonly<Record<string, string | boolean | undefined>>, t
   ] as const)
     if (str(flag) !== undefined) body[field] = str(flag);
   if (str("email") !== undefined) body.email = str("email") === "none" ? null : str("email");
-  Object.assign(body, seatLeaseFlag(f), modelFlags(f));
+  Object.assign(body, seatLeaseFlag(f), modelFlags(f), meterFlag(USAGE, f));
   if (Object.keys(body).length === 0) throw new UsageError(USAGE, "license update needs at least one field to change");
   return body;
 }
@@ -202,6 +204,7 @@ export async function licenseCommand(args: string[], env: Record<string, string 
         ...(ttl !== undefined ? { tokenTtl: ttl } : {}),
         ...seatLeaseFlag(f),
         ...modelFlags(f),
+        ...meterFlag(USAGE, f),
       });
       const created = await createLicense(ctx.deps, CLI_CALLER, input);
       await printWithKey(created.key, created.license.id);
@@ -257,8 +260,13 @@ export async function licenseCommand(args: string[], env: Record<string, string 
       license = (await ctx.store.getLicense(id))!;
     }
     const view = licenseView(license, await ctx.store.countActiveSeats(license.id));
-    if (json) printJson(view);
-    else printLicense(view);
+    // Meters and a trial only where the licence has them: other licences print as before.
+    const { meters, trial } = await showLicense(ctx.deps, CLI_CALLER, license.id);
+    if (json) printJson({ ...view, ...(meters ? { meters } : {}), ...(trial ? { trial } : {}) });
+    else {
+      printLicense(view);
+      printMetersAndTrial(meters, trial);
+    }
     return 0;
   } finally {
     await ctx.store.close();

@@ -9,7 +9,7 @@ import { openAdmin } from "./admin-context";
 import { out, printJson, UsageError } from "./io";
 
 export const USAGE =
-  "keyturn stats [--json]   (adoption by version per lane, rollouts' reach, activations per day, seats in use and lapsed, licenses expiring)";
+  "keyturn stats [--json]   (adoption by version per lane, rollouts' reach, activations per day, seats in use and lapsed, licenses expiring, trials and their conversions, metered use)";
 
 /** `keyturn stats`: what GET /admin/stats answers, from the records and the release tree (for rollouts' reach). */
 export async function statsCommand(args: string[], env: Record<string, string | undefined>): Promise<number> {
@@ -46,6 +46,10 @@ export async function statsCommand(args: string[], env: Record<string, string | 
     out(`licenses expiring in the next ${STATS_DAYS} days:`);
     if (stats.expiringLicenses.length === 0) out("  none");
     for (const l of stats.expiringLicenses) out(`  ${l.id}  ${l.expires}  ${l.licensee} (${l.organization})`);
+    out(`trials: ${stats.trials.started} started, ${stats.trials.converted} converted to a bought licence`);
+    out("metered use in the current periods:");
+    if (stats.meters.length === 0) out("  none");
+    for (const m of stats.meters) out(`  meter ${m.name}: ${m.used} of ${m.limit} used on ${m.licenses} licences, ${m.exhausted} with nothing left`);
     return 0;
   } finally {
     await ctx.store.close();

@@ -1,3 +1,4 @@
+import { useMeter, type MeterUse, type UsageAnswer } from "./usage.js";
 import type { Device } from "./device.js";
 import { downloadInstaller, type DownloadOptions, type DownloadResult } from "./download.js";
 import { KeyturnClientError } from "./errors.js";
@@ -167,6 +168,20 @@ export class KeyturnClient {
   /** GET /entitlements/current: the entitlement as the site's records have it today. */
   current(token: string, signal?: AbortSignal): Promise<Current> {
     return this.transport.json<Current>("GET", "/entitlements/current", { token, ...(signal ? { signal } : {}) });
+  }
+
+  /**
+   * POST /trials/start: this device's trial, without a key (a site that offers trials). Answers like
+   * activate; a second start answers the same trial. A trial that ended: license_expired; a site
+   * without trials: not_found.
+   */
+  startTrial(device: Device, signal?: AbortSignal): Promise<Activation> {
+    return this.activation("/trials/start", { device }, device, undefined, signal);
+  }
+
+  /** POST /entitlements/usage: spends from a meter of the licence (see useMeter); over its limit: usage_limit. */
+  use(token: string, use: MeterUse, signal?: AbortSignal): Promise<UsageAnswer> {
+    return useMeter(this.transport, token, use, signal);
   }
 
   /** POST /entitlements/deactivate: gives the seat back; the token stops working at once. */

@@ -29,6 +29,8 @@ export type ClientErrorCode =
   | "not_found"
   | "unavailable"
   | "updates_window_ended"
+  | "usage_limit"
+  | "idempotency_conflict"
   // The kit's own.
   | "clock_rollback"
   | "signature_invalid"

@@ -15,6 +15,7 @@ import {
 } from "./settings";
 import { ConfigError, parseBoolean, parseCidr, parseDuration, parseHost, parseInteger, parseList, parseRate, parseUrl, type Rate } from "./parse";
 import { parsePlans, type Plans } from "./plans";
+import { trialConfig, type TrialConfig } from "./trial";
 
 export interface IdentityConfig {
   readonly issuer: string;
@@ -78,6 +79,8 @@ export interface Config {
   readonly mirror: MirrorConfig | null;
   /** The TOML file's `[plans.NAME]` tables (plans.ts); empty without. */
   readonly plans: Plans;
+  /** Trials without a key (--trial-plan, --trial-length); null when off. */
+  readonly trial: TrialConfig | null;
 }
 
 export type Mode = "serve" | "admin";
@@ -224,6 +227,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
   const logLevel = value("log-level");
   if (!["debug", "info", "warn", "error"].includes(logLevel)) throw new ConfigError("log-level", `must be debug, info, warn or error (got "${logLevel}")`);
 
+  const plans = parsePlans(tables.plans, variant.channels);
   const config: Config = {
     variant,
     baseUrl,
@@ -258,7 +262,8 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     webhookAllowHosts: parseList(value("webhook-allow-hosts")).map((h) => parseHost("webhook-allow-hosts", h)),
     demo,
     mirror: mirrorConfig(get, databaseUrl !== null),
-    plans: parsePlans(tables.plans, variant.channels),
+    plans,
+    trial: trialConfig(get("trial-plan"), value("trial-length"), plans),
   };
   return deepFreeze(config);
 }

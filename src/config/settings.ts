@@ -98,6 +98,12 @@ export const SETTINGS: readonly SettingSpec[] = [
   },
   { flag: "staff-organization", kind: "string", default: "Staff", help: "organization of staff entitlements" },
   { flag: "staff-seats", kind: "string", default: "5", help: "installations per staff member" },
+  {
+    flag: "trial-plan",
+    kind: "string",
+    help: "a plan of the configuration ([plans.NAME]) that trials without a key are made from (POST /api/v1/trials/start); trials are off when unset",
+  },
+  { flag: "trial-length", kind: "string", default: "14d", help: "how long a trial lasts from its start, at most 366d" },
   { flag: "audit-retention", kind: "string", default: "90d", help: `how long audit lines are kept, at most ${MAX_DURATION}` },
   { flag: "log-format", kind: "string", default: "json", help: "json or text" },
   { flag: "log-level", kind: "string", default: "info", help: "debug, info, warn or error" },

@@ -59,7 +59,11 @@ export type AuditAction =
   | "portal-sign-in"
   | "portal-sign-out"
   | "key-rotate"
-  | "key-promote";
+  | "key-promote"
+  | "usage"
+  | "trial-start"
+  | "trial-convert"
+  | "trial-list";
 
 /** The audit trail: one line per state change and per refusal; a refusal's line is its `ref`. */
 export class Audit {

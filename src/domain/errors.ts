@@ -42,6 +42,8 @@ export const ERROR_CODES = [
   "already_deactivated",
   // A download of a release released after the licence's maintenance window (design.md "Licence models")
   "updates_window_ended",
+  // A meter has too little left for a use (docs/trials-and-meters.md)
+  "usage_limit",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

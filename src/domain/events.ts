@@ -20,6 +20,10 @@ export const EVENT_TYPES = [
   "release.resumed",
   "release.withdrawn",
   "release.restored",
+  "meter.warning",
+  "meter.exhausted",
+  "trial.started",
+  "trial.converted",
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

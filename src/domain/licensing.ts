@@ -99,6 +99,8 @@ export interface LicensingDeps {
   readonly mirrorOf?: string | null;
   /** Records every bearer request (entitlements/current, update files, feeds, …) as a sighting of the installation (adoption.ts). */
   readonly adoption?: AdoptionRecorder;
+  /** After a key's seat was granted (a trial on the device converts: src/domain/trials.ts); absent when trials are off. */
+  readonly afterActivation?: (license: LicenseRecord, deviceHash: string, ctx: RequestContext) => Promise<void>;
 }
 
 /** The license half of the spec: activate, refresh, deactivate, current, and the bearer check. */
@@ -121,7 +123,9 @@ export class Licensing {
     this.requireSigner();
     const license = await findLicenseByTypedKey(this.deps.store, this.deps.variant, input.key);
     if (!license || license.kind !== "license") throw new KeyturnError("license_unknown", "The key is not known, or is mistyped.");
-    return this.grantSeat(license, device, ctx, "activate", use);
+    const answer = await this.grantSeat(license, device, ctx, "activate", use);
+    await this.deps.afterActivation?.(license, device.hash, ctx);
+    return answer;
   }
 
   /**

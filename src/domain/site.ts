@@ -21,6 +21,8 @@ export interface SiteMeta {
     readonly updates: boolean;
     /** Always on: every request counts against its address's budget. */
     readonly rateLimit: boolean;
+    /** Only on a site that offers trials without a key (docs/trials-and-meters.md): absent otherwise. */
+    readonly trials?: true;
   };
   /** Public keys: license keys (tokens) and release keys (manifests), newest last within each purpose. */
   readonly keys: readonly { readonly kid: string; readonly purpose: KeyPurpose; readonly spki: string; readonly role?: LicenseKeyRole }[];
@@ -37,6 +39,8 @@ export interface SiteDeps {
   /** Whether the first release index is there: until then the update routes wait, so the site is not ready. */
   readonly releasesReady: () => boolean;
   readonly staffSignIn: boolean;
+  /** Whether POST /trials/start gives trials (--trial-plan, not a mirror). */
+  readonly trials?: boolean;
   /** How changes to the release tree are noticed, and how many installers are still being hashed. */
   readonly releaseTree?: () => { readonly changes: ChangeDetection; readonly installersVerifying: number; readonly startVerified?: boolean };
   /** Where rate-limit counters are kept right now (Redis may be away: then per process). */
@@ -116,6 +120,7 @@ export class Site {
         staffSignIn: this.deps.staffSignIn,
         updates: await this.releasesReadable(),
         rateLimit: true,
+        ...(this.deps.trials ? { trials: true as const } : {}),
       },
       keys: published,
       ...(this.deps.mirror ? { mirror: mirrorMeta(this.deps.mirror()) } : {}),

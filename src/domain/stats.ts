@@ -1,4 +1,6 @@
 import type { IdRange, InstallationCount, Store } from "../store/types";
+import type { MeterTotal } from "../store/meter-types";
+import type { TrialCounts } from "../store/trial-types";
 import { isoTime, type Clock } from "./clock";
 import { thresholdNow, laneName, type ReleaseControls } from "./releases/release-controls";
 import type { ReleaseIndex } from "./releases/release-index";
@@ -37,6 +39,10 @@ export interface Stats {
   readonly seats: { readonly inUse: number; readonly lapsed: number };
   /** Licenses (not revoked) expiring in the next STATS_DAYS days, soonest first. */
   readonly expiringLicenses: readonly { readonly id: string; readonly licensee: string; readonly organization: string; readonly expires: string }[];
+  /** Trials started, and converted by a bought key (docs/trials-and-meters.md). */
+  readonly trials: TrialCounts;
+  /** Metered use by meter name, over licences not revoked, in their current periods. */
+  readonly meters: readonly MeterTotal[];
 }
 
 /** The channel of a lane name (`product/channel/platform` or `channel/platform`). */
@@ -159,6 +165,7 @@ export async function collectStats(d: { store: Store; clock: Clock; controls: Re
     activationsPerDay.push({ day: isoTime(day).slice(0, 10), activations: c?.activations ?? 0, seatLimitRefusals: c?.seatLimitRefusals ?? 0 });
   }
   const expiring = await d.store.licensesExpiring(now, now + STATS_DAYS * DAY_MS, EXPIRING_LIMIT);
+  const [trials, meters] = await Promise.all([d.store.trialCounts(), d.store.meterTotals(now)]);
 
   return {
     since: isoTime(since),
@@ -175,6 +182,8 @@ export async function collectStats(d: { store: Store; clock: Clock; controls: Re
     activationsPerDay,
     seats,
     expiringLicenses: expiring.map((l) => ({ id: l.id, licensee: l.licensee, organization: l.organization, expires: isoTime(l.expires!) })),
+    trials,
+    meters,
   };
 }
 

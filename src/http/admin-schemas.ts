@@ -79,7 +79,24 @@ export const AdminLicenseCreated = Type.Object({
   key: Type.String({ description: "Shown here only (and to a replay of the same Idempotency-Key within 24 h)" }),
 });
 export const AdminLicensePage = Type.Object({ ok: Ok, licenses: Type.Array(LicenseView), next: Next });
-export const AdminLicenseShown = Type.Object({ ok: Ok, license: LicenseView, activations: Type.Array(ActivationView) });
+const MeterView = Type.Object({
+  limit: Type.Integer(),
+  period: Nullable(Type.String({ description: "e.g. 30d; null: a one-time pool" })),
+  used: Type.Integer({ description: "In the current period" }),
+  remaining: Type.Integer(),
+  resetsAt: Nullable(Timestamp),
+});
+const LicenseTrial = Type.Object(
+  { license: Type.String(), started: Timestamp, ends: Nullable(Timestamp), converted: Nullable(Timestamp), convertedTo: Nullable(Type.String()) },
+  { description: "Only on a licence the site made for a trial" },
+);
+export const AdminLicenseShown = Type.Object({
+  ok: Ok,
+  license: LicenseView,
+  activations: Type.Array(ActivationView),
+  meters: Type.Optional(Type.Record(Type.String(), MeterView, { description: "Only on a licence with meters: each meter's use" })),
+  trial: Type.Optional(LicenseTrial),
+});
 export const AdminLicenseUpdated = Type.Object({ ok: Ok, license: LicenseView, changed: Type.Array(Type.String()) });
 export const AdminOkAnswer = Type.Object({ ok: Ok });
 export const AdminLicenseAnswer = Type.Object({ ok: Ok, license: LicenseView });
@@ -314,4 +331,18 @@ export const AdminStats = Type.Object({
     },
   ),
   expiringLicenses: Type.Array(Type.Object({ id: Type.String(), licensee: Type.String(), organization: Type.String(), expires: Timestamp })),
+  trials: Type.Object(
+    { started: Type.Integer(), converted: Type.Integer() },
+    { description: "Trials ever started, and how many of them a bought key converted (docs/trials-and-meters.md)" },
+  ),
+  meters: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      licenses: Type.Integer({ description: "Licences (not revoked) with a meter of this name" }),
+      used: Type.Integer({ description: "Their use in their current periods" }),
+      limit: Type.Integer({ description: "The sum of their limits" }),
+      exhausted: Type.Integer({ description: "Licences with nothing left of it in their current period" }),
+    }),
+    { description: "Metered use by meter name" },
+  ),
 });

@@ -164,6 +164,7 @@ export const MetaAnswer = Type.Object({
     staffSignIn: Type.Boolean(),
     updates: Type.Boolean(),
     rateLimit: Type.Boolean(),
+    trials: Type.Optional(Type.Literal(true, { description: "Only on a site that offers trials without a key (POST /trials/start)" })),
   }),
   keys: Type.Array(
     Type.Object({

@@ -5,6 +5,8 @@ import type { AdminDeps } from "../domain/admin/deps";
 import type { Audit } from "../domain/audit";
 import type { Clock } from "../domain/clock";
 import type { Licensing } from "../domain/licensing";
+import type { Metering } from "../domain/meters";
+import type { Trials } from "../domain/trials";
 import type { StaffSignIn } from "../domain/identity/staff-sign-in";
 import type { ConsoleOpenId } from "../domain/identity/console-sign-in";
 import type { ConsoleSessions } from "../domain/console-sessions";
@@ -20,6 +22,10 @@ import type { RateLimiter } from "./rate-limit";
 export interface AppServices {
   readonly variant: Variant;
   readonly licensing: Licensing;
+  /** Metered use spent with a bearer (POST /entitlements/usage). */
+  readonly metering: Metering;
+  /** Trials without a key (POST /trials/start). */
+  readonly trials: Trials;
   readonly staffSignIn: StaffSignIn;
   /** Console and portal sessions (server-side; the browser holds a cookie). */
   readonly consoleSessions: ConsoleSessions;

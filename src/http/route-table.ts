@@ -18,6 +18,8 @@ import { licensingEndpoints } from "./endpoints/licensing";
 import { releasesEndpoints } from "./endpoints/releases";
 import { siteEndpoints } from "./endpoints/site";
 import { updateEndpoints } from "./endpoints/updates";
+import { usageEndpoints } from "./endpoints/usage";
+import { adminTrialEndpoints, trialEndpoints } from "./endpoints/trials";
 
 /**
  * The areas of the site: each is one Elysia plugin (app.ts), named `keyturn:<area>`, registering its
@@ -39,7 +41,7 @@ export function routeTable(services: AppServices, openapi: () => string): Record
     site: services.origin,
   };
   return {
-    licensing: licensingEndpoints(services.licensing),
+    licensing: [...licensingEndpoints(services.licensing), ...usageEndpoints(services.metering), ...trialEndpoints(services.trials)],
     updates: updateEndpoints(services.variant, services.releases, services.selection),
     releases: releasesEndpoints(services.variant, services.releases, services.selection),
     feeds: feedEndpoints(services.feeds),
@@ -48,6 +50,7 @@ export function routeTable(services: AppServices, openapi: () => string): Record
     admin: [
       ...adminLicenseEndpoints(services.admin),
       ...adminPlanEndpoints(services.admin),
+      ...adminTrialEndpoints(services.admin),
       ...adminOfflineEndpoints(services.licensing),
       ...adminRecordEndpoints(services.admin),
       ...adminWebhookEndpoints(services.admin),

@@ -36,4 +36,5 @@ export const STATUS_OF: Readonly<Record<ErrorCode, number>> = Object.freeze({
   seats_in_use: 409,
   already_deactivated: 409,
   updates_window_ended: 403,
+  usage_limit: 403,
 });

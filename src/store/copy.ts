@@ -71,6 +71,15 @@ const TABLES = [
       "token_exp",
     ],
   },
+  {
+    name: "license_meters",
+    key: "license_id, name",
+    order: "license_id, name",
+    columns: ["license_id", "name", "lim", "period", "window_start", "used"],
+  },
+  // A use's answer holds no secret: a use retried after the move is still answered once.
+  { name: "meter_uses", key: "license_id, key", order: "created, license_id, key", columns: ["license_id", "key", "meter", "amount", "answer", "created"] },
+  { name: "trials", key: "device_hash", order: "started, device_hash", columns: ["device_hash", "license_id", "started", "converted", "converted_to"] },
   { name: "challenges", key: "nonce_hash", order: "created, nonce_hash", columns: ["nonce_hash", "installation", "created", "expires", "used"] },
   {
     name: "audit",

@@ -699,4 +699,72 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE licenses ADD COLUMN features TEXT;
     `,
   },
+  {
+    version: 16,
+    name: "meters on licences (limit, period, use in the current window), usage idempotency keys, trials by device",
+    // A meter is its own row, locked (PostgreSQL) or written under the write lock (SQLite) by each use,
+    // as a seat is: never below zero across processes. A use's answer is kept under its licence and
+    // idempotency key for 24 h, so a retried use is answered the first answer and counted once. A
+    // trial is keyed by the device hash: a second start finds the first.
+    sqlite: `
+      CREATE TABLE license_meters (
+        license_id TEXT NOT NULL REFERENCES licenses(id),
+        name TEXT NOT NULL,
+        lim INTEGER NOT NULL,
+        period INTEGER,
+        window_start INTEGER NOT NULL,
+        used INTEGER NOT NULL,
+        PRIMARY KEY (license_id, name)
+      ) STRICT;
+      CREATE TABLE meter_uses (
+        license_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        meter TEXT NOT NULL,
+        amount INTEGER NOT NULL,
+        answer TEXT NOT NULL,
+        created INTEGER NOT NULL,
+        PRIMARY KEY (license_id, key)
+      ) STRICT;
+      CREATE INDEX meter_uses_by_created ON meter_uses(created);
+      CREATE TABLE trials (
+        device_hash TEXT PRIMARY KEY,
+        license_id TEXT NOT NULL REFERENCES licenses(id),
+        started INTEGER NOT NULL,
+        converted INTEGER,
+        converted_to TEXT
+      ) STRICT;
+      CREATE INDEX trials_by_started ON trials(started);
+      CREATE INDEX trials_by_license ON trials(license_id);
+    `,
+    postgres: `
+      CREATE TABLE license_meters (
+        license_id TEXT NOT NULL REFERENCES licenses(id),
+        name TEXT NOT NULL,
+        lim BIGINT NOT NULL,
+        period BIGINT,
+        window_start BIGINT NOT NULL,
+        used BIGINT NOT NULL,
+        PRIMARY KEY (license_id, name)
+      );
+      CREATE TABLE meter_uses (
+        license_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        meter TEXT NOT NULL,
+        amount BIGINT NOT NULL,
+        answer TEXT NOT NULL,
+        created BIGINT NOT NULL,
+        PRIMARY KEY (license_id, key)
+      );
+      CREATE INDEX meter_uses_by_created ON meter_uses(created);
+      CREATE TABLE trials (
+        device_hash TEXT PRIMARY KEY,
+        license_id TEXT NOT NULL REFERENCES licenses(id),
+        started BIGINT NOT NULL,
+        converted BIGINT,
+        converted_to TEXT
+      );
+      CREATE INDEX trials_by_started ON trials(started);
+      CREATE INDEX trials_by_license ON trials(license_id);
+    `,
+  },
 ];

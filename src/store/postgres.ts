@@ -25,6 +25,18 @@ import {
   featuresColumn,
 } from "./rows";
 import { applyControl, noControl } from "./release-controls";
+import type { MeterRecord, MeterTotal, MeterUse, MeterUseResult } from "./meter-types";
+import { listMetersPostgres, meterTotalsPostgres, pruneMeterUsesPostgres, useMeterPostgres, writeMetersPostgres } from "./meters-postgres";
+import type { PostgresWriter } from "./postgres-writer";
+import type { ConversionJournal, StartTrialResult, TrialCounts, TrialQuery, TrialRecord } from "./trial-types";
+import {
+  convertTrialPostgres,
+  findTrialPostgres,
+  listTrialsPostgres,
+  startTrialPostgres,
+  trialCountsPostgres,
+  trialOfLicensePostgres,
+} from "./trials-postgres";
 import type {
   ActivateInput,
   ActivateResult,
@@ -99,6 +111,7 @@ async function endPortalSessions(tx: Tx, licenseId: string, j: Pick<Journal<neve
 }
 
 async function journal<T>(tx: Tx, j: Journal<T>, after: T): Promise<void> {
+  if (j.meters) await writeMetersPostgres(tx, j.meters);
   if (j.audit) await tx`INSERT INTO audit ${tx(auditRow(j.audit))}`;
   const event = j.event?.(after);
   if (event) await insertEvent(tx, event);
@@ -133,14 +146,24 @@ export class PostgresStore implements Store {
 
   private controls = { generation: 0, readAt: -Infinity, reading: null as Promise<number> | null };
 
+  /** What the meters' and trials' modules write through (postgres-writer.ts). */
+  private readonly writer: PostgresWriter;
+
   constructor(
     readonly sql: SQL,
     private readonly controlsPollMs = CONTROLS_POLL_MS,
     readonly migrationsApplied: readonly number[] = [],
-  ) {}
+  ) {
+    this.writer = {
+      sql,
+      insertAudit: async (tx, line) => void (await tx`INSERT INTO audit ${tx(auditRow(line))}`),
+      insertEvent,
+      insertLicense: async (tx, license) => void (await tx`INSERT INTO licenses ${tx(licenseRow(license))}`),
+    };
+  }
 
   async createLicense(l: LicenseRecord, j: Journal<LicenseRecord> = {}): Promise<void> {
-    if (!j.audit && !j.event) {
+    if (!j.audit && !j.event && !j.meters) {
       await this.sql`INSERT INTO licenses ${this.sql(licenseRow(l))}`;
       return;
     }
@@ -171,7 +194,7 @@ export class PostgresStore implements Store {
   }
 
   async pruneIdempotency(before: number): Promise<number> {
-    return (await this.sql`DELETE FROM idempotency WHERE created < ${before}`).count;
+    return (await this.sql`DELETE FROM idempotency WHERE created < ${before}`).count + (await pruneMeterUsesPostgres(this.writer, before));
   }
 
   // The license row lock is the one activate takes: no seat can be taken between the check and the update.
@@ -182,7 +205,11 @@ export class PostgresStore implements Store {
       const used = num(current.active_seats);
       if (patch.seats !== undefined && patch.seats < used) return { outcome: "seats_in_use", seatsUsed: used };
       const { sets, params } = patchColumns(patch);
-      if (sets.length === 0) return { outcome: "updated", license: licenseFromRow(current), seatsUsed: used };
+      if (sets.length === 0) {
+        // Only the meters changed (their own table): still the change's audit line and event.
+        if (j.meters) await journal(tx, j, licenseFromRow(current));
+        return { outcome: "updated", license: licenseFromRow(current), seatsUsed: used };
+      }
       const values = sets.map((c) => params[c]);
       const text = `UPDATE licenses SET ${sets.map((c, i) => `${c} = $${i + 1}`).join(", ")} WHERE id = $${sets.length + 1} RETURNING *`;
       const [r] = await tx.unsafe(text, [...values, id]);
@@ -935,6 +962,42 @@ export class PostgresStore implements Store {
           "TEXT",
         )}::text[]) AS b(id, bucket)
       ON CONFLICT DO NOTHING`;
+  }
+
+  async listMeters(licenseId: string): Promise<MeterRecord[]> {
+    return listMetersPostgres(this.writer, licenseId);
+  }
+
+  async useMeter(use: MeterUse): Promise<MeterUseResult> {
+    return useMeterPostgres(this.writer, use);
+  }
+
+  async meterTotals(now: number): Promise<MeterTotal[]> {
+    return meterTotalsPostgres(this.writer, now);
+  }
+
+  async startTrial(trial: TrialRecord, license: LicenseRecord, journal: { audit?: AuditRecord; event?: NewEvent }): Promise<StartTrialResult> {
+    return startTrialPostgres(this.writer, trial, license, journal);
+  }
+
+  async convertTrial(deviceHash: string, toLicenseId: string, now: number, journal: ConversionJournal): Promise<TrialRecord | null> {
+    return convertTrialPostgres(this.writer, deviceHash, toLicenseId, now, journal);
+  }
+
+  async getTrialOfLicense(licenseId: string): Promise<TrialRecord | null> {
+    return trialOfLicensePostgres(this.writer, licenseId);
+  }
+
+  async findTrial(deviceHash: string): Promise<TrialRecord | null> {
+    return findTrialPostgres(this.writer, deviceHash);
+  }
+
+  async listTrials(query: TrialQuery): Promise<TrialRecord[]> {
+    return listTrialsPostgres(this.writer, query);
+  }
+
+  async trialCounts(): Promise<TrialCounts> {
+    return trialCountsPostgres(this.writer);
   }
 
   async ping(): Promise<void> {

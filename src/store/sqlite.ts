@@ -25,6 +25,11 @@ import {
   featuresColumn,
 } from "./rows";
 import { applyControl, noControl } from "./release-controls";
+import type { MeterRecord, MeterTotal, MeterUse, MeterUseResult } from "./meter-types";
+import { listMetersSqlite, meterTotalsSqlite, pruneMeterUsesSqlite, useMeterSqlite, writeMetersSqlite } from "./meters-sqlite";
+import type { SqliteWriter } from "./sqlite-writer";
+import type { ConversionJournal, StartTrialResult, TrialCounts, TrialQuery, TrialRecord } from "./trial-types";
+import { convertTrialSqlite, findTrialSqlite, listTrialsSqlite, startTrialSqlite, trialCountsSqlite, trialOfLicenseSqlite } from "./trials-sqlite";
 import { GroupCommit } from "./sqlite-group-commit";
 import { sqliteWriteStamp, type WriteStamp } from "./sqlite-write-stamp";
 import type {
@@ -139,6 +144,8 @@ export class SqliteStore implements Store {
   private controlsGeneration = 0;
   private controlsCheckedAt = -Infinity;
   private readonly readActivationWithLicense: (id: string) => ActivationWithLicense | null;
+  /** What the meters' and trials' modules write through (sqlite-writer.ts). */
+  private readonly writer: SqliteWriter;
   readonly migrationsApplied: readonly number[];
 
   constructor(readonly db: Database) {
@@ -154,6 +161,13 @@ export class SqliteStore implements Store {
     this.groupCommit = new GroupCommit(db);
     this.writeStamp = sqliteWriteStamp(db, db.filename);
     this.controlsStamp = sqliteWriteStamp(db, db.filename);
+    this.writer = {
+      db,
+      write: (write) => this.groupCommit.write(write),
+      insertAudit: (line) => this.q.insertAudit.run(auditParams(line)),
+      insertEvent: (event) => this.insertEvent(event),
+      insertLicense: (license) => this.q.insertLicense.run(licenseParams(license)),
+    };
     this.readActivationWithLicense = db.transaction((id: string) => {
       const a = this.q.activationById.get(id) as Row | null;
       const l = a && (this.q.licenseById.get(a.license_id) as Row | null);
@@ -231,7 +245,7 @@ export class SqliteStore implements Store {
   }
 
   async createLicense(l: LicenseRecord, journal: Journal<LicenseRecord> = {}): Promise<void> {
-    if (!journal.audit && !journal.event) {
+    if (!journal.audit && !journal.event && !journal.meters) {
       this.q.insertLicense.run(licenseParams(l));
       return;
     }
@@ -259,7 +273,7 @@ export class SqliteStore implements Store {
   }
 
   async pruneIdempotency(before: number): Promise<number> {
-    return this.db.query("DELETE FROM idempotency WHERE created < ?").run(before).changes;
+    return this.db.query("DELETE FROM idempotency WHERE created < ?").run(before).changes + pruneMeterUsesSqlite(this.writer, before);
   }
 
   async updateLicense(id: string, patch: LicensePatch, journal: Journal<LicenseRecord>): Promise<UpdateLicenseResult> {
@@ -270,7 +284,11 @@ export class SqliteStore implements Store {
       // Inside the write transaction: no seat can be taken between this check and the update.
       if (patch.seats !== undefined && patch.seats < used) return { outcome: "seats_in_use", seatsUsed: used };
       const { sets, params } = patchColumns(patch);
-      if (sets.length === 0) return { outcome: "updated", license: licenseFromRow(current), seatsUsed: used };
+      if (sets.length === 0) {
+        // Only the meters changed (their own table): still the change's audit line and event.
+        if (journal.meters) this.journal(journal, licenseFromRow(current));
+        return { outcome: "updated", license: licenseFromRow(current), seatsUsed: used };
+      }
       const r = this.db.query(`UPDATE licenses SET ${sets.map((c) => `${c} = $${c}`).join(", ")} WHERE id = $id RETURNING *`).get({ ...params, id }) as Row;
       const license = licenseFromRow(r);
       this.endPortalSessions(id, journal);
@@ -348,6 +366,7 @@ export class SqliteStore implements Store {
 
   /** Writes a change's audit line and event, inside the transaction of the change. */
   private journal<T>(journal: Journal<T>, after: T): void {
+    if (journal.meters) writeMetersSqlite(this.writer, journal.meters);
     if (journal.audit) this.q.insertAudit.run(auditParams(journal.audit));
     const event = journal.event?.(after);
     if (event) this.insertEvent(event);
@@ -1007,6 +1026,42 @@ export class SqliteStore implements Store {
       const insert = this.db.query("INSERT INTO rollout_buckets (release_no, activation_id, bucket) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
       for (const b of buckets) insert.run(no, b.activationId, storedBucket(b.bucket));
     });
+  }
+
+  async listMeters(licenseId: string): Promise<MeterRecord[]> {
+    return listMetersSqlite(this.writer, licenseId);
+  }
+
+  async useMeter(use: MeterUse): Promise<MeterUseResult> {
+    return useMeterSqlite(this.writer, use);
+  }
+
+  async meterTotals(now: number): Promise<MeterTotal[]> {
+    return meterTotalsSqlite(this.writer, now);
+  }
+
+  async startTrial(trial: TrialRecord, license: LicenseRecord, journal: { audit?: AuditRecord; event?: NewEvent }): Promise<StartTrialResult> {
+    return startTrialSqlite(this.writer, trial, license, journal);
+  }
+
+  async convertTrial(deviceHash: string, toLicenseId: string, now: number, journal: ConversionJournal): Promise<TrialRecord | null> {
+    return convertTrialSqlite(this.writer, deviceHash, toLicenseId, now, journal);
+  }
+
+  async getTrialOfLicense(licenseId: string): Promise<TrialRecord | null> {
+    return trialOfLicenseSqlite(this.writer, licenseId);
+  }
+
+  async findTrial(deviceHash: string): Promise<TrialRecord | null> {
+    return findTrialSqlite(this.writer, deviceHash);
+  }
+
+  async listTrials(query: TrialQuery): Promise<TrialRecord[]> {
+    return listTrialsSqlite(this.writer, query);
+  }
+
+  async trialCounts(): Promise<TrialCounts> {
+    return trialCountsSqlite(this.writer);
   }
 
   async ping(): Promise<void> {

@@ -2,6 +2,9 @@
  * The records behind one interface. Every method is async so the SQLite store (default) and the
  * PostgreSQL store are interchangeable; callers never see SQL. Times are milliseconds since the epoch.
  */
+import type { MeterSet, MeterStore } from "./meter-types";
+import type { TrialStore } from "./trial-types";
+
 export type EntitlementKind = "license" | "staff";
 
 export interface LicenseRecord {
@@ -211,6 +214,8 @@ export interface Journal<T> {
    * transaction (revokeLicense, updateLicense): a rekey or a revocation ends what the old key opened.
    */
   readonly endsPortalSessions?: number;
+  /** The licence's meters, replaced whole in the same transaction (MeterSet). */
+  readonly meters?: MeterSet;
 }
 
 export interface IdempotencyRecord {
@@ -434,7 +439,7 @@ export interface RolloutCountQuery {
   readonly threshold: bigint;
 }
 
-export interface Store {
+export interface Store extends MeterStore, TrialStore {
   readonly kind: "sqlite" | "postgres";
   /** The migrations (versions) this process applied when it opened the records; none when they were up to date. */
   readonly migrationsApplied: readonly number[];

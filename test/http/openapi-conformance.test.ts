@@ -7,6 +7,7 @@ import { offlineRequestCode } from "../../src/client";
 import { VARIANT_NAMES, VARIANTS, type VariantName } from "../../src/config/variants";
 import { CLI_CALLER, SCOPES, type Scope } from "../../src/domain/admin/deps";
 import { createAdminToken, revokeAdminToken } from "../../src/domain/admin/tokens";
+import { updateLicense } from "../../src/domain/admin/licenses";
 import { isoTime } from "../../src/domain/clock";
 import { keepStatsIn, StatsCache } from "../../src/domain/stats-cache";
 import { newId } from "../../src/domain/ids";
@@ -329,8 +330,9 @@ async function runVariant(variant: VariantName) {
       [FS, `/feeds/sparkle/${laneOfFeed}/appcast.xml`],
       [FV, `/feeds/velopack/${laneOfFeed}/releases.win.json`],
     ];
-    const bearerPosts = ["/entitlements/refresh", "/entitlements/deactivate"];
+    const bearerPosts = ["/entitlements/refresh", "/entitlements/deactivate", "/entitlements/usage"];
     const refreshBody = (d: object) => ({ body: { device: d } });
+    const usageBody = (amount: number, idempotencyKey: string = crypto.randomUUID(), meter = "exports") => ({ body: { meter, amount, idempotencyKey } });
 
     for (const [template, path] of bearerGets) {
       await GET(template, path, {}, "no token", 401, "entitlement_invalid");
@@ -339,7 +341,7 @@ async function runVariant(variant: VariantName) {
       await GET(template, path, { token: revokedLater.token }, "license revoked", 403, "license_revoked");
     }
     for (const path of bearerPosts) {
-      const body = path.endsWith("refresh") ? refreshBody(live.dev) : {};
+      const body = path.endsWith("refresh") ? refreshBody(live.dev) : path.endsWith("usage") ? usageBody(1) : {};
       await POST(site, path, { ...body }, "no token", 401, "entitlement_invalid");
       await POST(site, path, { ...body, token: "a.b.c" }, "not a token", 401, "entitlement_invalid");
       await POST(site, path, { ...body, token: gone.token }, "deactivated", 401, "entitlement_revoked");
@@ -350,7 +352,19 @@ async function runVariant(variant: VariantName) {
     for (const [template, path] of bearerGets) await GET(template, path, { token: live.token }, "expired token", 401, "entitlement_expired");
     await POST(site, "/entitlements/refresh", { ...refreshBody(live.dev), token: live.token }, "expired token", 401, "entitlement_expired");
     await POST(site, "/entitlements/deactivate", { token: live.token }, "expired token", 401, "entitlement_expired");
+    await POST(site, "/entitlements/usage", { ...usageBody(1), token: live.token }, "expired token", 401, "entitlement_expired");
     clock.advance(-8 * 24 * 3600_000);
+
+    // --- metered use (docs/trials-and-meters.md)
+    const M = "/entitlements/usage";
+    await updateLicense(site.composed.services.admin, CLI_CALLER, live.licenseId, { meters: { exports: { limit: 3, period: "30d" } } });
+    await POST(site, M, { ...usageBody(2, "conformance-1"), token: live.token }, "use", 200);
+    await POST(site, M, { ...usageBody(1, "conformance-1"), token: live.token }, "key used for another amount", 409, "idempotency_conflict");
+    await POST(site, M, { ...usageBody(2), token: live.token }, "over the limit", 403, "usage_limit");
+    await POST(site, M, { ...usageBody(1, undefined, "imports"), token: live.token }, "no such meter", 404, "not_found");
+    await POST(site, M, { token: live.token, body: { meter: "exports", amount: 0, idempotencyKey: "k" } }, "amount 0", 400, "invalid_request");
+    await POST(site, M, { token: live.token, body: "exports", type: "text/plain" }, "text/plain", 415, "unsupported_media_type");
+    await POST(site, M, { token: live.token, body: { pad: "x".repeat(17 * 1024) } }, "over 16 KiB", 413, "payload_too_large");
 
     // --- current and refresh
     await GET("/entitlements/current", "/entitlements/current", { token: live.token }, "current", 200);
@@ -505,6 +519,30 @@ async function runVariant(variant: VariantName) {
     const noKeyAdmin = (await createAdminToken(noKey.composed.services.admin, CLI_CALLER, { name: "offline", scopes: ["activations:write"] })).secret;
     const offlineCode = offlineRequestCode({ device: device(variant), key: keep.licenseKey });
     await POST(noKey, "/admin/activations/offline", { token: noKeyAdmin, body: { code: offlineCode } }, "no signing key", 503, "licensing_unavailable");
+
+    // --- trials (docs/trials-and-meters.md): off here; on at a site of their own
+    const T = "/trials/start";
+    await POST(site, T, { body: { device: device(variant) } }, "trials off", 404, "not_found");
+    const trialPlans = { plans: { eval: { channels: ["stable"] } } };
+    const trials = await testSite(variant, { clock, tables: trialPlans, settings: { "trial-plan": "eval", "trial-length": "14d" } });
+    cleanups.push(() => trials.close());
+    const trialDev = device(variant);
+    const trial = await POST(trials, T, { body: { device: trialDev } }, "trial", 200);
+    await POST(trials, T, { body: { device: trialDev } }, "the same trial again", 200);
+    await POST(trials, T, {}, "no body", 400, "invalid_request");
+    await POST(trials, T, { body: "device=x", type: "text/plain" }, "text/plain", 415, "unsupported_media_type");
+    await POST(trials, T, { body: { pad: "x".repeat(17 * 1024) } }, "over 16 KiB", 413, "payload_too_large");
+    const trialLicence = JSON.parse(Buffer.from((trial.token as string).split(".")[1]!, "base64url").toString()).lic as string;
+    await trials.admin.revokeLicense(trialLicence);
+    await POST(trials, T, { body: { device: trialDev } }, "trial revoked", 403, "license_revoked");
+    const ending = device(variant);
+    await POST(trials, T, { body: { device: ending } }, "another trial", 200);
+    clock.advance(15 * 86_400_000);
+    await POST(trials, T, { body: { device: ending } }, "trial ended", 403, "license_expired");
+    clock.advance(-15 * 86_400_000);
+    const noKeyTrials = await testSite(variant, { withKey: false, clock, tables: trialPlans, settings: { keys: pubKeys, "trial-plan": "eval" } });
+    cleanups.push(() => noKeyTrials.close());
+    await POST(noKeyTrials, T, { body: { device: device(variant) } }, "no signing key", 503, "licensing_unavailable");
 
     // --- a site with a budget of one request a minute and no staff sign-in
     const tight = await testSite(variant, { clock, settings: { "rate-limit-signin": "1/60s", "rate-limit-api": "1/60s", "rate-limit-admin": "1/60s" } });
@@ -714,6 +752,7 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   await SEND("GET", "/admin/stats", "/admin/stats", A, "stats being counted", 503, "unavailable");
   for (let i = 0; i < 100 && (await send(site, "GET", "/admin/stats", A)).status !== 200; i++) await new Promise((resolve) => setImmediate(resolve));
   await SEND("GET", "/admin/stats", "/admin/stats", A, "stats", 200);
+  await SEND("GET", "/admin/trials", "/admin/trials?limit=5", A, "trials", 200);
 
   // --- console sessions
   const CS = "/admin/console-sessions";

@@ -3,6 +3,7 @@ import { openSqliteStore } from "../../src/store/sqlite";
 import { tempDir } from "../helpers";
 import { adminStoreSuite } from "./store-admin.suite";
 import { storeSuite } from "./store.suite";
+import { meterTrialStoreSuite } from "./meters-trials.suite";
 
 storeSuite("SQLite", {
   async fresh() {
@@ -15,6 +16,16 @@ storeSuite("SQLite", {
 });
 
 adminStoreSuite("SQLite", {
+  async fresh() {
+    const dir = tempDir();
+    return {
+      open: async () => openSqliteStore(dir),
+      drop: async () => rmSync(dir, { recursive: true, force: true }),
+    };
+  },
+});
+
+meterTrialStoreSuite("SQLite", {
   async fresh() {
     const dir = tempDir();
     return {

@@ -50,7 +50,7 @@ export function seat(licenseId: string, extra: Partial<ActivateInput> = {}): Act
   };
 }
 
-function auditLine(extra: Partial<AuditRecord> = {}): AuditRecord {
+export function auditLine(extra: Partial<AuditRecord> = {}): AuditRecord {
   return {
     ref: `ref_${rnd()}`,
     time: T0,

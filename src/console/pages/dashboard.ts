@@ -7,6 +7,7 @@ import { cachedStats } from "../../domain/stats-cache";
 import { callerOf, type ConsoleDeps, type Outcome } from "../deps";
 import { html, jsonData, type Html } from "../html";
 import { consolePage, when } from "../layout";
+import { trialsAndMeters } from "./licence-models";
 
 const MAX_LANE_CHARTS = 8;
 
@@ -76,6 +77,7 @@ export async function dashboardPage(deps: ConsoleDeps, session: Session, address
             html`<tr><td>${r.lane}</td><td>${r.version}</td><td>${r.withdrawn ? "withdrawn" : `${r.share}%${r.halted ? " (halted)" : ""}`}</td><td>${r.admitted} / ${r.seen}</td></tr>`,
         )}</tbody></table></div>`
       : ""
-  }</section></div>`;
+  }</section></div>
+${trialsAndMeters(stats)}`;
   return { page: consolePage({ title: "Dashboard", session, current: "/console/", body, charts: true }) };
 }

@@ -21,6 +21,8 @@ import { dateField, field, numberField, type Form } from "../form";
 import { html, type Html } from "../html";
 import { confirmButton, confirmPage, doneAt } from "../confirm";
 import { actionForm, labelFor, consolePage, csrfField, notice, when } from "../layout";
+import type { MeterView } from "../../domain/meters";
+import { meterTable, metersField, metersOf, trialFacts } from "./licence-models";
 
 export const licensePath = (id: string) => `/console/licenses/${encodeURIComponent(id)}`;
 const deactivatePath = (id: string) => `/console/activations/${encodeURIComponent(id)}/deactivate`;
@@ -67,6 +69,7 @@ ${
 <label>Updates until (empty: ${planned ? "the plan's, else every release" : "every release"}; a perpetual licence's maintenance window) <input name="updatesUntil" type="date"></label>
 <label>Features (comma-separated, e.g. export-pdf, max-projects=50; empty: ${planned ? "the plan's" : "none"}) <input name="features" maxlength="2700" autocomplete="off"></label>
 <label>Seat lease (empty: ${planned ? "the plan's, else none" : "none"}; e.g. 30d: a seat not seen that long is freed) <input name="seatLease" maxlength="16" autocomplete="off"></label>
+${metersField()}
 ${channelBoxes(deps.variant.channels, planned ? [] : [deps.variant.channels[0]!])}${planned ? html`<p class="muted">No channel ticked: the plan's.</p>` : ""}<button type="submit">Create licence</button></form>`;
 }
 
@@ -126,6 +129,7 @@ export async function createLicenseAction(deps: ConsoleDeps, session: Session, a
     ...(field(f, "seatLease") ? { seatLease: field(f, "seatLease") } : {}),
     ...(updatesUntil ? { updatesUntil } : {}),
     ...(features.length > 0 ? { features } : {}),
+    ...(field(f, "meters") ? { meters: metersOf(f) } : {}),
   });
   const created = await createLicense(deps.admin, callerOf(session, address), input);
   const body = html`${notice("The licence was created. Its key is shown this once: copy it now and give it to the customer.")}
@@ -145,13 +149,14 @@ function installationRows(session: Session, activations: readonly ActivationView
   )}</tbody></table></div>${activations.length === 0 ? html`<p>No installation yet.</p>` : ""}`;
 }
 
-function editForm(deps: ConsoleDeps, session: Session, l: LicenseView): Html {
+function editForm(deps: ConsoleDeps, session: Session, l: LicenseView, meters?: Record<string, MeterView>): Html {
   return html`<h2>Edit</h2><form class="stack" method="post" action="${licensePath(l.id)}">${csrfField(session)}
 <label>Seats <input name="seats" type="number" min="1" required value="${l.seats}"></label>
 <label>Expires (empty: never) <input name="expires" type="date" value="${l.expires ? l.expires.slice(0, 10) : ""}"></label>
 <label>Seat lease (empty: none) <input name="seatLease" maxlength="16" value="${l.seatLease ?? ""}" autocomplete="off"></label>
 <label>Updates until (empty: every release) <input name="updatesUntil" type="date" value="${l.updatesUntil ? l.updatesUntil.slice(0, 10) : ""}"></label>
 <label>Features (comma-separated; empty: none) <input name="features" maxlength="2700" value="${l.features.join(", ")}" autocomplete="off"></label>
+${metersField(meters)}
 ${channelBoxes(deps.variant.channels, l.channels)}<button type="submit">Save changes</button></form>`;
 }
 
@@ -174,7 +179,7 @@ function supportTools(session: Session, l: LicenseView): Html {
 
 /** A licence with its installations (scope licenses:read); edit, revoke, reinstate with licenses:write; deactivate with activations:write. */
 export async function licensePage(deps: ConsoleDeps, session: Session, address: string | null, id: string, message?: string): Promise<Outcome> {
-  const { license: l, activations } = await showLicense(deps.admin, callerOf(session, address), id);
+  const { license: l, activations, meters, trial } = await showLicense(deps.admin, callerOf(session, address), id);
   const write = sessionHas(session, "licenses:write");
   const body = html`${message ? notice(message) : ""}<dl class="grid">
 <div><dt>Licensee</dt><dd id="licensee">${l.licensee}</dd></div><div><dt>Organisation</dt><dd id="organization">${l.organization}</dd></div>
@@ -185,8 +190,9 @@ export async function licensePage(deps: ConsoleDeps, session: Session, address: 
 <div><dt>Status</dt><dd id="status">${statusOf(l, deps.clock())}</dd></div><div><dt>Id</dt><dd><code>${l.id}</code></dd></div></dl>
 ${write ? (l.revoked ? actionForm(session, `${licensePath(l.id)}/reinstate`, "Reinstate licence") : confirmButton(`${licensePath(l.id)}/revoke`, "Revoke licence")) : ""}
 <h2>Installations</h2>${installationRows(session, activations)}
+${meterTable(meters)}${trialFacts(trial, licensePath)}
 ${supportTools(session, l)}
-${write ? editForm(deps, session, l) : ""}${write ? tokenLifetimeForm(session, l) : ""}
+${write ? editForm(deps, session, l, meters) : ""}${write ? tokenLifetimeForm(session, l) : ""}
 <p><a href="/console/audit?license=${encodeURIComponent(l.id)}">Audit trail of this licence</a></p>`;
   return { page: consolePage({ title: `Licence of ${l.licensee}`, session, current: "/console/licenses", body }) };
 }
@@ -205,6 +211,8 @@ export async function updateLicenseAction(deps: ConsoleDeps, session: Session, a
     seatLease: field(f, "seatLease") ?? null,
     ...unlessSameDay("updatesUntil"),
     features: featuresField(f),
+    // Only a form that shows the meters changes them (emptied: none).
+    ...(f.has("meters") ? { meters: metersOf(f) } : {}),
   });
   await updateLicense(deps.admin, callerOf(session, address), id, input);
   return { redirect: doneAt(licensePath(id), "license-saved") };

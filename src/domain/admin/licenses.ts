@@ -4,6 +4,8 @@ import { KeyturnError } from "../errors";
 import { activationView, licenseView, newEvent, revocationTtl, tokensValidUntil, type ActivationView, type LicenseView } from "../events";
 import { newId, sha256Hex } from "../ids";
 import { parseSeatLease } from "../seat-lease";
+import { changedMeters, meterSet, MetersInput, meterViews, type MeterView } from "../meters";
+import { trialView, type TrialView } from "../trials";
 import { findLicenseByTypedKey, generateLicenseKey, hashLicenseKey } from "../license-key";
 import { idempotencyAnswerContext } from "../record-seal";
 import { decodeCursor, encodeCursor } from "./cursor";
@@ -59,6 +61,7 @@ export const LicenseCreateInput = closed(
     seatLease: Type.Optional(SeatLease),
     updatesUntil: Type.Optional(UpdatesUntil),
     features: Type.Optional(Features),
+    meters: Type.Optional(MetersInput),
   },
   "seats and channels are required unless the plan gives them",
 );
@@ -80,8 +83,9 @@ export const LicenseUpdateInput = closed(
     seatLease: Type.Optional(SeatLease),
     updatesUntil: Type.Optional(UpdatesUntil),
     features: Type.Optional(Features),
+    meters: Type.Optional(MetersInput),
   },
-  "Only the fields to change; metadata is replaced whole. Seats below those in use: 409 seats_in_use",
+  "Only the fields to change; metadata and meters are replaced whole (a meter kept by name keeps its use). Seats below those in use: 409 seats_in_use",
 );
 export type LicenseUpdateInput = Static<typeof LicenseUpdateInput>;
 
@@ -94,7 +98,8 @@ export const LicenseQuery = closed({
 });
 export type LicenseQuery = Static<typeof LicenseQuery>;
 
-const UPDATE_FIELDS = Object.keys(LicenseUpdateInput.properties) as (keyof LicenseUpdateInput)[];
+/** The fields kept in the licence's row (meters have a table of their own: changedMeters). */
+const UPDATE_FIELDS = Object.keys(LicenseUpdateInput.properties).filter((f) => f !== "meters") as Exclude<keyof LicenseUpdateInput, "meters">[];
 
 /** `seatLease`: a duration (`10m`, `30d`) or null for none; undefined when absent. */
 const seatLease = (text: string | null | undefined): number | null | undefined => (text === undefined ? undefined : parseSeatLease(text));
@@ -147,6 +152,7 @@ export async function createLicense(d: AdminDeps, caller: AdminCaller, input: Li
   const journal = {
     audit: adminAudit(d, caller, "license-create", { licenseId: license.id }),
     event: (l: LicenseRecord) => newEvent("license.created", { license: licenseView(l, 0) }, now),
+    meters: meterSet(license.id, input.meters, now),
   };
   if (idempotencyKey === undefined) {
     await d.store.createLicense(license, journal);
@@ -200,13 +206,27 @@ export async function searchLicenses(d: AdminDeps, caller: AdminCaller, input: L
   };
 }
 
-/** A license with its seats used and its installations (scope licenses:read). */
-export async function showLicense(d: AdminDeps, caller: AdminCaller, keyOrId: unknown): Promise<{ license: LicenseView; activations: ActivationView[] }> {
+/** A license with its seats used, its installations, and its meters' use when it has meters (scope licenses:read). */
+export async function showLicense(
+  d: AdminDeps,
+  caller: AdminCaller,
+  keyOrId: unknown,
+): Promise<{ license: LicenseView; activations: ActivationView[]; meters?: Record<string, MeterView>; trial?: TrialView }> {
   requireScope(caller.principal, "licenses:read");
   const license = await findLicense(d, keyOrId);
-  const [seatsUsed, activations] = await Promise.all([d.store.countActiveSeats(license.id), d.store.listActivations(license.id)]);
+  const [seatsUsed, activations, meters, trial] = await Promise.all([
+    d.store.countActiveSeats(license.id),
+    d.store.listActivations(license.id),
+    d.store.listMeters(license.id),
+    d.store.getTrialOfLicense(license.id),
+  ]);
   await auditRead(d, caller, "license-show", license.id);
-  return { license: licenseView(license, seatsUsed), activations: activations.map(activationView) };
+  return {
+    license: licenseView(license, seatsUsed),
+    activations: activations.map(activationView),
+    ...(meters.length > 0 ? { meters: meterViews(meters, d.clock()) } : {}),
+    ...(trial ? { trial: trialView(trial, license) } : {}),
+  };
 }
 
 /**
@@ -248,12 +268,16 @@ export async function updateLicense(
     updatesUntil: current.updatesUntil ?? null,
     features: current.features ?? [],
   };
-  const changed = UPDATE_FIELDS.filter((f) => patch[f] !== undefined && canonicalJson(patch[f]) !== canonicalJson(before[f]));
-  const effective = Object.fromEntries(changed.map((f) => [f, patch[f]])) as LicensePatch;
+  // Meters live in their own table: compared with what is there, written in the same transaction.
+  const meters = await changedMeters(d.store, current.id, input.meters, now);
+  const fields = UPDATE_FIELDS.filter((f) => patch[f] !== undefined && canonicalJson(patch[f]) !== canonicalJson(before[f]));
+  const effective = Object.fromEntries(fields.map((f) => [f, patch[f]])) as LicensePatch;
+  const changed: string[] = meters ? [...fields, "meters"] : fields;
   if (changed.length === 0) return { license: licenseView(current, await d.store.countActiveSeats(current.id)), changed: [] };
   const result = await d.store.updateLicense(current.id, effective, {
     audit: adminAudit(d, caller, "license-update", { licenseId: current.id }),
     event: (l) => newEvent("license.updated", { license: licenseView(l), changed }, now),
+    meters,
   });
   if (result.outcome === "unknown") throw new KeyturnError("not_found", `No licence ${current.id}.`);
   if (result.outcome === "seats_in_use")
