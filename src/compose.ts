@@ -28,6 +28,8 @@ import { MirrorKnowledge } from "./domain/mirror/knowledge";
 import { Site } from "./domain/site";
 import { TokenSigner, TokenVerifier } from "./domain/tokens";
 import type { AppServices } from "./http/deps";
+import type { AdminDeps } from "./domain/admin/deps";
+import { CommerceBridges } from "./domain/commerce/bridge";
 import { createMetrics } from "./http/metrics";
 import { RateLimiter } from "./http/rate-limit";
 import { MemoryRateLimitStore } from "./store/memory-rate-limit";
@@ -229,6 +231,15 @@ export async function compose(
       labelNames: ["version"],
       registers: [metrics.registry],
     }).set({ version: VERSION }, 1);
+  const admin: AdminDeps = {
+    variant: config.variant,
+    store,
+    clock,
+    tokenTtlSeconds: config.tokenTtlSeconds,
+    webhookDestinations: { allowHosts: config.webhookAllowHosts },
+    seal,
+    keys,
+  };
   return {
     config,
     store,
@@ -251,15 +262,8 @@ export async function compose(
       consoleOpenId,
       releases,
       metrics,
-      admin: {
-        variant: config.variant,
-        store,
-        clock,
-        tokenTtlSeconds: config.tokenTtlSeconds,
-        webhookDestinations: { allowHosts: config.webhookAllowHosts },
-        seal,
-        keys,
-      },
+      admin,
+      bridges: new CommerceBridges(admin, config.bridges),
       selection,
       feeds: new FeedService(config.variant, config.baseUrl, releases, selection),
       adoption,

@@ -13,6 +13,7 @@ import {
   SETTINGS,
   type Environment,
 } from "./settings";
+import { bridgeConfig, type BridgeConfig } from "./bridges";
 import { ConfigError, parseBoolean, parseCidr, parseDuration, parseHost, parseInteger, parseList, parseRate, parseUrl, type Rate } from "./parse";
 
 export interface IdentityConfig {
@@ -75,6 +76,8 @@ export interface Config {
   readonly demo: boolean;
   /** null unless this site is a mirror of a vendor's site. */
   readonly mirror: MirrorConfig | null;
+  /** The commerce bridges: their secrets and the products they sell (src/config/bridges.ts). */
+  readonly bridges: BridgeConfig;
 }
 
 export type Mode = "serve" | "admin";
@@ -140,7 +143,8 @@ function readToml(path: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(doc)) {
     if (!known.has(key)) throw new ConfigError("config", `${path}: unknown setting "${key}"`);
-    out[key] = Array.isArray(value) ? value.join(",") : String(value);
+    // A table (bridge-products) is kept as JSON text, the form its flag and environment variable take.
+    out[key] = Array.isArray(value) ? value.join(",") : typeof value === "object" && value !== null ? JSON.stringify(value) : String(value);
   }
   return out;
 }
@@ -248,6 +252,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     webhookAllowHosts: parseList(value("webhook-allow-hosts")).map((h) => parseHost("webhook-allow-hosts", h)),
     demo,
     mirror: mirrorConfig(get, databaseUrl !== null),
+    bridges: bridgeConfig(get, variant.channels),
   };
   return deepFreeze(config);
 }

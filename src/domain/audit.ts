@@ -57,7 +57,8 @@ export type AuditAction =
   | "portal-sign-in"
   | "portal-sign-out"
   | "key-rotate"
-  | "key-promote";
+  | "key-promote"
+  | "bridge-event";
 
 /** The audit trail: one line per state change and per refusal; a refusal's line is its `ref`. */
 export class Audit {

@@ -7,6 +7,7 @@ import { adminRecordEndpoints } from "./endpoints/admin-records";
 import { adminReleaseEndpoints } from "./endpoints/admin-releases";
 import { adminWebhookEndpoints } from "./endpoints/admin-webhooks";
 import { adminWebhookSecretEndpoints } from "./endpoints/admin-webhook-secret";
+import { commerceHookEndpoints } from "./endpoints/commerce-hooks";
 import { consoleEndpoints } from "./endpoints/console";
 import { consoleSupportEndpoints } from "./endpoints/console-support";
 import { adminConsoleSessionEndpoints, consoleSessionPages } from "./endpoints/console-sessions";
@@ -22,7 +23,7 @@ import { updateEndpoints } from "./endpoints/updates";
  * The areas of the site: each is one Elysia plugin (app.ts), named `keyturn:<area>`, registering its
  * declarations. A new endpoint goes into its area's list; a new area is one more key.
  */
-export type AreaName = "licensing" | "updates" | "releases" | "feeds" | "identity" | "site" | "admin" | "console" | "portal";
+export type AreaName = "licensing" | "updates" | "releases" | "feeds" | "identity" | "site" | "admin" | "console" | "portal" | "commerce";
 
 /** Every endpoint of the API, the console and the portal, each declared once, by area. `openapi` gives the document made from this table. */
 export function routeTable(services: AppServices, openapi: () => string): Record<AreaName, Endpoint[]> {
@@ -55,5 +56,6 @@ export function routeTable(services: AppServices, openapi: () => string): Record
     ],
     console: [...consoleEndpoints(web, services.audit, services.consoleOpenId), ...consoleSupportEndpoints(web), ...consoleSessionPages(web)],
     portal: portalEndpoints(web, services.audit),
+    commerce: commerceHookEndpoints(services.bridges),
   };
 }

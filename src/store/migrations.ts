@@ -685,4 +685,48 @@ export const MIGRATIONS: readonly Migration[] = [
         FOR EACH ROW EXECUTE FUNCTION keyturn_drop_rollout_buckets();
     `,
   },
+  {
+    version: 18,
+    name: "commerce bridges: the provider events received (one row each, so a replay applies nothing twice) and the provider ids that lead to a licence",
+    sqlite: `
+      CREATE TABLE bridge_events (
+        provider TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        received INTEGER NOT NULL,
+        outcome TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        license_id TEXT,
+        replays INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (provider, event_id)
+      ) STRICT;
+      CREATE INDEX bridge_events_by_received ON bridge_events(received, provider, event_id);
+      CREATE TABLE bridge_links (
+        provider TEXT NOT NULL,
+        reference TEXT NOT NULL,
+        license_id TEXT NOT NULL,
+        PRIMARY KEY (provider, reference)
+      ) STRICT, WITHOUT ROWID;
+    `,
+    postgres: `
+      CREATE TABLE bridge_events (
+        provider TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        received BIGINT NOT NULL,
+        outcome TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        license_id TEXT,
+        replays INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (provider, event_id)
+      );
+      CREATE INDEX bridge_events_by_received ON bridge_events(received, provider, event_id);
+      CREATE TABLE bridge_links (
+        provider TEXT NOT NULL,
+        reference TEXT NOT NULL,
+        license_id TEXT NOT NULL,
+        PRIMARY KEY (provider, reference)
+      );
+    `,
+  },
 ];

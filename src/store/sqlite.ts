@@ -24,6 +24,7 @@ import {
   type Row,
 } from "./rows";
 import { applyControl, noControl } from "./release-controls";
+import { bridgeEventFromRow, bridgeEventParams } from "./bridge-rows";
 import { GroupCommit } from "./sqlite-group-commit";
 import { sqliteWriteStamp, type WriteStamp } from "./sqlite-write-stamp";
 import type {
@@ -72,6 +73,8 @@ import type {
   Store,
   UpdateLicenseResult,
   WebhookEndpointRecord,
+  BridgeEventRecord,
+  BridgeWrite,
 } from "./types";
 
 export const SQLITE_FILE = "keyturn.sqlite";
@@ -348,8 +351,58 @@ export class SqliteStore implements Store {
   /** Writes a change's audit line and event, inside the transaction of the change. */
   private journal<T>(journal: Journal<T>, after: T): void {
     if (journal.audit) this.q.insertAudit.run(auditParams(journal.audit));
+    if (journal.bridge) this.insertBridge(journal.bridge(after), false);
     const event = journal.event?.(after);
     if (event) this.insertEvent(event);
+  }
+
+  /** The event's row and its links; a recorded event throws (`orIgnore`: answers false instead). */
+  private insertBridge(w: BridgeWrite, orIgnore: boolean): boolean {
+    const p = bridgeEventParams(w.event);
+    const inserted = this.db
+      .query(
+        `INSERT INTO bridge_events (provider, event_id, type, received, outcome, detail, license_id)
+         VALUES ($provider, $event_id, $type, $received, $outcome, $detail, $license_id)${orIgnore ? " ON CONFLICT DO NOTHING" : ""}`,
+      )
+      .run(p).changes;
+    if (inserted === 0) return false;
+    for (const l of w.links)
+      this.db
+        .query("INSERT INTO bridge_links (provider, reference, license_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
+        .run(l.provider, l.reference, l.licenseId);
+    return true;
+  }
+
+  async getBridgeEvent(provider: string, eventId: string): Promise<BridgeEventRecord | null> {
+    const r = this.db.query("SELECT * FROM bridge_events WHERE provider = ? AND event_id = ?").get(provider, eventId) as Row | null;
+    return r ? bridgeEventFromRow(r) : null;
+  }
+
+  async recordBridgeEvent(write: BridgeWrite): Promise<boolean> {
+    return this.groupCommit.write(() => this.insertBridge(write, true));
+  }
+
+  async countBridgeReplay(provider: string, eventId: string): Promise<void> {
+    await this.groupCommit.write(() =>
+      this.db.query("UPDATE bridge_events SET replays = replays + 1 WHERE provider = ? AND event_id = ?").run(provider, eventId),
+    );
+  }
+
+  async findBridgeLink(provider: string, references: readonly string[]): Promise<string | null> {
+    for (const reference of references) {
+      const r = this.db.query("SELECT license_id FROM bridge_links WHERE provider = ? AND reference = ?").get(provider, reference) as Row | null;
+      if (r) return r.license_id;
+    }
+    return null;
+  }
+
+  async listBridgeEvents(q: { before?: { received: number; provider: string; eventId: string }; limit: number }): Promise<BridgeEventRecord[]> {
+    const rows = q.before
+      ? this.db
+          .query("SELECT * FROM bridge_events WHERE (received, provider, event_id) < (?, ?, ?) ORDER BY received DESC, provider DESC, event_id DESC LIMIT ?")
+          .all(q.before.received, q.before.provider, q.before.eventId, q.limit)
+      : this.db.query("SELECT * FROM bridge_events ORDER BY received DESC, provider DESC, event_id DESC LIMIT ?").all(q.limit);
+    return (rows as Row[]).map(bridgeEventFromRow);
   }
 
   private insertEvent(e: NewEvent): void {

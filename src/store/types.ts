@@ -207,6 +207,37 @@ export interface Journal<T> {
    * transaction (revokeLicense, updateLicense): a rekey or a revocation ends what the old key opened.
    */
   readonly endsPortalSessions?: number;
+  /**
+   * A commerce bridge's event and the provider ids that lead to the licence, written in the same
+   * transaction: an event already recorded fails the write (nothing of it is applied twice).
+   */
+  readonly bridge?: (after: T) => BridgeWrite;
+}
+
+/** One provider event a commerce bridge received (src/domain/commerce/), and what came of it. */
+export interface BridgeEventRecord {
+  readonly provider: string;
+  readonly eventId: string;
+  readonly type: string;
+  readonly received: number;
+  /** "applied" (a licence changed), "ignored" (nothing to do: unknown product, a state already reached). */
+  readonly outcome: "applied" | "ignored";
+  readonly detail: string;
+  readonly licenseId: string | null;
+  /** How many times the same event came again after it was recorded. */
+  readonly replays?: number;
+}
+
+/** A provider id (subscription, order, payment) that leads to the licence it bought. */
+export interface BridgeLink {
+  readonly provider: string;
+  readonly reference: string;
+  readonly licenseId: string;
+}
+
+export interface BridgeWrite {
+  readonly event: BridgeEventRecord;
+  readonly links: readonly BridgeLink[];
 }
 
 export interface IdempotencyRecord {
@@ -631,6 +662,19 @@ export interface Store {
   storeRolloutBuckets(no: number, buckets: readonly { activationId: string; bucket: bigint }[]): Promise<void>;
 
   /** Throws when the records cannot be reached. */
+  /** A bridge event as recorded, or null. */
+  getBridgeEvent(provider: string, eventId: string): Promise<BridgeEventRecord | null>;
+  /** Records an event that changed no licence, with its links; false (and a replay counted) when it was recorded already. */
+  recordBridgeEvent(write: BridgeWrite): Promise<boolean>;
+  /** Counts one more replay of a recorded event. */
+  countBridgeReplay(provider: string, eventId: string): Promise<void>;
+  /** The licence the first of `references` that has one leads to. */
+  findBridgeLink(provider: string, references: readonly string[]): Promise<string | null>;
+  /** Bridge events, newest first; `before` is the position of the last one of the previous page. */
+  listBridgeEvents(q: {
+    readonly before?: { readonly received: number; readonly provider: string; readonly eventId: string };
+    readonly limit: number;
+  }): Promise<BridgeEventRecord[]>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
