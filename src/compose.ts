@@ -239,6 +239,7 @@ export async function compose(
     webhookDestinations: { allowHosts: config.webhookAllowHosts },
     seal,
     keys,
+    plans: config.plans,
   };
   return {
     config,
