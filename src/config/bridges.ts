@@ -1,36 +1,46 @@
 import { ConfigError, parseDuration } from "./parse";
+import type { Plans } from "./plans";
 
 /**
  * The commerce bridges' settings (docs/commerce.md): each provider's webhook signing secret (a
  * bridge is on when its secret is set), and what a product bought through it grants.
  *
  * `bridge-products` is a TOML table by provider and then by the provider's price, variant or
- * product id (or the same as JSON text in the flag or the environment):
+ * product id (or the same as JSON text in the flag or the environment). A product names a plan:
+ * a `[plans.NAME]` of the configuration (src/config/plans.ts) gives the licence its seats (per unit
+ * bought), channels, features, expiry and updates window; the product's own fields win.
  *
  *   [bridge-products.stripe."price_1PkXyz"]
  *   plan = "pro"
+ *   grace = "3d"             # subscriptions: valid this long past the paid period
+ *   onRefund = "revoke"      # or "end-updates", "keep"
+ *   onDispute = "revoke"     # or "end-updates", "keep"
+ *   onCancel = "expire"      # the subscription ended: runs to its paid end; or "revoke", "end-updates"
+ *   # without a configured plan, or to differ from it:
  *   seats = 1                # per unit bought: a quantity of 5 gives 5 seats
  *   channels = ["stable"]
- *   expiresAfter = "365d"    # one-off purchases; absent: never expires
- *   grace = "3d"             # subscriptions: valid this long past the paid period
- *   onRefund = "revoke"      # or "keep"
- *   onDispute = "revoke"     # or "keep"
- *   onCancel = "expire"      # the subscription ended: runs to its paid end; or "revoke"
+ *   expiresAfter = "365d"    # one-off purchases; absent: the plan's, else never
+ *
+ * A renewal extends what the plan sells: the updates window when the plan has `updatesFor` (a
+ * perpetual licence with paid updates), else the expiry.
  */
 export const BRIDGE_PROVIDERS = ["stripe", "paddle", "lemonsqueezy"] as const;
 export type BridgeProvider = (typeof BRIDGE_PROVIDERS)[number];
 
-export type EndAction = "revoke" | "keep";
-export type CancelAction = "expire" | "revoke";
+export type EndAction = "revoke" | "end-updates" | "keep";
+export type CancelAction = "expire" | "revoke" | "end-updates";
 
 export interface ProductGrant {
   readonly plan: string;
   readonly planTitle: string | null;
+  /** Seats per unit bought: the product's, else the plan's, else 1. */
   readonly seats: number;
-  /** null: every channel of the site. */
-  readonly channels: readonly string[] | null;
-  /** Seconds; null: a one-off purchase never expires. */
+  /** The product's, else the plan's, else every channel of the site. */
+  readonly channels: readonly string[];
+  /** Seconds; null: the plan's (a one-off purchase then never expires without one). */
   readonly expiresAfter: number | null;
+  /** Renewals extend the updates window (the plan has updatesFor), else the expiry. */
+  readonly renews: "updates" | "expiry";
   readonly graceSeconds: number;
   readonly onRefund: EndAction;
   readonly onDispute: EndAction;
@@ -53,7 +63,7 @@ const SEATS_MAX = 1_000_000_000;
 const DEFAULT_GRACE = "3d";
 const FIELDS = new Set(["plan", "planTitle", "seats", "channels", "expiresAfter", "grace", "onRefund", "onDispute", "onCancel"]);
 
-export function bridgeConfig(get: (flag: string) => string | undefined, siteChannels: readonly string[]): BridgeConfig {
+export function bridgeConfig(get: (flag: string) => string | undefined, siteChannels: readonly string[], plans: Plans): BridgeConfig {
   const secrets: Partial<Record<BridgeProvider, string>> = {};
   for (const provider of BRIDGE_PROVIDERS) {
     const flag = `${provider}-webhook-secret`;
@@ -62,10 +72,10 @@ export function bridgeConfig(get: (flag: string) => string | undefined, siteChan
     if (!/^[\x21-\x7e]{8,500}$/.test(secret)) throw new ConfigError(flag, "must be the provider's signing secret: 8 to 500 visible ASCII characters");
     secrets[provider] = secret;
   }
-  return { secrets, products: parseProducts(get(SETTING), siteChannels) };
+  return { secrets, products: parseProducts(get(SETTING), siteChannels, plans) };
 }
 
-function parseProducts(text: string | undefined, siteChannels: readonly string[]): BridgeConfig["products"] {
+function parseProducts(text: string | undefined, siteChannels: readonly string[], plans: Plans): BridgeConfig["products"] {
   const products = { stripe: {}, paddle: {}, lemonsqueezy: {} } as Record<BridgeProvider, Record<string, ProductGrant>>;
   if (text === undefined) return products;
   let doc: unknown;
@@ -83,13 +93,13 @@ function parseProducts(text: string | undefined, siteChannels: readonly string[]
       const where = `${SETTING}.${provider}.${productId}`;
       if (!ID.test(productId)) throw new ConfigError(SETTING, `${JSON.stringify(productId)} is not a provider id (visible ASCII, at most 255 characters)`);
       if (++count > PRODUCTS_MAX) throw new ConfigError(SETTING, `at most ${PRODUCTS_MAX} products`);
-      products[provider as BridgeProvider][productId] = grant(table(entry, where), where, siteChannels);
+      products[provider as BridgeProvider][productId] = grant(table(entry, where), where, siteChannels, plans);
     }
   }
   return products;
 }
 
-function grant(e: Record<string, unknown>, where: string, siteChannels: readonly string[]): ProductGrant {
+function grant(e: Record<string, unknown>, where: string, siteChannels: readonly string[], plans: Plans): ProductGrant {
   const unknown = Object.keys(e).find((k) => !FIELDS.has(k));
   if (unknown !== undefined) throw new ConfigError(SETTING, `${where}: unknown field "${unknown}" (fields: ${[...FIELDS].join(", ")})`);
   const plan = e.plan;
@@ -98,13 +108,14 @@ function grant(e: Record<string, unknown>, where: string, siteChannels: readonly
   const planTitle = e.planTitle === undefined ? null : e.planTitle;
   if (planTitle !== null && (typeof planTitle !== "string" || planTitle.trim() === "" || planTitle.length > NAME_MAX))
     throw new ConfigError(SETTING, `${where}: planTitle must be 1 to ${NAME_MAX} characters`);
-  const seats = e.seats ?? 1;
+  const configured = plans.get(plan.trim());
+  const seats = e.seats ?? configured?.seats ?? 1;
   if (typeof seats !== "number" || !Number.isSafeInteger(seats) || seats < 1 || seats > SEATS_MAX)
     throw new ConfigError(SETTING, `${where}: seats must be a whole number from 1 to ${SEATS_MAX}`);
-  let channels: string[] | null = null;
+  let channels: readonly string[] = configured?.channels ?? siteChannels;
   if (e.channels !== undefined) {
     if (!Array.isArray(e.channels) || e.channels.length === 0) throw new ConfigError(SETTING, `${where}: channels must list at least one channel`);
-    channels = e.channels.map(String);
+    channels = [...new Set(e.channels.map(String))];
     const bad = channels.find((c) => !siteChannels.includes(c));
     if (bad !== undefined) throw new ConfigError(SETTING, `${where}: "${bad}" is not one of the site's channels (${siteChannels.join(", ")})`);
   }
@@ -123,10 +134,11 @@ function grant(e: Record<string, unknown>, where: string, siteChannels: readonly
     seats,
     channels,
     expiresAfter: e.expiresAfter === undefined ? null : duration("expiresAfter", e.expiresAfter),
+    renews: configured?.updatesFor != null ? "updates" : "expiry",
     graceSeconds: duration("grace", e.grace ?? DEFAULT_GRACE),
-    onRefund: choice("onRefund", ["revoke", "keep"], "revoke"),
-    onDispute: choice("onDispute", ["revoke", "keep"], "revoke"),
-    onCancel: choice("onCancel", ["expire", "revoke"], "expire"),
+    onRefund: choice("onRefund", ["revoke", "end-updates", "keep"], "revoke"),
+    onDispute: choice("onDispute", ["revoke", "end-updates", "keep"], "revoke"),
+    onCancel: choice("onCancel", ["expire", "revoke", "end-updates"], "expire"),
   };
 }
 

@@ -228,6 +228,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
   const logLevel = value("log-level");
   if (!["debug", "info", "warn", "error"].includes(logLevel)) throw new ConfigError("log-level", `must be debug, info, warn or error (got "${logLevel}")`);
 
+  const plans = parsePlans(tables.plans, variant.channels);
   const config: Config = {
     variant,
     baseUrl,
@@ -262,8 +263,8 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     webhookAllowHosts: parseList(value("webhook-allow-hosts")).map((h) => parseHost("webhook-allow-hosts", h)),
     demo,
     mirror: mirrorConfig(get, databaseUrl !== null),
-    plans: parsePlans(tables.plans, variant.channels),
-    bridges: bridgeConfig(get, variant.channels),
+    plans,
+    bridges: bridgeConfig(get, variant.channels, plans),
   };
   return deepFreeze(config);
 }

@@ -512,3 +512,79 @@ describe("Lemon Squeezy", () => {
     expect(await licenses()).toHaveLength(2);
   });
 });
+
+describe("plans", () => {
+  test("a product naming a [plans.NAME] with updatesFor sells a perpetual licence: renewals extend its updates window, a refund ends it", async () => {
+    await site.close();
+    const clock = testClock(Date.now());
+    site = await testSite("alpha", {
+      clock,
+      tables: { plans: { studio: { title: "Studio", seats: 2, channels: ["stable"], features: ["export-pdf"], updatesFor: "365d" } } },
+      settings: {
+        "paddle-webhook-secret": PADDLE_SECRET,
+        "bridge-products": JSON.stringify({ paddle: { pri_studio_yearly: { plan: "studio", onRefund: "end-updates", onDispute: "revoke" } } }),
+      },
+    });
+    now = clock();
+    const periodEnd = now + 365 * DAY;
+    const buy = paddle.event(
+      "evt_s_buy",
+      "transaction.completed",
+      paddle.transaction({
+        transaction: "txn_s1",
+        subscription: "sub_s",
+        origin: "web",
+        price: "pri_studio_yearly",
+        product: "pro_s",
+        quantity: 2,
+        periodEnd,
+        email: "studio@example.com",
+      }),
+      now,
+    );
+    const id = (await toPaddle(buy)).answer.license;
+    const bought = await license(id);
+    // The plan's title, seats (× 2 bought), channels and features; no expiry; updates to the paid end plus grace.
+    expect(bought).toMatchObject({ plan: "studio", planTitle: "Studio", seats: 4, channels: ["stable"], features: ["export-pdf"], expires: null });
+    expect(bought.updatesUntil).toBe(Math.floor((periodEnd + 3 * DAY) / 1000) * 1000);
+
+    site.clock.advance(1000);
+    const nextEnd = periodEnd + 365 * DAY;
+    const renew = paddle.event(
+      "evt_s_renew",
+      "transaction.completed",
+      paddle.transaction({
+        transaction: "txn_s2",
+        subscription: "sub_s",
+        origin: "subscription_recurring",
+        price: "pri_studio_yearly",
+        product: "pro_s",
+        quantity: 2,
+        periodEnd: nextEnd,
+      }),
+      site.clock(),
+    );
+    expect((await toPaddle(renew)).answer.detail).toContain("updates until");
+    expect(await license(id)).toMatchObject({ expires: null, updatesUntil: Math.floor((nextEnd + 3 * DAY) / 1000) * 1000 });
+
+    const refund = paddle.event(
+      "evt_s_refund",
+      "adjustment.created",
+      paddle.adjustment({ adjustment: "adj_s", transaction: "txn_s2", action: "refund" }),
+      site.clock(),
+    );
+    expect((await toPaddle(refund)).answer.outcome).toBe("applied");
+    const after = await license(id);
+    expect(after.revoked).toBeNull();
+    expect(after.updatesUntil).toBe(Math.floor(site.clock() / 1000) * 1000);
+    expect((await toPaddle(refund)).answer.outcome).toBe("replayed");
+
+    const chargeback = paddle.event(
+      "evt_s_cb",
+      "adjustment.created",
+      paddle.adjustment({ adjustment: "adj_s2", transaction: "txn_s1", action: "chargeback" }),
+      site.clock(),
+    );
+    expect((await toPaddle(chargeback)).answer.detail).toBe(`dispute: licence ${id} revoked`);
+  });
+});

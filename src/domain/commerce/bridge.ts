@@ -33,8 +33,9 @@ const FALLBACK: ProductGrant = {
   plan: "",
   planTitle: null,
   seats: 1,
-  channels: null,
+  channels: [],
   expiresAfter: null,
+  renews: "expiry",
   graceSeconds: 3 * 24 * 3600,
   onRefund: "revoke",
   onDispute: "revoke",
@@ -115,14 +116,14 @@ export class CommerceBridges {
     if (earlier !== null) return this.ignore(event, `the purchase already has licence ${earlier}`, earlier, this.links(event.provider, a.references, earlier));
     const { productId, grant, quantity } = matched;
     const now = this.d.clock();
-    const expires =
-      a.subscription !== null
-        ? a.periodEnd === null
-          ? null
-          : a.periodEnd + grant.graceSeconds * 1000
-        : grant.expiresAfter === null
-          ? null
-          : now + grant.expiresAfter * 1000;
+    // A subscription's first paid period ends at periodEnd: that (with the grace) is the end of
+    // what the plan renews. A one-off purchase, or a period not known yet, takes the plan's lengths.
+    const paidUntil =
+      a.subscription !== null && a.periodEnd !== null && a.periodEnd + grant.graceSeconds * 1000 > now ? a.periodEnd + grant.graceSeconds * 1000 : null;
+    const windows: Pick<LicenseCreateInput, "expires" | "updatesUntil"> = {};
+    if (paidUntil !== null && grant.renews === "updates") windows.updatesUntil = isoTime(paidUntil);
+    else if (paidUntil !== null) windows.expires = isoTime(paidUntil);
+    else if (grant.expiresAfter !== null) windows.expires = isoTime(now + grant.expiresAfter * 1000);
     const licensee = fit(a.buyer.name) ?? fit(a.buyer.email) ?? `${PROVIDER_NAMES[event.provider]} customer`;
     const email = usableEmail(a.buyer.email);
     const organization = fit(a.buyer.organization);
@@ -134,8 +135,8 @@ export class CommerceBridges {
       plan: grant.plan,
       ...(grant.planTitle ? { planTitle: grant.planTitle } : {}),
       seats: Math.min(grant.seats * quantity, 1_000_000_000),
-      channels: [...(grant.channels ?? this.d.variant.channels)],
-      expires: expires === null || expires <= now ? null : isoTime(expires),
+      channels: [...grant.channels],
+      ...windows,
       ...(email ? { email } : {}),
       metadata,
     };
@@ -163,13 +164,16 @@ export class CommerceBridges {
     const patch: { -readonly [K in keyof LicenseUpdateInput]: LicenseUpdateInput[K] } = {};
     const said: string[] = [];
     const linking = license.metadata?.bridge_subscription !== a.subscription;
-    if (a.periodEnd !== null) {
+    if (a.periodEnd !== null && grant !== FALLBACK) {
       const until = a.periodEnd + grant.graceSeconds * 1000;
-      // The first period of a subscription bought as an order (Lemon Squeezy) sets the expiry; later ones only extend it.
-      const later = linking || (license.expires !== null && until > license.expires);
+      // What the plan sells is renewed: the updates window of a perpetual licence, else the expiry.
+      const field = grant.renews === "updates" ? "updatesUntil" : "expires";
+      const current = field === "updatesUntil" ? (license.updatesUntil ?? null) : license.expires;
+      // The first period of a subscription bought as an order (Lemon Squeezy) sets it; later ones only extend it.
+      const later = linking || (current !== null && until > current);
       if (later && until > now) {
-        patch.expires = isoTime(until);
-        said.push(`expires ${isoTime(until)}`);
+        patch[field] = isoTime(until);
+        said.push(`${field === "expires" ? "expires" : "updates until"} ${isoTime(until)}`);
       }
     }
     if (linking) patch.metadata = { ...(license.metadata ?? {}), bridge_subscription: a.subscription };
@@ -203,10 +207,18 @@ export class CommerceBridges {
     if (license === null) return this.ignore(event, `no licence was sold with ${references.join(", ") || "these ids"}`, null);
     const grant = this.grantOf(event.provider, license);
     const does = kind === "cancellation" ? grant.onCancel : kind === "refund" ? grant.onRefund : grant.onDispute;
-    if (does !== "revoke") {
+    if (does === "expire" || does === "keep") {
       const why =
         does === "expire" ? `runs to its paid end (${license.expires === null ? "no end" : isoTime(license.expires)})` : "kept, as the product's grant says";
       return this.ignore(event, `${kind}: licence ${license.id} ${why}`, license.id);
+    }
+    if (does === "end-updates") {
+      const now = this.d.clock();
+      if (license.updatesUntil != null && license.updatesUntil <= now)
+        return this.ignore(event, `${kind}: licence ${license.id}'s updates window had ended`, license.id);
+      const detail = `${kind}: licence ${license.id}'s updates window ended (it keeps the releases before ${isoTime(now)})`;
+      await updateLicense(this.d, caller, license.id, { updatesUntil: isoTime(now) }, () => this.write(event, "applied", detail, license.id, []));
+      return { event: event.id, type: event.type, outcome: "applied", detail, license: license.id };
     }
     if (license.revoked !== null) return this.ignore(event, `${kind}: licence ${license.id} was revoked already`, license.id);
     const detail = `${kind}: licence ${license.id} revoked`;
