@@ -186,7 +186,7 @@ test("purchases, renewals and refunds through each bridge of the executable; aft
     },
   ];
   const send = async (url: string, e: { provider: string; body: string }) => {
-    const header =
+    const header: Record<string, string> =
       e.provider === "stripe"
         ? { "stripe-signature": await stripeHeader(e.body, Date.now()) }
         : e.provider === "paddle"

@@ -59,7 +59,8 @@ export type AuditAction =
   | "portal-sign-out"
   | "key-rotate"
   | "key-promote"
-  | "bridge-event";
+  | "bridge-event"
+  | "bridge-event-list";
 
 /** The audit trail: one line per state change and per refusal; a refusal's line is its `ref`. */
 export class Audit {

@@ -56,6 +56,6 @@ export function routeTable(services: AppServices, openapi: () => string): Record
     ],
     console: [...consoleEndpoints(web, services.audit, services.consoleOpenId), ...consoleSupportEndpoints(web), ...consoleSessionPages(web)],
     portal: portalEndpoints(web, services.audit),
-    commerce: commerceHookEndpoints(services.bridges),
+    commerce: commerceHookEndpoints(services.bridges, web),
   };
 }

@@ -4,7 +4,8 @@ import { lemon, paddle, stripe } from "../commerce-events";
 import { LEMON_SECRET, lemonHeader, PADDLE_SECRET, paddle as paddleSdk, paddleHeader, STRIPE_SECRET, stripeHeader } from "../commerce-signers";
 import { CLI_CALLER } from "../../src/domain/admin/deps";
 import { rekeyLicense } from "../../src/domain/admin/licenses";
-import { BASE, device, testClock, testSite, type TestSite } from "../helpers";
+import { createAdminToken } from "../../src/domain/admin/tokens";
+import { BASE, BASE_URL, device, testClock, testSite, type TestSite } from "../helpers";
 
 /**
  * design.md "From sale to key": each bridge at /api/v1/hooks/{provider}, verified by the provider's
@@ -586,5 +587,67 @@ describe("plans", () => {
       site.clock(),
     );
     expect((await toPaddle(chargeback)).answer.detail).toBe(`dispute: licence ${id} revoked`);
+  });
+});
+
+describe("the console and the admin API list what the bridges received", () => {
+  test("/console/sales shows each event with its outcome and licence, escaped; /admin/bridge-events pages them; both need licenses:read", async () => {
+    const buy = stripe.event(
+      "evt_c_buy",
+      "invoice.paid",
+      stripe.invoicePaid({
+        invoice: "in_c",
+        subscription: "sub_c",
+        reason: "subscription_create",
+        price: "price_pro_monthly",
+        product: "prod_c",
+        quantity: 1,
+        periodEnd: now + DAY,
+        paymentIntent: "pi_c",
+        name: "<script>x</script>",
+      }),
+      now,
+    );
+    const id = (await toStripe(buy)).answer.license;
+    await toStripe(buy);
+    const other = stripe.event(
+      "evt_c_other",
+      "checkout.session.completed",
+      stripe.checkout({ session: "cs_c", product: "<b>unknown</b>", paymentIntent: "pi_c2" }),
+      now,
+    );
+    expect((await toStripe(other)).answer.outcome).toBe("ignored");
+
+    const reader = (await createAdminToken(site.composed.services.admin, CLI_CALLER, { name: "support", scopes: ["licenses:read"] })).secret;
+    const signIn = await site.app.handle(
+      new Request("http://localhost/console/sign-in", {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", origin: new URL(BASE_URL).origin },
+        body: new URLSearchParams({ token: reader }).toString(),
+      }),
+    );
+    const cookie = signIn.headers.get("set-cookie")!.split(";")[0]!;
+    const page = await site.app.handle(new Request("http://localhost/console/sales", { headers: { cookie } }));
+    expect(page.status).toBe(200);
+    const text = await page.text();
+    expect(text).toContain('href="/console/sales" aria-current="page"');
+    expect(text).toContain(`<a href="/console/licenses/${id}"><code>${id}</code></a>`);
+    expect(text).toContain("evt_c_buy");
+    expect(text).toContain("<strong>applied</strong>");
+    expect(text).toContain("<strong>ignored</strong>: no product of bridge-products.stripe among &lt;b&gt;unknown&lt;/b&gt;");
+    expect(text).not.toContain("<b>unknown</b>");
+    const rows = [...text.matchAll(/<tr><td>.*?<\/td><td>Stripe<\/td>[\s\S]*?<td>(\d+)<\/td><\/tr>/g)].map((m) => m[1]);
+    expect(rows).toEqual(["0", "1"]);
+
+    const api = await site.request("GET", "/admin/bridge-events?limit=1", { token: reader });
+    const first = (await api.json()) as any;
+    expect(first.events).toHaveLength(1);
+    expect(first.events[0]).toMatchObject({ provider: "stripe", event: "evt_c_other", outcome: "ignored", license: null, replays: 0 });
+    const second = (await (await site.request("GET", `/admin/bridge-events?limit=1&cursor=${first.next}`, { token: reader })).json()) as any;
+    expect(second.events[0]).toMatchObject({ event: "evt_c_buy", outcome: "applied", license: id, replays: 1 });
+    expect(second.next).toBeNull();
+
+    const writer = (await createAdminToken(site.composed.services.admin, CLI_CALLER, { name: "w", scopes: ["webhooks:read"] })).secret;
+    expect((await site.request("GET", "/admin/bridge-events", { token: writer })).status).toBe(403);
   });
 });

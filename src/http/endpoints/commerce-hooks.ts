@@ -2,7 +2,12 @@ import { Type } from "@sinclair/typebox";
 import { MAX_BRIDGE_BODY, type CommerceBridges } from "../../domain/commerce/bridge";
 import { PROVIDERS, type Provider } from "../../domain/commerce/sale-event";
 import { KeyturnError } from "../../domain/errors";
+import { salesPage, SALES } from "../../console/pages/sales";
+import type { ConsoleDeps } from "../../console/deps";
+import { BridgeEventQuery, listBridgeEvents } from "../../domain/commerce/bridge-events";
 import { endpoint, type Endpoint } from "../endpoint";
+import { consolePage } from "./console";
+import { ADMIN_ERRORS } from "./shared";
 import { json } from "../respond";
 
 const BridgeAnswer = Type.Object({
@@ -16,6 +21,23 @@ const BridgeAnswer = Type.Object({
   license: Type.Union([Type.String(), Type.Null()]),
 });
 
+const BridgeEventList = Type.Object({
+  ok: Type.Literal(true),
+  events: Type.Array(
+    Type.Object({
+      provider: Type.String(),
+      event: Type.String(),
+      type: Type.String(),
+      received: Type.String({ format: "date-time" }),
+      outcome: Type.Union([Type.Literal("applied"), Type.Literal("ignored")]),
+      detail: Type.String(),
+      license: Type.Union([Type.String(), Type.Null()]),
+      replays: Type.Integer(),
+    }),
+  ),
+  next: Type.Union([Type.String(), Type.Null()]),
+});
+
 /** The header each provider signs its deliveries in. */
 const SIGNATURE_HEADER: Readonly<Record<Provider, string>> = { stripe: "stripe-signature", paddle: "paddle-signature", lemonsqueezy: "x-signature" };
 
@@ -25,8 +47,27 @@ const SIGNATURE_HEADER: Readonly<Record<Provider, string>> = { stripe: "stripe-s
  * provider should not repeat is 2xx (an unknown product too), and every refusal (a bad signature,
  * a licence not made yet) is not, so the provider sends the event again.
  */
-export function commerceHookEndpoints(bridges: CommerceBridges): Endpoint[] {
+export function commerceHookEndpoints(bridges: CommerceBridges, web: ConsoleDeps): Endpoint[] {
   return [
+    endpoint({
+      method: "GET",
+      path: "/admin/bridge-events",
+      summary: "The events the commerce bridges received, newest first, each with its outcome (applied, ignored), its licence and how often it came again",
+      auth: { scope: "licenses:read" },
+      budget: "admin",
+      audit: "bridge-event-list",
+      querySchema: BridgeEventQuery,
+      query: [
+        { name: "cursor", description: "The previous page's `next`" },
+        { name: "limit", description: "1 to 200, 50 if absent" },
+      ],
+      answer: BridgeEventList,
+      errors: [...ADMIN_ERRORS, "invalid_request"],
+      handler: async ({ admin: caller, queryValues }) => json({ ok: true, ...(await listBridgeEvents(web.admin, caller, queryValues)) }),
+    }),
+    consolePage("GET", SALES, "What the commerce bridges received, with the outcome of each", "bridge-event-list", (p) =>
+      salesPage(web, p.session, p.address, new URLSearchParams(p.call.query)),
+    ),
     endpoint({
       method: "POST",
       path: "/hooks/{provider}",
