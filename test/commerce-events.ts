@@ -19,7 +19,6 @@ export const stripe = {
     product: string;
     quantity: number;
     periodEnd: number;
-    paymentIntent: string;
     email?: string;
     name?: string;
   }) {
@@ -32,7 +31,8 @@ export const stripe = {
       customer_name: o.name ?? "Ada Lovelace",
       status: "paid",
       parent: { type: "subscription_details", subscription_details: { subscription: o.subscription, metadata: {} } },
-      payments: { object: "list", data: [{ id: `inpay_${o.invoice}`, payment: { type: "payment_intent", payment_intent: o.paymentIntent } }] },
+      // From API 2025-03-31 an invoice names no payment intent, and its `payments` are not in webhook
+      // events: invoice_payment.paid (below) ties the payment to the invoice.
       lines: {
         object: "list",
         data: [
@@ -45,6 +45,17 @@ export const stripe = {
           },
         ],
       },
+    };
+  },
+
+  invoicePayment(o: { invoice: string; paymentIntent: string; charge: string }) {
+    return {
+      id: `inpay_${o.invoice}`,
+      object: "invoice_payment",
+      invoice: o.invoice,
+      is_default: true,
+      status: "paid",
+      payment: { type: "payment_intent", payment_intent: o.paymentIntent, charge: o.charge },
     };
   },
 

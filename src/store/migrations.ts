@@ -701,7 +701,7 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 18,
-    name: "commerce bridges: the provider events received (one row each, so a replay applies nothing twice) and the provider ids that lead to a licence",
+    name: "commerce bridges: the provider events received (one row each, so a replay applies nothing twice) and the provider ids that lead to a licence (or to another id that does)",
     sqlite: `
       CREATE TABLE bridge_events (
         provider TEXT NOT NULL,
@@ -718,7 +718,8 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE TABLE bridge_links (
         provider TEXT NOT NULL,
         reference TEXT NOT NULL,
-        license_id TEXT NOT NULL,
+        license_id TEXT,
+        alias TEXT,
         PRIMARY KEY (provider, reference)
       ) STRICT, WITHOUT ROWID;
     `,
@@ -738,7 +739,8 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE TABLE bridge_links (
         provider TEXT NOT NULL,
         reference TEXT NOT NULL,
-        license_id TEXT NOT NULL,
+        license_id TEXT,
+        alias TEXT,
         PRIMARY KEY (provider, reference)
       );
     `,

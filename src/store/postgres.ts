@@ -100,7 +100,9 @@ async function insertBridge(tx: Tx, w: BridgeWrite, orIgnore: boolean): Promise<
   const inserted = orIgnore ? await tx`INSERT INTO bridge_events ${tx(row)} ON CONFLICT DO NOTHING` : await tx`INSERT INTO bridge_events ${tx(row)}`;
   if (inserted.count === 0) return false;
   for (const l of w.links)
-    await tx`INSERT INTO bridge_links (provider, reference, license_id) VALUES (${l.provider}, ${l.reference}, ${l.licenseId}) ON CONFLICT DO NOTHING`;
+    await tx`INSERT INTO bridge_links (provider, reference, license_id, alias) VALUES (${l.provider}, ${l.reference}, ${l.licenseId}, ${l.alias ?? null})
+      ON CONFLICT (provider, reference) DO UPDATE SET license_id = excluded.license_id, alias = NULL
+      WHERE bridge_links.license_id IS NULL AND excluded.license_id IS NOT NULL`;
   return true;
 }
 
@@ -550,8 +552,11 @@ export class PostgresStore implements Store {
 
   async findBridgeLink(provider: string, references: readonly string[]): Promise<string | null> {
     for (const reference of references) {
-      const [r] = await this.sql`SELECT license_id FROM bridge_links WHERE provider = ${provider} AND reference = ${reference}`;
-      if (r) return r.license_id;
+      const [r] = await this.sql`SELECT l.license_id, a.license_id AS aliased FROM bridge_links l
+        LEFT JOIN bridge_links a ON a.provider = l.provider AND a.reference = l.alias
+        WHERE l.provider = ${provider} AND l.reference = ${reference}`;
+      if (r?.license_id) return r.license_id;
+      if (r?.aliased) return r.aliased;
     }
     return null;
   }

@@ -369,8 +369,12 @@ export class SqliteStore implements Store {
     if (inserted === 0) return false;
     for (const l of w.links)
       this.db
-        .query("INSERT INTO bridge_links (provider, reference, license_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
-        .run(l.provider, l.reference, l.licenseId);
+        .query(
+          `INSERT INTO bridge_links (provider, reference, license_id, alias) VALUES (?, ?, ?, ?)
+           ON CONFLICT (provider, reference) DO UPDATE SET license_id = excluded.license_id, alias = NULL
+           WHERE bridge_links.license_id IS NULL AND excluded.license_id IS NOT NULL`,
+        )
+        .run(l.provider, l.reference, l.licenseId, l.alias ?? null);
     return true;
   }
 
@@ -390,9 +394,12 @@ export class SqliteStore implements Store {
   }
 
   async findBridgeLink(provider: string, references: readonly string[]): Promise<string | null> {
+    const find = this.db.query("SELECT license_id, alias FROM bridge_links WHERE provider = ? AND reference = ?");
     for (const reference of references) {
-      const r = this.db.query("SELECT license_id FROM bridge_links WHERE provider = ? AND reference = ?").get(provider, reference) as Row | null;
-      if (r) return r.license_id;
+      const r = find.get(provider, reference) as Row | null;
+      if (r?.license_id) return r.license_id;
+      const aliased = r?.alias ? (find.get(provider, r.alias) as Row | null) : null;
+      if (aliased?.license_id) return aliased.license_id;
     }
     return null;
   }

@@ -232,11 +232,15 @@ export interface BridgeEventRecord {
   readonly replays?: number;
 }
 
-/** A provider id (subscription, order, payment) that leads to the licence it bought. */
+/**
+ * A provider id (subscription, order, payment) that leads to the licence it bought, or, when the
+ * licence is not known yet, to another id of the provider's that will (`alias`: a payment to its invoice).
+ */
 export interface BridgeLink {
   readonly provider: string;
   readonly reference: string;
-  readonly licenseId: string;
+  readonly licenseId: string | null;
+  readonly alias?: string;
 }
 
 export interface BridgeWrite {
@@ -676,7 +680,7 @@ export interface Store {
   recordBridgeEvent(write: BridgeWrite): Promise<boolean>;
   /** Counts one more replay of a recorded event. */
   countBridgeReplay(provider: string, eventId: string): Promise<void>;
-  /** The licence the first of `references` that has one leads to. */
+  /** The licence the first of `references` that has one leads to (directly, or through its alias). */
   findBridgeLink(provider: string, references: readonly string[]): Promise<string | null>;
   /** Bridge events, newest first; `before` is the position of the last one of the previous page. */
   listBridgeEvents(q: {

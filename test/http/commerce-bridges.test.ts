@@ -90,7 +90,6 @@ describe("Stripe", () => {
         product: "prod_pro",
         quantity: 2,
         periodEnd,
-        paymentIntent: "pi_1",
       }),
       now,
     );
@@ -119,6 +118,14 @@ describe("Stripe", () => {
 
     // Renewal: the next paid period moves the expiry.
     site.clock.advance(1000);
+    // The renewal's payment can come before its invoice: it is noted against the invoice.
+    const renewPayment = stripe.event(
+      "evt_renew_payment",
+      "invoice_payment.paid",
+      stripe.invoicePayment({ invoice: "in_2", paymentIntent: "pi_2", charge: "ch_2" }),
+      site.clock(),
+    );
+    expect((await toStripe(renewPayment)).answer).toMatchObject({ outcome: "ignored", license: null });
     const nextEnd = periodEnd + 30 * DAY;
     const renew = stripe.event(
       "evt_renew",
@@ -131,7 +138,6 @@ describe("Stripe", () => {
         product: "prod_pro",
         quantity: 2,
         periodEnd: nextEnd,
-        paymentIntent: "pi_2",
       }),
       site.clock(),
     );
@@ -205,7 +211,6 @@ describe("Stripe", () => {
         product: "prod_else",
         quantity: 1,
         periodEnd,
-        paymentIntent: "pi_99",
       }),
       site.clock(),
     );
@@ -226,11 +231,21 @@ describe("Stripe", () => {
         product: "prod_k",
         quantity: 1,
         periodEnd,
-        paymentIntent: "pi_k",
       }),
       site.clock(),
     );
     const keepId = (await toStripe(keepBuy)).answer.license;
+    const keepPayment = stripe.event(
+      "evt_keep_payment",
+      "invoice_payment.paid",
+      stripe.invoicePayment({ invoice: "in_k", paymentIntent: "pi_k", charge: "ch_k" }),
+      site.clock(),
+    );
+    expect((await toStripe(keepPayment)).answer).toMatchObject({
+      outcome: "ignored",
+      license: keepId,
+      detail: `payment pi_k, ch_k of in_k tied to licence ${keepId}`,
+    });
     const keepRefund = stripe.event(
       "evt_keep_refund",
       "charge.refunded",
@@ -267,11 +282,13 @@ describe("Stripe", () => {
         "evt_dispute",
         "evt_keep",
         "evt_keep_cancel",
+        "evt_keep_payment",
         "evt_keep_refund",
         "evt_other",
         "evt_partial",
         "evt_refund",
         "evt_renew",
+        "evt_renew_payment",
         "evt_seats",
       ].sort(),
     );
@@ -295,7 +312,6 @@ describe("Stripe", () => {
         product: "prod_pro",
         quantity: 1,
         periodEnd: now + DAY,
-        paymentIntent: "pi_x",
       }),
       now,
     );
@@ -603,7 +619,6 @@ describe("the console and the admin API list what the bridges received", () => {
         product: "prod_c",
         quantity: 1,
         periodEnd: now + DAY,
-        paymentIntent: "pi_c",
         name: "<script>x</script>",
       }),
       now,

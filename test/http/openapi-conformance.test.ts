@@ -757,7 +757,6 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
       product: "prod_conf",
       quantity: 1,
       periodEnd: end,
-      paymentIntent: "pi_conf",
     }),
     site.clock(),
   );

@@ -101,6 +101,8 @@ export class CommerceBridges {
         return this.purchase(event, action, caller);
       case "subscription":
         return this.subscription(event, action, caller);
+      case "payment":
+        return this.payment(event, action);
       case "cancellation":
         return this.end(event, [action.subscription], "cancellation", caller);
       case "refund":
@@ -198,6 +200,22 @@ export class CommerceBridges {
       return this.ignore(event, `licence ${license.id}: ${e.message}`, license.id, links);
     }
     return { event: event.id, type: event.type, outcome: "applied", detail, license: license.id };
+  }
+
+  /** Ties payments to the licence their invoice leads to, or, before that licence exists, to the invoice. */
+  private async payment(event: SaleEvent, a: Extract<SaleAction, { kind: "payment" }>): Promise<BridgeOutcome> {
+    const licenseId = await this.d.store.findBridgeLink(event.provider, [a.of]);
+    const links: BridgeLink[] = a.payments.map((reference) => ({
+      provider: event.provider,
+      reference,
+      licenseId,
+      ...(licenseId === null ? { alias: a.of } : {}),
+    }));
+    const detail =
+      licenseId === null
+        ? `payment ${a.payments.join(", ")} of ${a.of} noted: it leads to the licence ${a.of} leads to, once there is one`
+        : `payment ${a.payments.join(", ")} of ${a.of} tied to licence ${licenseId}`;
+    return this.ignore(event, detail, licenseId, links);
   }
 
   /** Cancellation, refund or dispute: what the product's grant says (revoke, or keep). */

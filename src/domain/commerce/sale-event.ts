@@ -28,6 +28,8 @@ export interface Buyer {
  *   provider ids that find the licence later (order, checkout, subscription, payment).
  * - subscription: a renewal (a new paid period: `periodEnd`) or a change of quantity (`items`), of
  *   the licence that `subscription` (or, for its first event, one of `references`) leads to.
+ * - payment: the payments (`payments`) of an invoice (`of`) that a purchase or renewal named;
+ *   they lead to its licence, even when the licence comes later.
  * - cancellation: the subscription ended (not merely "will not renew": that one runs to its end).
  * - refund, dispute: a full refund, or a chargeback, of the payment that one of `references` names.
  */
@@ -48,6 +50,12 @@ export type SaleAction =
       readonly periodEnd: number | null;
       readonly items: readonly SaleItem[] | null;
       /** Payments of the new period: a later refund of one finds the licence. */
+      readonly payments: readonly string[];
+    }
+  | {
+      /** A payment of an invoice (or order) paid: a later refund or dispute of it names the payment only. */
+      readonly kind: "payment";
+      readonly of: string;
       readonly payments: readonly string[];
     }
   | { readonly kind: "cancellation"; readonly subscription: string }

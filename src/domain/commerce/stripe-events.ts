@@ -10,6 +10,7 @@ import { ignoredEvent, type SaleEvent, type SaleItem } from "./sale-event";
  * - a one-off purchase is a paid Checkout Session (`checkout.session.completed`, or
  *   `checkout.session.async_payment_succeeded` for delayed payment methods) whose metadata names
  *   the product (`keyturn_product`, a price or product id of the mapping; `seats` optional);
+ * - `invoice_payment.paid` ties a payment (payment intent, charge) to its invoice;
  * - `charge.refunded` of the whole amount is a refund, `charge.dispute.created` a dispute, of the
  *   payment (payment intent) that bought or renewed a licence;
  * - `customer.subscription.updated` carries quantities; `customer.subscription.deleted` is the end.
@@ -75,6 +76,14 @@ export function stripeEvent(payload: Json): SaleEvent {
         type,
         action: { kind: "subscription", subscription, references: [], periodEnd, items: null, payments: [...ids(o.id), ...payments] },
       };
+    }
+    case "invoice_payment.paid": {
+      // From API 2025-03-31 an invoice no longer names its payment intent (its `payments` are not in
+      // webhook events): this event ties the payment to the invoice, so its refund finds the licence.
+      const invoice = id(o.invoice);
+      const payments = ids(at(o, "payment", "payment_intent"), at(o, "payment", "charge"));
+      if (invoice === null || payments.length === 0) return ignore("no invoice or payment named");
+      return { provider: "stripe", id: eventId, type, action: { kind: "payment", of: invoice, payments } };
     }
     case "customer.subscription.updated": {
       const subscription = id(o.id);
