@@ -156,7 +156,7 @@ export class PostgresStore implements Store {
   ) {}
 
   async createLicense(l: LicenseRecord, j: Journal<LicenseRecord> = {}): Promise<void> {
-    if (!j.audit && !j.event) {
+    if (!j.audit && !j.event && !j.bridge) {
       await this.sql`INSERT INTO licenses ${this.sql(licenseRow(l))}`;
       return;
     }

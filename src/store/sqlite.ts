@@ -234,7 +234,7 @@ export class SqliteStore implements Store {
   }
 
   async createLicense(l: LicenseRecord, journal: Journal<LicenseRecord> = {}): Promise<void> {
-    if (!journal.audit && !journal.event) {
+    if (!journal.audit && !journal.event && !journal.bridge) {
       this.q.insertLicense.run(licenseParams(l));
       return;
     }
@@ -331,7 +331,7 @@ export class SqliteStore implements Store {
   }
 
   async revokeLicense(id: string, now: number, journal: Journal<RevokedLicenseRecord> = {}): Promise<boolean> {
-    if (!journal.audit && !journal.event && journal.endsPortalSessions === undefined) return this.q.revokeLicense.run(now, id).changes > 0;
+    if (!journal.audit && !journal.event && !journal.bridge && journal.endsPortalSessions === undefined) return this.q.revokeLicense.run(now, id).changes > 0;
     return this.groupCommit.write(() => {
       if (this.q.revokeLicense.run(now, id).changes === 0) return false;
       this.endPortalSessions(id, journal);

@@ -5,6 +5,7 @@ import { LEMON_SECRET, lemonHeader, PADDLE_SECRET, paddle as paddleSdk, paddleHe
 import { CLI_CALLER } from "../../src/domain/admin/deps";
 import { rekeyLicense } from "../../src/domain/admin/licenses";
 import { createAdminToken } from "../../src/domain/admin/tokens";
+import { announceSkip, freshSchema, PG_URL } from "../databases";
 import { BASE, BASE_URL, device, testClock, testSite, type TestSite } from "../helpers";
 
 /**
@@ -664,5 +665,44 @@ describe("the console and the admin API list what the bridges received", () => {
 
     const writer = (await createAdminToken(site.composed.services.admin, CLI_CALLER, { name: "w", scopes: ["webhooks:read"] })).secret;
     expect((await site.request("GET", "/admin/bridge-events", { token: writer })).status).toBe(403);
+  });
+});
+
+if (!PG_URL && process.env.CI !== "true") announceSkip("test/http/commerce-bridges.test.ts (PostgreSQL part)", "KEYTURN_TEST_POSTGRES_URL");
+describe.skipIf(!PG_URL && process.env.CI !== "true")("on PostgreSQL", () => {
+  test("the same purchase delivered twice at once, and a refund twice at once: one licence, one revocation", async () => {
+    const schema = await freshSchema();
+    const clock = testClock(Date.now());
+    const pg = await testSite("alpha", {
+      clock,
+      settings: { database: schema.url, "stripe-webhook-secret": STRIPE_SECRET, "bridge-products": JSON.stringify(PRODUCTS) },
+    });
+    try {
+      const at = clock();
+      const buy = stripe.event(
+        "evt_pg_buy",
+        "checkout.session.completed",
+        stripe.checkout({ session: "cs_pg", product: "prod_desktop", paymentIntent: "pi_pg" }),
+        at,
+      );
+      const header = { "stripe-signature": await stripeHeader(buy, at) };
+      const deliver = (body: string, h: Record<string, string>) =>
+        pg.app
+          .handle(new Request(`${BASE}/hooks/stripe`, { method: "POST", headers: { "content-type": "application/json", ...h }, body }))
+          .then(async (r) => ({ status: r.status, answer: (await r.json()) as any }));
+      const both = await Promise.all([deliver(buy, header), deliver(buy, header)]);
+      expect(both.map((b) => b.status)).toEqual([200, 200]);
+      expect(both.map((b) => b.answer.outcome).sort()).toEqual(["applied", "replayed"]);
+      expect(await pg.composed.store.listLicenses()).toHaveLength(1);
+      const refund = stripe.event("evt_pg_refund", "charge.refunded", stripe.charge({ charge: "ch_pg", paymentIntent: "pi_pg", refunded: true }), at);
+      const rh = { "stripe-signature": await stripeHeader(refund, at) };
+      const refunds = await Promise.all([deliver(refund, rh), deliver(refund, rh)]);
+      expect(refunds.map((b) => b.answer.outcome).sort()).toEqual(["applied", "replayed"]);
+      const audit = await pg.composed.store.listAudit({ licenseId: both[0]!.answer.license, limit: 10 });
+      expect(audit.filter((a) => a.action === "license-revoke")).toHaveLength(1);
+    } finally {
+      await pg.close();
+      await schema.drop();
+    }
   });
 });
