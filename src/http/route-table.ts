@@ -7,7 +7,7 @@ import { adminRecordEndpoints } from "./endpoints/admin-records";
 import { adminReleaseEndpoints } from "./endpoints/admin-releases";
 import { adminWebhookEndpoints } from "./endpoints/admin-webhooks";
 import { adminWebhookSecretEndpoints } from "./endpoints/admin-webhook-secret";
-import { commerceHookEndpoints } from "./endpoints/commerce-hooks";
+import { bridgeEventEndpoints, commerceHookEndpoints } from "./endpoints/commerce-hooks";
 import { consoleEndpoints } from "./endpoints/console";
 import { consoleSupportEndpoints } from "./endpoints/console-support";
 import { adminConsoleSessionEndpoints, consoleSessionPages } from "./endpoints/console-sessions";
@@ -38,6 +38,7 @@ export function routeTable(services: AppServices, openapi: () => string): Record
     clock: services.clock,
     site: services.origin,
   };
+  const sales = bridgeEventEndpoints(web);
   return {
     licensing: licensingEndpoints(services.licensing),
     updates: updateEndpoints(services.variant, services.releases, services.selection),
@@ -53,9 +54,10 @@ export function routeTable(services: AppServices, openapi: () => string): Record
       ...adminWebhookSecretEndpoints(services.admin),
       ...adminConsoleSessionEndpoints(web),
       ...adminReleaseEndpoints(services.admin, services.releases, services.selection.controls, services.clock),
+      ...sales.admin,
     ],
-    console: [...consoleEndpoints(web, services.audit, services.consoleOpenId), ...consoleSupportEndpoints(web), ...consoleSessionPages(web)],
+    console: [...consoleEndpoints(web, services.audit, services.consoleOpenId), ...consoleSupportEndpoints(web), ...consoleSessionPages(web), ...sales.console],
     portal: portalEndpoints(web, services.audit),
-    commerce: commerceHookEndpoints(services.bridges, web),
+    commerce: commerceHookEndpoints(services.bridges),
   };
 }

@@ -47,27 +47,8 @@ const SIGNATURE_HEADER: Readonly<Record<Provider, string>> = { stripe: "stripe-s
  * provider should not repeat is 2xx (an unknown product too), and every refusal (a bad signature,
  * a licence not made yet) is not, so the provider sends the event again.
  */
-export function commerceHookEndpoints(bridges: CommerceBridges, web: ConsoleDeps): Endpoint[] {
+export function commerceHookEndpoints(bridges: CommerceBridges): Endpoint[] {
   return [
-    endpoint({
-      method: "GET",
-      path: "/admin/bridge-events",
-      summary: "The events the commerce bridges received, newest first, each with its outcome (applied, ignored), its licence and how often it came again",
-      auth: { scope: "licenses:read" },
-      budget: "admin",
-      audit: "bridge-event-list",
-      querySchema: BridgeEventQuery,
-      query: [
-        { name: "cursor", description: "The previous page's `next`" },
-        { name: "limit", description: "1 to 200, 50 if absent" },
-      ],
-      answer: BridgeEventList,
-      errors: [...ADMIN_ERRORS, "invalid_request"],
-      handler: async ({ admin: caller, queryValues }) => json({ ok: true, ...(await listBridgeEvents(web.admin, caller, queryValues)) }),
-    }),
-    consolePage("GET", SALES, "What the commerce bridges received, with the outcome of each", "bridge-event-list", (p) =>
-      salesPage(web, p.session, p.address, new URLSearchParams(p.call.query)),
-    ),
     endpoint({
       method: "POST",
       path: "/hooks/{provider}",
@@ -117,3 +98,32 @@ async function readRaw(request: Request): Promise<Uint8Array> {
 }
 
 const tooLarge = () => new KeyturnError("payload_too_large", `A provider's event is limited to ${MAX_BRIDGE_BODY / 1024} KiB.`);
+
+/** GET /admin/bridge-events and the console's /console/sales: what the bridges received (licenses:read). */
+export function bridgeEventEndpoints(web: ConsoleDeps): { admin: Endpoint[]; console: Endpoint[] } {
+  return {
+    admin: [
+      endpoint({
+        method: "GET",
+        path: "/admin/bridge-events",
+        summary: "The events the commerce bridges received, newest first, each with its outcome (applied, ignored), its licence and how often it came again",
+        auth: { scope: "licenses:read" },
+        budget: "admin",
+        audit: "bridge-event-list",
+        querySchema: BridgeEventQuery,
+        query: [
+          { name: "cursor", description: "The previous page's `next`" },
+          { name: "limit", description: "1 to 200, 50 if absent" },
+        ],
+        answer: BridgeEventList,
+        errors: [...ADMIN_ERRORS, "invalid_request"],
+        handler: async ({ admin: caller, queryValues }) => json({ ok: true, ...(await listBridgeEvents(web.admin, caller, queryValues)) }),
+      }),
+    ],
+    console: [
+      consolePage("GET", SALES, "What the commerce bridges received, with the outcome of each", "bridge-event-list", (p) =>
+        salesPage(web, p.session, p.address, new URLSearchParams(p.call.query)),
+      ),
+    ],
+  };
+}
