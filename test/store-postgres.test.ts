@@ -97,6 +97,8 @@ describe.skipIf(!PG_URL)("PostgreSQL store", () => {
         "activations",
         "admin_tokens",
         "audit",
+        "bridge_events",
+        "bridge_links",
         "challenges",
         "console_sessions",
         "events",
