@@ -121,11 +121,12 @@ export const paddle = {
     quantity: number;
     periodEnd: number | null;
     email?: string;
+    customer?: string;
   }) {
     return {
       id: o.transaction,
       status: "completed",
-      customer_id: "ctm_01",
+      customer_id: o.customer ?? "ctm_01",
       address_id: "add_01",
       business_id: null,
       custom_data: o.email === undefined ? null : { email: o.email },
@@ -183,6 +184,21 @@ export const paddle = {
         },
       ],
       custom_data: null,
+      import_meta: null,
+    };
+  },
+
+  customer(o: { customer: string; email: string; name?: string; updatedAt: string }) {
+    return {
+      id: o.customer,
+      name: o.name ?? null,
+      email: o.email,
+      marketing_consent: false,
+      status: "active",
+      custom_data: null,
+      locale: "en",
+      created_at: "2026-01-01T00:00:00Z",
+      updated_at: o.updatedAt,
       import_meta: null,
     };
   },

@@ -90,6 +90,7 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
         { provider: "stripe", reference: "pi_moved", licenseId: null, alias: "in_moved" },
       ],
     });
+    await site.composed.store.rememberBridgeCustomer("paddle", "ctm_moved", "moved@example.com", site.clock());
   });
   afterAll(async () => {
     await site?.close();
@@ -128,6 +129,7 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
         webhook_attempts: 1,
         bridge_events: 1,
         bridge_links: 2,
+        bridge_customers: 1,
       },
     });
     expect(source.audit.length).toBeGreaterThanOrEqual(5);
@@ -149,6 +151,7 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
       expect((await target.consumeChallenge(nonce, site.clock())).outcome).toBe("consumed");
       // A provider's retry after the move finds its event, and a refund its licence.
       expect((await target.getBridgeEvent("stripe", "evt_moved"))?.detail).toBe("moved");
+      expect(await target.bridgeCustomerEmail("paddle", "ctm_moved")).toBe("moved@example.com");
       expect(await target.findBridgeLink("stripe", ["pi_moved"])).toBe((await site.composed.store.listLicenses())[0]!.id);
       expect(await target.recordKnownReleases([{ lane: "alpha/stable/win-x64", version: "1.0.0" }], site.clock())).toEqual([]);
     } finally {

@@ -97,6 +97,7 @@ describe.skipIf(!PG_URL)("PostgreSQL store", () => {
         "activations",
         "admin_tokens",
         "audit",
+        "bridge_customers",
         "bridge_events",
         "bridge_links",
         "challenges",

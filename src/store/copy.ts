@@ -114,6 +114,7 @@ const TABLES = [
     columns: ["provider", "event_id", "type", "received", "outcome", "detail", "license_id", "replays"],
   },
   { name: "bridge_links", key: "provider, reference", order: "provider, reference", columns: ["provider", "reference", "license_id", "alias"] },
+  { name: "bridge_customers", key: "provider, customer", order: "provider, customer", columns: ["provider", "customer", "email", "updated"] },
 ] as const satisfies readonly Table[];
 
 export type TableName = (typeof TABLES)[number]["name"];

@@ -701,7 +701,7 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 18,
-    name: "commerce bridges: the provider events received (one row each, so a replay applies nothing twice) and the provider ids that lead to a licence (or to another id that does)",
+    name: "commerce bridges: the provider events received (one row each, so a replay applies nothing twice) the provider ids that lead to a licence (or to another id that does), and the e-mail of a provider's customer (Paddle names buyers by id)",
     sqlite: `
       CREATE TABLE bridge_events (
         provider TEXT NOT NULL,
@@ -721,6 +721,13 @@ export const MIGRATIONS: readonly Migration[] = [
         license_id TEXT,
         alias TEXT,
         PRIMARY KEY (provider, reference)
+      ) STRICT, WITHOUT ROWID;
+      CREATE TABLE bridge_customers (
+        provider TEXT NOT NULL,
+        customer TEXT NOT NULL,
+        email TEXT NOT NULL,
+        updated INTEGER NOT NULL,
+        PRIMARY KEY (provider, customer)
       ) STRICT, WITHOUT ROWID;
     `,
     postgres: `
@@ -742,6 +749,13 @@ export const MIGRATIONS: readonly Migration[] = [
         license_id TEXT,
         alias TEXT,
         PRIMARY KEY (provider, reference)
+      );
+      CREATE TABLE bridge_customers (
+        provider TEXT NOT NULL,
+        customer TEXT NOT NULL,
+        email TEXT NOT NULL,
+        updated BIGINT NOT NULL,
+        PRIMARY KEY (provider, customer)
       );
     `,
   },

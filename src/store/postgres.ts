@@ -561,6 +561,16 @@ export class PostgresStore implements Store {
     return null;
   }
 
+  async rememberBridgeCustomer(provider: string, customer: string, email: string, updated: number): Promise<void> {
+    await this.sql`INSERT INTO bridge_customers (provider, customer, email, updated) VALUES (${provider}, ${customer}, ${email}, ${updated})
+      ON CONFLICT (provider, customer) DO UPDATE SET email = excluded.email, updated = excluded.updated WHERE excluded.updated >= bridge_customers.updated`;
+  }
+
+  async bridgeCustomerEmail(provider: string, customer: string): Promise<string | null> {
+    const [r] = await this.sql`SELECT email FROM bridge_customers WHERE provider = ${provider} AND customer = ${customer}`;
+    return r ? r.email : null;
+  }
+
   async listBridgeEvents(q: { before?: { received: number; provider: string; eventId: string }; limit: number }): Promise<BridgeEventRecord[]> {
     const rows = q.before
       ? await this.sql`SELECT * FROM bridge_events WHERE (received, provider, event_id) < (${q.before.received}, ${q.before.provider}, ${q.before.eventId})

@@ -404,6 +404,22 @@ export class SqliteStore implements Store {
     return null;
   }
 
+  async rememberBridgeCustomer(provider: string, customer: string, email: string, updated: number): Promise<void> {
+    await this.groupCommit.write(() =>
+      this.db
+        .query(
+          `INSERT INTO bridge_customers (provider, customer, email, updated) VALUES (?, ?, ?, ?)
+           ON CONFLICT (provider, customer) DO UPDATE SET email = excluded.email, updated = excluded.updated WHERE excluded.updated >= bridge_customers.updated`,
+        )
+        .run(provider, customer, email, updated),
+    );
+  }
+
+  async bridgeCustomerEmail(provider: string, customer: string): Promise<string | null> {
+    const r = this.db.query("SELECT email FROM bridge_customers WHERE provider = ? AND customer = ?").get(provider, customer) as Row | null;
+    return r ? r.email : null;
+  }
+
   async listBridgeEvents(q: { before?: { received: number; provider: string; eventId: string }; limit: number }): Promise<BridgeEventRecord[]> {
     const rows = q.before
       ? this.db

@@ -682,6 +682,9 @@ export interface Store {
   countBridgeReplay(provider: string, eventId: string): Promise<void>;
   /** The licence the first of `references` that has one leads to (directly, or through its alias). */
   findBridgeLink(provider: string, references: readonly string[]): Promise<string | null>;
+  /** Keeps a provider customer's e-mail (the newest `updated` wins), for purchases that name the customer only. */
+  rememberBridgeCustomer(provider: string, customer: string, email: string, updated: number): Promise<void>;
+  bridgeCustomerEmail(provider: string, customer: string): Promise<string | null>;
   /** Bridge events, newest first; `before` is the position of the last one of the previous page. */
   listBridgeEvents(q: {
     readonly before?: { readonly received: number; readonly provider: string; readonly eventId: string };

@@ -427,6 +427,39 @@ describe("Paddle Billing", () => {
     expect((await toPaddle(approved)).answer).toMatchObject({ outcome: "applied", detail: `refund: licence ${id} revoked` });
     expect((await license(id)).revoked).not.toBeNull();
 
+    // Paddle names the buyer by customer id: the e-mail of its customer event is the licence's.
+    const customer = paddle.event(
+      "evt_p_customer",
+      "customer.created",
+      paddle.customer({ customer: "ctm_02", email: "rosalind@example.com", updatedAt: "2026-01-02T00:00:00Z" }),
+      site.clock(),
+    );
+    expect((await toPaddle(customer)).answer).toMatchObject({ outcome: "ignored", license: null });
+    const older = paddle.event(
+      "evt_p_customer_old",
+      "customer.updated",
+      paddle.customer({ customer: "ctm_02", email: "old@example.com", updatedAt: "2026-01-01T12:00:00Z" }),
+      site.clock(),
+    );
+    await toPaddle(older);
+    const withCustomer = paddle.event(
+      "evt_p_known",
+      "transaction.completed",
+      paddle.transaction({
+        transaction: "txn_4",
+        subscription: null,
+        origin: "web",
+        price: "pri_x",
+        product: "pro_desktop",
+        quantity: 1,
+        periodEnd: null,
+        customer: "ctm_02",
+      }),
+      site.clock(),
+    );
+    const known = await toPaddle(withCustomer);
+    expect(await license(known.answer.license)).toMatchObject({ email: "rosalind@example.com", licensee: "rosalind@example.com" });
+
     // A one-off purchase by product id, disputed.
     const oneOff = paddle.event(
       "evt_p_once",
@@ -459,7 +492,7 @@ describe("Paddle Billing", () => {
       site.clock(),
     );
     expect((await toPaddle(other)).answer).toMatchObject({ outcome: "ignored", license: null });
-    expect(await licenses()).toHaveLength(2);
+    expect(await licenses()).toHaveLength(3);
   });
 });
 

@@ -92,6 +92,20 @@ for (const backend of backends)
       }
     });
 
+    test("a customer's e-mail: the newest update wins, per provider", async () => {
+      const { store, done } = await backend.open();
+      try {
+        await store.rememberBridgeCustomer("paddle", "ctm_1", "new@example.com", 2_000);
+        await store.rememberBridgeCustomer("paddle", "ctm_1", "old@example.com", 1_000);
+        expect(await store.bridgeCustomerEmail("paddle", "ctm_1")).toBe("new@example.com");
+        await store.rememberBridgeCustomer("paddle", "ctm_1", "newer@example.com", 3_000);
+        expect(await store.bridgeCustomerEmail("paddle", "ctm_1")).toBe("newer@example.com");
+        expect(await store.bridgeCustomerEmail("stripe", "ctm_1")).toBeNull();
+      } finally {
+        await done();
+      }
+    });
+
     test("listed newest first, a page at a time", async () => {
       const { store, done } = await backend.open();
       try {

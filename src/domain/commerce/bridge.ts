@@ -103,6 +103,9 @@ export class CommerceBridges {
         return this.subscription(event, action, caller);
       case "payment":
         return this.payment(event, action);
+      case "customer":
+        await this.d.store.rememberBridgeCustomer(event.provider, action.customer, action.email, action.updated);
+        return this.ignore(event, `the e-mail of customer ${action.customer} kept for their purchases`, null);
       case "cancellation":
         return this.end(event, [action.subscription], "cancellation", caller);
       case "refund":
@@ -126,8 +129,10 @@ export class CommerceBridges {
     if (paidUntil !== null && grant.renews === "updates") windows.updatesUntil = isoTime(paidUntil);
     else if (paidUntil !== null) windows.expires = isoTime(paidUntil);
     else if (grant.expiresAfter !== null) windows.expires = isoTime(now + grant.expiresAfter * 1000);
-    const licensee = fit(a.buyer.name) ?? fit(a.buyer.email) ?? `${PROVIDER_NAMES[event.provider]} customer`;
-    const email = usableEmail(a.buyer.email);
+    // Paddle names the buyer by customer id: their e-mail came with the customer's own event.
+    const customerEmail = a.buyer.email === null && a.buyer.customer ? await this.d.store.bridgeCustomerEmail(event.provider, a.buyer.customer) : null;
+    const licensee = fit(a.buyer.name) ?? fit(a.buyer.email) ?? fit(customerEmail) ?? `${PROVIDER_NAMES[event.provider]} customer`;
+    const email = usableEmail(a.buyer.email ?? customerEmail);
     const organization = fit(a.buyer.organization);
     const metadata: Record<string, string> = { bridge: event.provider, bridge_product: productId, bridge_purchase: a.references[0] ?? event.id };
     if (a.subscription !== null) metadata.bridge_subscription = a.subscription;

@@ -10,8 +10,10 @@ import { ignoredEvent, type SaleEvent, type SaleItem } from "./sale-event";
  * - `subscription.updated` carries quantities; `subscription.canceled` is the end;
  * - an approved `adjustment.created`/`adjustment.updated` with action `refund` of type `full` is a
  *   refund, with action `chargeback` a dispute, of the transaction it names.
- * Paddle's events name the customer by id only: the buyer's e-mail is read from the transaction's
- * `custom_data.email` (pass it to Paddle.js's checkout as customData), else the licence has none.
+ * Paddle's transactions name the customer by id only: the buyer's e-mail is the transaction's
+ * `custom_data.email` when the checkout passed one, else the e-mail of the customer's
+ * `customer.created`/`customer.updated` event (Paddle sends it when the checkout makes the
+ * customer, before the transaction completes), else the licence has none.
  */
 export function paddleEvent(payload: Json): SaleEvent {
   const eventId = id(payload.event_id);
@@ -46,10 +48,18 @@ export function paddleEvent(payload: Json): SaleEvent {
           references: ids(transaction, subscription),
           subscription,
           items,
-          buyer: { email: text(custom.email), name: text(custom.name), organization: text(custom.organization) },
+          buyer: { email: text(custom.email), name: text(custom.name), organization: text(custom.organization), customer: id(o.customer_id) },
           periodEnd: subscription === null ? null : periodEnd,
         },
       };
+    }
+    case "customer.created":
+    case "customer.updated": {
+      const customer = id(o.id);
+      const email = text(o.email);
+      if (customer === null || email === null) return ignore("no customer id or e-mail");
+      const updated = isoTime(o.updated_at) ?? isoTime(payload.occurred_at) ?? 0;
+      return { provider: "paddle", id: eventId, type, action: { kind: "customer", customer, email, updated } };
     }
     case "subscription.updated": {
       const subscription = id(o.id);

@@ -19,6 +19,8 @@ export interface SaleItem {
 
 export interface Buyer {
   readonly email: string | null;
+  /** The provider's customer id, whose e-mail an earlier customer event may have given (Paddle). */
+  readonly customer?: string | null;
   readonly name: string | null;
   readonly organization: string | null;
 }
@@ -57,6 +59,13 @@ export type SaleAction =
       readonly kind: "payment";
       readonly of: string;
       readonly payments: readonly string[];
+    }
+  | {
+      /** A customer's e-mail, kept for the purchases that name the customer only. */
+      readonly kind: "customer";
+      readonly customer: string;
+      readonly email: string;
+      readonly updated: number;
     }
   | { readonly kind: "cancellation"; readonly subscription: string }
   | { readonly kind: "refund"; readonly references: readonly string[] }
