@@ -219,6 +219,12 @@ describe("Stripe", () => {
     expect(ignored.status).toBe(200);
     expect(ignored.answer).toMatchObject({ outcome: "ignored", license: null });
     expect(ignored.answer.detail).toContain("no product of bridge-products.stripe");
+    // An event that changes nothing has an audit line of its own, naming the bridge and the sender's address.
+    const lines = await site.composed.store.listAudit({ limit: 500 });
+    expect(
+      lines.filter((l) => l.action === "bridge-event" && l.outcome === "ok" && l.actor === "bridge:stripe (Stripe bridge)" && l.address === "203.0.113.7")
+        .length,
+    ).toBeGreaterThanOrEqual(3);
 
     // Cancellation as the product says: "expire" keeps the paid period; "revoke" ends it.
     const keepBuy = stripe.event(

@@ -1,6 +1,6 @@
 import type { BridgeConfig, ProductGrant } from "../../config/bridges";
 import type { BridgeEventRecord, BridgeLink, BridgeWrite, LicenseRecord } from "../../store/types";
-import type { AdminCaller, AdminDeps } from "../admin/deps";
+import { actorOf, type AdminCaller, type AdminDeps } from "../admin/deps";
 import { createLicense, revokeLicense, updateLicense, type LicenseCreateInput, type LicenseUpdateInput } from "../admin/licenses";
 import { isoTime } from "../clock";
 import { KeyturnError } from "../errors";
@@ -95,17 +95,17 @@ export class CommerceBridges {
 
   private async apply(event: SaleEvent, caller: AdminCaller): Promise<BridgeOutcome> {
     const action = event.action;
-    if (action === null) return this.ignore(event, event.ignored ?? "nothing to do", null);
+    if (action === null) return this.ignore(event, caller, event.ignored ?? "nothing to do", null);
     switch (action.kind) {
       case "purchase":
         return this.purchase(event, action, caller);
       case "subscription":
         return this.subscription(event, action, caller);
       case "payment":
-        return this.payment(event, action);
+        return this.payment(event, action, caller);
       case "customer":
         await this.d.store.rememberBridgeCustomer(event.provider, action.customer, action.email, action.updated);
-        return this.ignore(event, `the e-mail of customer ${action.customer} kept for their purchases`, null);
+        return this.ignore(event, caller, `the e-mail of customer ${action.customer} kept for their purchases`, null);
       case "cancellation":
         return this.end(event, [action.subscription], "cancellation", caller);
       case "refund":
@@ -116,9 +116,10 @@ export class CommerceBridges {
 
   private async purchase(event: SaleEvent, a: Extract<SaleAction, { kind: "purchase" }>, caller: AdminCaller): Promise<BridgeOutcome> {
     const matched = this.match(event.provider, a.items);
-    if (matched === null) return this.ignore(event, `no product of bridge-products.${event.provider} among ${describeItems(a.items)}`, null);
+    if (matched === null) return this.ignore(event, caller, `no product of bridge-products.${event.provider} among ${describeItems(a.items)}`, null);
     const earlier = await this.d.store.findBridgeLink(event.provider, a.references);
-    if (earlier !== null) return this.ignore(event, `the purchase already has licence ${earlier}`, earlier, this.links(event.provider, a.references, earlier));
+    if (earlier !== null)
+      return this.ignore(event, caller, `the purchase already has licence ${earlier}`, earlier, this.links(event.provider, a.references, earlier));
     const { productId, grant, quantity } = matched;
     const now = this.d.clock();
     // A subscription's first paid period ends at periodEnd: that (with the grace) is the end of
@@ -163,7 +164,7 @@ export class CommerceBridges {
       // provider sends it again later, when the licence exists.
       if (a.items !== null && this.match(event.provider, a.items) !== null)
         throw new KeyturnError("unavailable", `No licence yet for subscription ${a.subscription}: send the event again once the purchase is in.`);
-      return this.ignore(event, `no licence is linked to subscription ${a.subscription} (not sold through this bridge?)`, null);
+      return this.ignore(event, caller, `no licence is linked to subscription ${a.subscription} (not sold through this bridge?)`, null);
     }
     const grant = this.grantOf(event.provider, license);
     const links = this.links(event.provider, [a.subscription, ...a.payments], license.id);
@@ -194,21 +195,27 @@ export class CommerceBridges {
       }
     }
     if (Object.keys(patch).length === 0)
-      return this.ignore(event, `licence ${license.id} already runs to ${license.expires === null ? "no end" : isoTime(license.expires)}`, license.id, links);
+      return this.ignore(
+        event,
+        caller,
+        `licence ${license.id} already runs to ${license.expires === null ? "no end" : isoTime(license.expires)}`,
+        license.id,
+        links,
+      );
     const detail = said.length > 0 ? `licence ${license.id}: ${said.join(", ")}` : `licence ${license.id} tied to ${a.subscription}`;
     try {
       const result = await updateLicense(this.d, caller, license.id, patch, () => this.write(event, "applied", detail, license.id, links));
-      if (result.changed.length === 0) return this.ignore(event, `licence ${license.id} unchanged`, license.id, links);
+      if (result.changed.length === 0) return this.ignore(event, caller, `licence ${license.id} unchanged`, license.id, links);
     } catch (e) {
       if (!(e instanceof KeyturnError && e.code === "seats_in_use")) throw e;
       // Not a fault of the provider's: answered 2xx (it would send it again for days), kept for the vendor to see.
-      return this.ignore(event, `licence ${license.id}: ${e.message}`, license.id, links);
+      return this.ignore(event, caller, `licence ${license.id}: ${e.message}`, license.id, links);
     }
     return { event: event.id, type: event.type, outcome: "applied", detail, license: license.id };
   }
 
   /** Ties payments to the licence their invoice leads to, or, before that licence exists, to the invoice. */
-  private async payment(event: SaleEvent, a: Extract<SaleAction, { kind: "payment" }>): Promise<BridgeOutcome> {
+  private async payment(event: SaleEvent, a: Extract<SaleAction, { kind: "payment" }>, caller: AdminCaller): Promise<BridgeOutcome> {
     const licenseId = await this.d.store.findBridgeLink(event.provider, [a.of]);
     const links: BridgeLink[] = a.payments.map((reference) => ({
       provider: event.provider,
@@ -220,56 +227,56 @@ export class CommerceBridges {
       licenseId === null
         ? `payment ${a.payments.join(", ")} of ${a.of} noted: it leads to the licence ${a.of} leads to, once there is one`
         : `payment ${a.payments.join(", ")} of ${a.of} tied to licence ${licenseId}`;
-    return this.ignore(event, detail, licenseId, links);
+    return this.ignore(event, caller, detail, licenseId, links);
   }
 
   /** Cancellation, refund or dispute: what the product's grant says (revoke, or keep). */
   private async end(event: SaleEvent, references: readonly string[], kind: "cancellation" | "refund" | "dispute", caller: AdminCaller): Promise<BridgeOutcome> {
     const licenseId = await this.d.store.findBridgeLink(event.provider, references);
     const license = licenseId === null ? null : await this.d.store.getLicense(licenseId);
-    if (license === null) return this.ignore(event, `no licence was sold with ${references.join(", ") || "these ids"}`, null);
+    if (license === null) return this.ignore(event, caller, `no licence was sold with ${references.join(", ") || "these ids"}`, null);
     const grant = this.grantOf(event.provider, license);
     const does = kind === "cancellation" ? grant.onCancel : kind === "refund" ? grant.onRefund : grant.onDispute;
     if (does === "expire" || does === "keep") {
       const why =
         does === "expire" ? `runs to its paid end (${license.expires === null ? "no end" : isoTime(license.expires)})` : "kept, as the product's grant says";
-      return this.ignore(event, `${kind}: licence ${license.id} ${why}`, license.id);
+      return this.ignore(event, caller, `${kind}: licence ${license.id} ${why}`, license.id);
     }
     if (does === "end-updates") {
       const now = this.d.clock();
       if (license.updatesUntil != null && license.updatesUntil <= now)
-        return this.ignore(event, `${kind}: licence ${license.id}'s updates window had ended`, license.id);
+        return this.ignore(event, caller, `${kind}: licence ${license.id}'s updates window had ended`, license.id);
       const detail = `${kind}: licence ${license.id}'s updates window ended (it keeps the releases before ${isoTime(now)})`;
       await updateLicense(this.d, caller, license.id, { updatesUntil: isoTime(now) }, () => this.write(event, "applied", detail, license.id, []));
       return { event: event.id, type: event.type, outcome: "applied", detail, license: license.id };
     }
-    if (license.revoked !== null) return this.ignore(event, `${kind}: licence ${license.id} was revoked already`, license.id);
+    if (license.revoked !== null) return this.ignore(event, caller, `${kind}: licence ${license.id} was revoked already`, license.id);
     const detail = `${kind}: licence ${license.id} revoked`;
     try {
       await revokeLicense(this.d, caller, license.id, () => this.write(event, "applied", detail, license.id, []));
     } catch (e) {
       if (e instanceof KeyturnError && e.code === "license_revoked")
-        return this.ignore(event, `${kind}: licence ${license.id} was revoked already`, license.id);
+        return this.ignore(event, caller, `${kind}: licence ${license.id} was revoked already`, license.id);
       throw e;
     }
     return { event: event.id, type: event.type, outcome: "applied", detail, license: license.id };
   }
 
   /** Records an event that changes no licence (with an audit line naming the bridge), once. */
-  private async ignore(event: SaleEvent, detail: string, licenseId: string | null, links: BridgeLink[] = []): Promise<BridgeOutcome> {
+  private async ignore(event: SaleEvent, caller: AdminCaller, detail: string, licenseId: string | null, links: BridgeLink[] = []): Promise<BridgeOutcome> {
     const recorded = await this.d.store.recordBridgeEvent(this.write(event, "ignored", detail, licenseId, links));
     if (!recorded) return this.replayed((await this.d.store.getBridgeEvent(event.provider, event.id))!);
     const now = this.d.clock();
     await this.d.store.writeAudit({
       ref: newId("ref", now),
       time: now,
-      address: null,
+      address: caller.address,
       action: "bridge-event",
       activationId: null,
       licenseId,
       outcome: "ok",
       error: null,
-      actor: `bridge:${event.provider}`,
+      actor: actorOf(caller.principal),
     });
     return { event: event.id, type: event.type, outcome: "ignored", detail, license: licenseId };
   }
