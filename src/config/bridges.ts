@@ -69,7 +69,7 @@ export function bridgeConfig(get: (flag: string) => string | undefined, siteChan
     const flag = `${provider}-webhook-secret`;
     const secret = get(flag);
     if (secret === undefined) continue;
-    if (!/^[\x21-\x7e]{8,500}$/.test(secret)) throw new ConfigError(flag, "must be the provider's signing secret: 8 to 500 visible ASCII characters");
+    if (!/^[\x21-\x7e]{6,500}$/.test(secret)) throw new ConfigError(flag, "must be the provider's signing secret: 6 to 500 visible ASCII characters");
     secrets[provider] = secret;
   }
   return { secrets, products: parseProducts(get(SETTING), siteChannels, plans) };
