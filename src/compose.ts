@@ -30,6 +30,8 @@ import { MirrorKnowledge } from "./domain/mirror/knowledge";
 import { Site } from "./domain/site";
 import { TokenSigner, TokenVerifier } from "./domain/tokens";
 import type { AppServices } from "./http/deps";
+import type { AdminDeps } from "./domain/admin/deps";
+import { CommerceBridges } from "./domain/commerce/bridge";
 import { createMetrics } from "./http/metrics";
 import { RateLimiter } from "./http/rate-limit";
 import { MemoryRateLimitStore } from "./store/memory-rate-limit";
@@ -236,6 +238,16 @@ export async function compose(
       labelNames: ["version"],
       registers: [metrics.registry],
     }).set({ version: VERSION }, 1);
+  const admin: AdminDeps = {
+    variant: config.variant,
+    store,
+    clock,
+    tokenTtlSeconds: config.tokenTtlSeconds,
+    webhookDestinations: { allowHosts: config.webhookAllowHosts },
+    seal,
+    keys,
+    plans: config.plans,
+  };
   return {
     config,
     store,
@@ -260,16 +272,8 @@ export async function compose(
       consoleOpenId,
       releases,
       metrics,
-      admin: {
-        variant: config.variant,
-        store,
-        clock,
-        tokenTtlSeconds: config.tokenTtlSeconds,
-        webhookDestinations: { allowHosts: config.webhookAllowHosts },
-        seal,
-        keys,
-        plans: config.plans,
-      },
+      admin,
+      bridges: new CommerceBridges(admin, config.bridges),
       selection,
       feeds: new FeedService(config.variant, config.baseUrl, releases, selection),
       adoption,

@@ -97,6 +97,24 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
     await addWebhookEndpoint(site.composed.services.admin, CLI_CALLER, { url: "https://hooks.example/moved", events: ["license.created", "license.revoked"] });
     await createLicense(site, { licensee: "After Hook" });
     await new WebhookWorker({ store: site.composed.store, clock: site.clock, log: silentLogger, resolve: async () => [] }).tick();
+    // A commerce bridge's event with a link to its licence and a payment noted against its invoice.
+    const bridged = (await site.composed.store.listLicenses())[0]!.id;
+    await site.composed.store.recordBridgeEvent({
+      event: {
+        provider: "stripe",
+        eventId: "evt_moved",
+        type: "invoice.paid",
+        received: site.clock(),
+        outcome: "ignored",
+        detail: "moved",
+        licenseId: bridged,
+      },
+      links: [
+        { provider: "stripe", reference: "in_moved", licenseId: bridged },
+        { provider: "stripe", reference: "pi_moved", licenseId: null, alias: "in_moved" },
+      ],
+    });
+    await site.composed.store.rememberBridgeCustomer("paddle", "ctm_moved", "moved@example.com", site.clock());
   });
   afterAll(async () => {
     await site?.close();
@@ -136,6 +154,9 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
         webhook_fanout: 1,
         webhook_deliveries: 1,
         webhook_attempts: 1,
+        bridge_events: 1,
+        bridge_links: 2,
+        bridge_customers: 1,
       },
     });
     expect(source.audit.length).toBeGreaterThanOrEqual(5);
@@ -160,6 +181,10 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
       expect((await target.findAdminTokenBySecretHash(sha256Hex(adminToken)))?.name).toBe("moved");
       expect(await target.fanOutEvents(site.clock(), 100, () => "dlv_never")).toBe(0);
       expect((await target.consumeChallenge(nonce, site.clock())).outcome).toBe("consumed");
+      // A provider's retry after the move finds its event, and a refund its licence.
+      expect((await target.getBridgeEvent("stripe", "evt_moved"))?.detail).toBe("moved");
+      expect(await target.bridgeCustomerEmail("paddle", "ctm_moved")).toBe("moved@example.com");
+      expect(await target.findBridgeLink("stripe", ["pi_moved"])).toBe((await site.composed.store.listLicenses())[0]!.id);
       expect(await target.recordKnownReleases([{ lane: "alpha/stable/win-x64", version: "1.0.0" }], site.clock())).toEqual([]);
     } finally {
       await target.close();

@@ -13,6 +13,7 @@ import {
   SETTINGS,
   type Environment,
 } from "./settings";
+import { bridgeConfig, type BridgeConfig } from "./bridges";
 import { ConfigError, parseBoolean, parseCidr, parseDuration, parseHost, parseInteger, parseList, parseRate, parseUrl, type Rate } from "./parse";
 import { parsePlans, type Plans } from "./plans";
 import { trialConfig, type TrialConfig } from "./trial";
@@ -81,6 +82,8 @@ export interface Config {
   readonly plans: Plans;
   /** Trials without a key (--trial-plan, --trial-length); null when off. */
   readonly trial: TrialConfig | null;
+  /** The commerce bridges: their secrets and the products they sell (src/config/bridges.ts). */
+  readonly bridges: BridgeConfig;
 }
 
 export type Mode = "serve" | "admin";
@@ -153,7 +156,8 @@ function readToml(path: string): { settings: Record<string, string>; tables: Rec
   for (const [key, value] of Object.entries(doc)) {
     if (TOML_TABLES.includes(key)) tables[key] = value;
     else if (!known.has(key)) throw new ConfigError("config", `${path}: unknown setting "${key}"`);
-    else out[key] = Array.isArray(value) ? value.join(",") : String(value);
+    // A table of a setting (bridge-products) is kept as JSON text, the form its flag and environment variable take.
+    else out[key] = Array.isArray(value) ? value.join(",") : typeof value === "object" && value !== null ? JSON.stringify(value) : String(value);
   }
   return { settings: out, tables };
 }
@@ -264,6 +268,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     mirror: mirrorConfig(get, databaseUrl !== null),
     plans,
     trial: trialConfig(get("trial-plan"), value("trial-length"), plans),
+    bridges: bridgeConfig(get, variant.channels, plans),
   };
   return deepFreeze(config);
 }

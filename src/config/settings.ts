@@ -132,6 +132,26 @@ export const SETTINGS: readonly SettingSpec[] = [
     help: "revocations, licence expiries and release controls a mirror keeps at most (on disk); past it, bearer requests answer 503",
   },
   { flag: "demo", kind: "boolean", default: "false", help: "development keys, a demo license and the example releases" },
+  {
+    flag: "stripe-webhook-secret",
+    kind: "string",
+    help: "the signing secret (whsec_...) of the Stripe webhook endpoint that calls /api/v1/hooks/stripe; the Stripe bridge is off when unset; a secret: prefer the environment",
+  },
+  {
+    flag: "paddle-webhook-secret",
+    kind: "string",
+    help: "the secret key (pdl_ntfset_...) of the Paddle notification destination that calls /api/v1/hooks/paddle; the Paddle bridge is off when unset; a secret: prefer the environment",
+  },
+  {
+    flag: "lemonsqueezy-webhook-secret",
+    kind: "string",
+    help: "the signing secret of the Lemon Squeezy webhook that calls /api/v1/hooks/lemonsqueezy; the Lemon Squeezy bridge is off when unset; a secret: prefer the environment",
+  },
+  {
+    flag: "bridge-products",
+    kind: "string",
+    help: 'what a product sold through a bridge grants: a TOML table [bridge-products.PROVIDER."ID"] (plan, seats, channels, expiresAfter, grace, onRefund, onDispute, onCancel), or the same as JSON; see docs/commerce.md',
+  },
 ];
 
 export function envName(flag: string): string {

@@ -6,6 +6,7 @@ import { html, type Html } from "./html";
 const SECTIONS: readonly { path: string; label: string; scope: Scope }[] = [
   { path: "/console/", label: "Dashboard", scope: "stats:read" },
   { path: "/console/licenses", label: "Licences", scope: "licenses:read" },
+  { path: "/console/sales", label: "Sales", scope: "licenses:read" },
   { path: "/console/audit", label: "Audit trail", scope: "audit:read" },
   { path: "/console/releases", label: "Releases", scope: "releases:read" },
   { path: "/console/webhooks", label: "Webhooks", scope: "webhooks:read" },

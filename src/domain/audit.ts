@@ -64,6 +64,8 @@ export type AuditAction =
   | "trial-start"
   | "trial-convert"
   | "trial-list";
+  | "bridge-event"
+  | "bridge-event-list";
 
 /** The audit trail: one line per state change and per refusal; a refusal's line is its `ref`. */
 export class Audit {

@@ -4,6 +4,7 @@ import type { Variant } from "../config/variants";
 import type { AdminDeps } from "../domain/admin/deps";
 import type { Audit } from "../domain/audit";
 import type { Clock } from "../domain/clock";
+import type { CommerceBridges } from "../domain/commerce/bridge";
 import type { Licensing } from "../domain/licensing";
 import type { Metering } from "../domain/meters";
 import type { Trials } from "../domain/trials";
@@ -57,6 +58,8 @@ export interface AppServices {
   readonly site: Site;
   /** What the admin services need (records, clock, token lifetime). */
   readonly admin: AdminDeps;
+  /** The commerce bridges (/api/v1/hooks/{provider}). */
+  readonly bridges: CommerceBridges;
   /** Prometheus metrics, when `--metrics-listen` is set. */
   readonly metrics?: Metrics;
 }

@@ -8,6 +8,7 @@ import { adminRecordEndpoints } from "./endpoints/admin-records";
 import { adminReleaseEndpoints } from "./endpoints/admin-releases";
 import { adminWebhookEndpoints } from "./endpoints/admin-webhooks";
 import { adminWebhookSecretEndpoints } from "./endpoints/admin-webhook-secret";
+import { bridgeEventEndpoints, commerceHookEndpoints } from "./endpoints/commerce-hooks";
 import { consoleEndpoints } from "./endpoints/console";
 import { consoleSupportEndpoints } from "./endpoints/console-support";
 import { adminConsoleSessionEndpoints, consoleSessionPages } from "./endpoints/console-sessions";
@@ -25,7 +26,7 @@ import { adminTrialEndpoints, trialEndpoints } from "./endpoints/trials";
  * The areas of the site: each is one Elysia plugin (app.ts), named `keyturn:<area>`, registering its
  * declarations. A new endpoint goes into its area's list; a new area is one more key.
  */
-export type AreaName = "licensing" | "updates" | "releases" | "feeds" | "identity" | "site" | "admin" | "console" | "portal";
+export type AreaName = "licensing" | "updates" | "releases" | "feeds" | "identity" | "site" | "admin" | "console" | "portal" | "commerce";
 
 /** Every endpoint of the API, the console and the portal, each declared once, by area. `openapi` gives the document made from this table. */
 export function routeTable(services: AppServices, openapi: () => string): Record<AreaName, Endpoint[]> {
@@ -40,6 +41,7 @@ export function routeTable(services: AppServices, openapi: () => string): Record
     clock: services.clock,
     site: services.origin,
   };
+  const sales = bridgeEventEndpoints(web);
   return {
     licensing: [...licensingEndpoints(services.licensing), ...usageEndpoints(services.metering), ...trialEndpoints(services.trials)],
     updates: updateEndpoints(services.variant, services.releases, services.selection),
@@ -57,8 +59,10 @@ export function routeTable(services: AppServices, openapi: () => string): Record
       ...adminWebhookSecretEndpoints(services.admin),
       ...adminConsoleSessionEndpoints(web),
       ...adminReleaseEndpoints(services.admin, services.releases, services.selection.controls, services.clock),
+      ...sales.admin,
     ],
-    console: [...consoleEndpoints(web, services.audit, services.consoleOpenId), ...consoleSupportEndpoints(web), ...consoleSessionPages(web)],
+    console: [...consoleEndpoints(web, services.audit, services.consoleOpenId), ...consoleSupportEndpoints(web), ...consoleSessionPages(web), ...sales.console],
     portal: portalEndpoints(web, services.audit),
+    commerce: commerceHookEndpoints(services.bridges),
   };
 }

@@ -115,6 +115,15 @@ const TABLES = [
     order: "delivery_id, attempt",
     columns: ["delivery_id", "attempt", "time", "duration_ms", "status_code", "error"],
   },
+  // The commerce bridges' events and links move with the licences: a provider's retry after the move changes nothing.
+  {
+    name: "bridge_events",
+    key: "provider, event_id",
+    order: "received, provider, event_id",
+    columns: ["provider", "event_id", "type", "received", "outcome", "detail", "license_id", "replays"],
+  },
+  { name: "bridge_links", key: "provider, reference", order: "provider, reference", columns: ["provider", "reference", "license_id", "alias"] },
+  { name: "bridge_customers", key: "provider, customer", order: "provider, customer", columns: ["provider", "customer", "email", "updated"] },
 ] as const satisfies readonly Table[];
 
 export type TableName = (typeof TABLES)[number]["name"];

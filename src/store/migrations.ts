@@ -765,6 +765,63 @@ export const MIGRATIONS: readonly Migration[] = [
       );
       CREATE INDEX trials_by_started ON trials(started);
       CREATE INDEX trials_by_license ON trials(license_id);
+    version: 18,
+    name: "commerce bridges: the provider events received (one row each, so a replay applies nothing twice) the provider ids that lead to a licence (or to another id that does), and the e-mail of a provider's customer (Paddle names buyers by id)",
+    sqlite: `
+      CREATE TABLE bridge_events (
+        provider TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        received INTEGER NOT NULL,
+        outcome TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        license_id TEXT,
+        replays INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (provider, event_id)
+      ) STRICT;
+      CREATE INDEX bridge_events_by_received ON bridge_events(received, provider, event_id);
+      CREATE TABLE bridge_links (
+        provider TEXT NOT NULL,
+        reference TEXT NOT NULL,
+        license_id TEXT,
+        alias TEXT,
+        PRIMARY KEY (provider, reference)
+      ) STRICT, WITHOUT ROWID;
+      CREATE TABLE bridge_customers (
+        provider TEXT NOT NULL,
+        customer TEXT NOT NULL,
+        email TEXT NOT NULL,
+        updated INTEGER NOT NULL,
+        PRIMARY KEY (provider, customer)
+      ) STRICT, WITHOUT ROWID;
+    `,
+    postgres: `
+      CREATE TABLE bridge_events (
+        provider TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        received BIGINT NOT NULL,
+        outcome TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        license_id TEXT,
+        replays INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (provider, event_id)
+      );
+      CREATE INDEX bridge_events_by_received ON bridge_events(received, provider, event_id);
+      CREATE TABLE bridge_links (
+        provider TEXT NOT NULL,
+        reference TEXT NOT NULL,
+        license_id TEXT,
+        alias TEXT,
+        PRIMARY KEY (provider, reference)
+      );
+      CREATE TABLE bridge_customers (
+        provider TEXT NOT NULL,
+        customer TEXT NOT NULL,
+        email TEXT NOT NULL,
+        updated BIGINT NOT NULL,
+        PRIMARY KEY (provider, customer)
+      );
     `,
   },
 ];

@@ -1,4 +1,5 @@
 import { SQL } from "bun";
+import { bridgeEventFromRow, bridgeEventParams } from "./bridge-rows";
 import { MIGRATIONS } from "./migrations";
 import {
   activationFromRow,
@@ -83,6 +84,8 @@ import type {
   Store,
   UpdateLicenseResult,
   WebhookEndpointRecord,
+  BridgeEventRecord,
+  BridgeWrite,
 } from "./types";
 
 type Tx = SQL;
@@ -103,6 +106,18 @@ export async function insertEvent(tx: Tx, e: NewEvent): Promise<void> {
   await tx`INSERT INTO events (id, type, time, data) VALUES (${e.id}, ${e.type}, ${e.time}, ${e.data})`;
 }
 
+/** A bridge event's row and its links; a recorded event fails the transaction (`orIgnore`: answers false instead). */
+async function insertBridge(tx: Tx, w: BridgeWrite, orIgnore: boolean): Promise<boolean> {
+  const row = bridgeEventParams(w.event);
+  const inserted = orIgnore ? await tx`INSERT INTO bridge_events ${tx(row)} ON CONFLICT DO NOTHING` : await tx`INSERT INTO bridge_events ${tx(row)}`;
+  if (inserted.count === 0) return false;
+  for (const l of w.links)
+    await tx`INSERT INTO bridge_links (provider, reference, license_id, alias) VALUES (${l.provider}, ${l.reference}, ${l.licenseId}, ${l.alias ?? null})
+      ON CONFLICT (provider, reference) DO UPDATE SET license_id = excluded.license_id, alias = NULL
+      WHERE bridge_links.license_id IS NULL AND excluded.license_id IS NOT NULL`;
+  return true;
+}
+
 /** Writes a change's audit line and event inside the change's transaction. */
 /** Journal.endsPortalSessions, inside the transaction of the change. */
 async function endPortalSessions(tx: Tx, licenseId: string, j: Pick<Journal<never>, "endsPortalSessions">): Promise<void> {
@@ -113,6 +128,7 @@ async function endPortalSessions(tx: Tx, licenseId: string, j: Pick<Journal<neve
 async function journal<T>(tx: Tx, j: Journal<T>, after: T): Promise<void> {
   if (j.meters) await writeMetersPostgres(tx, j.meters);
   if (j.audit) await tx`INSERT INTO audit ${tx(auditRow(j.audit))}`;
+  if (j.bridge) await insertBridge(tx, j.bridge(after), false);
   const event = j.event?.(after);
   if (event) await insertEvent(tx, event);
 }
@@ -163,7 +179,7 @@ export class PostgresStore implements Store {
   }
 
   async createLicense(l: LicenseRecord, j: Journal<LicenseRecord> = {}): Promise<void> {
-    if (!j.audit && !j.event && !j.meters) {
+    if (!j.audit && !j.event && !j.meters && !j.bridge) {
       await this.sql`INSERT INTO licenses ${this.sql(licenseRow(l))}`;
       return;
     }
@@ -546,6 +562,48 @@ export class PostgresStore implements Store {
       await journal(tx, { audit }, null);
       return endpointFromRow(r);
     });
+  }
+
+  async getBridgeEvent(provider: string, eventId: string): Promise<BridgeEventRecord | null> {
+    const [r] = await this.sql`SELECT * FROM bridge_events WHERE provider = ${provider} AND event_id = ${eventId}`;
+    return r ? bridgeEventFromRow(r) : null;
+  }
+
+  async recordBridgeEvent(write: BridgeWrite): Promise<boolean> {
+    return this.sql.begin((tx) => insertBridge(tx, write, true));
+  }
+
+  async countBridgeReplay(provider: string, eventId: string): Promise<void> {
+    await this.sql`UPDATE bridge_events SET replays = replays + 1 WHERE provider = ${provider} AND event_id = ${eventId}`;
+  }
+
+  async findBridgeLink(provider: string, references: readonly string[]): Promise<string | null> {
+    for (const reference of references) {
+      const [r] = await this.sql`SELECT l.license_id, a.license_id AS aliased FROM bridge_links l
+        LEFT JOIN bridge_links a ON a.provider = l.provider AND a.reference = l.alias
+        WHERE l.provider = ${provider} AND l.reference = ${reference}`;
+      if (r?.license_id) return r.license_id;
+      if (r?.aliased) return r.aliased;
+    }
+    return null;
+  }
+
+  async rememberBridgeCustomer(provider: string, customer: string, email: string, updated: number): Promise<void> {
+    await this.sql`INSERT INTO bridge_customers (provider, customer, email, updated) VALUES (${provider}, ${customer}, ${email}, ${updated})
+      ON CONFLICT (provider, customer) DO UPDATE SET email = excluded.email, updated = excluded.updated WHERE excluded.updated >= bridge_customers.updated`;
+  }
+
+  async bridgeCustomerEmail(provider: string, customer: string): Promise<string | null> {
+    const [r] = await this.sql`SELECT email FROM bridge_customers WHERE provider = ${provider} AND customer = ${customer}`;
+    return r ? r.email : null;
+  }
+
+  async listBridgeEvents(q: { before?: { received: number; provider: string; eventId: string }; limit: number }): Promise<BridgeEventRecord[]> {
+    const rows = q.before
+      ? await this.sql`SELECT * FROM bridge_events WHERE (received, provider, event_id) < (${q.before.received}, ${q.before.provider}, ${q.before.eventId})
+          ORDER BY received DESC, provider DESC, event_id DESC LIMIT ${q.limit}`
+      : await this.sql`SELECT * FROM bridge_events ORDER BY received DESC, provider DESC, event_id DESC LIMIT ${q.limit}`;
+    return rows.map(bridgeEventFromRow);
   }
 
   async listWebhookEndpoints(): Promise<WebhookEndpointRecord[]> {

@@ -30,6 +30,7 @@ import { listMetersSqlite, meterTotalsSqlite, pruneMeterUsesSqlite, useMeterSqli
 import type { SqliteWriter } from "./sqlite-writer";
 import type { ConversionJournal, StartTrialResult, TrialCounts, TrialQuery, TrialRecord } from "./trial-types";
 import { convertTrialSqlite, findTrialSqlite, listTrialsSqlite, startTrialSqlite, trialCountsSqlite, trialOfLicenseSqlite } from "./trials-sqlite";
+import { bridgeEventFromRow, bridgeEventParams } from "./bridge-rows";
 import { GroupCommit } from "./sqlite-group-commit";
 import { sqliteWriteStamp, type WriteStamp } from "./sqlite-write-stamp";
 import type {
@@ -78,6 +79,8 @@ import type {
   Store,
   UpdateLicenseResult,
   WebhookEndpointRecord,
+  BridgeEventRecord,
+  BridgeWrite,
 } from "./types";
 
 export const SQLITE_FILE = "keyturn.sqlite";
@@ -245,7 +248,7 @@ export class SqliteStore implements Store {
   }
 
   async createLicense(l: LicenseRecord, journal: Journal<LicenseRecord> = {}): Promise<void> {
-    if (!journal.audit && !journal.event && !journal.meters) {
+    if (!journal.audit && !journal.event && !journal.meters && !journal.bridge) {
       this.q.insertLicense.run(licenseParams(l));
       return;
     }
@@ -346,7 +349,7 @@ export class SqliteStore implements Store {
   }
 
   async revokeLicense(id: string, now: number, journal: Journal<RevokedLicenseRecord> = {}): Promise<boolean> {
-    if (!journal.audit && !journal.event && journal.endsPortalSessions === undefined) return this.q.revokeLicense.run(now, id).changes > 0;
+    if (!journal.audit && !journal.event && !journal.bridge && journal.endsPortalSessions === undefined) return this.q.revokeLicense.run(now, id).changes > 0;
     return this.groupCommit.write(() => {
       if (this.q.revokeLicense.run(now, id).changes === 0) return false;
       this.endPortalSessions(id, journal);
@@ -368,8 +371,81 @@ export class SqliteStore implements Store {
   private journal<T>(journal: Journal<T>, after: T): void {
     if (journal.meters) writeMetersSqlite(this.writer, journal.meters);
     if (journal.audit) this.q.insertAudit.run(auditParams(journal.audit));
+    if (journal.bridge) this.insertBridge(journal.bridge(after), false);
     const event = journal.event?.(after);
     if (event) this.insertEvent(event);
+  }
+
+  /** The event's row and its links; a recorded event throws (`orIgnore`: answers false instead). */
+  private insertBridge(w: BridgeWrite, orIgnore: boolean): boolean {
+    const p = bridgeEventParams(w.event);
+    const inserted = this.db
+      .query(
+        `INSERT INTO bridge_events (provider, event_id, type, received, outcome, detail, license_id)
+         VALUES ($provider, $event_id, $type, $received, $outcome, $detail, $license_id)${orIgnore ? " ON CONFLICT DO NOTHING" : ""}`,
+      )
+      .run(p).changes;
+    if (inserted === 0) return false;
+    for (const l of w.links)
+      this.db
+        .query(
+          `INSERT INTO bridge_links (provider, reference, license_id, alias) VALUES (?, ?, ?, ?)
+           ON CONFLICT (provider, reference) DO UPDATE SET license_id = excluded.license_id, alias = NULL
+           WHERE bridge_links.license_id IS NULL AND excluded.license_id IS NOT NULL`,
+        )
+        .run(l.provider, l.reference, l.licenseId, l.alias ?? null);
+    return true;
+  }
+
+  async getBridgeEvent(provider: string, eventId: string): Promise<BridgeEventRecord | null> {
+    const r = this.db.query("SELECT * FROM bridge_events WHERE provider = ? AND event_id = ?").get(provider, eventId) as Row | null;
+    return r ? bridgeEventFromRow(r) : null;
+  }
+
+  async recordBridgeEvent(write: BridgeWrite): Promise<boolean> {
+    return this.groupCommit.write(() => this.insertBridge(write, true));
+  }
+
+  async countBridgeReplay(provider: string, eventId: string): Promise<void> {
+    await this.groupCommit.write(() =>
+      this.db.query("UPDATE bridge_events SET replays = replays + 1 WHERE provider = ? AND event_id = ?").run(provider, eventId),
+    );
+  }
+
+  async findBridgeLink(provider: string, references: readonly string[]): Promise<string | null> {
+    const find = this.db.query("SELECT license_id, alias FROM bridge_links WHERE provider = ? AND reference = ?");
+    for (const reference of references) {
+      const r = find.get(provider, reference) as Row | null;
+      if (r?.license_id) return r.license_id;
+      const aliased = r?.alias ? (find.get(provider, r.alias) as Row | null) : null;
+      if (aliased?.license_id) return aliased.license_id;
+    }
+    return null;
+  }
+
+  async rememberBridgeCustomer(provider: string, customer: string, email: string, updated: number): Promise<void> {
+    await this.groupCommit.write(() =>
+      this.db
+        .query(
+          `INSERT INTO bridge_customers (provider, customer, email, updated) VALUES (?, ?, ?, ?)
+           ON CONFLICT (provider, customer) DO UPDATE SET email = excluded.email, updated = excluded.updated WHERE excluded.updated >= bridge_customers.updated`,
+        )
+        .run(provider, customer, email, updated),
+    );
+  }
+
+  async bridgeCustomerEmail(provider: string, customer: string): Promise<string | null> {
+    const r = this.db.query("SELECT email FROM bridge_customers WHERE provider = ? AND customer = ?").get(provider, customer) as Row | null;
+    return r ? r.email : null;
+  }
+
+  async listBridgeEvents(q: { before?: { received: number; provider: string; eventId: string }; limit: number }): Promise<BridgeEventRecord[]> {
+    const rows = q.before
+      ? this.db
+          .query("SELECT * FROM bridge_events WHERE (received, provider, event_id) < (?, ?, ?) ORDER BY received DESC, provider DESC, event_id DESC LIMIT ?")
+          .all(q.before.received, q.before.provider, q.before.eventId, q.limit)
+      : this.db.query("SELECT * FROM bridge_events ORDER BY received DESC, provider DESC, event_id DESC LIMIT ?").all(q.limit);
+    return (rows as Row[]).map(bridgeEventFromRow);
   }
 
   private insertEvent(e: NewEvent): void {

@@ -216,6 +216,41 @@ export interface Journal<T> {
   readonly endsPortalSessions?: number;
   /** The licence's meters, replaced whole in the same transaction (MeterSet). */
   readonly meters?: MeterSet;
+  /**
+   * A commerce bridge's event and the provider ids that lead to the licence, written in the same
+   * transaction: an event already recorded fails the write (nothing of it is applied twice).
+   */
+  readonly bridge?: (after: T) => BridgeWrite;
+}
+
+/** One provider event a commerce bridge received (src/domain/commerce/), and what came of it. */
+export interface BridgeEventRecord {
+  readonly provider: string;
+  readonly eventId: string;
+  readonly type: string;
+  readonly received: number;
+  /** "applied" (a licence changed), "ignored" (nothing to do: unknown product, a state already reached). */
+  readonly outcome: "applied" | "ignored";
+  readonly detail: string;
+  readonly licenseId: string | null;
+  /** How many times the same event came again after it was recorded. */
+  readonly replays?: number;
+}
+
+/**
+ * A provider id (subscription, order, payment) that leads to the licence it bought, or, when the
+ * licence is not known yet, to another id of the provider's that will (`alias`: a payment to its invoice).
+ */
+export interface BridgeLink {
+  readonly provider: string;
+  readonly reference: string;
+  readonly licenseId: string | null;
+  readonly alias?: string;
+}
+
+export interface BridgeWrite {
+  readonly event: BridgeEventRecord;
+  readonly links: readonly BridgeLink[];
 }
 
 export interface IdempotencyRecord {
@@ -644,6 +679,22 @@ export interface Store extends MeterStore, TrialStore {
   storeRolloutBuckets(no: number, buckets: readonly { activationId: string; bucket: bigint }[]): Promise<void>;
 
   /** Throws when the records cannot be reached. */
+  /** A bridge event as recorded, or null. */
+  getBridgeEvent(provider: string, eventId: string): Promise<BridgeEventRecord | null>;
+  /** Records an event that changed no licence, with its links; false (and a replay counted) when it was recorded already. */
+  recordBridgeEvent(write: BridgeWrite): Promise<boolean>;
+  /** Counts one more replay of a recorded event. */
+  countBridgeReplay(provider: string, eventId: string): Promise<void>;
+  /** The licence the first of `references` that has one leads to (directly, or through its alias). */
+  findBridgeLink(provider: string, references: readonly string[]): Promise<string | null>;
+  /** Keeps a provider customer's e-mail (the newest `updated` wins), for purchases that name the customer only. */
+  rememberBridgeCustomer(provider: string, customer: string, email: string, updated: number): Promise<void>;
+  bridgeCustomerEmail(provider: string, customer: string): Promise<string | null>;
+  /** Bridge events, newest first; `before` is the position of the last one of the previous page. */
+  listBridgeEvents(q: {
+    readonly before?: { readonly received: number; readonly provider: string; readonly eventId: string };
+    readonly limit: number;
+  }): Promise<BridgeEventRecord[]>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

@@ -89,7 +89,7 @@ test("the auth macros are one plugin the area plugins use, each route selecting 
 
 test("the routes are registered by one plugin per area of the site, each route by exactly one", () => {
   expect(site.app.plugins.map((p) => p.name)).toEqual(
-    ["licensing", "updates", "releases", "feeds", "identity", "site", "admin", "console", "portal"].map((a) => `keyturn:${a}`),
+    ["licensing", "updates", "releases", "feeds", "identity", "site", "admin", "console", "portal", "commerce"].map((a) => `keyturn:${a}`),
   );
   const byPlugins = site.app.plugins.flatMap((p) => p.routes).sort();
   expect(byPlugins).toEqual(site.app.elysia.routes.map((r) => `${r.method} ${r.path}`).sort());

@@ -14,6 +14,8 @@ import { newId } from "../../src/domain/ids";
 import { generateKeyFiles } from "../../src/domain/keys";
 import type { SqliteStore } from "../../src/store/sqlite";
 import { BASE, createLicense, device, tempDir, testClock, testSite, type TestSite } from "../helpers";
+import { stripe as stripeEvents } from "../commerce-events";
+import { STRIPE_SECRET, stripeHeader } from "../commerce-signers";
 import { CLIENT_ID, STAFF_GROUP, startIssuer, type LocalIssuer } from "../identity-issuer";
 import { feedFileEntry, ReleaseTree } from "../release-tree";
 
@@ -133,6 +135,9 @@ class Conformance {
 
 const key = (method: string, path: string, status: number, code: string) => `${method} ${path} ${status}${code ? ` ${code}` : ""}`;
 
+/** The Stripe bridge, on for the conformance run. */
+const BRIDGE = { "stripe-webhook-secret": STRIPE_SECRET, "bridge-products": JSON.stringify({ stripe: { price_conf: { plan: "conf" } } }) };
+
 interface Send {
   token?: string;
   body?: string | object;
@@ -191,7 +196,7 @@ async function runVariant(variant: VariantName) {
     const site = await testSite(variant, {
       withKey: false,
       clock,
-      settings: { keys: tree.keysDir, releases: tree.root, ...identity, ...lanes, "staff-seats": "1" },
+      settings: { keys: tree.keysDir, releases: tree.root, ...identity, ...lanes, "staff-seats": "1", ...BRIDGE },
       // A plan to renew on (POST /admin/licenses/{id}/renew); the licences here name other plans.
       tables: { plans: { maintained: { updatesFor: "365d" } } },
     });
@@ -798,6 +803,37 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   await SEND("POST", ROTATE, `${W}/whe_unknown/rotate-secret`, A, "rotate an unknown endpoint's secret", 404, "not_found");
   await SEND("DELETE", WID, `${W}/${hook.endpoint.id}`, A, "remove", 200);
   await SEND("DELETE", WID, `${W}/${hook.endpoint.id}`, A, "remove twice", 404, "not_found");
+
+  // --- commerce bridges (the Stripe one is on: BRIDGE)
+  const H = "/hooks/{provider}";
+  const signed = async (body: string) => ({ body, headers: { "stripe-signature": await stripeHeader(body, site.clock()) } });
+  const end = site.clock() + 30 * 86_400_000;
+  const paid = stripeEvents.event(
+    "evt_conf",
+    "invoice.paid",
+    stripeEvents.invoicePaid({
+      invoice: "in_conf",
+      subscription: "sub_conf",
+      reason: "subscription_create",
+      price: "price_conf",
+      product: "prod_conf",
+      quantity: 1,
+      periodEnd: end,
+    }),
+    site.clock(),
+  );
+  await SEND("POST", H, "/hooks/stripe", await signed(paid), "a Stripe purchase", 200);
+  await SEND("POST", H, "/hooks/stripe", { body: paid, headers: { "stripe-signature": "t=1,v1=00" } }, "a bad signature", 400, "invalid_request");
+  const early = stripeEvents.event(
+    "evt_conf_early",
+    "customer.subscription.updated",
+    stripeEvents.subscription({ subscription: "sub_none", price: "price_conf", product: "prod_conf", quantity: 2 }),
+    site.clock(),
+  );
+  await SEND("POST", H, "/hooks/stripe", await signed(early), "a subscription before its purchase", 503, "unavailable");
+  await SEND("POST", H, "/hooks/stripe", await signed(JSON.stringify({ pad: "x".repeat(300 * 1024) })), "over 256 KiB", 413, "payload_too_large");
+  await SEND("POST", H, "/hooks/paddle", { body: "{}" }, "a bridge that is off", 404, "not_found");
+  await SEND("GET", "/admin/bridge-events", "/admin/bridge-events?limit=5", A, "bridge events", 200);
 }
 
 describe("the OpenAPI document matches every answer", () => {

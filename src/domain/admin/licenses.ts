@@ -1,5 +1,5 @@
 import { Type, type Static } from "@sinclair/typebox";
-import type { ActivationRecord, LicensePatch, LicenseRecord, LicenseStatus } from "../../store/types";
+import type { ActivationRecord, Journal, LicensePatch, LicenseRecord, LicenseStatus } from "../../store/types";
 import { KeyturnError } from "../errors";
 import { activationView, licenseView, newEvent, revocationTtl, tokensValidUntil, type ActivationView, type LicenseView } from "../events";
 import { newId, sha256Hex } from "../ids";
@@ -116,7 +116,13 @@ export interface CreatedLicense {
  * included; another body is idempotency_conflict. The first answer is kept only for those 24 h
  * (the retention schedule deletes it after) since it holds the license key.
  */
-export async function createLicense(d: AdminDeps, caller: AdminCaller, input: LicenseCreateInput, idempotencyKey?: unknown): Promise<CreatedLicense> {
+export async function createLicense(
+  d: AdminDeps,
+  caller: AdminCaller,
+  input: LicenseCreateInput,
+  idempotencyKey?: unknown,
+  bridge?: Journal<LicenseRecord>["bridge"],
+): Promise<CreatedLicense> {
   requireScope(caller.principal, "licenses:write");
   if (idempotencyKey !== undefined && (typeof idempotencyKey !== "string" || !IDEMPOTENCY_KEY.test(idempotencyKey)))
     throw new KeyturnError("invalid_request", "Idempotency-Key must be 1 to 255 visible ASCII characters.");
@@ -153,6 +159,7 @@ export async function createLicense(d: AdminDeps, caller: AdminCaller, input: Li
     audit: adminAudit(d, caller, "license-create", { licenseId: license.id }),
     event: (l: LicenseRecord) => newEvent("license.created", { license: licenseView(l, 0) }, now),
     meters: meterSet(license.id, input.meters, now),
+    bridge,
   };
   if (idempotencyKey === undefined) {
     await d.store.createLicense(license, journal);
@@ -239,6 +246,7 @@ export async function updateLicense(
   caller: AdminCaller,
   keyOrId: unknown,
   input: LicenseUpdateInput,
+  bridge?: Journal<LicenseRecord>["bridge"],
 ): Promise<{ license: LicenseView; changed: string[] }> {
   requireScope(caller.principal, "licenses:write");
   const now = d.clock();
@@ -278,6 +286,7 @@ export async function updateLicense(
     audit: adminAudit(d, caller, "license-update", { licenseId: current.id }),
     event: (l) => newEvent("license.updated", { license: licenseView(l), changed }, now),
     meters,
+    bridge,
   });
   if (result.outcome === "unknown") throw new KeyturnError("not_found", `No licence ${current.id}.`);
   if (result.outcome === "seats_in_use")
@@ -286,7 +295,7 @@ export async function updateLicense(
 }
 
 /** Scope licenses:write; audit license-revoke; event license.revoked. Already revoked: license_revoked. */
-export async function revokeLicense(d: AdminDeps, caller: AdminCaller, keyOrId: unknown): Promise<LicenseView> {
+export async function revokeLicense(d: AdminDeps, caller: AdminCaller, keyOrId: unknown, bridge?: Journal<LicenseRecord>["bridge"]): Promise<LicenseView> {
   requireScope(caller.principal, "licenses:write");
   const license = await findLicense(d, keyOrId);
   const now = d.clock();
@@ -299,6 +308,7 @@ export async function revokeLicense(d: AdminDeps, caller: AdminCaller, keyOrId: 
         { license: licenseView(l), tokensValidUntil: tokensValidUntil(now, revocationTtl(d.tokenTtlSeconds, l), l.expires, l.tokensExpire) },
         now,
       ),
+    bridge,
   });
   if (!revoked) throw new KeyturnError("license_revoked", `Licence ${license.id} was already revoked.`);
   return licenseView((await d.store.getLicense(license.id))!, await d.store.countActiveSeats(license.id));

@@ -1,0 +1,89 @@
+import { afterAll, expect, test } from "bun:test";
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { readSettings, toConfig } from "../../src/config/config";
+import { ConfigError } from "../../src/config/parse";
+import { BASE_URL, tempDir } from "../helpers";
+
+// design.md "From sale to key": products and prices are mapped to plans by configuration;
+// secrets come from the environment (or a flag, or the file).
+const dir = tempDir();
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+
+function configOf(toml: string, env: Record<string, string> = {}) {
+  const path = join(dir, `keyturn-${++files}.toml`);
+  writeFileSync(path, `variant = "alpha"\nbase-url = "${BASE_URL}"\ndata = "${join(dir, "data")}"\n${toml}`);
+  const read = readSettings(["--config", path], env);
+  return toConfig(read.settings, "admin", read.tables);
+}
+
+function refusal(toml: string): string {
+  try {
+    configOf(toml);
+  } catch (e) {
+    if (e instanceof ConfigError) return `${e.setting}: ${e.message}`;
+    throw e;
+  }
+  throw new Error(`accepted ${toml}`);
+}
+
+test("a product takes its plan's seats and channels, its own fields win; updatesFor makes renewals extend the updates window", () => {
+  const config = configOf(
+    `
+[plans.studio]
+seats = 3
+channels = ["preview"]
+updatesFor = "365d"
+
+[bridge-products.stripe."price_1"]
+plan = "studio"
+
+[bridge-products.paddle."pri_1"]
+plan = "studio"
+seats = 1
+channels = ["stable"]
+expiresAfter = "30d"
+grace = "1d"
+onRefund = "end-updates"
+onDispute = "keep"
+onCancel = "revoke"
+
+[bridge-products.lemonsqueezy."42"]
+plan = "unconfigured"
+`,
+    { KEYTURN_STRIPE_WEBHOOK_SECRET: "whsec_from_the_environment" },
+  );
+  expect(config.bridges.secrets).toEqual({ stripe: "whsec_from_the_environment" });
+  expect(config.bridges.products.stripe.price_1).toMatchObject({
+    plan: "studio",
+    seats: 3,
+    channels: ["preview"],
+    renews: "updates",
+    graceSeconds: 3 * 86_400,
+    onRefund: "revoke",
+    onCancel: "expire",
+  });
+  expect(config.bridges.products.paddle.pri_1).toMatchObject({
+    seats: 1,
+    channels: ["stable"],
+    expiresAfter: 30 * 86_400,
+    graceSeconds: 86_400,
+    onRefund: "end-updates",
+    onDispute: "keep",
+    onCancel: "revoke",
+  });
+  // A plan only named (not configured): one seat, every channel of the site, renewals extend the expiry.
+  expect(config.bridges.products.lemonsqueezy["42"]).toMatchObject({ seats: 1, channels: ["stable", "preview"], renews: "expiry" });
+});
+
+test("each mistake in bridge-products is refused naming the product and the field", () => {
+  expect(refusal(`[bridge-products.gumroad."x"]\nplan = "p"`)).toContain('unknown provider "gumroad"');
+  expect(refusal(`[bridge-products.stripe."price_1"]\nplan = "p"\nprice = 3`)).toContain('bridge-products.stripe.price_1: unknown field "price"');
+  expect(refusal(`[bridge-products.stripe."price_1"]\nseats = 1`)).toContain("plan must be a name");
+  expect(refusal(`[bridge-products.stripe."price_1"]\nplan = "p"\nchannels = ["nightly"]`)).toContain('"nightly" is not one of the site\'s channels');
+  expect(refusal(`[bridge-products.stripe."price_1"]\nplan = "p"\nonRefund = "refund"`)).toContain('onRefund must be "revoke" or "end-updates" or "keep"');
+  expect(refusal(`[bridge-products.stripe."price_1"]\nplan = "p"\nseats = 0`)).toContain("seats must be a whole number");
+  expect(refusal(`[bridge-products.stripe."price_1"]\nplan = "p"\ngrace = "3 days"`)).toContain("malformed duration");
+  expect(refusal(`stripe-webhook-secret = "short"`)).toStartWith("stripe-webhook-secret: ");
+});
