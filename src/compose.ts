@@ -15,6 +15,7 @@ import { AdoptionRecorder } from "./domain/adoption";
 import { FeedService } from "./domain/releases/feeds";
 import { ReleaseHolder } from "./domain/releases/holder";
 import { InstallerVerifier } from "./domain/releases/installer-verification";
+import { MailOutbox } from "./domain/mail/outbox";
 import { RecordSeal } from "./domain/record-seal";
 import { checkRecordsVariant } from "./domain/records-variant";
 import { ReleasePublications } from "./domain/releases/publications";
@@ -36,6 +37,7 @@ import type { RateLimitStore } from "./store/rate-limit";
 import { openPostgresStore } from "./store/postgres";
 import { SqliteMirrorState } from "./store/mirror-state";
 import { openSqliteStore, SqliteStore } from "./store/sqlite";
+import { mailStoreOf } from "./store/mail-store";
 import type { Store } from "./store/types";
 import { VERSION } from "./version";
 
@@ -259,6 +261,7 @@ export async function compose(
         webhookDestinations: { allowHosts: config.webhookAllowHosts },
         seal,
         keys,
+        ...(config.mail ? { mail: new MailOutbox({ config: config.mail, baseUrl: config.baseUrl, store: mailStoreOf(store), clock, seal }) } : {}),
       },
       selection,
       feeds: new FeedService(config.variant, config.baseUrl, releases, selection),

@@ -13,6 +13,7 @@ import {
   SETTINGS,
   type Environment,
 } from "./settings";
+import { mailConfig, type MailConfig } from "./mail-config";
 import { ConfigError, parseBoolean, parseCidr, parseDuration, parseHost, parseInteger, parseList, parseRate, parseUrl, type Rate } from "./parse";
 
 export interface IdentityConfig {
@@ -75,6 +76,8 @@ export interface Config {
   readonly demo: boolean;
   /** null unless this site is a mirror of a vendor's site. */
   readonly mirror: MirrorConfig | null;
+  /** null when no --smtp-url is given: nothing is mailed. */
+  readonly mail: MailConfig | null;
 }
 
 export type Mode = "serve" | "admin";
@@ -248,6 +251,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     webhookAllowHosts: parseList(value("webhook-allow-hosts")).map((h) => parseHost("webhook-allow-hosts", h)),
     demo,
     mirror: mirrorConfig(get, databaseUrl !== null),
+    mail: mailConfig(get, value),
   };
   return deepFreeze(config);
 }

@@ -1,5 +1,6 @@
 import { SQL } from "bun";
 import { MIGRATIONS } from "./migrations";
+import { insertMailPostgres } from "./postgres-mail";
 import {
   activationFromRow,
   adminTokenFromRow,
@@ -101,6 +102,7 @@ async function journal<T>(tx: Tx, j: Journal<T>, after: T): Promise<void> {
   if (j.audit) await tx`INSERT INTO audit ${tx(auditRow(j.audit))}`;
   const event = j.event?.(after);
   if (event) await insertEvent(tx, event);
+  for (const m of j.mail ?? []) await insertMailPostgres(tx, m);
 }
 
 /**
@@ -139,7 +141,7 @@ export class PostgresStore implements Store {
   ) {}
 
   async createLicense(l: LicenseRecord, j: Journal<LicenseRecord> = {}): Promise<void> {
-    if (!j.audit && !j.event) {
+    if (!j.audit && !j.event && !j.mail) {
       await this.sql`INSERT INTO licenses ${this.sql(licenseRow(l))}`;
       return;
     }

@@ -2,6 +2,7 @@ import { Database, type Statement } from "bun:sqlite";
 import { chmodSync, closeSync, fchmodSync, openSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { MIGRATIONS } from "./migrations";
+import { insertMailSqlite } from "./sqlite-mail";
 import {
   activationFromRow,
   adminTokenFromRow,
@@ -230,7 +231,7 @@ export class SqliteStore implements Store {
   }
 
   async createLicense(l: LicenseRecord, journal: Journal<LicenseRecord> = {}): Promise<void> {
-    if (!journal.audit && !journal.event) {
+    if (!journal.audit && !journal.event && !journal.mail) {
       this.q.insertLicense.run(licenseParams(l));
       return;
     }
@@ -350,6 +351,7 @@ export class SqliteStore implements Store {
     if (journal.audit) this.q.insertAudit.run(auditParams(journal.audit));
     const event = journal.event?.(after);
     if (event) this.insertEvent(event);
+    for (const m of journal.mail ?? []) insertMailSqlite(this.db, m);
   }
 
   private insertEvent(e: NewEvent): void {

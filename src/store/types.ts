@@ -1,3 +1,5 @@
+import type { NewMail } from "./mail-types";
+
 /**
  * The records behind one interface. Every method is async so the SQLite store (default) and the
  * PostgreSQL store are interchangeable; callers never see SQL. Times are milliseconds since the epoch.
@@ -207,6 +209,8 @@ export interface Journal<T> {
    * transaction (revokeLicense, updateLicense): a rekey or a revocation ends what the old key opened.
    */
   readonly endsPortalSessions?: number;
+  /** Mails the change sends (a licence's key to its holder), written to the outbox in its transaction. */
+  readonly mail?: readonly NewMail[];
 }
 
 export interface IdempotencyRecord {
