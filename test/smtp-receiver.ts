@@ -17,11 +17,11 @@ export interface SmtpReceiver {
   readonly received: ReceivedMail[];
   mode: SmtpMode;
   /**
-   * Holds the answer to the DATA of the next mail for `ms` (the client waits for "250"): `holding`
-   * resolves when it begins. A mail whose client went away while held is not kept, as a server
+   * Holds the answer to the DATA of the next mail (once `afterKept` mails were kept) for `ms` (the
+   * client waits for "250"): `holding` resolves when it begins. A mail whose client went away while held is not kept, as a server
    * that never answered has not taken it.
    */
-  holdNext(ms: number): { holding: Promise<void> };
+  holdNext(ms: number, afterKept?: number): { holding: Promise<void> };
   /** Resolves once `n` mails were kept. */
   waitFor(n: number, timeoutMs?: number): Promise<ReceivedMail[]>;
   /** The mail to `address` last kept; throws when none. */
@@ -32,7 +32,7 @@ export interface SmtpReceiver {
 export async function startSmtpReceiver(opts: { tls?: { key: string; cert: string }; secure?: boolean } = {}): Promise<SmtpReceiver> {
   const received: ReceivedMail[] = [];
   const closed = new Set<string>();
-  let hold: { ms: number; began: () => void } | null = null;
+  let hold: { ms: number; afterKept: number; began: () => void } | null = null;
   const state = { mode: "ok" as SmtpMode };
   const server = new SMTPServer({
     authOptional: true,
@@ -49,8 +49,8 @@ export async function startSmtpReceiver(opts: { tls?: { key: string; cert: strin
         const raw = Buffer.concat(chunks).toString("utf8");
         if (state.mode === "temporary") return callback(Object.assign(new Error("Try again later"), { responseCode: 451 }));
         if (state.mode === "permanent") return callback(Object.assign(new Error("No such mailbox"), { responseCode: 550 }));
-        const held = hold;
-        hold = null;
+        const held = hold && received.length >= hold.afterKept ? hold : null;
+        if (held) hold = null;
         if (held) {
           held.began();
           await Bun.sleep(held.ms);
@@ -73,10 +73,10 @@ export async function startSmtpReceiver(opts: { tls?: { key: string; cert: strin
     set mode(m: SmtpMode) {
       state.mode = m;
     },
-    holdNext(ms) {
+    holdNext(ms, afterKept = 0) {
       let began!: () => void;
       const holding = new Promise<void>((r) => (began = r));
-      hold = { ms, began };
+      hold = { ms, afterKept, began };
       return { holding };
     },
     async waitFor(n, timeoutMs = 20_000) {
