@@ -56,6 +56,9 @@ export type AuditAction =
   | "console-session-end"
   | "portal-sign-in"
   | "portal-sign-out"
+  | "portal-link-request"
+  | "mail-list"
+  | "mail-resend"
   | "key-rotate"
   | "key-promote";
 

@@ -11,6 +11,7 @@ import { consoleEndpoints } from "./endpoints/console";
 import { consoleSupportEndpoints } from "./endpoints/console-support";
 import { adminConsoleSessionEndpoints, consoleSessionPages } from "./endpoints/console-sessions";
 import { portalEndpoints } from "./endpoints/portal";
+import { portalEmailEndpoints } from "./endpoints/portal-email";
 import { feedEndpoints } from "./endpoints/feeds";
 import { identityEndpoints } from "./endpoints/identity";
 import { licensingEndpoints } from "./endpoints/licensing";
@@ -54,6 +55,6 @@ export function routeTable(services: AppServices, openapi: () => string): Record
       ...adminReleaseEndpoints(services.admin, services.releases, services.selection.controls, services.clock),
     ],
     console: [...consoleEndpoints(web, services.audit, services.consoleOpenId), ...consoleSupportEndpoints(web), ...consoleSessionPages(web)],
-    portal: portalEndpoints(web, services.audit),
+    portal: [...portalEndpoints(web, services.audit), ...(services.admin.mail ? portalEmailEndpoints(web, services.audit, services.log) : [])],
   };
 }

@@ -62,6 +62,8 @@ export interface MailStore {
   listMail(filter: MailFilter): Promise<MailRecord[]>;
   /** Licences (kind license) whose e-mail address is `email`, compared without case, oldest first. */
   licenseIdsOfEmail(email: string, limit: number): Promise<string[]>;
+  /** How many mails of `kind` to `recipient` (compared without case) were written at or after `since`. */
+  countMailSince(recipient: string, kind: MailKind, since: number): Promise<number>;
   /** Deletes mails sent or failed before `before`; returns how many. */
   pruneMail(before: number): Promise<number>;
 }

@@ -1,5 +1,5 @@
 import type { SQL } from "bun";
-import type { MailFilter, MailOutcome, MailRecord, MailStore, NewMail } from "./mail-types";
+import type { MailFilter, MailKind, MailOutcome, MailRecord, MailStore, NewMail } from "./mail-types";
 import { mailFromRow } from "./sqlite-mail";
 
 /** Writes one mail, in the transaction `tx` when it is one (PostgresStore's Journal.mail). False when its dedupe was taken. */
@@ -57,6 +57,11 @@ export class PostgresMailStore implements MailStore {
     const rows = await this.sql`SELECT id FROM licenses WHERE lower(email) = lower(${email}) AND email IS NOT NULL AND kind = 'license'
       ORDER BY issued, id LIMIT ${limit}`;
     return rows.map((r: { id: string }) => r.id);
+  }
+
+  async countMailSince(recipient: string, kind: MailKind, since: number): Promise<number> {
+    const [r] = await this.sql`SELECT count(*) AS n FROM mail_outbox WHERE kind = ${kind} AND lower(recipient) = lower(${recipient}) AND created >= ${since}`;
+    return Number(r.n);
   }
 
   async pruneMail(before: number): Promise<number> {

@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import type { MailFilter, MailOutcome, MailRecord, MailStore, NewMail } from "./mail-types";
+import type { MailFilter, MailKind, MailOutcome, MailRecord, MailStore, NewMail } from "./mail-types";
 
 type Row = Record<string, unknown>;
 
@@ -110,6 +110,13 @@ export class SqliteMailStore implements MailStore {
       .query("SELECT id FROM licenses WHERE lower(email) = lower(?) AND email IS NOT NULL AND kind = 'license' ORDER BY issued, id LIMIT ?")
       .all(email, limit) as Row[];
     return rows.map((r) => r.id as string);
+  }
+
+  async countMailSince(recipient: string, kind: MailKind, since: number): Promise<number> {
+    const r = this.db
+      .query("SELECT count(*) AS n FROM mail_outbox WHERE kind = ? AND lower(recipient) = lower(?) AND created >= ?")
+      .get(kind, recipient, since) as Row;
+    return Number(r.n);
   }
 
   async pruneMail(before: number): Promise<number> {
