@@ -10,6 +10,7 @@ import { adminWebhookSecretEndpoints } from "./endpoints/admin-webhook-secret";
 import { consoleEndpoints } from "./endpoints/console";
 import { consoleSupportEndpoints } from "./endpoints/console-support";
 import { adminConsoleSessionEndpoints, consoleSessionPages } from "./endpoints/console-sessions";
+import { consoleMailEndpoints } from "./endpoints/console-mail";
 import { portalEndpoints } from "./endpoints/portal";
 import { portalEmailEndpoints } from "./endpoints/portal-email";
 import { feedEndpoints } from "./endpoints/feeds";
@@ -54,7 +55,12 @@ export function routeTable(services: AppServices, openapi: () => string): Record
       ...adminConsoleSessionEndpoints(web),
       ...adminReleaseEndpoints(services.admin, services.releases, services.selection.controls, services.clock),
     ],
-    console: [...consoleEndpoints(web, services.audit, services.consoleOpenId), ...consoleSupportEndpoints(web), ...consoleSessionPages(web)],
+    console: [
+      ...consoleEndpoints(web, services.audit, services.consoleOpenId),
+      ...consoleSupportEndpoints(web),
+      ...consoleSessionPages(web),
+      ...consoleMailEndpoints(web),
+    ],
     portal: [...portalEndpoints(web, services.audit), ...(services.admin.mail ? portalEmailEndpoints(web, services.audit, services.log) : [])],
   };
 }

@@ -1,3 +1,5 @@
+import type { AuditRecord } from "./types";
+
 /**
  * The mail outbox's records (migration 17): a mail is written in the transaction of the change that
  * causes it (Journal.mail), then leased and sent by one worker at a time (src/domain/mail/worker.ts).
@@ -48,8 +50,11 @@ export interface MailFilter {
 }
 
 export interface MailStore {
-  /** Writes mails outside any other change (reminders, sign-in links); a mail whose `dedupe` is taken is skipped. Answers those written. */
-  enqueueMail(mails: readonly NewMail[]): Promise<NewMail[]>;
+  /**
+   * Writes mails outside any other change (reminders, sign-in links, a resend), with the audit line
+   * of the change when given, in one transaction; a mail whose `dedupe` is taken is skipped. Answers those written.
+   */
+  enqueueMail(mails: readonly NewMail[], audit?: AuditRecord): Promise<NewMail[]>;
   /**
    * Leases up to `limit` due pending mails to `owner` until `leaseUntil` (oldest due first). With
    * several processes a mail is leased by one at a time; one whose lease ran out (its sender died)

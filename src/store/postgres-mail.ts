@@ -1,4 +1,5 @@
 import type { SQL } from "bun";
+import type { AuditRecord } from "./types";
 import type { MailFilter, MailKind, MailOutcome, MailRecord, MailStore, NewMail } from "./mail-types";
 import { mailFromRow } from "./sqlite-mail";
 
@@ -14,8 +15,11 @@ export async function insertMailPostgres(tx: SQL, m: NewMail): Promise<boolean> 
 export class PostgresMailStore implements MailStore {
   constructor(private readonly sql: SQL) {}
 
-  async enqueueMail(mails: readonly NewMail[]): Promise<NewMail[]> {
+  async enqueueMail(mails: readonly NewMail[], audit?: AuditRecord): Promise<NewMail[]> {
     return this.sql.begin(async (tx) => {
+      if (audit)
+        await tx`INSERT INTO audit (ref, time, address, action, activation_id, license_id, outcome, error, actor)
+          VALUES (${audit.ref}, ${audit.time}, ${audit.address}, ${audit.action}, ${audit.activationId}, ${audit.licenseId}, ${audit.outcome}, ${audit.error}, ${audit.actor ?? null})`;
       const written: NewMail[] = [];
       for (const m of mails) if (await insertMailPostgres(tx, m)) written.push(m);
       return written;

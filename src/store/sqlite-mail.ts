@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import type { AuditRecord } from "./types";
 import type { MailFilter, MailKind, MailOutcome, MailRecord, MailStore, NewMail } from "./mail-types";
 
 type Row = Record<string, unknown>;
@@ -52,8 +53,16 @@ export function mailFromRow(r: Row): MailRecord {
 export class SqliteMailStore implements MailStore {
   constructor(private readonly db: Database) {}
 
-  async enqueueMail(mails: readonly NewMail[]): Promise<NewMail[]> {
-    return this.db.transaction(() => mails.filter((m) => insertMailSqlite(this.db, m))).immediate();
+  async enqueueMail(mails: readonly NewMail[], audit?: AuditRecord): Promise<NewMail[]> {
+    return this.db
+      .transaction(() => {
+        if (audit)
+          this.db
+            .query(`INSERT INTO audit (ref, time, address, action, activation_id, license_id, outcome, error, actor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+            .run(audit.ref, audit.time, audit.address, audit.action, audit.activationId, audit.licenseId, audit.outcome, audit.error, audit.actor ?? null);
+        return mails.filter((m) => insertMailSqlite(this.db, m));
+      })
+      .immediate();
   }
 
   async claimMail(now: number, leaseUntil: number, owner: string, limit: number): Promise<MailRecord[]> {
