@@ -82,7 +82,17 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   });
   const mailOutbox = services.admin.mail;
   const mailer =
-    mailOutbox && config.mail ? new MailWorker({ store, mail: mailOutbox.d.store, outbox: mailOutbox, config: config.mail, clock: services.clock, log }) : null;
+    mailOutbox && config.mail
+      ? new MailWorker({
+          store,
+          mail: mailOutbox.d.store,
+          outbox: mailOutbox,
+          config: config.mail,
+          clock: services.clock,
+          log,
+          retentionMs: config.auditRetentionSeconds * 1000,
+        })
+      : null;
   const app = createApp(services);
   const transport = startTransport(config, app.handle, log);
   const metricsListener = config.metricsListen && services.metrics ? startMetricsListener(config.metricsListen, services.metrics, log) : null;

@@ -22,6 +22,8 @@ export interface MailWorkerOptions {
   readonly log: Logger;
   /** How often start() looks for due mail (1 s). */
   readonly everyMs?: number;
+  /** Mails sent or failed longer ago than this are deleted (hourly, with the reminders): the audit retention (90 days unless given). */
+  readonly retentionMs?: number;
   /** The transport to send with; nodemailer's SMTP transport of `config` unless a test gives one. */
   readonly transport?: Transporter;
 }
@@ -148,12 +150,16 @@ export class MailWorker {
     else log.warn(outcome.status === "failed" ? "mail failed" : "mail not sent; will try again", { mail: m.id, kind: m.kind, error: outcome.error });
   }
 
-  /** Reminders of licences ending within the configured days, each written once (its dedupe name). */
+  /** Old mail pruned, and reminders of licences ending within the configured days, each written once (its dedupe name). */
   private async remind(): Promise<void> {
     const { config, clock, store, outbox } = this.o;
     const now = clock();
-    if (config.reminderDays === 0 || now - this.remindedAt < REMINDER_EVERY_MS) return;
+    if (now - this.remindedAt < REMINDER_EVERY_MS) return;
     this.remindedAt = now;
+    // Sent mail keeps its sealed text (support may send it again) for as long as the audit trail keeps its lines.
+    const pruned = await this.o.mail.pruneMail(now - (this.o.retentionMs ?? 90 * 86_400_000));
+    if (pruned > 0) this.o.log.info("pruned old mail", { mails: pruned });
+    if (config.reminderDays === 0) return;
     const ending = await store.licensesExpiring(now, now + config.reminderDays * 86_400_000, REMINDERS_PER_ROUND);
     const mails = [];
     for (const l of ending) {

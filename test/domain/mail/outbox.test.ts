@@ -227,3 +227,18 @@ test("smtps:// with the server's certificate authority from --smtp-ca", async ()
   await worker!.tick();
   expect(smtp.received).toHaveLength(1);
 });
+
+test("sent mail is kept (sealed) for the audit retention, then deleted; a pending one is never", async () => {
+  const smtp = await startSmtpReceiver();
+  open.push(smtp);
+  const { site, worker, create } = await mailSite(smtp, { "mail-reminder-days": "0" });
+  await create({ email: "ada@example.org" });
+  await worker!.tick();
+  smtp.mode = "temporary";
+  await create({ email: "bob@example.org" });
+  await worker!.tick();
+  const store = site.composed.services.admin.mail!.d.store;
+  site.clock.advance(91 * 86_400_000);
+  await worker!.tick();
+  expect((await store.listMail({ limit: 10 })).map((m) => [m.recipient, m.status])).toEqual([["bob@example.org", "pending"]]);
+});
