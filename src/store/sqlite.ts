@@ -801,9 +801,11 @@ export class SqliteStore implements Store {
     const answers = this.db
       .query("SELECT scope, key, answer FROM idempotency WHERE substr(answer, 1, length(?1)) = ?1 ORDER BY scope, key LIMIT ?2")
       .all(prefix, limit) as Row[];
+    const mails = this.db.query("SELECT id, body FROM mail_outbox WHERE substr(body, 1, length(?1)) = ?1 ORDER BY id LIMIT ?2").all(prefix, limit) as Row[];
     return [
       ...secrets.map((r): SealedValue => ({ kind: "webhook-secret", endpointId: r.id as string, value: r.secret as string })),
       ...answers.map((r): SealedValue => ({ kind: "idempotency-answer", scope: r.scope as string, key: r.key as string, value: r.answer as string })),
+      ...mails.map((r): SealedValue => ({ kind: "mail-body", mailId: r.id as string, value: r.body as string })),
     ];
   }
 
@@ -818,13 +820,19 @@ export class SqliteStore implements Store {
         if (kept.changes !== 1) throw changed;
         const secret = this.db.query("UPDATE webhook_endpoints SET secret = ? WHERE id = ? AND secret = ?");
         const answer = this.db.query("UPDATE idempotency SET answer = ? WHERE scope = ? AND key = ? AND answer = ?");
+        const mail = this.db.query("UPDATE mail_outbox SET body = ? WHERE id = ? AND body = ?");
         for (const v of values) {
-          const result = v.kind === "webhook-secret" ? secret.run(v.after, v.endpointId, v.value) : answer.run(v.after, v.scope, v.key, v.value);
+          const result =
+            v.kind === "mail-body"
+              ? mail.run(v.after, v.mailId, v.value)
+              : v.kind === "webhook-secret"
+                ? secret.run(v.after, v.endpointId, v.value)
+                : answer.run(v.after, v.scope, v.key, v.value);
           if (result.changes !== 1) throw changed;
         }
         const held = this.db
           .query(
-            "SELECT (SELECT count(*) FROM webhook_endpoints WHERE substr(secret, 1, length(?1)) = ?1) + (SELECT count(*) FROM idempotency WHERE substr(answer, 1, length(?1)) = ?1) AS n",
+            "SELECT (SELECT count(*) FROM webhook_endpoints WHERE substr(secret, 1, length(?1)) = ?1) + (SELECT count(*) FROM idempotency WHERE substr(answer, 1, length(?1)) = ?1) + (SELECT count(*) FROM mail_outbox WHERE substr(body, 1, length(?1)) = ?1) AS n",
           )
           .get(prefix) as Row;
         if (held.n !== values.length) throw changed;

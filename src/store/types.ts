@@ -406,7 +406,8 @@ export interface DayCount {
 /** A value sealed with the records key (src/domain/record-seal.ts), by the row that holds it. */
 export type SealedValue =
   | { readonly kind: "webhook-secret"; readonly endpointId: string; readonly value: string }
-  | { readonly kind: "idempotency-answer"; readonly scope: string; readonly key: string; readonly value: string };
+  | { readonly kind: "idempotency-answer"; readonly scope: string; readonly key: string; readonly value: string }
+  | { readonly kind: "mail-body"; readonly mailId: string; readonly value: string };
 
 export type SealedChange = SealedValue & { readonly after: string };
 

@@ -242,3 +242,18 @@ test("sent mail is kept (sealed) for the audit retention, then deleted; a pendin
   await worker!.tick();
   expect((await store.listMail({ limit: 10 })).map((m) => [m.recipient, m.status])).toEqual([["bob@example.org", "pending"]]);
 });
+
+test("a rotation of records.key re-seals the outbox's mail: a mail written before it is sent after it", async () => {
+  const smtp = await startSmtpReceiver();
+  open.push(smtp);
+  const { site, worker, create } = await mailSite(smtp);
+  const { key } = (await (await create({ email: "ada@example.org" })).json()) as { key: string };
+  const store = site.composed.services.admin.mail!.d.store;
+  const [before] = await store.listMail({ limit: 1 });
+  const { resealed } = await site.composed.services.admin.seal!.rotate(site.clock());
+  expect(resealed).toBeGreaterThanOrEqual(1);
+  const [after] = await store.listMail({ limit: 1 });
+  expect(after!.body).not.toBe(before!.body);
+  await worker!.tick();
+  expect(smtp.lastTo("ada@example.org").mail.text).toContain(key);
+});
