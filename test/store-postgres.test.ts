@@ -105,6 +105,7 @@ describe.skipIf(!PG_URL)("PostgreSQL store", () => {
         "known_releases",
         "known_releases_baseline",
         "licenses",
+        "mail_outbox",
         "mirror_license_expiry",
         "mirror_release_controls",
         "mirror_revocations",
