@@ -104,6 +104,29 @@ const TABLES = [
     order: "delivery_id, attempt",
     columns: ["delivery_id", "attempt", "time", "duration_ms", "status_code", "error"],
   },
+  // The mail outbox, its sealed bodies as they are (bound to their ids, opened with the same records.key); leases are not moved.
+  {
+    name: "mail_outbox",
+    key: "id",
+    order: "created, id",
+    columns: [
+      "id",
+      "kind",
+      "license_id",
+      "recipient",
+      "subject",
+      "body",
+      "dedupe",
+      "resend_of",
+      "status",
+      "attempts",
+      "next_attempt",
+      "last_attempt",
+      "last_error",
+      "sent",
+      "created",
+    ],
+  },
 ] as const satisfies readonly Table[];
 
 export type TableName = (typeof TABLES)[number]["name"];
