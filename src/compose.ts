@@ -261,6 +261,7 @@ export async function compose(
         webhookDestinations: { allowHosts: config.webhookAllowHosts },
         seal,
         keys,
+        plans: config.plans,
         ...(config.mail ? { mail: new MailOutbox({ config: config.mail, baseUrl: config.baseUrl, store: mailStoreOf(store), clock, seal }) } : {}),
       },
       selection,

@@ -38,7 +38,7 @@ export async function openAdmin(
     if (e instanceof ConfigError && e.setting === "arguments") throw new UsageError(usage, e.message);
     throw e;
   }
-  const config = toConfig(read.settings, "admin");
+  const config = toConfig(read.settings, "admin", read.tables);
   const store = await openStore(config);
   const admin = new Admin(config.variant, store, systemClock, new Audit(store, systemClock), config.tokenTtlSeconds);
   const seal = new RecordSeal(config.keysDir, store);
@@ -51,6 +51,7 @@ export async function openAdmin(
     seal,
     // A licence created or rekeyed here is mailed by the serving process (same records, same --smtp-url).
     ...(config.mail ? { mail: new MailOutbox({ config: config.mail, baseUrl: config.baseUrl, store: mailStoreOf(store), clock: systemClock, seal }) } : {}),
+    plans: config.plans,
   };
   return { config, store, admin, deps, flags: read.flags, positionals: read.positionals, settings: read.settings };
 }

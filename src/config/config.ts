@@ -15,6 +15,7 @@ import {
 } from "./settings";
 import { mailConfig, type MailConfig } from "./mail-config";
 import { ConfigError, parseBoolean, parseCidr, parseDuration, parseHost, parseInteger, parseList, parseRate, parseUrl, type Rate } from "./parse";
+import { parsePlans, type Plans } from "./plans";
 
 export interface IdentityConfig {
   readonly issuer: string;
@@ -78,6 +79,8 @@ export interface Config {
   readonly mirror: MirrorConfig | null;
   /** null when no --smtp-url is given: nothing is mailed. */
   readonly mail: MailConfig | null;
+  /** The TOML file's `[plans.NAME]` tables (plans.ts); empty without. */
+  readonly plans: Plans;
 }
 
 export type Mode = "serve" | "admin";
@@ -90,6 +93,8 @@ export interface ReadSettings {
   readonly positionals: readonly string[];
   /** The settings given by a flag or the environment (not by the file or a default). */
   readonly explicit: ReadonlySet<string>;
+  /** The TOML file's tables that are not settings (TOML_TABLES), as parsed; toConfig checks them. */
+  readonly tables: Readonly<Record<string, unknown>>;
 }
 
 /**
@@ -109,7 +114,7 @@ export function readSettings(args: readonly string[], env: Environment, extra: P
   }
   const values = parsed.values as Record<string, string | boolean | undefined>;
   const configFile = (values.config as string | undefined) ?? env[CONFIG_FILE_ENV];
-  const file = configFile ? readToml(configFile) : {};
+  const { settings: file, tables } = configFile ? readToml(configFile) : { settings: {}, tables: {} };
 
   const settings: Record<string, string | undefined> = {};
   const explicit = new Set<string>();
@@ -123,10 +128,13 @@ export function readSettings(args: readonly string[], env: Environment, extra: P
   }
   const flags: Record<string, string | boolean | undefined> = {};
   for (const name of Object.keys(extra)) flags[name] = values[name];
-  return { settings, flags, positionals: parsed.positionals, explicit };
+  return { settings, flags, positionals: parsed.positionals, explicit, tables };
 }
 
-function readToml(path: string): Record<string, string> {
+/** The TOML file's tables that hold more than one value (not settings: no flag or environment variable). */
+export const TOML_TABLES: readonly string[] = ["plans"];
+
+function readToml(path: string): { settings: Record<string, string>; tables: Record<string, unknown> } {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -141,11 +149,13 @@ function readToml(path: string): Record<string, string> {
   }
   const known = new Set(SETTINGS.map((s) => s.flag));
   const out: Record<string, string> = {};
+  const tables: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(doc)) {
-    if (!known.has(key)) throw new ConfigError("config", `${path}: unknown setting "${key}"`);
-    out[key] = Array.isArray(value) ? value.join(",") : String(value);
+    if (TOML_TABLES.includes(key)) tables[key] = value;
+    else if (!known.has(key)) throw new ConfigError("config", `${path}: unknown setting "${key}"`);
+    else out[key] = Array.isArray(value) ? value.join(",") : String(value);
   }
-  return out;
+  return { settings: out, tables };
 }
 
 /**
@@ -167,7 +177,7 @@ export function parseLaneList(flag: "channels" | "platforms", text: string): str
  * A setting missing or blank in `settings` takes its default from SETTINGS (so tests may pass only
  * the settings they care about).
  */
-export function toConfig(settings: Readonly<Record<string, string | undefined>>, mode: Mode): Config {
+export function toConfig(settings: Readonly<Record<string, string | undefined>>, mode: Mode, tables: Readonly<Record<string, unknown>> = {}): Config {
   const get = (flag: string) => settings[flag]?.trim() || undefined;
   const value = (flag: string) => get(flag) ?? settingDefault(flag);
   const demo = parseBoolean("demo", value("demo"));
@@ -252,6 +262,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     demo,
     mirror: mirrorConfig(get, databaseUrl !== null),
     mail: mailConfig(get, value),
+    plans: parsePlans(tables.plans, variant.channels),
   };
   return deepFreeze(config);
 }

@@ -36,6 +36,7 @@ export type AuditAction =
   | "license-revoke"
   | "license-reinstate"
   | "license-rekey"
+  | "license-renew"
   | "activation-deactivate"
   | "reclaim"
   | "admin-token-create"

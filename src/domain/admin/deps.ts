@@ -1,5 +1,6 @@
 import type { KeyRing } from "../keys";
 import type { Variant } from "../../config/variants";
+import type { Plans } from "../../config/plans";
 import type { AuditRecord, Store } from "../../store/types";
 import type { AuditAction } from "../audit";
 import type { Clock } from "../clock";
@@ -57,6 +58,8 @@ export interface AdminDeps {
   readonly keys?: KeyRing;
   /** Mails a licence's key to its holder's address (--smtp-url); nothing is mailed when absent. */
   readonly mail?: MailOutbox;
+  /** The configuration's plans (`[plans.NAME]`); none when absent. */
+  readonly plans?: Plans;
 }
 
 /** `admin` holds every scope. */
