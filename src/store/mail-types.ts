@@ -1,4 +1,4 @@
-import type { AuditRecord } from "./types";
+import type { AuditRecord, LicenseRecord } from "./types";
 
 /**
  * The mail outbox's records (migration 17): a mail is written in the transaction of the change that
@@ -67,6 +67,8 @@ export interface MailStore {
   listMail(filter: MailFilter): Promise<MailRecord[]>;
   /** Licences (kind license) whose e-mail address is `email`, compared without case, oldest first. */
   licenseIdsOfEmail(email: string, limit: number): Promise<string[]>;
+  /** Licences (not staff, not revoked, with an address) whose updates window ends in [from, to), soonest first. */
+  licensesUpdatesEnding(from: number, to: number, limit: number): Promise<LicenseRecord[]>;
   /** How many mails of `kind` to `recipient` (compared without case) were written at or after `since`. */
   countMailSince(recipient: string, kind: MailKind, since: number): Promise<number>;
   /** Deletes mails sent or failed before `before`; returns how many. */

@@ -1,5 +1,6 @@
 import type { SQL } from "bun";
-import type { AuditRecord } from "./types";
+import { licenseFromRow } from "./rows";
+import type { AuditRecord, LicenseRecord } from "./types";
 import type { MailFilter, MailKind, MailOutcome, MailRecord, MailStore, NewMail } from "./mail-types";
 import { mailFromRow } from "./sqlite-mail";
 
@@ -61,6 +62,12 @@ export class PostgresMailStore implements MailStore {
     const rows = await this.sql`SELECT id FROM licenses WHERE lower(email) = lower(${email}) AND email IS NOT NULL AND kind = 'license'
       ORDER BY issued, id LIMIT ${limit}`;
     return rows.map((r: { id: string }) => r.id);
+  }
+
+  async licensesUpdatesEnding(from: number, to: number, limit: number): Promise<LicenseRecord[]> {
+    const rows = await this.sql`SELECT * FROM licenses WHERE kind = 'license' AND revoked IS NULL AND email IS NOT NULL
+      AND updates_until >= ${from} AND updates_until < ${to} ORDER BY updates_until, id LIMIT ${limit}`;
+    return rows.map(licenseFromRow);
   }
 
   async countMailSince(recipient: string, kind: MailKind, since: number): Promise<number> {

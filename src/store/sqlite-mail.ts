@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
-import type { AuditRecord } from "./types";
+import { licenseFromRow } from "./rows";
+import type { AuditRecord, LicenseRecord } from "./types";
 import type { MailFilter, MailKind, MailOutcome, MailRecord, MailStore, NewMail } from "./mail-types";
 
 type Row = Record<string, unknown>;
@@ -119,6 +120,14 @@ export class SqliteMailStore implements MailStore {
       .query("SELECT id FROM licenses WHERE lower(email) = lower(?) AND email IS NOT NULL AND kind = 'license' ORDER BY issued, id LIMIT ?")
       .all(email, limit) as Row[];
     return rows.map((r) => r.id as string);
+  }
+
+  async licensesUpdatesEnding(from: number, to: number, limit: number): Promise<LicenseRecord[]> {
+    const rows = this.db
+      .query(`SELECT * FROM licenses WHERE kind = 'license' AND revoked IS NULL AND email IS NOT NULL
+        AND updates_until >= ? AND updates_until < ? ORDER BY updates_until, id LIMIT ?`)
+      .all(from, to, limit) as Row[];
+    return rows.map(licenseFromRow);
   }
 
   async countMailSince(recipient: string, kind: MailKind, since: number): Promise<number> {

@@ -23,7 +23,13 @@ export interface MailOutboxDeps {
   readonly seal?: RecordSeal;
 }
 
-const facts = (l: LicenseRecord): LicenceFacts => ({ licensee: l.licensee, planTitle: l.planTitle, seats: l.seats, expires: l.expires });
+export const facts = (l: LicenseRecord): LicenceFacts => ({
+  licensee: l.licensee,
+  planTitle: l.planTitle,
+  seats: l.seats,
+  expires: l.expires,
+  updatesUntil: l.updatesUntil ?? null,
+});
 
 /**
  * Makes the site's mails for the outbox (written with the change that causes them, or alone) and

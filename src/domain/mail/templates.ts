@@ -16,6 +16,8 @@ export interface LicenceFacts {
   readonly seats: number;
   /** Milliseconds, or null for a licence that does not expire. */
   readonly expires: number | null;
+  /** The end of the updates window (milliseconds); null or absent: updates as long as the licence runs. */
+  readonly updatesUntil?: number | null;
 }
 
 const CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029]/g;
@@ -49,7 +51,8 @@ export interface Links {
 
 function licenceLine(l: LicenceFacts): string {
   const ends = l.expires === null ? "does not expire" : `runs until ${day(l.expires)}`;
-  return `${plain(l.planTitle)}, ${l.seats} ${l.seats === 1 ? "seat" : "seats"}; it ${ends}`;
+  const updates = l.updatesUntil == null ? "" : `, with updates released until ${day(l.updatesUntil)}`;
+  return `${plain(l.planTitle)}, ${l.seats} ${l.seats === 1 ? "seat" : "seats"}; it ${ends}${updates}`;
 }
 
 export function licenceCreated(site: string, l: LicenceFacts, key: string, links: Links): MailContent {
@@ -129,6 +132,17 @@ export function licenceExpiring(site: string, l: LicenceFacts & { readonly expir
       `Your licence (${escapeHtml(l.planTitle)}) ends on ${when}. After that day the program can no longer be activated or refreshed with it.`,
       `Your portal: ${link(links.portal)}`,
     ]),
+  };
+}
+
+export function updatesEnding(site: string, l: LicenceFacts & { readonly updatesUntil: number }, links: Links): MailContent {
+  const who = plain(l.licensee);
+  const when = day(l.updatesUntil);
+  const says = `The updates of your licence (${plain(l.planTitle)}) end on ${when}. The program keeps working; releases made after that day are not offered to it. Renew the licence to go on receiving them.`;
+  return {
+    subject: `Your updates for ${site} end on ${when}`,
+    text: [`Hello ${who},`, "", says, "", `Your portal: ${links.portal}`, "", site].join("\n"),
+    html: page(site, [`Hello ${escapeHtml(who)},`, escapeHtml(says), `Your portal: ${link(links.portal)}`]),
   };
 }
 

@@ -6,8 +6,8 @@ import type { Store } from "../../store/types";
 import type { Clock } from "../clock";
 import { randomBase32 } from "../ids";
 import { RETRY_DELAYS_MS } from "../webhooks/worker";
-import type { MailOutbox } from "./outbox";
-import { licenceExpiring } from "./templates";
+import { facts, type MailOutbox } from "./outbox";
+import { licenceExpiring, updatesEnding } from "./templates";
 
 /** How often the worker looks for licences to remind (the reminders are once-only, so any process may). */
 const REMINDER_EVERY_MS = 3600_000;
@@ -162,14 +162,17 @@ export class MailWorker {
     if (config.reminderDays === 0) return;
     const ending = await store.licensesExpiring(now, now + config.reminderDays * 86_400_000, REMINDERS_PER_ROUND);
     const mails = [];
+    const links = { portal: outbox.portalUrl };
     for (const l of ending) {
       if (!l.email || l.expires === null) continue;
-      const content = licenceExpiring(
-        outbox.site,
-        { licensee: l.licensee, planTitle: l.planTitle, seats: l.seats, expires: l.expires },
-        { portal: outbox.portalUrl },
-      );
+      const content = licenceExpiring(outbox.site, { ...facts(l), expires: l.expires }, links);
       mails.push(await outbox.compose("license-expiring", l.id, l.email, content, { dedupe: `license-expiring:${l.id}:${l.expires}` }));
+    }
+    // A licence that ends before its updates window needs no word about the window.
+    for (const l of await this.o.mail.licensesUpdatesEnding(now, now + config.reminderDays * 86_400_000, REMINDERS_PER_ROUND)) {
+      if (!l.email || l.updatesUntil == null || (l.expires !== null && l.expires <= l.updatesUntil)) continue;
+      const content = updatesEnding(outbox.site, { ...facts(l), updatesUntil: l.updatesUntil }, links);
+      mails.push(await outbox.compose("updates-ending", l.id, l.email, content, { dedupe: `updates-ending:${l.id}:${l.updatesUntil}` }));
     }
     if (mails.length) await this.o.mail.enqueueMail(mails);
   }

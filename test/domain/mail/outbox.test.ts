@@ -257,3 +257,26 @@ test("a rotation of records.key re-seals the outbox's mail: a mail written befor
   await worker!.tick();
   expect(smtp.lastTo("ada@example.org").mail.text).toContain(key);
 });
+
+test("updates window ending soon: one reminder, --mail-reminder-days ahead; none when the licence ends first", async () => {
+  const smtp = await startSmtpReceiver();
+  open.push(smtp);
+  const { site, worker, create } = await mailSite(smtp, { "mail-reminder-days": "10" });
+  const day = 86_400_000;
+  const at = (days: number) => new Date(site.clock() + days * day).toISOString();
+  for (const body of [
+    { email: "window@example.org", updatesUntil: at(5) },
+    { email: "ends-first@example.org", updatesUntil: at(5), expires: at(4) },
+    { email: "far@example.org", updatesUntil: at(40) },
+  ])
+    expect((await create(body)).status).toBe(201);
+  await worker!.tick();
+  site.clock.advance(2 * 3600_000);
+  await worker!.tick();
+  const windows = smtp.received.filter((r) => r.mail.subject?.startsWith("Your updates"));
+  expect(windows.map((r) => r.envelopeTo[0])).toEqual(["window@example.org"]);
+  expect(windows[0]!.mail.subject).toBe(`Your updates for licenses.example.com end on ${at(5).slice(0, 10)}`);
+  expect(windows[0]!.mail.text).toContain("The program keeps working");
+  // The licence-created mail names the window too.
+  expect(smtp.lastTo("far@example.org").mail.text).toContain(`with updates released until ${at(40).slice(0, 10)}`);
+});
