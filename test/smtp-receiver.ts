@@ -29,13 +29,21 @@ export interface SmtpReceiver {
   stop(): Promise<void>;
 }
 
-export async function startSmtpReceiver(opts: { tls?: { key: string; cert: string }; secure?: boolean } = {}): Promise<SmtpReceiver> {
+export async function startSmtpReceiver(
+  opts: { tls?: { key: string; cert: string }; secure?: boolean; auth?: { user: string; pass: string } } = {},
+): Promise<SmtpReceiver> {
   const received: ReceivedMail[] = [];
   const closed = new Set<string>();
   let hold: { ms: number; afterKept: number; began: () => void } | null = null;
   const state = { mode: "ok" as SmtpMode };
   const server = new SMTPServer({
-    authOptional: true,
+    authOptional: !opts.auth,
+    // A test server on loopback: AUTH without TLS is allowed (the client decides whether it sends it).
+    allowInsecureAuth: true,
+    onAuth(auth, _session, callback) {
+      if (opts.auth && auth.username === opts.auth.user && auth.password === opts.auth.pass) return callback(null, { user: auth.username });
+      callback(Object.assign(new Error("Invalid username or password"), { responseCode: 535 }));
+    },
     secure: opts.secure ?? false,
     ...(opts.tls ? { key: opts.tls.key, cert: opts.tls.cert } : { disabledCommands: ["STARTTLS"] }),
     logger: false,

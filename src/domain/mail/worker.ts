@@ -28,11 +28,25 @@ export interface MailWorkerOptions {
   readonly transport?: Transporter;
 }
 
-/** An SMTP answer of 5xx refuses the mail for good (RFC 5321 section 4.2.1): trying again would be refused again. */
-export function mailOutcomeOf(error: { responseCode?: number; message?: string } | null, attemptsBefore: number, now: number): MailOutcome {
+/**
+ * The SMTP commands whose 5xx answer refuses this mail for good (RFC 5321 section 4.2.1: a recipient
+ * unknown, a message refused): sent again, it would be refused again. A 5xx elsewhere (the login,
+ * MAIL FROM, STARTTLS) is about the site's set-up, not the mail: it is tried again on the schedule,
+ * so mail written while a password was wrong goes out once it is put right.
+ */
+const REFUSES_THE_MAIL = new Set(["RCPT TO", "DATA"]);
+
+export interface SendError {
+  readonly responseCode?: number;
+  readonly command?: string;
+  readonly message?: string;
+}
+
+export function mailOutcomeOf(error: SendError | null, attemptsBefore: number, now: number): MailOutcome {
   if (error === null) return { status: "sent", time: now };
   const text = describe(error);
-  if (typeof error.responseCode === "number" && error.responseCode >= 500) return { status: "failed", time: now, error: text };
+  if (typeof error.responseCode === "number" && error.responseCode >= 500 && REFUSES_THE_MAIL.has(error.command ?? ""))
+    return { status: "failed", time: now, error: text };
   const delay = RETRY_DELAYS_MS[attemptsBefore];
   return delay === undefined ? { status: "failed", time: now, error: text } : { status: "pending", time: now, nextAttempt: now + delay, error: text };
 }
@@ -128,7 +142,7 @@ export class MailWorker {
 
   private async attempt(m: MailRecord): Promise<void> {
     const { outbox, clock, log } = this.o;
-    let error: { responseCode?: number; message?: string } | null = null;
+    let error: SendError | null = null;
     try {
       const bodies = await outbox.bodiesOf(m);
       await this.transport.sendMail({
@@ -141,7 +155,7 @@ export class MailWorker {
         headers: { "Auto-Submitted": "auto-generated" },
       });
     } catch (e) {
-      error = e as { responseCode?: number; message?: string };
+      error = e as SendError;
     }
     const outcome = mailOutcomeOf(error, m.attempts, clock());
     const recorded = await this.o.mail.recordMailAttempt(m.id, this.owner, outcome);

@@ -280,3 +280,21 @@ test("updates window ending soon: one reminder, --mail-reminder-days ahead; none
   // The licence-created mail names the window too.
   expect(smtp.lastTo("far@example.org").mail.text).toContain(`with updates released until ${at(40).slice(0, 10)}`);
 });
+
+test("the SMTP login (--smtp-username, --smtp-password: KEYTURN_SMTP_* in the environment) is used; refused, the mail waits for it to be put right", async () => {
+  const smtp = await startSmtpReceiver({ auth: { user: "licences", pass: "s3cret" } });
+  open.push(smtp);
+  const good = await mailSite(smtp, { "smtp-username": "licences", "smtp-password": "s3cret" });
+  await good.create({ email: "ada@example.org" });
+  await good.worker!.tick();
+  expect(smtp.received).toHaveLength(1);
+  expect(good.logLines.join("\n")).not.toContain("s3cret");
+
+  const bad = await mailSite(smtp, { "smtp-username": "licences", "smtp-password": "wrong" });
+  await bad.create({ email: "bob@example.org" });
+  await bad.worker!.tick();
+  const [m] = await bad.site.composed.services.admin.mail!.d.store.listMail({ limit: 1 });
+  expect(m).toMatchObject({ status: "pending", attempts: 1 });
+  expect(m!.lastError).toStartWith("535");
+  expect(smtp.received).toHaveLength(1);
+});
