@@ -134,6 +134,9 @@ describe("the link", () => {
     await signInByLink(token);
     const again = await send("/portal/link", "", { token });
     expect(again.status).toBe(401);
+    // The request log names the path, never the link's query.
+    expect(logLines.some((l) => l.includes('"/portal/link"'))).toBe(true);
+    expect(logLines.join("\n")).not.toContain(token);
     expect(await again.text()).toContain("expired or was used");
 
     await askForLink("ada@example.org");
