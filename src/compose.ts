@@ -17,6 +17,7 @@ import { AdoptionRecorder } from "./domain/adoption";
 import { FeedService } from "./domain/releases/feeds";
 import { ReleaseHolder } from "./domain/releases/holder";
 import { InstallerVerifier } from "./domain/releases/installer-verification";
+import { MailOutbox } from "./domain/mail/outbox";
 import { RecordSeal } from "./domain/record-seal";
 import { checkRecordsVariant } from "./domain/records-variant";
 import { ReleasePublications } from "./domain/releases/publications";
@@ -40,6 +41,7 @@ import type { RateLimitStore } from "./store/rate-limit";
 import { openPostgresStore } from "./store/postgres";
 import { SqliteMirrorState } from "./store/mirror-state";
 import { openSqliteStore, SqliteStore } from "./store/sqlite";
+import { mailStoreOf } from "./store/mail-store";
 import type { Store } from "./store/types";
 import { VERSION } from "./version";
 
@@ -247,6 +249,7 @@ export async function compose(
     seal,
     keys,
     plans: config.plans,
+    ...(config.mail ? { mail: new MailOutbox({ config: config.mail, baseUrl: config.baseUrl, store: mailStoreOf(store), clock, seal }) } : {}),
   };
   return {
     config,

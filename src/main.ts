@@ -19,6 +19,7 @@ usage: keyturn COMMAND [options]
   admin-token  admin API tokens
   console-sessions  the console sessions open now; end one
   webhook      webhook endpoints and their deliveries
+  mail         the mail the site sent (keys, reminders, sign-in links); send one again
   mirror       check a vendor's site before mirroring it
   backup       an online copy of the SQLite records
   copy         move the records between SQLite and PostgreSQL

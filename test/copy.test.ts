@@ -9,6 +9,7 @@ import { sha256Hex } from "../src/domain/ids";
 import { addWebhookEndpoint } from "../src/domain/webhooks/endpoints";
 import { WebhookWorker } from "../src/domain/webhooks/worker";
 import { copySqliteToPostgres } from "../src/store/copy";
+import { mailStoreOf } from "../src/store/mail-store";
 import { openPostgresStore, type PostgresStore } from "../src/store/postgres";
 import { openSqliteStore, SQLITE_FILE } from "../src/store/sqlite";
 import type { Store } from "../src/store/types";
@@ -115,6 +116,18 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
       ],
     });
     await site.composed.store.rememberBridgeCustomer("paddle", "ctm_moved", "moved@example.com", site.clock());
+    // A mail in the outbox (its body as sealed; a copy keeps it byte for byte)
+    await mailStoreOf(site.composed.store).enqueueMail([
+      {
+        id: "mail_0000000000aaaaaaaaaa",
+        kind: "license-created",
+        licenseId: null,
+        recipient: "ada@example.org",
+        subject: "Key",
+        body: "sealed1:x",
+        created: site.clock(),
+      },
+    ]);
   });
   afterAll(async () => {
     await site?.close();
@@ -157,6 +170,7 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
         bridge_events: 1,
         bridge_links: 2,
         bridge_customers: 1,
+        mail_outbox: 1,
       },
     });
     expect(source.audit.length).toBeGreaterThanOrEqual(5);
@@ -172,6 +186,7 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
     const target = await openPostgresStore(schema.url);
     try {
       expect(await everything(target)).toEqual(source);
+      expect(await mailStoreOf(target).listMail({ limit: 10 })).toEqual(await mailStoreOf(site.composed.store).listMail({ limit: 10 }));
       // The events move with their numbers, but the target is other records to a mirror: a new epoch.
       const [from, to] = [await site.composed.store.feedPosition(), await target.feedPosition()];
       expect(to.epoch).toMatch(/^[0-9a-f]{24}$/);

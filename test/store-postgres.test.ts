@@ -112,6 +112,7 @@ describe.skipIf(!PG_URL)("PostgreSQL store", () => {
         "license_meters",
         "licenses",
         "meter_uses",
+        "mail_outbox",
         "mirror_license_expiry",
         "mirror_release_controls",
         "mirror_revocations",

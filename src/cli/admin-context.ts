@@ -9,6 +9,8 @@ import { systemClock } from "../domain/clock";
 import type { Store } from "../store/types";
 import { openStore } from "../compose";
 import { UsageError } from "./io";
+import { MailOutbox } from "../domain/mail/outbox";
+import { mailStoreOf } from "../store/mail-store";
 
 export interface AdminContext {
   readonly config: Config;
@@ -39,13 +41,16 @@ export async function openAdmin(
   const config = toConfig(read.settings, "admin", read.tables);
   const store = await openStore(config);
   const admin = new Admin(config.variant, store, systemClock, new Audit(store, systemClock), config.tokenTtlSeconds);
+  const seal = new RecordSeal(config.keysDir, store);
   const deps: AdminDeps = {
     variant: config.variant,
     store,
     clock: systemClock,
     tokenTtlSeconds: config.tokenTtlSeconds,
     webhookDestinations: { allowHosts: config.webhookAllowHosts },
-    seal: new RecordSeal(config.keysDir, store),
+    seal,
+    // A licence created or rekeyed here is mailed by the serving process (same records, same --smtp-url).
+    ...(config.mail ? { mail: new MailOutbox({ config: config.mail, baseUrl: config.baseUrl, store: mailStoreOf(store), clock: systemClock, seal }) } : {}),
     plans: config.plans,
   };
   return { config, store, admin, deps, flags: read.flags, positionals: read.positionals, settings: read.settings };

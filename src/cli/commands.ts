@@ -6,6 +6,7 @@ import { consoleSessionsCommand, USAGE as CONSOLE_SESSIONS } from "./console-ses
 import { copyCommand, USAGE as COPY } from "./copy";
 import { keysCommand, USAGE as KEYS } from "./keys";
 import { licenseCommand, USAGE as LICENSE } from "./license";
+import { mailCommand, USAGE as MAIL } from "./mail";
 import { migrateCommand, USAGE as MIGRATE } from "./migrate";
 import { mirrorCommand, USAGE as MIRROR } from "./mirror";
 import { releaseCommand, USAGE as RELEASE } from "./release";
@@ -34,6 +35,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   "admin-token": { run: adminTokenCommand, usage: ADMIN_TOKEN },
   "console-sessions": { run: consoleSessionsCommand, usage: CONSOLE_SESSIONS },
   webhook: { run: webhookCommand, usage: WEBHOOK },
+  mail: { run: mailCommand, usage: MAIL },
   stats: { run: statsCommand, usage: STATS },
 };
 

@@ -5,6 +5,7 @@ import { Admin } from "../domain/admin/operator";
 import { privateKeyFiles, unusableLicenseKeys } from "../domain/keys";
 import { startRetention } from "../domain/retention";
 import { WebhookWorker } from "../domain/webhooks/worker";
+import { MailWorker } from "../domain/mail/worker";
 import { createApp } from "../http/app";
 import { VERSION } from "../version";
 import { startMetricsListener } from "./metrics-listener";
@@ -79,6 +80,19 @@ export async function serveCommand(args: string[], env: Record<string, string | 
     destinations: { allowHosts: config.webhookAllowHosts },
     seal: services.admin.seal,
   });
+  const mailOutbox = services.admin.mail;
+  const mailer =
+    mailOutbox && config.mail
+      ? new MailWorker({
+          store,
+          mail: mailOutbox.d.store,
+          outbox: mailOutbox,
+          config: config.mail,
+          clock: services.clock,
+          log,
+          retentionMs: config.auditRetentionSeconds * 1000,
+        })
+      : null;
   const app = createApp(services);
   const transport = startTransport(config, app.handle, log);
   const metricsListener = config.metricsListen && services.metrics ? startMetricsListener(config.metricsListen, services.metrics, log) : null;
@@ -101,6 +115,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
     const { drained } = await transport.stop(config.shutdownTimeoutSeconds * 1000);
     if (!drained) log.warn("shutdown timeout: closed connections whose requests had not finished");
     await webhooks.stop();
+    await mailer?.stop();
     await demoReady.catch(() => undefined);
     await services.adoption.close();
     await rateLimitStore.close();
@@ -118,6 +133,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   });
 
   webhooks.start();
+  mailer?.start();
   const listenUrl = transport.url;
   const { mode, why } = transportMode(config);
   log.info("transport", { mode, why });

@@ -14,6 +14,7 @@ import {
   type Environment,
 } from "./settings";
 import { bridgeConfig, type BridgeConfig } from "./bridges";
+import { mailConfig, type MailConfig } from "./mail-config";
 import { ConfigError, parseBoolean, parseCidr, parseDuration, parseHost, parseInteger, parseList, parseRate, parseUrl, type Rate } from "./parse";
 import { parsePlans, type Plans } from "./plans";
 import { trialConfig, type TrialConfig } from "./trial";
@@ -78,6 +79,8 @@ export interface Config {
   readonly demo: boolean;
   /** null unless this site is a mirror of a vendor's site. */
   readonly mirror: MirrorConfig | null;
+  /** null when no --smtp-url is given: nothing is mailed. */
+  readonly mail: MailConfig | null;
   /** The TOML file's `[plans.NAME]` tables (plans.ts); empty without. */
   readonly plans: Plans;
   /** Trials without a key (--trial-plan, --trial-length); null when off. */
@@ -269,6 +272,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     plans,
     trial: trialConfig(get("trial-plan"), value("trial-length"), plans),
     bridges: bridgeConfig(get, variant.channels, plans),
+    mail: mailConfig(get, value),
   };
   return deepFreeze(config);
 }

@@ -131,6 +131,22 @@ export const SETTINGS: readonly SettingSpec[] = [
     default: "4000000",
     help: "revocations, licence expiries and release controls a mirror keeps at most (on disk); past it, bearer requests answer 503",
   },
+  {
+    flag: "smtp-url",
+    kind: "string",
+    help: "smtp://host[:587] (STARTTLS, required unless the server is on a loopback address) or smtps://host[:465] (TLS) of the server that sends the site's mail; no mail is sent when unset (docs/mail.md)",
+  },
+  { flag: "smtp-username", kind: "string", help: "user name at the SMTP server; a secret: prefer the environment" },
+  { flag: "smtp-password", kind: "string", help: "password at the SMTP server; a secret: prefer the environment (KEYTURN_SMTP_PASSWORD)" },
+  { flag: "smtp-ca", kind: "string", help: "PEM file of certificate authorities trusted for the SMTP server besides the system's" },
+  { flag: "mail-from", kind: "string", help: 'From of the site\'s mail, e.g. "Example Software <licences@example.com>" (required with --smtp-url)' },
+  {
+    flag: "mail-reminder-days",
+    kind: "string",
+    default: "14",
+    help: "how many days before a licence expires (and before its updates window ends) its holder is reminded by mail; 0: no reminders",
+  },
+  { flag: "mail-timeout", kind: "string", default: "30s", help: "one attempt to hand a mail to the SMTP server takes at most this long (at most 10m)" },
   { flag: "demo", kind: "boolean", default: "false", help: "development keys, a demo license and the example releases" },
   {
     flag: "stripe-webhook-secret",

@@ -48,6 +48,7 @@ const DONE = {
   "delivery-retried": "Delivery queued again.",
   "admin-token-revoked": "Admin token revoked.",
   "webhook-removed": "Webhook endpoint removed.",
+  "mail-resent": "Mail queued again: it is sent within a few seconds.",
 } as const;
 
 export type Done = keyof typeof DONE;

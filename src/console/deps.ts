@@ -37,6 +37,6 @@ export function callerOf(session: Session, address: string | null): AdminCaller 
 
 /** Who a session's audit lines name: the console's admin token or staff member, or the portal's licence (as domain/portal.ts names it). */
 export function actorOfSession(session: Session): string {
-  if (session.kind === "portal") return actorOf({ tokenId: `portal:${session.licenseId}`, name: "customer", scopes: [] });
+  if (session.kind === "portal") return actorOf({ tokenId: `portal:${session.licenseId ?? session.subject}`, name: "customer", scopes: [] });
   return actorOf(callerOf(session, null).principal);
 }

@@ -10,6 +10,7 @@ const SECTIONS: readonly { path: string; label: string; scope: Scope }[] = [
   { path: "/console/audit", label: "Audit trail", scope: "audit:read" },
   { path: "/console/releases", label: "Releases", scope: "releases:read" },
   { path: "/console/webhooks", label: "Webhooks", scope: "webhooks:read" },
+  { path: "/console/mail", label: "Mail", scope: "licenses:read" },
   { path: "/console/offline", label: "Offline activation", scope: "activations:write" },
   { path: "/console/tokens", label: "Admin tokens", scope: "admin" },
   { path: "/console/sessions", label: "Sessions", scope: "admin" },

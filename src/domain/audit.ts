@@ -58,12 +58,15 @@ export type AuditAction =
   | "console-session-end"
   | "portal-sign-in"
   | "portal-sign-out"
+  | "portal-link-request"
+  | "mail-list"
+  | "mail-resend"
   | "key-rotate"
   | "key-promote"
   | "usage"
   | "trial-start"
   | "trial-convert"
-  | "trial-list";
+  | "trial-list"
   | "bridge-event"
   | "bridge-event-list";
 

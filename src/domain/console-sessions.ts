@@ -8,6 +8,8 @@ import { randomBase32, sha256Hex } from "./ids";
 /** A console session lasts a working day; a portal session is short (the customer does one errand). */
 export const CONSOLE_SESSION_MS = 8 * 3600_000;
 export const PORTAL_SESSION_MS = 30 * 60_000;
+/** A portal sign-in link mailed to a customer works once, within this. */
+export const PORTAL_LINK_MS = 15 * 60_000;
 /** An OpenID sign-in must come back from the issuer within this. */
 export const PENDING_SIGN_IN_MS = 10 * 60_000;
 
@@ -122,6 +124,49 @@ export class ConsoleSessions {
   }
 
   /**
+   * Opens a portal session for every licence under an e-mail address (the customer followed a
+   * mailed link): the session names the address, not a licence, and the licences are looked up at
+   * each request, so a licence given that address later is seen and one moved away is not.
+   */
+  async signInPortalEmail(email: string): Promise<{ secret: string; session: Session }> {
+    const expires = this.deps.clock() + PORTAL_SESSION_MS;
+    return this.open({ kind: "portal", tokenId: null, subject: `email:${email}`, licenseId: null, name: email, scopes: [], detail: null, expires });
+  }
+
+  /**
+   * Keeps a portal sign-in link's secret, hashed like a session's, for PORTAL_LINK_MS; the secret
+   * itself is only in the mail.
+   */
+  async beginPortalLink(email: string): Promise<string> {
+    const secret = newSecret();
+    const now = this.deps.clock();
+    await this.deps.store.createConsoleSession({
+      idHash: hashOf(secret),
+      kind: "pending",
+      tokenId: null,
+      subject: null,
+      licenseId: null,
+      name: "",
+      scopes: [],
+      detail: JSON.stringify({ portalEmail: email }),
+      created: now,
+      expires: now + PORTAL_LINK_MS,
+      revoked: null,
+    });
+    return secret;
+  }
+
+  /** Uses a sign-in link once: its address, or null when unknown, expired or used (of racing uses, one wins). */
+  async takePortalLink(secret: string | null): Promise<string | null> {
+    if (secret === null || !SECRET.test(secret)) return null;
+    const r = await this.deps.store.findConsoleSession(hashOf(secret));
+    if (!r || r.kind !== "pending" || r.revoked !== null || r.expires <= this.deps.clock() || r.detail === null) return null;
+    const email = (JSON.parse(r.detail) as { portalEmail?: unknown }).portalEmail;
+    if (typeof email !== "string") return null;
+    return (await this.deps.store.revokeConsoleSession(r.idHash, this.deps.clock())) ? email : null;
+  }
+
+  /**
    * The live session of a cookie's secret of the kind asked; null when unknown, expired, revoked,
    * or a staff session whose groups give no scope any more.
    */
@@ -177,6 +222,8 @@ export class ConsoleSessions {
     if (state === null || !SECRET.test(state)) return null;
     const r = await this.deps.store.findConsoleSession(hashOf(state));
     if (!r || r.kind !== "pending" || r.expires <= this.deps.clock() || r.detail === null) return null;
+    // A portal sign-in link is no OpenID state: it is left for the portal.
+    if ("portalEmail" in (JSON.parse(r.detail) as object)) return null;
     if (!(await this.deps.store.revokeConsoleSession(r.idHash, this.deps.clock()))) return null;
     return JSON.parse(r.detail) as PendingSignIn;
   }

@@ -26,7 +26,7 @@ export function randomBase32(length: number): string {
  * most of what a commit writes (bench/README.md, "Notes behind the code"). `now` is the
  * caller's injected clock, so an id's time is the time of the record it names.
  */
-export function newId(prefix: "act" | "lic" | "ref" | "evt" | "tok" | "whe" | "dlv", now: number): string {
+export function newId(prefix: "act" | "lic" | "ref" | "evt" | "tok" | "whe" | "dlv" | "mail", now: number): string {
   let time = "";
   for (let i = 0, t = now; i < 10; i++, t = Math.floor(t / 32)) time = CROCKFORD[t % 32] + time;
   return `${prefix}_${(time + randomBase32(10)).toLowerCase()}`;

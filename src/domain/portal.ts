@@ -1,6 +1,6 @@
 import type { LicenseRecord } from "../store/types";
 import type { AdminCaller, AdminDeps } from "./admin/deps";
-import { deactivateActivation } from "./admin/licenses";
+import { deactivateActivation, rekeyLicense } from "./admin/licenses";
 import { KeyturnError } from "./errors";
 import { activationView, licenseView, type ActivationView, type LicenseView } from "./events";
 import { findLicenseByTypedKey } from "./license-key";
@@ -22,11 +22,22 @@ export async function portalLicense(d: AdminDeps, licenseId: string): Promise<{ 
   return { license: licenseView(license, seatsUsed), activations: activations.map(activationView) };
 }
 
-/** Frees a seat of the customer's own license; another license's installation is not_found to them. */
-export async function portalDeactivate(d: AdminDeps, licenseId: string, address: string | null, activationId: unknown): Promise<ActivationView> {
+/** Frees a seat of one of the customer's own licenses; another license's installation is not_found to them. */
+export async function portalDeactivate(d: AdminDeps, licenseIds: readonly string[], address: string | null, activationId: unknown): Promise<ActivationView> {
   const id = typeof activationId === "string" ? activationId : "";
   const activation = id ? await d.store.getActivation(id) : null;
-  if (!activation || activation.licenseId !== licenseId) throw new KeyturnError("not_found", "No such installation on this licence.");
-  const caller: AdminCaller = { principal: { tokenId: `portal:${licenseId}`, name: "customer", scopes: ["activations:write"] }, address };
+  if (!activation || !licenseIds.includes(activation.licenseId)) throw new KeyturnError("not_found", "No such installation on this licence.");
+  const caller: AdminCaller = { principal: { tokenId: `portal:${activation.licenseId}`, name: "customer", scopes: ["activations:write"] }, address };
   return deactivateActivation(d, caller, id);
+}
+
+/**
+ * A customer signed in by e-mail link reissues a lost key (audit license-rekey, named
+ * `portal:<license id>`): the old key stops working, installations keep their seats, and the new
+ * key goes to the licence's address (the one the link was mailed to), never to the page.
+ */
+export async function portalRekey(d: AdminDeps, licenseId: string, address: string | null): Promise<LicenseView> {
+  if (!d.mail) throw new KeyturnError("not_found", "Keys are reissued by mail, and this site sends none.");
+  const caller: AdminCaller = { principal: { tokenId: `portal:${licenseId}`, name: "customer", scopes: ["licenses:write"] }, address };
+  return (await rekeyLicense(d, caller, licenseId)).license;
 }

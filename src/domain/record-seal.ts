@@ -3,6 +3,7 @@ import { dirname, join } from "node:path";
 import type { SealedChange, SealedValue, Store } from "../store/types";
 import { KeyturnError } from "./errors";
 import { looseMode } from "./keys";
+import { mailBodyContext } from "./mail/outbox";
 import { webhookSecretContext } from "./webhooks/signing";
 
 /** The key file, beside the signing keys: backed up with them, copied with them to every process. */
@@ -19,6 +20,7 @@ const ROTATION_TRIES = 3;
 export const idempotencyAnswerContext = (scope: string, key: string) => `idempotency\n${scope}\n${key}`;
 
 function contextOf(value: SealedValue): string {
+  if (value.kind === "mail-body") return mailBodyContext(value.mailId);
   return value.kind === "webhook-secret" ? webhookSecretContext(value.endpointId) : idempotencyAnswerContext(value.scope, value.key);
 }
 
@@ -214,6 +216,7 @@ export class RecordSeal {
 const encode = (text: string) => new TextEncoder().encode(text);
 
 function describe(value: SealedValue): string {
+  if (value.kind === "mail-body") return "mails in the outbox";
   return value.kind === "webhook-secret" ? `webhook endpoint ${value.endpointId}'s secret` : "Idempotency-Key answers";
 }
 

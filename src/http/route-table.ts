@@ -12,7 +12,9 @@ import { bridgeEventEndpoints, commerceHookEndpoints } from "./endpoints/commerc
 import { consoleEndpoints } from "./endpoints/console";
 import { consoleSupportEndpoints } from "./endpoints/console-support";
 import { adminConsoleSessionEndpoints, consoleSessionPages } from "./endpoints/console-sessions";
+import { consoleMailEndpoints } from "./endpoints/console-mail";
 import { portalEndpoints } from "./endpoints/portal";
+import { portalEmailEndpoints } from "./endpoints/portal-email";
 import { feedEndpoints } from "./endpoints/feeds";
 import { identityEndpoints } from "./endpoints/identity";
 import { licensingEndpoints } from "./endpoints/licensing";
@@ -61,8 +63,14 @@ export function routeTable(services: AppServices, openapi: () => string): Record
       ...adminReleaseEndpoints(services.admin, services.releases, services.selection.controls, services.clock),
       ...sales.admin,
     ],
-    console: [...consoleEndpoints(web, services.audit, services.consoleOpenId), ...consoleSupportEndpoints(web), ...consoleSessionPages(web), ...sales.console],
-    portal: portalEndpoints(web, services.audit),
+    console: [
+      ...consoleEndpoints(web, services.audit, services.consoleOpenId),
+      ...consoleSupportEndpoints(web),
+      ...consoleSessionPages(web),
+      ...consoleMailEndpoints(web),
+      ...sales.console,
+    ],
+    portal: [...portalEndpoints(web, services.audit), ...(services.admin.mail ? portalEmailEndpoints(web, services.audit, services.log) : [])],
     commerce: commerceHookEndpoints(services.bridges),
   };
 }

@@ -124,6 +124,29 @@ const TABLES = [
   },
   { name: "bridge_links", key: "provider, reference", order: "provider, reference", columns: ["provider", "reference", "license_id", "alias"] },
   { name: "bridge_customers", key: "provider, customer", order: "provider, customer", columns: ["provider", "customer", "email", "updated"] },
+  // The mail outbox, its sealed bodies as they are (bound to their ids, opened with the same records.key); leases are not moved.
+  {
+    name: "mail_outbox",
+    key: "id",
+    order: "created, id",
+    columns: [
+      "id",
+      "kind",
+      "license_id",
+      "recipient",
+      "subject",
+      "body",
+      "dedupe",
+      "resend_of",
+      "status",
+      "attempts",
+      "next_attempt",
+      "last_attempt",
+      "last_error",
+      "sent",
+      "created",
+    ],
+  },
 ] as const satisfies readonly Table[];
 
 export type TableName = (typeof TABLES)[number]["name"];

@@ -765,6 +765,67 @@ export const MIGRATIONS: readonly Migration[] = [
       );
       CREATE INDEX trials_by_started ON trials(started);
       CREATE INDEX trials_by_license ON trials(license_id);
+    `,
+  },
+  {
+    version: 17,
+    name: "mail outbox; licences found by e-mail address (portal sign-in by link)",
+    // A mail is written in the transaction of the change that causes it (a licence created, a key
+    // reissued) and sent by a worker that leases it, as webhook deliveries are (src/domain/mail/worker.ts).
+    // `body` is sealed (it may hold a licence key or a sign-in link); `dedupe` makes a reminder written
+    // by two processes at once one mail.
+    sqlite: `
+      CREATE TABLE mail_outbox (
+        id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        license_id TEXT,
+        recipient TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        body TEXT NOT NULL,
+        dedupe TEXT UNIQUE,
+        resend_of TEXT,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'sent', 'failed')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt INTEGER NOT NULL,
+        last_attempt INTEGER,
+        last_error TEXT,
+        sent INTEGER,
+        lease_owner TEXT,
+        lease_until INTEGER,
+        created INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX mail_outbox_due ON mail_outbox(next_attempt) WHERE status = 'pending';
+      CREATE INDEX mail_outbox_by_created ON mail_outbox(created, id);
+      CREATE INDEX mail_outbox_by_license ON mail_outbox(license_id) WHERE license_id IS NOT NULL;
+      CREATE INDEX licenses_by_email ON licenses(lower(email)) WHERE email IS NOT NULL;
+    `,
+    postgres: `
+      CREATE TABLE mail_outbox (
+        id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        license_id TEXT,
+        recipient TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        body TEXT NOT NULL,
+        dedupe TEXT UNIQUE,
+        resend_of TEXT,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'sent', 'failed')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt BIGINT NOT NULL,
+        last_attempt BIGINT,
+        last_error TEXT,
+        sent BIGINT,
+        lease_owner TEXT,
+        lease_until BIGINT,
+        created BIGINT NOT NULL
+      );
+      CREATE INDEX mail_outbox_due ON mail_outbox(next_attempt) WHERE status = 'pending';
+      CREATE INDEX mail_outbox_by_created ON mail_outbox(created, id);
+      CREATE INDEX mail_outbox_by_license ON mail_outbox(license_id) WHERE license_id IS NOT NULL;
+      CREATE INDEX licenses_by_email ON licenses(lower(email)) WHERE email IS NOT NULL;
+    `,
+  },
+  {
     version: 18,
     name: "commerce bridges: the provider events received (one row each, so a replay applies nothing twice) the provider ids that lead to a licence (or to another id that does), and the e-mail of a provider's customer (Paddle names buyers by id)",
     sqlite: `

@@ -1,6 +1,7 @@
 import { SQL } from "bun";
 import { bridgeEventFromRow, bridgeEventParams } from "./bridge-rows";
 import { MIGRATIONS } from "./migrations";
+import { insertMailPostgres } from "./postgres-mail";
 import {
   activationFromRow,
   adminTokenFromRow,
@@ -131,6 +132,7 @@ async function journal<T>(tx: Tx, j: Journal<T>, after: T): Promise<void> {
   if (j.bridge) await insertBridge(tx, j.bridge(after), false);
   const event = j.event?.(after);
   if (event) await insertEvent(tx, event);
+  for (const m of j.mail ?? []) await insertMailPostgres(tx, m);
 }
 
 /**
@@ -179,7 +181,7 @@ export class PostgresStore implements Store {
   }
 
   async createLicense(l: LicenseRecord, j: Journal<LicenseRecord> = {}): Promise<void> {
-    if (!j.audit && !j.event && !j.meters && !j.bridge) {
+    if (!j.audit && !j.event && !j.meters && !j.bridge && !j.mail) {
       await this.sql`INSERT INTO licenses ${this.sql(licenseRow(l))}`;
       return;
     }
@@ -790,9 +792,11 @@ export class PostgresStore implements Store {
     const most = limit ?? null;
     const secrets = await this.sql`SELECT id, secret FROM webhook_endpoints WHERE starts_with(secret, ${prefix}) ORDER BY id LIMIT ${most}`;
     const answers = await this.sql`SELECT scope, key, answer FROM idempotency WHERE starts_with(answer, ${prefix}) ORDER BY scope, key LIMIT ${most}`;
+    const mails = await this.sql`SELECT id, body FROM mail_outbox WHERE starts_with(body, ${prefix}) ORDER BY id LIMIT ${most}`;
     return [
       ...secrets.map((r: Row): SealedValue => ({ kind: "webhook-secret", endpointId: r.id as string, value: r.secret as string })),
       ...answers.map((r: Row): SealedValue => ({ kind: "idempotency-answer", scope: r.scope as string, key: r.key as string, value: r.answer as string })),
+      ...mails.map((r: Row): SealedValue => ({ kind: "mail-body", mailId: r.id as string, value: r.body as string })),
     ];
   }
 
@@ -808,13 +812,16 @@ export class PostgresStore implements Store {
         if (kept.count !== 1) throw changed;
         for (const v of values) {
           const result =
-            v.kind === "webhook-secret"
-              ? await tx`UPDATE webhook_endpoints SET secret = ${v.after} WHERE id = ${v.endpointId} AND secret = ${v.value}`
-              : await tx`UPDATE idempotency SET answer = ${v.after} WHERE scope = ${v.scope} AND key = ${v.key} AND answer = ${v.value}`;
+            v.kind === "mail-body"
+              ? await tx`UPDATE mail_outbox SET body = ${v.after} WHERE id = ${v.mailId} AND body = ${v.value}`
+              : v.kind === "webhook-secret"
+                ? await tx`UPDATE webhook_endpoints SET secret = ${v.after} WHERE id = ${v.endpointId} AND secret = ${v.value}`
+                : await tx`UPDATE idempotency SET answer = ${v.after} WHERE scope = ${v.scope} AND key = ${v.key} AND answer = ${v.value}`;
           if (result.count !== 1) throw changed;
         }
         const [held] = await tx`SELECT (SELECT count(*) FROM webhook_endpoints WHERE starts_with(secret, ${prefix}))
-          + (SELECT count(*) FROM idempotency WHERE starts_with(answer, ${prefix})) AS n`;
+          + (SELECT count(*) FROM idempotency WHERE starts_with(answer, ${prefix}))
+          + (SELECT count(*) FROM mail_outbox WHERE starts_with(body, ${prefix})) AS n`;
         if (num(held.n) !== values.length) throw changed;
       });
       return true;

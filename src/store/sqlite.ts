@@ -2,6 +2,7 @@ import { Database, type Statement } from "bun:sqlite";
 import { chmodSync, closeSync, fchmodSync, openSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { MIGRATIONS } from "./migrations";
+import { insertMailSqlite } from "./sqlite-mail";
 import {
   activationFromRow,
   adminTokenFromRow,
@@ -248,7 +249,7 @@ export class SqliteStore implements Store {
   }
 
   async createLicense(l: LicenseRecord, journal: Journal<LicenseRecord> = {}): Promise<void> {
-    if (!journal.audit && !journal.event && !journal.meters && !journal.bridge) {
+    if (!journal.audit && !journal.event && !journal.meters && !journal.bridge && !journal.mail) {
       this.q.insertLicense.run(licenseParams(l));
       return;
     }
@@ -374,6 +375,7 @@ export class SqliteStore implements Store {
     if (journal.bridge) this.insertBridge(journal.bridge(after), false);
     const event = journal.event?.(after);
     if (event) this.insertEvent(event);
+    for (const m of journal.mail ?? []) insertMailSqlite(this.db, m);
   }
 
   /** The event's row and its links; a recorded event throws (`orIgnore`: answers false instead). */
@@ -895,9 +897,11 @@ export class SqliteStore implements Store {
     const answers = this.db
       .query("SELECT scope, key, answer FROM idempotency WHERE substr(answer, 1, length(?1)) = ?1 ORDER BY scope, key LIMIT ?2")
       .all(prefix, limit) as Row[];
+    const mails = this.db.query("SELECT id, body FROM mail_outbox WHERE substr(body, 1, length(?1)) = ?1 ORDER BY id LIMIT ?2").all(prefix, limit) as Row[];
     return [
       ...secrets.map((r): SealedValue => ({ kind: "webhook-secret", endpointId: r.id as string, value: r.secret as string })),
       ...answers.map((r): SealedValue => ({ kind: "idempotency-answer", scope: r.scope as string, key: r.key as string, value: r.answer as string })),
+      ...mails.map((r): SealedValue => ({ kind: "mail-body", mailId: r.id as string, value: r.body as string })),
     ];
   }
 
@@ -912,13 +916,19 @@ export class SqliteStore implements Store {
         if (kept.changes !== 1) throw changed;
         const secret = this.db.query("UPDATE webhook_endpoints SET secret = ? WHERE id = ? AND secret = ?");
         const answer = this.db.query("UPDATE idempotency SET answer = ? WHERE scope = ? AND key = ? AND answer = ?");
+        const mail = this.db.query("UPDATE mail_outbox SET body = ? WHERE id = ? AND body = ?");
         for (const v of values) {
-          const result = v.kind === "webhook-secret" ? secret.run(v.after, v.endpointId, v.value) : answer.run(v.after, v.scope, v.key, v.value);
+          const result =
+            v.kind === "mail-body"
+              ? mail.run(v.after, v.mailId, v.value)
+              : v.kind === "webhook-secret"
+                ? secret.run(v.after, v.endpointId, v.value)
+                : answer.run(v.after, v.scope, v.key, v.value);
           if (result.changes !== 1) throw changed;
         }
         const held = this.db
           .query(
-            "SELECT (SELECT count(*) FROM webhook_endpoints WHERE substr(secret, 1, length(?1)) = ?1) + (SELECT count(*) FROM idempotency WHERE substr(answer, 1, length(?1)) = ?1) AS n",
+            "SELECT (SELECT count(*) FROM webhook_endpoints WHERE substr(secret, 1, length(?1)) = ?1) + (SELECT count(*) FROM idempotency WHERE substr(answer, 1, length(?1)) = ?1) + (SELECT count(*) FROM mail_outbox WHERE substr(body, 1, length(?1)) = ?1) AS n",
           )
           .get(prefix) as Row;
         if (held.n !== values.length) throw changed;

@@ -1,3 +1,5 @@
+import type { NewMail } from "./mail-types";
+
 /**
  * The records behind one interface. Every method is async so the SQLite store (default) and the
  * PostgreSQL store are interchangeable; callers never see SQL. Times are milliseconds since the epoch.
@@ -221,6 +223,8 @@ export interface Journal<T> {
    * transaction: an event already recorded fails the write (nothing of it is applied twice).
    */
   readonly bridge?: (after: T) => BridgeWrite;
+  /** Mails the change sends (a licence's key to its holder), written to the outbox in its transaction. */
+  readonly mail?: readonly NewMail[];
 }
 
 /** One provider event a commerce bridge received (src/domain/commerce/), and what came of it. */
@@ -450,7 +454,8 @@ export interface DayCount {
 /** A value sealed with the records key (src/domain/record-seal.ts), by the row that holds it. */
 export type SealedValue =
   | { readonly kind: "webhook-secret"; readonly endpointId: string; readonly value: string }
-  | { readonly kind: "idempotency-answer"; readonly scope: string; readonly key: string; readonly value: string };
+  | { readonly kind: "idempotency-answer"; readonly scope: string; readonly key: string; readonly value: string }
+  | { readonly kind: "mail-body"; readonly mailId: string; readonly value: string };
 
 export type SealedChange = SealedValue & { readonly after: string };
 

@@ -6,15 +6,18 @@ import type { Session } from "../../domain/console-sessions";
 import { KeyturnError } from "../../domain/errors";
 import { answerLastsUntil, answerOfflineRequestOf } from "../../domain/offline-activation";
 import { portalDeactivate, portalLicense } from "../../domain/portal";
+import { licencesOfSession, portalLicenceOf } from "../../domain/portal-link";
+import { portalEmailHome } from "./portal-email";
 import type { Release } from "../../domain/releases/release-index";
 import { termsOfLicence } from "../../domain/releases/licence-terms";
+import type { LicenseView } from "../../domain/events";
 import type { ConsoleDeps, Outcome } from "../deps";
 import { html, type Html } from "../html";
 import { actionForm, labelFor, csrfField, notice, portalPage, when } from "../layout";
 
-/** Where the portal's download of a lane's newest installer is. */
-const downloadPath = (product: string | null, channel: string, platform: string) =>
-  `/portal/download/${encodeURIComponent(product ?? "-")}/${encodeURIComponent(channel)}/${encodeURIComponent(platform)}`;
+/** Where the portal's download of a lane's newest installer is (a licence of an e-mail sign-in names itself in the path). */
+export const downloadPath = (product: string | null, channel: string, platform: string, licenseId?: string) =>
+  `/portal/${licenseId ? `licenses/${encodeURIComponent(licenseId)}/` : ""}download/${encodeURIComponent(product ?? "-")}/${encodeURIComponent(channel)}/${encodeURIComponent(platform)}`;
 
 /** The installation a portal download is chosen for: the license itself, so a staged rollout treats it as one steady installation. */
 /** The portal's downloads are offered as an installation of the licence would be: its terms included. */
@@ -24,19 +27,25 @@ const portalInstallation = (l: { id: string; updatesUntil?: number | null; featu
   ...termsOfLicence(l),
 });
 
-export function portalSignInPage(message?: string, ref?: string): Outcome {
+export function portalSignInPage(message?: string, ref?: string, emailSignIn = false): Outcome {
   const body = html`${message ? notice(message, true) : ""}${ref ? html`<p class="muted">Reference: <code>${ref}</code> (license_unknown)</p>` : ""}<p>Sign in with your licence key to see your installations, free a seat, download the newest installer or activate a computer offline.</p>
 <form class="stack" method="post" action="/portal/sign-in"><label>Licence key <input name="key" required maxlength="200" autocomplete="off" spellcheck="false"></label><button type="submit">Sign in</button></form>
-<p class="muted">Your key is sent once; the site keeps your sign-in for 30 minutes, the browser only a session cookie.</p>`;
+<p class="muted">Your key is sent once; the site keeps your sign-in for 30 minutes, the browser only a session cookie.</p>${emailSignIn ? emailSignInForm() : ""}`;
   return { page: portalPage({ title: "Your licence", session: null, body }), status: ref ? 403 : message ? 401 : 200 };
 }
 
+/** Lost the key: a one-time sign-in link to the licences' address (offered when the site sends mail). */
+export const emailSignInForm = () =>
+  html`<h2>Lost your key?</h2><p>Type the e-mail address your licence was bought with: we mail it a link that signs you in to every licence under it, where you can have a new key sent.</p>
+<form class="stack" method="post" action="/portal/sign-in/email"><label>E-mail address <input name="email" type="email" required maxlength="254" autocomplete="email"></label><button type="submit">Mail me a sign-in link</button></form>`;
+
 /** The newest installer of each lane of the license's channels (the one the update path would serve it). */
-async function downloads(
+export async function downloads(
   deps: ConsoleDeps,
-  license: { id: string; updatesUntil: number | null; features: readonly string[] },
-  channels: readonly string[],
+  view: Pick<LicenseView, "id" | "updatesUntil" | "features" | "channels">,
 ): Promise<{ product: string | null; channel: string; platform: string; release: Release }[]> {
+  const license = { id: view.id, updatesUntil: view.updatesUntil === null ? null : Date.parse(view.updatesUntil), features: view.features };
+  const channels = view.channels;
   const index = deps.releases.current;
   if (!index) return [];
   const products = deps.variant.products.length ? deps.variant.products : [null];
@@ -51,12 +60,9 @@ async function downloads(
 }
 
 export async function portalHome(deps: ConsoleDeps, session: Session, message?: string, answer?: Html): Promise<Outcome> {
-  const { license: l, activations } = await portalLicense(deps.admin, session.licenseId!);
-  const files = await downloads(
-    deps,
-    { id: l.id, updatesUntil: l.updatesUntil === null ? null : Date.parse(l.updatesUntil), features: l.features },
-    l.channels,
-  );
+  if (session.licenseId === null) return portalEmailHome(deps, session, message, answer);
+  const { license: l, activations } = await portalLicense(deps.admin, session.licenseId);
+  const files = await downloads(deps, l);
   const live = activations.filter((a) => !a.deactivated);
   const body = html`${message ? notice(message) : ""}
 <p>Licence of <strong id="licensee">${l.licensee}</strong> (${l.organization}). Seats used: <span id="seats">${l.seatsUsed ?? 0} / ${l.seats}</span>. Expires: ${when(l.expires)}.${l.updatesUntil ? html` Updates until: <span id="updates-until">${when(l.updatesUntil)}</span>.` : ""}${l.revoked ? html` <strong class="status-bad">Revoked.</strong>` : ""}</p>
@@ -74,24 +80,32 @@ ${live.length === 0 ? html`<p>No computer holds a seat.</p>` : ""}
 }
 
 export async function portalDeactivateAction(deps: ConsoleDeps, session: Session, address: string | null, id: string): Promise<Outcome> {
-  await portalDeactivate(deps.admin, session.licenseId!, address, id);
+  await portalDeactivate(deps.admin, await licencesOfSession(deps.admin, session), address, id);
   return { redirect: "/portal/" };
 }
 
 export async function portalOfflineAction(deps: ConsoleDeps, session: Session, address: string | null, form: URLSearchParams): Promise<Outcome> {
+  const licenseId = await portalLicenceOf(deps.admin, session, form.get("license"));
   const { code } = decode(PortalOfflineModel, { code: form.get("code") ?? undefined });
-  const answer = await answerOfflineRequestOf({ variant: deps.variant, licensing: deps.licensing, store: deps.admin.store }, session.licenseId!, code, {
+  const answer = await answerOfflineRequestOf({ variant: deps.variant, licensing: deps.licensing, store: deps.admin.store }, licenseId, code, {
     address,
   });
   const shown = html`${notice("Paste this answer code into the program. It holds this computer's seat.")}
 <p id="answer-valid-until">${answerLastsUntil(answer.entitlement)}</p>
 <p><textarea id="answer-code" readonly aria-label="Answer code">${answer.answer}</textarea> <button type="button" class="plain" data-copy="answer-code" hidden>Copy answer code</button></p>`;
-  return portalHome(deps, session, undefined, shown);
+  return session.licenseId === null ? portalEmailHome(deps, session, undefined, shown, licenseId) : portalHome(deps, session, undefined, shown);
 }
 
 /** The installer a portal download link names, if the license's channels hold it. */
-export async function portalInstaller(deps: ConsoleDeps, session: Session, product: string, channel: string, platform: string): Promise<Release> {
-  const license = await deps.admin.store.getLicense(session.licenseId!);
+export async function portalInstaller(
+  deps: ConsoleDeps,
+  session: Session,
+  product: string,
+  channel: string,
+  platform: string,
+  named?: string,
+): Promise<Release> {
+  const license = await deps.admin.store.getLicense(await portalLicenceOf(deps.admin, session, named));
   if (!license) throw new KeyturnError("license_unknown", "The licence is no longer known.");
   requireLive(license, deps.clock());
   const p = product === "-" ? null : product;

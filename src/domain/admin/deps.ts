@@ -5,6 +5,7 @@ import type { AuditRecord, Store } from "../../store/types";
 import type { AuditAction } from "../audit";
 import type { Clock } from "../clock";
 import { KeyturnError } from "../errors";
+import type { MailOutbox } from "../mail/outbox";
 import type { RecordSeal } from "../record-seal";
 import type { DestinationPolicy } from "../webhooks/destination";
 import { newId } from "../ids";
@@ -55,6 +56,8 @@ export interface AdminDeps {
   readonly seal?: RecordSeal;
   /** The license public keys the feed publishes to mirrors; none when absent (commands that do not serve). */
   readonly keys?: KeyRing;
+  /** Mails a licence's key to its holder's address (--smtp-url); nothing is mailed when absent. */
+  readonly mail?: MailOutbox;
   /** The configuration's plans (`[plans.NAME]`); none when absent. */
   readonly plans?: Plans;
 }

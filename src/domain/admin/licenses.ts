@@ -160,6 +160,9 @@ export async function createLicense(
     event: (l: LicenseRecord) => newEvent("license.created", { license: licenseView(l, 0) }, now),
     meters: meterSet(license.id, input.meters, now),
     bridge,
+    // Whoever creates it (admin API, console, command line, a shop's bridge), the key goes to the
+    // holder's address with the licence, in its transaction; a replayed Idempotency-Key writes neither.
+    mail: await d.mail?.licenceCreated(license, key),
   };
   if (idempotencyKey === undefined) {
     await d.store.createLicense(license, journal);
@@ -348,6 +351,7 @@ export async function rekeyLicense(d: AdminDeps, caller: AdminCaller, keyOrId: u
       // A portal session opened with the old key (perhaps a leaked one) ends with it.
       endsPortalSessions: now,
       event: (l) => newEvent("license.updated", { license: licenseView(l), changed: ["key"] }, now),
+      mail: await d.mail?.keyReissued(current, key),
     },
   );
   if (result.outcome !== "updated") throw new KeyturnError("not_found", `No licence ${current.id}.`);

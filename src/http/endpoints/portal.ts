@@ -63,7 +63,8 @@ export function portalEndpoints(deps: ConsoleDeps, audit: Audit): Endpoint[] {
       budget: "api",
       audit: "request",
       errors: [],
-      handler: async ({ session }) => webAnswer(session ? await portalHome(deps, session) : portalSignInPage()),
+      handler: async ({ session }) =>
+        webAnswer(session ? await portalHome(deps, session) : portalSignInPage(undefined, undefined, deps.admin.mail !== undefined)),
     }),
     endpoint({
       method: "POST",
@@ -76,7 +77,10 @@ export function portalEndpoints(deps: ConsoleDeps, audit: Audit): Endpoint[] {
       // An unknown key is shown the form again with why; other refusals are the refusal page.
       page: {
         back: HOME,
-        refused: (e) => (e.code === "license_unknown" ? webAnswer(portalSignInPage("That key is not known. Check it and try again.", e.ref)) : null),
+        refused: (e) =>
+          e.code === "license_unknown"
+            ? webAnswer(portalSignInPage("That key is not known. Check it and try again.", e.ref, deps.admin.mail !== undefined))
+            : null,
       },
       errors: [],
       handler: async ({ form, context }) => {
