@@ -12,6 +12,7 @@ import { consoleSupportEndpoints } from "./endpoints/console-support";
 import { adminConsoleSessionEndpoints, consoleSessionPages } from "./endpoints/console-sessions";
 import { portalEndpoints } from "./endpoints/portal";
 import { feedEndpoints } from "./endpoints/feeds";
+import { feedCredentialEndpoints } from "./endpoints/feed-credentials";
 import { identityEndpoints } from "./endpoints/identity";
 import { licensingEndpoints } from "./endpoints/licensing";
 import { releasesEndpoints } from "./endpoints/releases";
@@ -41,7 +42,7 @@ export function routeTable(services: AppServices, openapi: () => string): Record
     licensing: licensingEndpoints(services.licensing),
     updates: updateEndpoints(services.variant, services.releases, services.selection),
     releases: releasesEndpoints(services.variant, services.releases, services.selection),
-    feeds: feedEndpoints(services.feeds),
+    feeds: feedCredentialEndpoints(services.feedCredentials, services.feeds.baseUrl, feedEndpoints(services.feeds)),
     identity: identityEndpoints(services.staffSignIn),
     site: siteEndpoints(services.site, openapi),
     admin: [

@@ -210,30 +210,50 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
     method: "GET",
     path: `${lanePath("velopack")}/{file}`,
     summary:
-      "Velopack's releases.{os}.json: the full packages of the site's platforms of that system this installation may install, FileName on the update path",
+      "Velopack's releases.{os}.json: the full packages of the site's platforms of that system this installation may install, FileName relative to the feed (the client saves the package under that name), and those packages",
     auth: "entitlement",
     budget: "api",
     audit: "update",
-    params: [...productParam, channelParam, { name: "file", description: "releases.win.json, releases.osx.json or releases.linux.json" }],
+    params: [
+      ...productParam,
+      channelParam,
+      { name: "file", description: "releases.win.json, releases.osx.json or releases.linux.json; or a package (-full.nupkg) a feed names" },
+    ],
     answers: {
       "200": {
-        description: '{ "Assets": [{ PackageId, Version, Type, FileName, SHA1, SHA256, Size, NotesMarkdown }] }',
-        content: { "application/json": { schema: { type: "object", required: ["Assets"] } } },
+        description: '{ "Assets": [{ PackageId, Version, Type, FileName, SHA1, SHA256, Size, NotesMarkdown }] }, or the package',
+        content: {
+          "application/json": { schema: { type: "object", required: ["Assets"] } },
+          "application/octet-stream": { schema: { type: "string", format: "binary" } },
+        },
         headers: DOCUMENT_HEADERS,
+      },
+      "206": {
+        description: "A range of the package",
+        content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+        headers: ["ETag", "Accept-Ranges"],
       },
       "304": NOT_MODIFIED,
     },
-    errors: [...FEED_ERRORS],
+    errors: [...FEED_ERRORS, "unavailable", "range_not_satisfiable"],
     handler: async ({ request, params: p, principal, sightedOn }) => {
       const { product, channel } = laneOf(p);
       const caller = callerOf(principal);
-      const os = VELOPACK_FILE.exec(p.file ?? "");
-      const platforms = os ? velopackPlatforms(os[1]!, v.platforms) : [];
+      const file = p.file ?? "";
+      const os = VELOPACK_FILE.exec(file);
+      if (!os) {
+        // A package the feed names: FileName is relative, because the client saves the package under it (velopack src/lib-rust/src/manager.rs).
+        const index = await feeds.lane(caller, product, channel);
+        const release = isInstallerName(file) ? await feeds.fileOf(index, caller, product, channel, v.platforms, file) : null;
+        if (!release?.manifest.feeds?.velopack) throw new KeyturnError("not_found", "There is nothing at this address.");
+        return serveFileRanges(request, feeds.installerPath(release), release.manifest.size, installerEtag(release), release.manifest.installer);
+      }
+      const platforms = velopackPlatforms(os[1]!, v.platforms);
       if (platforms.length === 0) throw new KeyturnError("not_found", "There is nothing at this address.");
       const index = await feeds.lane(caller, product, channel);
       const listed = await feeds.listed(index, caller, product, channel, platforms, (r) => r.manifest.feeds?.velopack !== undefined);
       if (listed[0]) sightedOn(laneName(product, channel, listed[0].manifest.platform));
-      const assets = listed.map((r) => ({ ...r.manifest.feeds!.velopack!, release: r, url: updateUrl(r), notes: notesOf(r) }));
+      const assets = listed.map((r) => ({ ...r.manifest.feeds!.velopack!, release: r, notes: notesOf(r) }));
       return feedDocument(request, velopackJson(assets), "application/json");
     },
   });
