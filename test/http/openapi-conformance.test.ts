@@ -330,7 +330,7 @@ async function runVariant(variant: VariantName) {
     const previewFeed = [product, "preview"].filter(Boolean).join("/");
     const FE = `/feeds/electron/${P}{channel}/{file}`;
     const FT = `/feeds/tauri/${P}{channel}/{target}/{arch}/{current_version}`;
-    const FS = `/feeds/sparkle/${P}{channel}/appcast.xml`;
+    const FS = `/feeds/sparkle/${P}{channel}/{file}`;
     const FV = `/feeds/velopack/${P}{channel}/{file}`;
     const FVC = `/feeds/credential/{credential}/velopack/${P}{channel}/{file}`;
     const credentialFeed = (credential: string, lane_ = laneOfFeed, file = "releases.win.json") => `/feeds/credential/${credential}/velopack/${lane_}/${file}`;
@@ -432,7 +432,7 @@ async function runVariant(variant: VariantName) {
     await GET(FT, `/feeds/tauri/${laneOfFeed}/windows/x86_64/9.0.0`, auth, "tauri nothing newer", 204);
     await GET(FT, `/feeds/tauri/${laneOfFeed}/windows/x86_64/not%20a%20version`, auth, "tauri bad version", 400, "invalid_request");
     await GET(FT, `/feeds/tauri/${laneOfFeed}/beos/x86_64/1.0.0`, auth, "tauri unknown target", 404, "not_found");
-    await GET(FT, `/feeds/tauri/${previewFeed}/windows/x86_64/1.0.0`, auth, "nothing released on preview", 404, "no_release");
+    await GET(FT, `/feeds/tauri/${laneOfFeed}/darwin/aarch64/1.0.0`, auth, "nothing released for macOS: no update", 204);
     await GET(
       FT,
       `/feeds/tauri/${previewFeed}/windows/x86_64/1.0.0`,
