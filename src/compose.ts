@@ -15,6 +15,7 @@ import { ConsoleOpenId, consoleScopes } from "./domain/identity/console-sign-in"
 import { ConsoleSessions } from "./domain/console-sessions";
 import { AdoptionRecorder } from "./domain/adoption";
 import { FeedService } from "./domain/releases/feeds";
+import { FeedCredentials } from "./domain/feed-credential";
 import { ReleaseHolder } from "./domain/releases/holder";
 import { InstallerVerifier } from "./domain/releases/installer-verification";
 import { MailOutbox } from "./domain/mail/outbox";
@@ -279,6 +280,16 @@ export async function compose(
       bridges: new CommerceBridges(admin, config.bridges),
       selection,
       feeds: new FeedService(config.variant, config.baseUrl, releases, selection),
+      feedCredentials: new FeedCredentials({
+        variant: config.variant,
+        baseUrl: config.baseUrl,
+        issuer: mirrorConfig?.of ?? config.baseUrl,
+        keys,
+        clock,
+        signer: signerNow,
+        status: knowledge ?? new RecordsStatusSource(store),
+        mirrorOf: mirrorConfig?.of ?? null,
+      }),
       adoption,
     },
   };

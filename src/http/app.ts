@@ -4,6 +4,7 @@ import { authenticateAdmin } from "../domain/admin/tokens";
 import { authMacros } from "./auth";
 import { VERSION } from "../version";
 import { bearerToken } from "./bearer";
+import { credentialOfPath } from "./endpoints/feed-credentials";
 import type { AppServices } from "./deps";
 import { API_PREFIX, fullPath, type Endpoint } from "./endpoint";
 import { frontDoor } from "./front-door";
@@ -46,6 +47,7 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
   const auth = authMacros({
     sessions: sessionGate(services.consoleSessions, services.consoleOpenId !== null, services.origin),
     authenticate: (request) => services.licensing.authenticate(bearerToken(request)),
+    authenticateFeedCredential: (path) => services.feedCredentials.authenticate(credentialOfPath(path)),
     authenticateAdmin: (request) => authenticateAdmin(services.admin, bearerToken(request, "admin")),
     exchangeOf,
     finish: life.finish,

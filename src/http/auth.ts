@@ -35,6 +35,8 @@ export interface Authenticated {
 export interface AuthDeps<X extends Authenticated> {
   /** The bearer check of entitlement routes; throws the entitlement_* refusal. */
   readonly authenticate: (request: Request) => Promise<Principal>;
+  /** The check of a feed credential in the path (feed-credential.ts); throws the entitlement_* refusal. */
+  readonly authenticateFeedCredential: (path: string) => Promise<Principal>;
   /** The bearer check of admin routes; throws admin_token_invalid. */
   readonly authenticateAdmin: (request: Request) => Promise<AdminPrincipal>;
   /** The console's and portal's session check. */
@@ -96,6 +98,14 @@ export function authMacros<X extends Authenticated>(deps: AuthDeps<X>) {
           }
         : { resolve: async ({ request }: { request: Request }) => ({ principal: await entitle(exchangeOf(request)) }) },
 
+    /** A feed credential in the path stands for the installation as its bearer token does (feed routes take no body). */
+    feedCredential: {
+      async resolve({ request }: { request: Request }) {
+        const exchange = exchangeOf(request);
+        return { principal: (exchange.principal ??= await deps.authenticateFeedCredential(exchange.target.path)) };
+      },
+    },
+
     adminScope: ({ scope, at }: { scope: Scope; at: Checkpoint }) =>
       at === "before-body"
         ? {
@@ -151,6 +161,7 @@ export function macrosOf(e: Endpoint) {
   const auth: Auth = e.auth;
   return {
     ...(auth === "entitlement" ? { entitlement: at } : {}),
+    ...(auth === "feed-credential" ? { feedCredential: true } : {}),
     ...(typeof auth === "object" ? { adminScope: { scope: auth.scope, at } } : {}),
     ...(auth === "console-session" || auth === "console-session-if-any" ? { consoleSession: auth === "console-session" } : {}),
     ...(auth === "portal-session" || auth === "portal-session-if-any" ? { portalSession: auth === "portal-session" } : {}),

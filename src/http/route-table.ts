@@ -16,6 +16,7 @@ import { consoleMailEndpoints } from "./endpoints/console-mail";
 import { portalEndpoints } from "./endpoints/portal";
 import { portalEmailEndpoints } from "./endpoints/portal-email";
 import { feedEndpoints } from "./endpoints/feeds";
+import { feedCredentialEndpoints } from "./endpoints/feed-credentials";
 import { identityEndpoints } from "./endpoints/identity";
 import { licensingEndpoints } from "./endpoints/licensing";
 import { releasesEndpoints } from "./endpoints/releases";
@@ -48,7 +49,7 @@ export function routeTable(services: AppServices, openapi: () => string): Record
     licensing: [...licensingEndpoints(services.licensing), ...usageEndpoints(services.metering), ...trialEndpoints(services.trials)],
     updates: updateEndpoints(services.variant, services.releases, services.selection),
     releases: releasesEndpoints(services.variant, services.releases, services.selection),
-    feeds: feedEndpoints(services.feeds),
+    feeds: feedCredentialEndpoints(services.feedCredentials, services.feeds.baseUrl, feedEndpoints(services.feeds)),
     identity: identityEndpoints(services.staffSignIn),
     site: siteEndpoints(services.site, openapi),
     admin: [

@@ -22,7 +22,11 @@ describe("the kit and a licence's terms", () => {
     s = await releaseSite(
       "alpha",
       {},
-      { plans: { perpetual: { title: "Perpetual", seats: 2, channels: ["stable"], features: ["export-pdf", "max-projects=50"], updatesFor: "365d" } } },
+      {
+        tables: {
+          plans: { perpetual: { title: "Perpetual", seats: 2, channels: ["stable"], features: ["export-pdf", "max-projects=50"], updatesFor: "365d" } },
+        },
+      },
     );
     written["1.0.0"] = s.tree.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00" });
     written["1.1.0"] = s.tree.add({ version: "1.1.0", released: "2026-10-01T00:00:00+00:00" });

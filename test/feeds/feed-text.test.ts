@@ -12,7 +12,9 @@ const CLEAN = "x".repeat(FORBIDDEN.length - 1) + KEPT;
 /** Any character XML 1.0 forbids, as the standard's Char production states it. */
 const forbidden = (text: string) => /[^\t\n\r\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u.test(text);
 
-const release = { manifest: { version: "2.0.0", released: Date.parse("2026-10-01T00:00:00Z"), size: 1234, sha256: "ab".repeat(32) } } as unknown as Release;
+const release = {
+  manifest: { version: "2.0.0", installer: "Alpha-2.0.0-full.nupkg", released: Date.parse("2026-10-01T00:00:00Z"), size: 1234, sha256: "ab".repeat(32) },
+} as unknown as Release;
 
 /** Python's XML parser (an independent one): the document's text of `path`, or the parse error. */
 function pythonXml(xml: string, path: string): { ok: boolean; text: string } {
@@ -36,7 +38,7 @@ describe("every feed strips what XML 1.0 forbids, keeps the rest", () => {
   test("the Sparkle appcast stays valid XML for Python's parser; the notes come back without the forbidden characters", () => {
     const xml = sparkleAppcast({
       title: `Alpha ${HOSTILE}`,
-      items: [{ release, url: "https://licenses.example.com/x", edSignature: "sig", bundleVersion: "200", notes: HOSTILE }],
+      items: [{ release, url: "https://licenses.example.com/x", edSignature: "sig", bundleVersion: "200", notes: HOSTILE, critical: true }],
     });
     expect(forbidden(xml)).toBe(false);
     const description = pythonXml(xml, "channel/item/description");
@@ -50,7 +52,7 @@ describe("every feed strips what XML 1.0 forbids, keeps the rest", () => {
   test("electron-updater's YAML, Tauri's and Velopack's JSON carry the notes without them", () => {
     const yaml = electronYaml({
       version: `2.0.0${"\uffff"}`,
-      files: [{ url: "a\u0001.exe", sha512: "x", size: 1 }],
+      files: [{ url: "a\u0001.exe", sha512: "x", size: 1, blockMapSize: null }],
       releaseDate: "2026-10-01T00:00:00.000Z",
       notes: HOSTILE,
     });
@@ -64,7 +66,7 @@ describe("every feed strips what XML 1.0 forbids, keeps the rest", () => {
     );
     expect([tauri.notes, tauri.signature]).toEqual([CLEAN, "s"]);
 
-    const velopack = JSON.parse(velopackJson([{ packageId: "Alpha\ud800", sha1: "ab", release, url: "Alpha-2.0.0-full.nupkg", notes: HOSTILE }]));
+    const velopack = JSON.parse(velopackJson([{ packageId: "Alpha\ud800", sha1: "ab", release, notes: HOSTILE }]));
     expect([velopack.Assets[0].NotesMarkdown, velopack.Assets[0].PackageId]).toEqual([CLEAN, "Alpha"]);
     for (const text of [yaml, JSON.stringify(tauri), JSON.stringify(velopack)]) expect(forbidden(text)).toBe(false);
   });

@@ -177,7 +177,15 @@ async function runVariant(variant: VariantName) {
     const tree = new ReleaseTree(variant);
     cleanups.push(() => tree.remove());
     generateKeyFiles(tree.keysDir, v.defaultLicenseKid);
-    const older = tree.add({ version: "0.9.0", released: "2026-09-01T00:00:00+00:00" });
+    // The older release is also Velopack's full package (its feed serves the package itself).
+    const nupkg = Buffer.from("velopack package bytes");
+    const older = tree.add({
+      version: "0.9.0",
+      released: "2026-09-01T00:00:00+00:00",
+      installer: "App-0.9.0-full.nupkg",
+      installerBytes: nupkg,
+      fields: { feeds: { velopack: { packageId: "App", sha1: new Bun.CryptoHasher("sha1").update(nupkg).digest("hex") } } },
+    });
     // Its feed files: a Tauri signature and an electron blockmap (their bytes need only match the manifest here).
     const installerName = `${product ?? v.name}-1.0.0-win-x64.exe`;
     const feedFiles = { [`${installerName}.sig`]: "dGF1cmkgc2lnbmF0dXJl", [`${installerName}.blockmap`]: "blockmap" };
@@ -309,10 +317,16 @@ async function runVariant(variant: VariantName) {
     // --- tokens in every state
     const live = await activate();
     const stableOnly = await activate(["stable"]);
+    // Feed credentials (POST /feeds/credential), made while their tokens were good.
+    const credentialOf = async (token: string) => (await POST(site, "/feeds/credential", { token }, "feed credential", 200)).credential as string;
     const gone = await activate();
+    const goneCredential = await credentialOf(gone.token);
     await POST(site, "/entitlements/deactivate", { token: gone.token }, "deactivate", 200);
     const revokedLater = await activate();
+    const revokedCredential = await credentialOf(revokedLater.token);
     await site.admin.revokeLicense(revokedLater.licenseId);
+    const liveCredential = await credentialOf(live.token);
+    const stableOnlyCredential = await credentialOf(stableOnly.token);
     const expiredRecord = await activate();
     db.query("UPDATE licenses SET expires = ? WHERE id = ?").run(clock() - 1000, expiredRecord.licenseId);
 
@@ -324,8 +338,10 @@ async function runVariant(variant: VariantName) {
     const previewFeed = [product, "preview"].filter(Boolean).join("/");
     const FE = `/feeds/electron/${P}{channel}/{file}`;
     const FT = `/feeds/tauri/${P}{channel}/{target}/{arch}/{current_version}`;
-    const FS = `/feeds/sparkle/${P}{channel}/appcast.xml`;
+    const FS = `/feeds/sparkle/${P}{channel}/{file}`;
     const FV = `/feeds/velopack/${P}{channel}/{file}`;
+    const FVC = `/feeds/credential/{credential}/velopack/${P}{channel}/{file}`;
+    const credentialFeed = (credential: string, lane_ = laneOfFeed, file = "releases.win.json") => `/feeds/credential/${credential}/velopack/${lane_}/${file}`;
     const bearerGets: [string, string][] = [
       ["/entitlements/current", "/entitlements/current"],
       ["/releases", "/releases"],
@@ -335,7 +351,7 @@ async function runVariant(variant: VariantName) {
       [FS, `/feeds/sparkle/${laneOfFeed}/appcast.xml`],
       [FV, `/feeds/velopack/${laneOfFeed}/releases.win.json`],
     ];
-    const bearerPosts = ["/entitlements/refresh", "/entitlements/deactivate", "/entitlements/usage"];
+    const bearerPosts = ["/entitlements/refresh", "/entitlements/deactivate", "/entitlements/usage", "/feeds/credential"];
     const refreshBody = (d: object) => ({ body: { device: d } });
     const usageBody = (amount: number, idempotencyKey: string = crypto.randomUUID(), meter = "exports") => ({ body: { meter, amount, idempotencyKey } });
 
@@ -345,6 +361,10 @@ async function runVariant(variant: VariantName) {
       await GET(template, path, { token: gone.token }, "deactivated", 401, "entitlement_revoked");
       await GET(template, path, { token: revokedLater.token }, "license revoked", 403, "license_revoked");
     }
+    await GET(FVC, credentialFeed("a.b.c"), {}, "not a credential", 401, "entitlement_invalid");
+    await GET(FVC, credentialFeed(live.token), {}, "a token in the credential's place", 401, "entitlement_invalid");
+    await GET(FVC, credentialFeed(goneCredential), {}, "deactivated", 401, "entitlement_revoked");
+    await GET(FVC, credentialFeed(revokedCredential), {}, "license revoked", 403, "license_revoked");
     for (const path of bearerPosts) {
       const body = path.endsWith("refresh") ? refreshBody(live.dev) : path.endsWith("usage") ? usageBody(1) : {};
       await POST(site, path, { ...body }, "no token", 401, "entitlement_invalid");
@@ -358,6 +378,8 @@ async function runVariant(variant: VariantName) {
     await POST(site, "/entitlements/refresh", { ...refreshBody(live.dev), token: live.token }, "expired token", 401, "entitlement_expired");
     await POST(site, "/entitlements/deactivate", { token: live.token }, "expired token", 401, "entitlement_expired");
     await POST(site, "/entitlements/usage", { ...usageBody(1), token: live.token }, "expired token", 401, "entitlement_expired");
+    await POST(site, "/feeds/credential", { token: live.token }, "expired token", 401, "entitlement_expired");
+    await GET(FVC, credentialFeed(liveCredential), {}, "expired credential", 401, "entitlement_expired");
     clock.advance(-8 * 24 * 3600_000);
 
     // --- metered use (docs/trials-and-meters.md)
@@ -442,7 +464,7 @@ async function runVariant(variant: VariantName) {
     await GET(FT, `/feeds/tauri/${laneOfFeed}/windows/x86_64/9.0.0`, auth, "tauri nothing newer", 204);
     await GET(FT, `/feeds/tauri/${laneOfFeed}/windows/x86_64/not%20a%20version`, auth, "tauri bad version", 400, "invalid_request");
     await GET(FT, `/feeds/tauri/${laneOfFeed}/beos/x86_64/1.0.0`, auth, "tauri unknown target", 404, "not_found");
-    await GET(FT, `/feeds/tauri/${previewFeed}/windows/x86_64/1.0.0`, auth, "nothing released on preview", 404, "no_release");
+    await GET(FT, `/feeds/tauri/${laneOfFeed}/darwin/aarch64/1.0.0`, auth, "nothing released for macOS: no update", 204);
     await GET(
       FT,
       `/feeds/tauri/${previewFeed}/windows/x86_64/1.0.0`,
@@ -464,6 +486,32 @@ async function runVariant(variant: VariantName) {
       403,
       "channel_not_allowed",
     );
+    const packagePath = `/feeds/velopack/${laneOfFeed}/${older.installer}`;
+    await GET(FV, packagePath, auth, "velopack package", 200);
+    await GET(FV, packagePath, { ...auth, headers: { range: "bytes=0-3" } }, "a range of the package", 206);
+    await GET(FV, packagePath, { ...auth, headers: { range: "bytes=99999-" } }, "range beyond the end", 416, "range_not_satisfiable");
+    // The same feed with the credential in its path, for Velopack's core (it sends no header).
+    const first = await GET(FVC, credentialFeed(liveCredential), {}, "velopack releases by credential", 200);
+    await GET(FVC, credentialFeed(liveCredential), { headers: { "if-none-match": first.get.headers.get("etag")! } }, "not modified", 304);
+    await GET(FVC, credentialFeed(liveCredential, laneOfFeed, older.installer), {}, "package by credential", 200);
+    await GET(FVC, credentialFeed(liveCredential, laneOfFeed, older.installer), { headers: { range: "bytes=0-3" } }, "a range", 206);
+    await GET(FVC, credentialFeed(liveCredential, laneOfFeed, older.installer), { headers: { range: "bytes=99999-" } }, "beyond", 416, "range_not_satisfiable");
+    await GET(FVC, credentialFeed(liveCredential, laneOfFeed, "nothing.nupkg"), {}, "unknown file", 404, "not_found");
+    await GET(FVC, credentialFeed(stableOnlyCredential, previewFeed), {}, "channel not in the entitlement", 403, "channel_not_allowed");
+    // A package replaced on disk since the scan: unavailable (GET, then HEAD, the package put back between).
+    for (const [template, path] of [
+      [FV, packagePath],
+      [FVC, credentialFeed(liveCredential, laneOfFeed, older.installer)],
+    ] as const)
+      for (const method of ["GET", "HEAD"]) {
+        writeFileSync(older.installerPath, "shorter");
+        const res = await send(site, method, path, template === FV ? auth : {});
+        expect(res.status, `${method} ${path}`).toBe(503);
+        expect((await c.check(method, template, res, "package replaced", method === "HEAD" ? "unavailable" : undefined)).code).toBe("unavailable");
+        writeFileSync(older.installerPath, nupkg);
+        await site.composed.services.releases.rescan();
+        await site.composed.services.releases.verified();
+      }
     // A feed file changed after signing is not served (GET, then HEAD: each answer starts a re-scan
     // that drops the folder, so the file is put back and the folder read again in between).
     const changed = async (template: string, path: string, name: string, label: string) => {
@@ -518,6 +566,7 @@ async function runVariant(variant: VariantName) {
     const keep = await activate();
     await POST(noKey, A, { body: { key: keep.licenseKey, device: keep.dev } }, "no signing key", 503, "licensing_unavailable");
     await POST(noKey, R, { ...refreshBody(keep.dev), token: keep.token }, "no signing key", 503, "licensing_unavailable");
+    await POST(noKey, "/feeds/credential", { token: keep.token }, "no signing key", 503, "licensing_unavailable");
     const other = device(variant);
     const { idToken } = await signIn(other, {}, noKey);
     await POST(noKey, X, { body: { id_token: idToken, device: other } }, "no signing key", 503, "licensing_unavailable");

@@ -89,6 +89,8 @@ export interface ElectronFile {
   readonly url: string;
   readonly sha512: string;
   readonly size: number;
+  /** The blockmap embedded at the end of the file (AppImage): its differential download needs it. */
+  readonly blockMapSize: number | null;
 }
 
 /**
@@ -99,7 +101,10 @@ export interface ElectronFile {
  */
 export function electronYaml(o: { version: string; files: readonly ElectronFile[]; releaseDate: string; notes: string | null }): string {
   const lines = [`version: ${yamlText(o.version)}`, "files:"];
-  for (const f of o.files) lines.push(`  - url: ${yamlText(f.url)}`, `    sha512: ${yamlText(f.sha512)}`, `    size: ${f.size}`);
+  for (const f of o.files) {
+    lines.push(`  - url: ${yamlText(f.url)}`, `    sha512: ${yamlText(f.sha512)}`, `    size: ${f.size}`);
+    if (f.blockMapSize !== null) lines.push(`    blockMapSize: ${f.blockMapSize}`);
+  }
   const first = o.files[0]!;
   lines.push(`path: ${yamlText(first.url)}`, `sha512: ${yamlText(first.sha512)}`);
   if (o.notes !== null) lines.push(`releaseNotes: ${yamlText(o.notes)}`);
@@ -126,6 +131,8 @@ export interface AppcastItem {
   readonly edSignature: string;
   readonly bundleVersion: string;
   readonly notes: string | null;
+  /** The manifest's `critical`: Sparkle 2 shows it promptly and lets nobody skip it. */
+  readonly critical: boolean;
 }
 
 /** RFC 822 date as RSS and Sparkle's phased rollouts read `<pubDate>`. */
@@ -143,6 +150,7 @@ export function sparkleAppcast(o: { title: string; items: readonly AppcastItem[]
       `<sparkle:version>${xmlText(i.bundleVersion)}</sparkle:version>`,
       `<sparkle:shortVersionString>${xmlText(m.version)}</sparkle:shortVersionString>`,
       ...(i.notes !== null ? [`<description>${xmlText(i.notes)}</description>`] : []),
+      ...(i.critical ? ["<sparkle:criticalUpdate/>"] : []),
       `<pubDate>${rfc822(m.released)}</pubDate>`,
       `<enclosure url="${xmlText(i.url)}" length="${m.size}" type="application/octet-stream" sparkle:edSignature="${xmlText(i.edSignature)}"/>`,
       "</item>",
@@ -160,14 +168,18 @@ export function sparkleAppcast(o: { title: string; items: readonly AppcastItem[]
   ].join("\n");
 }
 
-/** Velopack's `releases.{channel}.json` (peers.md 4.1): Full assets, `FileName` an absolute keyturn URL, SHA-1 and SHA-256 in upper case as vpk writes them. */
-export function velopackJson(assets: readonly { packageId: string; sha1: string; release: Release; url: string; notes: string | null }[]): string {
+/**
+ * Velopack's `releases.{channel}.json` (peers.md 4.1): Full assets, SHA-1 and SHA-256 in upper case
+ * as vpk writes them, `FileName` the package's bare name: the client downloads it relative to the
+ * feed URL and saves it under that name in its packages folder, so an absolute URL there cannot be saved.
+ */
+export function velopackJson(assets: readonly { packageId: string; sha1: string; release: Release; notes: string | null }[]): string {
   return JSON.stringify({
     Assets: assets.map((a) => ({
       PackageId: feedText(a.packageId),
       Version: feedText(a.release.manifest.version),
       Type: "Full",
-      FileName: feedText(a.url),
+      FileName: feedText(a.release.manifest.installer),
       SHA1: a.sha1.toUpperCase(),
       SHA256: a.release.manifest.sha256.toUpperCase(),
       Size: a.release.manifest.size,

@@ -12,7 +12,7 @@ import {
   velopackJson,
   velopackPlatforms,
 } from "../../domain/releases/feed-formats";
-import { notesOf, type FeedCaller, type FeedService } from "../../domain/releases/feeds";
+import { criticalOf, notesOf, type FeedCaller, type FeedService } from "../../domain/releases/feeds";
 import { isInstallerName } from "../../domain/releases/manifest";
 import { installationOfClaims } from "../../domain/releases/licence-terms";
 import { laneName } from "../../domain/releases/release-controls";
@@ -25,6 +25,10 @@ import { BEARER_ERRORS } from "./shared";
 
 const VERSION = /^v?([0-9A-Za-z][0-9A-Za-z.+-]{0,63})$/;
 const VELOPACK_FILE = /^releases\.(win|osx|linux)\.json$/;
+/** `appcast.xml`, or `appcast-<arch>.xml` for the platform `mac-<arch>`. */
+const APPCAST = /^appcast(?:-([a-z0-9]{1,16}))?\.xml$/;
+/** electron-updater keeps a feed URL's query on every URL it derives from it (peers.md 1.3): `?arch=` names the architecture. */
+const ARCH = /^[a-z0-9]{1,16}$/;
 
 const sha256Hex = (bytes: Uint8Array) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 const callerOf = (p: Principal): FeedCaller => ({ who: installationOfClaims(p.claims), channels: p.claims.chn });
@@ -75,6 +79,13 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
           "latest.yml or <channel>.yml with -mac, -linux, -linux-<arch> for those platforms; an installer a channel file names; <installer>.blockmap",
       },
     ],
+    query: [
+      {
+        name: "arch",
+        description:
+          "The architecture of the asking build (x64, arm64 …): the channel file of that platform alone, so each architecture gets its own newest release. Put it in the feed URL; electron-updater repeats it on every request",
+      },
+    ],
     answers: {
       "200": {
         description: "The channel file (YAML: version, files[url, sha512, size], path, sha512, releaseDate), a blockmap, or the whole installer",
@@ -95,19 +106,29 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
       "304": NOT_MODIFIED,
     },
     errors: [...FEED_ERRORS, ...RELEASE_ERRORS, "range_not_satisfiable", "updates_window_ended"],
-    handler: async ({ request, params: p, principal, sightedOn }) => {
+    handler: async ({ request, params: p, query, principal, sightedOn }) => {
       const { product, channel } = laneOf(p);
       const file = p.file ?? "";
       const caller = callerOf(principal);
       const index = await feeds.lane(caller, product, channel);
-      const platforms = electronChannelFile(file, channel, electronPlatforms);
+      const arch = new URLSearchParams(query).get("arch");
+      // With ?arch= (the feed URL's query, which electron-updater repeats on every request), the
+      // channel file is of that architecture alone, so each gets its own newest release.
+      const covered = electronChannelFile(file, channel, electronPlatforms);
+      const platforms = covered && arch !== null ? covered.filter((p) => ARCH.test(arch) && p.endsWith(`-${arch}`)) : covered;
+      if (platforms?.length === 0) throw new KeyturnError("not_found", "There is nothing at this address.");
       if (platforms) {
         const served = await feeds.servedCascading(index, caller, product, channel, platforms);
         const newest = served[0]!;
         sightedOn(laneName(product, newest.manifest.channel, newest.manifest.platform));
         const yaml = electronYaml({
           version: newest.manifest.version,
-          files: served.map((r) => ({ url: r.manifest.installer, sha512: feeds.sha512(r), size: r.manifest.size })),
+          files: served.map((r) => ({
+            url: r.manifest.installer,
+            sha512: feeds.sha512(r),
+            size: r.manifest.size,
+            blockMapSize: r.manifest.feeds?.electron?.blockMapSize ?? null,
+          })),
           releaseDate: new Date(newest.manifest.released).toISOString(),
           notes: notesOf(newest),
         });
@@ -145,10 +166,10 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
         content: { "application/json": { schema: { type: "object", required: ["version", "url", "signature", "notes", "pub_date"] } } },
         headers: DOCUMENT_HEADERS,
       },
-      "204": { description: "Nothing newer than current_version (or the release is not offered to Tauri)" },
+      "204": { description: "Nothing newer than current_version, nothing released for this platform, or the release is not offered to Tauri" },
       "304": NOT_MODIFIED,
     },
-    errors: [...FEED_ERRORS, ...RELEASE_ERRORS, "invalid_request"],
+    errors: [...FEED_ERRORS, "unavailable", "invalid_request"],
     handler: async ({ request, params: p, principal, sightedOn }) => {
       const { product, channel } = laneOf(p);
       const caller = callerOf(principal);
@@ -157,10 +178,11 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
       if (platform === null || !isLane(v, product, channel, platform)) throw new KeyturnError("not_found", "There is nothing at this address.");
       const current = VERSION.exec(p.current_version ?? "");
       if (!current) throw new KeyturnError("invalid_request", "current_version must be a version like 1.4.2.");
-      const served = await feeds.served(index, caller, product, channel, platform);
+      // Nothing for this installation is "no update" (204), never an error the plugin would report.
+      const served = await feeds.servedOrNone(index, caller, product, channel, platform);
       sightedOn(laneName(product, channel, platform));
-      const signature = served.manifest.feeds?.tauri?.signature;
-      if (!signature || compareVersions(served.manifest.version, current[1]!) <= 0) return new Response(null, { status: 204 });
+      const signature = served?.manifest.feeds?.tauri?.signature;
+      if (!served || !signature || compareVersions(served.manifest.version, current[1]!) <= 0) return new Response(null, { status: 204 });
       const text = new TextDecoder().decode(feeds.feedFile(served, signature));
       const body = tauriJson({
         version: served.manifest.version,
@@ -175,13 +197,17 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
 
   const sparkle = endpoint({
     method: "GET",
-    path: `${lanePath("sparkle")}/appcast.xml`,
+    path: `${lanePath("sparkle")}/{file}`,
     summary:
-      "Sparkle's appcast: the releases of the site's macOS platforms this installation may install, newest first, with the vendor's edSignature (only on a site with a mac-* platform)",
+      "Sparkle's appcast: the releases of the site's macOS platforms (appcast.xml) or of one architecture (appcast-arm64.xml, appcast-x64.xml …) this installation may install, newest first, with the vendor's edSignature (only on a site with a mac-* platform)",
     auth: "entitlement",
     budget: "api",
     audit: "update",
-    params: [...productParam, channelParam],
+    params: [
+      ...productParam,
+      channelParam,
+      { name: "file", description: "appcast.xml (every macOS platform), or appcast-<arch>.xml for the platform mac-<arch> alone" },
+    ],
     answers: {
       "200": {
         description: "An RSS 2.0 appcast with Sparkle's namespace",
@@ -194,14 +220,25 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
     handler: async ({ request, params: p, principal, sightedOn }) => {
       const { product, channel } = laneOf(p);
       const caller = callerOf(principal);
-      const platforms = macPlatforms(v.platforms);
-      if (platforms.length === 0) throw new KeyturnError("not_found", "This site has no macOS platform (--platforms).");
+      const mac = macPlatforms(v.platforms);
+      if (mac.length === 0) throw new KeyturnError("not_found", "This site has no macOS platform (--platforms).");
+      // Two items of one version cannot be told apart by Sparkle: each architecture's build reads its own appcast.
+      const arch = APPCAST.exec(p.file ?? "");
+      const platforms = arch ? mac.filter((m) => arch[1] === undefined || m === `mac-${arch[1]}`) : [];
+      if (platforms.length === 0) throw new KeyturnError("not_found", "There is nothing at this address.");
       const index = await feeds.lane(caller, product, channel);
       const listed = await feeds.listed(index, caller, product, channel, platforms, (r) => r.manifest.feeds?.sparkle !== undefined);
       if (listed[0]) sightedOn(laneName(product, channel, listed[0].manifest.platform));
       const items = listed.map((r) => {
         const s = r.manifest.feeds!.sparkle!;
-        return { release: r, url: updateUrl(r), edSignature: s.edSignature, bundleVersion: s.bundleVersion ?? r.manifest.version, notes: notesOf(r) };
+        return {
+          release: r,
+          url: updateUrl(r),
+          edSignature: s.edSignature,
+          bundleVersion: s.bundleVersion ?? r.manifest.version,
+          notes: notesOf(r),
+          critical: criticalOf(r),
+        };
       });
       return feedDocument(request, sparkleAppcast({ title: product ?? v.name, items }), "application/rss+xml");
     },
@@ -211,30 +248,50 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
     method: "GET",
     path: `${lanePath("velopack")}/{file}`,
     summary:
-      "Velopack's releases.{os}.json: the full packages of the site's platforms of that system this installation may install, FileName on the update path",
+      "Velopack's releases.{os}.json: the full packages of the site's platforms of that system this installation may install, FileName relative to the feed (the client saves the package under that name), and those packages",
     auth: "entitlement",
     budget: "api",
     audit: "update",
-    params: [...productParam, channelParam, { name: "file", description: "releases.win.json, releases.osx.json or releases.linux.json" }],
+    params: [
+      ...productParam,
+      channelParam,
+      { name: "file", description: "releases.win.json, releases.osx.json or releases.linux.json; or a package (-full.nupkg) a feed names" },
+    ],
     answers: {
       "200": {
-        description: '{ "Assets": [{ PackageId, Version, Type, FileName, SHA1, SHA256, Size, NotesMarkdown }] }',
-        content: { "application/json": { schema: { type: "object", required: ["Assets"] } } },
+        description: '{ "Assets": [{ PackageId, Version, Type, FileName, SHA1, SHA256, Size, NotesMarkdown }] }, or the package',
+        content: {
+          "application/json": { schema: { type: "object", required: ["Assets"] } },
+          "application/octet-stream": { schema: { type: "string", format: "binary" } },
+        },
         headers: DOCUMENT_HEADERS,
+      },
+      "206": {
+        description: "A range of the package",
+        content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+        headers: ["ETag", "Accept-Ranges"],
       },
       "304": NOT_MODIFIED,
     },
-    errors: [...FEED_ERRORS],
+    errors: [...FEED_ERRORS, "unavailable", "range_not_satisfiable"],
     handler: async ({ request, params: p, principal, sightedOn }) => {
       const { product, channel } = laneOf(p);
       const caller = callerOf(principal);
-      const os = VELOPACK_FILE.exec(p.file ?? "");
-      const platforms = os ? velopackPlatforms(os[1]!, v.platforms) : [];
+      const file = p.file ?? "";
+      const os = VELOPACK_FILE.exec(file);
+      if (!os) {
+        // A package the feed names: FileName is relative, because the client saves the package under it (velopack src/lib-rust/src/manager.rs).
+        const index = await feeds.lane(caller, product, channel);
+        const release = isInstallerName(file) ? await feeds.fileOf(index, caller, product, channel, v.platforms, file) : null;
+        if (!release?.manifest.feeds?.velopack) throw new KeyturnError("not_found", "There is nothing at this address.");
+        return serveFileRanges(request, feeds.installerPath(release), release.manifest.size, installerEtag(release), release.manifest.installer);
+      }
+      const platforms = velopackPlatforms(os[1]!, v.platforms);
       if (platforms.length === 0) throw new KeyturnError("not_found", "There is nothing at this address.");
       const index = await feeds.lane(caller, product, channel);
       const listed = await feeds.listed(index, caller, product, channel, platforms, (r) => r.manifest.feeds?.velopack !== undefined);
       if (listed[0]) sightedOn(laneName(product, channel, listed[0].manifest.platform));
-      const assets = listed.map((r) => ({ ...r.manifest.feeds!.velopack!, release: r, url: updateUrl(r), notes: notesOf(r) }));
+      const assets = listed.map((r) => ({ ...r.manifest.feeds!.velopack!, release: r, notes: notesOf(r) }));
       return feedDocument(request, velopackJson(assets), "application/json");
     },
   });
