@@ -13,6 +13,7 @@ import { ConsoleOpenId, consoleScopes } from "./domain/identity/console-sign-in"
 import { ConsoleSessions } from "./domain/console-sessions";
 import { AdoptionRecorder } from "./domain/adoption";
 import { FeedService } from "./domain/releases/feeds";
+import { PublicLanes } from "./domain/releases/public-lanes";
 import { ReleaseHolder } from "./domain/releases/holder";
 import { InstallerVerifier } from "./domain/releases/installer-verification";
 import { RecordSeal } from "./domain/record-seal";
@@ -262,6 +263,7 @@ export async function compose(
       },
       selection,
       feeds: new FeedService(config.variant, config.baseUrl, releases, selection),
+      publicLanes: new PublicLanes(config.variant, config.publicLanes),
       adoption,
     },
   };

@@ -10,6 +10,7 @@ import type { ConsoleOpenId } from "../domain/identity/console-sign-in";
 import type { ConsoleSessions } from "../domain/console-sessions";
 import type { AdoptionRecorder } from "../domain/adoption";
 import type { FeedService } from "../domain/releases/feeds";
+import type { PublicLanes } from "../domain/releases/public-lanes";
 import type { ReleaseHolder } from "../domain/releases/holder";
 import type { ReleaseSelection } from "../domain/releases/release-selection";
 import type { Site } from "../domain/site";
@@ -34,6 +35,8 @@ export interface AppServices {
   readonly selection: ReleaseSelection;
   /** The feeds of the updaters vendors already use (electron-updater, Tauri, Sparkle, Velopack). */
   readonly feeds: FeedService;
+  /** The lanes answered without a bearer (--public-lanes). */
+  readonly publicLanes: PublicLanes;
   /** Last-seen times and lanes of installations, written in batches. */
   readonly adoption: AdoptionRecorder;
   /**

@@ -11,7 +11,9 @@ import { consoleEndpoints } from "./endpoints/console";
 import { consoleSupportEndpoints } from "./endpoints/console-support";
 import { adminConsoleSessionEndpoints, consoleSessionPages } from "./endpoints/console-sessions";
 import { portalEndpoints } from "./endpoints/portal";
+import { downloadPageEndpoints } from "./endpoints/download-page";
 import { feedEndpoints } from "./endpoints/feeds";
+import { squirrelFeedEndpoints } from "./endpoints/feeds-squirrel";
 import { identityEndpoints } from "./endpoints/identity";
 import { licensingEndpoints } from "./endpoints/licensing";
 import { releasesEndpoints } from "./endpoints/releases";
@@ -41,7 +43,7 @@ export function routeTable(services: AppServices, openapi: () => string): Record
     licensing: licensingEndpoints(services.licensing),
     updates: updateEndpoints(services.variant, services.releases, services.selection),
     releases: releasesEndpoints(services.variant, services.releases, services.selection),
-    feeds: feedEndpoints(services.feeds),
+    feeds: [...feedEndpoints(services.feeds, services.publicLanes), ...squirrelFeedEndpoints(services.feeds, services.publicLanes)],
     identity: identityEndpoints(services.staffSignIn),
     site: siteEndpoints(services.site, openapi),
     admin: [
@@ -54,6 +56,6 @@ export function routeTable(services: AppServices, openapi: () => string): Record
       ...adminReleaseEndpoints(services.admin, services.releases, services.selection.controls, services.clock),
     ],
     console: [...consoleEndpoints(web, services.audit, services.consoleOpenId), ...consoleSupportEndpoints(web), ...consoleSessionPages(web)],
-    portal: portalEndpoints(web, services.audit),
+    portal: [...portalEndpoints(web, services.audit), ...downloadPageEndpoints(web, services.publicLanes)],
   };
 }

@@ -18,6 +18,7 @@ import { laneName } from "../../domain/releases/release-controls";
 import { etagOf, installerEtag, type Release } from "../../domain/releases/release-index";
 import { compareVersions } from "../../domain/releases/version-order";
 import type { Principal } from "../../domain/licensing";
+import { visitorInstallation, type PublicLanes, type Visitor } from "../../domain/releases/public-lanes";
 import { API_PREFIX, endpoint, type Endpoint, type ExtraAnswer, type ParamDoc } from "../endpoint";
 import { serveBytes, serveFileRanges } from "../file-serving";
 import { BEARER_ERRORS } from "./shared";
@@ -26,7 +27,9 @@ const VERSION = /^v?([0-9A-Za-z][0-9A-Za-z.+-]{0,63})$/;
 const VELOPACK_FILE = /^releases\.(win|osx|linux)\.json$/;
 
 const sha256Hex = (bytes: Uint8Array) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
-const callerOf = (p: Principal): FeedCaller => ({ who: { dev: p.claims.dev, kind: p.claims.kind }, channels: p.claims.chn });
+/** The bearer's installation and channels; on a public lane without a bearer, the visitor holding the product's public channels. */
+const callerOf = (p: Principal, visitor: Visitor | null = null, lanes?: PublicLanes, product: string | null = null): FeedCaller =>
+  visitor && lanes ? { who: visitorInstallation(visitor), channels: lanes.channelsOf(product) } : { who: { dev: p.claims.dev, kind: p.claims.kind }, channels: p.claims.chn };
 /** A feed's document: generated per installation, so private and revalidated; its ETag is its bytes' SHA-256. */
 const feedDocument = (request: Request, text: string, contentType: string) => {
   const bytes = new TextEncoder().encode(text);
@@ -45,7 +48,7 @@ const RELEASE_ERRORS = ["no_release", "unavailable"] as const;
  * /feeds: electron-updater's generic provider, Tauri v2, Sparkle and Velopack. Each needs the
  * entitlement token and answers from the same index, controls and rollouts as the update path.
  */
-export function feedEndpoints(feeds: FeedService): Endpoint[] {
+export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): Endpoint[] {
   const v = feeds.variant;
   const withProduct = v.products.length > 0;
   const productParam: ParamDoc[] = withProduct ? [{ name: "product", description: "A product of this variant", values: v.products }] : [];
@@ -56,6 +59,9 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
   const updateUrl = (r: Release) =>
     `${feeds.baseUrl}${API_PREFIX}/updates/${[r.manifest.product, r.manifest.channel, r.manifest.platform, r.manifest.installer].filter((x) => x !== null).join("/")}`;
   const electronPlatforms = v.platforms.filter((p) => electronSuffix(p) !== null);
+  /** A Sparkle delta, on keyturn's origin (feed-deltas.ts serves it). */
+  const sparkleDeltaUrl = (r: Release, file: string) =>
+    `${feeds.baseUrl}${API_PREFIX}/feeds/sparkle/${[r.manifest.product, r.manifest.channel, r.manifest.platform, file].filter((x) => x !== null).join("/")}`;
 
   const electron = endpoint({
     method: "GET",
@@ -63,6 +69,7 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
     summary:
       "electron-updater's generic provider: the channel file (latest.yml, latest-mac.yml, latest-linux.yml …) of the release this installation is served, its installer (multi-range requests answered multipart/byteranges) and the .blockmap files of it and older releases",
     auth: "entitlement",
+    publicLanes: true,
     budget: "api",
     audit: "update",
     params: [
@@ -94,10 +101,10 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
       "304": NOT_MODIFIED,
     },
     errors: [...FEED_ERRORS, ...RELEASE_ERRORS, "range_not_satisfiable"],
-    handler: async ({ request, params: p, principal, sightedOn }) => {
+    handler: async ({ request, params: p, principal, visitor, sightedOn }) => {
       const { product, channel } = laneOf(p);
       const file = p.file ?? "";
-      const caller = callerOf(principal);
+      const caller = callerOf(principal, visitor, publicLanes, product);
       const index = await feeds.lane(caller, product, channel);
       const platforms = electronChannelFile(file, channel, electronPlatforms);
       if (platforms) {
@@ -129,6 +136,7 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
     summary:
       "Tauri v2's updater: the release this installation is served when it is newer than current_version (its minisign .sig text as signature), else 204",
     auth: "entitlement",
+    publicLanes: true,
     budget: "api",
     audit: "update",
     params: [
@@ -148,9 +156,9 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
       "304": NOT_MODIFIED,
     },
     errors: [...FEED_ERRORS, ...RELEASE_ERRORS, "invalid_request"],
-    handler: async ({ request, params: p, principal, sightedOn }) => {
+    handler: async ({ request, params: p, principal, visitor, sightedOn }) => {
       const { product, channel } = laneOf(p);
-      const caller = callerOf(principal);
+      const caller = callerOf(principal, visitor, publicLanes, product);
       const index = await feeds.lane(caller, product, channel);
       const platform = tauriPlatform(p.target ?? "", p.arch ?? "");
       if (platform === null || !isLane(v, product, channel, platform)) throw new KeyturnError("not_found", "There is nothing at this address.");
@@ -178,6 +186,7 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
     summary:
       "Sparkle's appcast: the releases of the site's macOS platforms this installation may install, newest first, with the vendor's edSignature (only on a site with a mac-* platform)",
     auth: "entitlement",
+    publicLanes: true,
     budget: "api",
     audit: "update",
     params: [...productParam, channelParam],
@@ -190,9 +199,9 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
       "304": NOT_MODIFIED,
     },
     errors: [...FEED_ERRORS],
-    handler: async ({ request, params: p, principal, sightedOn }) => {
+    handler: async ({ request, params: p, principal, visitor, sightedOn }) => {
       const { product, channel } = laneOf(p);
-      const caller = callerOf(principal);
+      const caller = callerOf(principal, visitor, publicLanes, product);
       const platforms = macPlatforms(v.platforms);
       if (platforms.length === 0) throw new KeyturnError("not_found", "This site has no macOS platform (--platforms).");
       const index = await feeds.lane(caller, product, channel);
@@ -200,7 +209,8 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
       if (listed[0]) sightedOn(laneName(product, channel, listed[0].manifest.platform));
       const items = listed.map((r) => {
         const s = r.manifest.feeds!.sparkle!;
-        return { release: r, url: updateUrl(r), edSignature: s.edSignature, bundleVersion: s.bundleVersion ?? r.manifest.version, notes: notesOf(r) };
+        const deltas = (s.deltas ?? []).map((delta) => ({ url: sparkleDeltaUrl(r, delta.file), delta }));
+        return { release: r, url: updateUrl(r), edSignature: s.edSignature, bundleVersion: s.bundleVersion ?? r.manifest.version, notes: notesOf(r), deltas };
       });
       return feedDocument(request, sparkleAppcast({ title: product ?? v.name, items }), "application/rss+xml");
     },
@@ -212,28 +222,47 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
     summary:
       "Velopack's releases.{os}.json: the full packages of the site's platforms of that system this installation may install, FileName on the update path",
     auth: "entitlement",
+    publicLanes: true,
     budget: "api",
     audit: "update",
-    params: [...productParam, channelParam, { name: "file", description: "releases.win.json, releases.osx.json or releases.linux.json" }],
+    params: [
+      ...productParam,
+      channelParam,
+      { name: "file", description: "releases.win.json, releases.osx.json or releases.linux.json; a -delta.nupkg the feed names" },
+    ],
     answers: {
       "200": {
-        description: '{ "Assets": [{ PackageId, Version, Type, FileName, SHA1, SHA256, Size, NotesMarkdown }] }',
-        content: { "application/json": { schema: { type: "object", required: ["Assets"] } } },
+        description: '{ "Assets": [{ PackageId, Version, Type, FileName, SHA1, SHA256, Size, NotesMarkdown }] }, or a delta package',
+        content: {
+          "application/json": { schema: { type: "object", required: ["Assets"] } },
+          "application/octet-stream": { schema: { type: "string", format: "binary" } },
+        },
         headers: DOCUMENT_HEADERS,
       },
       "304": NOT_MODIFIED,
     },
-    errors: [...FEED_ERRORS],
-    handler: async ({ request, params: p, principal, sightedOn }) => {
+    errors: [...FEED_ERRORS, "unavailable"],
+    handler: async ({ request, params: p, principal, visitor, sightedOn }) => {
       const { product, channel } = laneOf(p);
-      const caller = callerOf(principal);
+      const caller = callerOf(principal, visitor, publicLanes, product);
+      const deltaFile = (p.file ?? "").toLowerCase().endsWith("-delta.nupkg") ? (p.file ?? "") : null;
+      if (deltaFile !== null) {
+        // A delta the feed names relative to itself: a release's of any system this installation may install.
+        const index = await feeds.lane(caller, product, channel);
+        const found = await feeds.deltaOf(index, caller, product, channel, v.platforms, deltaFile);
+        if (!found || !found.release.manifest.feeds?.velopack?.deltas?.includes(found.delta)) throw new KeyturnError("not_found", "There is nothing at this address.");
+        return serveBytes(request, feeds.feedFile(found.release, found.delta), etagOf(found.delta.sha256), "application/octet-stream");
+      }
       const os = VELOPACK_FILE.exec(p.file ?? "");
       const platforms = os ? velopackPlatforms(os[1]!, v.platforms) : [];
       if (platforms.length === 0) throw new KeyturnError("not_found", "There is nothing at this address.");
       const index = await feeds.lane(caller, product, channel);
       const listed = await feeds.listed(index, caller, product, channel, platforms, (r) => r.manifest.feeds?.velopack !== undefined);
       if (listed[0]) sightedOn(laneName(product, channel, listed[0].manifest.platform));
-      const assets = listed.map((r) => ({ ...r.manifest.feeds!.velopack!, release: r, url: updateUrl(r), notes: notesOf(r) }));
+      const assets = listed.flatMap((r) => {
+        const full = { ...r.manifest.feeds!.velopack!, release: r, url: updateUrl(r), notes: notesOf(r) };
+        return [full, ...(r.manifest.feeds!.velopack!.deltas ?? []).map((delta) => ({ ...full, delta }))];
+      });
       return feedDocument(request, velopackJson(assets), "application/json");
     },
   });
