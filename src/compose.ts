@@ -14,6 +14,7 @@ import { ConsoleSessions } from "./domain/console-sessions";
 import { AdoptionRecorder } from "./domain/adoption";
 import { FeedService } from "./domain/releases/feeds";
 import { PublicLanes } from "./domain/releases/public-lanes";
+import { FeedCredentials } from "./domain/feed-credential";
 import { ReleaseHolder } from "./domain/releases/holder";
 import { InstallerVerifier } from "./domain/releases/installer-verification";
 import { RecordSeal } from "./domain/record-seal";
@@ -264,6 +265,16 @@ export async function compose(
       selection,
       feeds: new FeedService(config.variant, config.baseUrl, releases, selection),
       publicLanes: new PublicLanes(config.variant, config.publicLanes),
+      feedCredentials: new FeedCredentials({
+        variant: config.variant,
+        baseUrl: config.baseUrl,
+        issuer: mirrorConfig?.of ?? config.baseUrl,
+        keys,
+        clock,
+        signer: signerNow,
+        status: knowledge ?? new RecordsStatusSource(store),
+        mirrorOf: mirrorConfig?.of ?? null,
+      }),
       adoption,
     },
   };

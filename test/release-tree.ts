@@ -6,6 +6,7 @@ import { generateKeyFiles } from "../src/domain/keys";
 import { signManifest } from "../src/domain/releases/signature";
 import { createLicense, tempDir, testSite, device, type TestSite } from "./helpers";
 import { readFileSync } from "node:fs";
+import type { Logger } from "../src/config/log";
 
 export interface ReleaseSpec {
   product?: string | null;
@@ -103,10 +104,10 @@ export class ReleaseTree {
 }
 
 /** A test site serving a ReleaseTree (license key beside the release public key), and a way to get tokens. */
-export async function releaseSite(variant: VariantName, settings: Record<string, string> = {}) {
+export async function releaseSite(variant: VariantName, settings: Record<string, string> = {}, opts: { log?: Logger } = {}) {
   const tree = new ReleaseTree(variant);
   generateKeyFiles(tree.keysDir, VARIANTS[variant].defaultLicenseKid);
-  const site: TestSite = await testSite(variant, { withKey: false, settings: { keys: tree.keysDir, releases: tree.root, ...settings } });
+  const site: TestSite = await testSite(variant, { withKey: false, settings: { keys: tree.keysDir, releases: tree.root, ...settings }, ...opts });
   const holder = site.composed.services.releases;
   // compose starts the first scan on the next turn; let it finish so tests' re-scans do not race it.
   await holder.ready();

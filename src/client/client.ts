@@ -93,6 +93,15 @@ export interface VerifyOptions {
 
 const MAX_MANIFEST = 256 * 1024;
 
+/** A feed credential (POST /feeds/credential), for updaters that cannot send the Authorization header. */
+export interface FeedCredential {
+  readonly credential: string;
+  /** When it ends: the token's own expiry. Ask for a new one with the refreshed token. */
+  readonly expires: string;
+  /** The base of feed URLs that carry it (on this client's base URL): append a feed's path below /feeds. */
+  readonly url: string;
+}
+
 export class KeyturnClient {
   readonly variant: ClientVariant;
   readonly issuer: string;
@@ -168,6 +177,30 @@ export class KeyturnClient {
   /** POST /entitlements/deactivate: gives the seat back; the token stops working at once. */
   async deactivate(token: string, signal?: AbortSignal): Promise<void> {
     await this.transport.json("POST", "/entitlements/deactivate", { token, ...(signal ? { signal } : {}) });
+  }
+
+  /**
+   * POST /feeds/credential: a credential for this installation's feed URLs, derived from its token
+   * by the site. It ends with the token and is revoked with it: ask again after each refresh.
+   */
+  async feedCredential(token: string, signal?: AbortSignal): Promise<FeedCredential> {
+    const answer = await this.transport.json<{ credential?: unknown; expires?: unknown }>("POST", "/feeds/credential", {
+      token,
+      ...(signal ? { signal } : {}),
+    });
+    if (typeof answer.credential !== "string" || !/^[\w-]+\.[\w-]+\.[\w-]+$/.test(answer.credential) || typeof answer.expires !== "string")
+      throw new KeyturnClientError("bad_answer", "The site's answer has no feed credential.");
+    return { credential: answer.credential, expires: answer.expires, url: this.transport.url(`/feeds/credential/${answer.credential}`) };
+  }
+
+  /**
+   * The feed URL of an updater that cannot send headers, carrying the credential: Velopack's
+   * `UpdateManager` takes `feedUrl(c, "velopack")` (`…/feeds/credential/<credential>/velopack/<product>/<channel>`).
+   */
+  feedUrl(credential: FeedCredential, feed: string, channel: string = this.lane.channel): string {
+    const product = this.variant.products.length > 0 ? this.lane.product : undefined;
+    if (this.variant.products.length > 0 && product === undefined) throw new TypeError("product is required in this variant");
+    return [credential.url, feed, ...(product !== undefined ? [product] : []), channel].map((s, i) => (i === 0 ? s : encodeURIComponent(s))).join("/");
   }
 
   /** Staff sign-in, step 1: GET /auth/identity (issuer, client id, maxAge to send as max_age). */

@@ -9,6 +9,7 @@ export {
   type ClientOptions,
   type Current,
   type Entitlement,
+  type FeedCredential,
   type Identity,
   type UpdateCheck,
   type VerifyOptions,

@@ -264,7 +264,10 @@ function parsePublicLanes(variant: Variant, text: string): string[] {
   for (const lane of lanes) {
     const parts = lane.split("/");
     const [product, channel] = variant.products.length > 0 ? parts : [null, ...parts];
-    const ok = parts.length === (variant.products.length > 0 ? 2 : 1) && (product === null || variant.products.includes(product!)) && variant.channels.includes(channel!);
+    const ok =
+      parts.length === (variant.products.length > 0 ? 2 : 1) &&
+      (product === null || variant.products.includes(product!)) &&
+      variant.channels.includes(channel!);
     if (!ok)
       throw new ConfigError(
         "public-lanes",

@@ -5,6 +5,7 @@ import { visitorOf } from "../domain/releases/public-lanes";
 import { authMacros } from "./auth";
 import { VERSION } from "../version";
 import { bearerToken } from "./bearer";
+import { credentialOfPath } from "./endpoints/feed-credentials";
 import type { AppServices } from "./deps";
 import { API_PREFIX, fullPath, type Endpoint } from "./endpoint";
 import { frontDoor } from "./front-door";
@@ -47,6 +48,7 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
   const auth = authMacros({
     sessions: sessionGate(services.consoleSessions, services.consoleOpenId !== null, services.origin),
     authenticate: (request) => services.licensing.authenticate(bearerToken(request)),
+    authenticateFeedCredential: (path) => services.feedCredentials.authenticate(credentialOfPath(path)),
     authenticateAdmin: (request) => authenticateAdmin(services.admin, bearerToken(request, "admin")),
     visitorOn: (product, channel, deviceHeader, query) => (services.publicLanes.has(product, channel) ? visitorOf(deviceHeader, query) : null),
     exchangeOf,

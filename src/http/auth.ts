@@ -38,6 +38,8 @@ export interface AuthDeps<X extends Authenticated> {
   readonly authenticate: (request: Request) => Promise<Principal>;
   /** A public lane's visitor (product null in gamma), or null when the lane is not public; throws invalid_request for a bad device hash. */
   readonly visitorOn: (product: string | null, channel: string, deviceHeader: string | null, query: string) => Visitor | null;
+  /** The check of a feed credential in the path (feed-credential.ts); throws the entitlement_* refusal. */
+  readonly authenticateFeedCredential: (path: string) => Promise<Principal>;
   /** The bearer check of admin routes; throws admin_token_invalid. */
   readonly authenticateAdmin: (request: Request) => Promise<AdminPrincipal>;
   /** The console's and portal's session check. */
@@ -115,6 +117,13 @@ export function authMacros<X extends Authenticated>(deps: AuthDeps<X>) {
         return { principal: await entitle(exchange), visitor: null };
       },
     }),
+    /** A feed credential in the path stands for the installation as its bearer token does (feed routes take no body). */
+    feedCredential: {
+      async resolve({ request }: { request: Request }) {
+        const exchange = exchangeOf(request);
+        return { principal: (exchange.principal ??= await deps.authenticateFeedCredential(exchange.target.path)) };
+      },
+    },
 
     adminScope: ({ scope, at }: { scope: Scope; at: Checkpoint }) =>
       at === "before-body"
@@ -180,6 +189,7 @@ export function macrosOf(e: Endpoint) {
   const auth: Auth = e.auth;
   return {
     ...(auth === "entitlement" ? (e.publicLanes ? { entitlementOrVisitor: laneSegments(e) } : { entitlement: at }) : {}),
+    ...(auth === "feed-credential" ? { feedCredential: true } : {}),
     ...(typeof auth === "object" ? { adminScope: { scope: auth.scope, at } } : {}),
     ...(auth === "console-session" || auth === "console-session-if-any" ? { consoleSession: auth === "console-session" } : {}),
     ...(auth === "portal-session" || auth === "portal-session-if-any" ? { portalSession: auth === "portal-session" } : {}),

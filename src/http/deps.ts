@@ -11,6 +11,7 @@ import type { ConsoleSessions } from "../domain/console-sessions";
 import type { AdoptionRecorder } from "../domain/adoption";
 import type { FeedService } from "../domain/releases/feeds";
 import type { PublicLanes } from "../domain/releases/public-lanes";
+import type { FeedCredentials } from "../domain/feed-credential";
 import type { ReleaseHolder } from "../domain/releases/holder";
 import type { ReleaseSelection } from "../domain/releases/release-selection";
 import type { Site } from "../domain/site";
@@ -37,6 +38,8 @@ export interface AppServices {
   readonly feeds: FeedService;
   /** The lanes answered without a bearer (--public-lanes). */
   readonly publicLanes: PublicLanes;
+  /** Feed credentials in the URL, for updaters that cannot send the Authorization header. */
+  readonly feedCredentials: FeedCredentials;
   /** Last-seen times and lanes of installations, written in batches. */
   readonly adoption: AdoptionRecorder;
   /**

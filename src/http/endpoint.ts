@@ -17,8 +17,10 @@ export type Budget = "signin" | "api" | "admin" | "console";
  * anyone, the holder of an entitlement token, the holder of an admin token with the scope (`admin`
  * holds every scope), or a browser with a console or portal session (its forms carry the session's
  * CSRF token). Sessions are strings, so `typeof auth === "object"` means an admin scope.
+ * `feed-credential`: a feed credential in the path (`/feeds/credential/{credential}/…`), for
+ * updaters that cannot send the header; it stands for the installation as its token does.
  */
-export type Auth = "none" | "entitlement" | SessionAuth | { readonly scope: Scope };
+export type Auth = "none" | "entitlement" | "feed-credential" | SessionAuth | { readonly scope: Scope };
 /** A console or portal session, required (`console-session`, `portal-session`) or read when present (`…-if-any`). */
 export type SessionAuth = "console-session" | "portal-session" | "console-session-if-any" | "portal-session-if-any";
 
@@ -63,7 +65,7 @@ export interface Call<B = unknown, P = object> {
   readonly query: string;
   /** The JSON body checked against `body` (undefined when the endpoint takes none). */
   readonly body: B;
-  /** The bearer's entitlement (for `auth: "entitlement"`); undefined when `visitor` is set. */
+  /** The bearer's entitlement (for `auth: "entitlement"`, or the feed credential's for `feed-credential`); undefined when `visitor` is set. */
   readonly principal: Principal;
   /** On a public lane of an endpoint declared `publicLanes`, a request without a bearer: the visitor (else null). */
   readonly visitor: Visitor | null;

@@ -14,6 +14,7 @@ import { portalEndpoints } from "./endpoints/portal";
 import { downloadPageEndpoints } from "./endpoints/download-page";
 import { feedEndpoints } from "./endpoints/feeds";
 import { squirrelFeedEndpoints } from "./endpoints/feeds-squirrel";
+import { feedCredentialEndpoints } from "./endpoints/feed-credentials";
 import { identityEndpoints } from "./endpoints/identity";
 import { licensingEndpoints } from "./endpoints/licensing";
 import { releasesEndpoints } from "./endpoints/releases";
@@ -43,7 +44,10 @@ export function routeTable(services: AppServices, openapi: () => string): Record
     licensing: licensingEndpoints(services.licensing),
     updates: updateEndpoints(services.variant, services.releases, services.selection),
     releases: releasesEndpoints(services.variant, services.releases, services.selection),
-    feeds: [...feedEndpoints(services.feeds, services.publicLanes), ...squirrelFeedEndpoints(services.feeds, services.publicLanes)],
+    feeds: feedCredentialEndpoints(services.feedCredentials, services.feeds.baseUrl, [
+      ...feedEndpoints(services.feeds, services.publicLanes),
+      ...squirrelFeedEndpoints(services.feeds, services.publicLanes, services.feedCredentials),
+    ]),
     identity: identityEndpoints(services.staffSignIn),
     site: siteEndpoints(services.site, openapi),
     admin: [

@@ -12,7 +12,9 @@ const CLEAN = "x".repeat(FORBIDDEN.length - 1) + KEPT;
 /** Any character XML 1.0 forbids, as the standard's Char production states it. */
 const forbidden = (text: string) => /[^\t\n\r\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u.test(text);
 
-const release = { manifest: { version: "2.0.0", released: Date.parse("2026-10-01T00:00:00Z"), size: 1234, sha256: "ab".repeat(32) } } as unknown as Release;
+const release = {
+  manifest: { version: "2.0.0", installer: "Alpha-2.0.0-full.nupkg", released: Date.parse("2026-10-01T00:00:00Z"), size: 1234, sha256: "ab".repeat(32) },
+} as unknown as Release;
 
 /** Python's XML parser (an independent one): the document's text of `path`, or the parse error. */
 function pythonXml(xml: string, path: string): { ok: boolean; text: string } {
@@ -64,7 +66,7 @@ describe("every feed strips what XML 1.0 forbids, keeps the rest", () => {
     );
     expect([tauri.notes, tauri.signature]).toEqual([CLEAN, "s"]);
 
-    const velopack = JSON.parse(velopackJson([{ packageId: "Alpha\ud800", sha1: "ab", release, url: "Alpha-2.0.0-full.nupkg", notes: HOSTILE }]));
+    const velopack = JSON.parse(velopackJson([{ packageId: "Alpha\ud800", sha1: "ab", release, notes: HOSTILE }]));
     expect([velopack.Assets[0].NotesMarkdown, velopack.Assets[0].PackageId]).toEqual([CLEAN, "Alpha"]);
     for (const text of [yaml, JSON.stringify(tauri), JSON.stringify(velopack)]) expect(forbidden(text)).toBe(false);
   });

@@ -152,7 +152,7 @@ describe("feeds on a site with macOS and Linux platforms", () => {
           PackageId: "Alpha",
           Version: "3.0.0",
           Type: "Full",
-          FileName: `${BASE_URL}/api/v1/updates/alpha/stable/linux-x64/Alpha-3.0.0-full.nupkg`,
+          FileName: "Alpha-3.0.0-full.nupkg",
           SHA1: new Bun.CryptoHasher("sha1").update(nupkg).digest("hex").toUpperCase(),
           SHA256: new Bun.CryptoHasher("sha256").update(r.velopack!.installerBytes).digest("hex").toUpperCase(),
           Size: r.velopack!.installerBytes.length,

@@ -88,7 +88,9 @@ export function packagesToApply(available: readonly SquirrelReleaseEntry[], curr
   if (!latestFull) throw new Error("There should always be at least one full release");
   if (current === null) return [latestFull];
   if (compare(current, newestVersion) >= 0) return [];
-  const newer = available.filter((x) => compare(versionOfName(x.filename), current) > 0).sort((a, b) => compare(versionOfName(a.filename), versionOfName(b.filename)));
+  const newer = available
+    .filter((x) => compare(versionOfName(x.filename), current) > 0)
+    .sort((a, b) => compare(versionOfName(a.filename), versionOfName(b.filename)));
   const deltasSize = newer.filter((x) => x.isDelta).reduce((n, x) => n + x.filesize, 0);
   return deltasSize < latestFull.filesize && deltasSize > 0 ? newer.filter((x) => x.isDelta) : [latestFull];
 }

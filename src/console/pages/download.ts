@@ -25,7 +25,10 @@ export async function downloadPage(deps: ConsoleDeps, lanes: PublicLanes, produc
     const release = await deps.selection.served(index, visitorInstallation({ dev: null }), product, channel, platform);
     if (release) offered.push(release);
   }
-  const mine = platformOfAgent(agent, offered.map((r) => r.manifest.platform));
+  const mine = platformOfAgent(
+    agent,
+    offered.map((r) => r.manifest.platform),
+  );
   const first = offered.find((r) => r.manifest.platform === mine);
   const others = offered.filter((r) => r !== first);
   const title = `Download ${product ?? deps.variant.name} (${channel})`;

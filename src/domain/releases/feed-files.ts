@@ -159,8 +159,13 @@ export function parseFeeds(value: unknown, installer: string, reserved: readonly
         throw new ReleaseProblem(`manifest ${at}.edSignature must be the base64 Ed25519 signature sign_update printed for the delta`);
       return Object.freeze({ ...f, deltaFrom: d.deltaFrom, edSignature: d.edSignature });
     });
-    if (new Set(deltas.map((d) => d.deltaFrom)).size !== deltas.length) throw new ReleaseProblem("manifest feeds.sparkle.deltas has two deltas from one deltaFrom");
-    feeds.sparkle = Object.freeze({ edSignature: s.edSignature, bundleVersion: (s.bundleVersion as string | undefined) ?? null, ...(deltas.length ? { deltas } : {}) });
+    if (new Set(deltas.map((d) => d.deltaFrom)).size !== deltas.length)
+      throw new ReleaseProblem("manifest feeds.sparkle.deltas has two deltas from one deltaFrom");
+    feeds.sparkle = Object.freeze({
+      edSignature: s.edSignature,
+      bundleVersion: (s.bundleVersion as string | undefined) ?? null,
+      ...(deltas.length ? { deltas } : {}),
+    });
   }
   if (value.velopack !== undefined) {
     const p = value.velopack;
@@ -181,7 +186,8 @@ export function parseFeeds(value: unknown, installer: string, reserved: readonly
     if (typeof q.sha1 !== "string" || !SHA1_HEX.test(q.sha1))
       throw new ReleaseProblem("manifest feeds.squirrel.sha1 must be the installer's SHA-1, 40 lower-case hex digits");
     // Squirrel.Windows reads the version from the package's name (ReleaseExtensions.cs: `<id>-<version>-full.nupkg`).
-    if (!installer.toLowerCase().endsWith("-full.nupkg")) throw new ReleaseProblem("manifest feeds.squirrel needs the installer to be the -full.nupkg Squirrel wrote");
+    if (!installer.toLowerCase().endsWith("-full.nupkg"))
+      throw new ReleaseProblem("manifest feeds.squirrel needs the installer to be the -full.nupkg Squirrel wrote");
     const deltas = deltaList(q.deltas, "feeds.squirrel.deltas", (entry, at) => feedFile(entry, at, "delta", nupkgDelta(notReserved), ["sha1"]), 1);
     feeds.squirrel = Object.freeze({ sha1: q.sha1, deltas });
   }

@@ -179,18 +179,19 @@ export function sparkleAppcast(o: { title: string; items: readonly AppcastItem[]
   ].join("\n");
 }
 
-/** Velopack's `releases.{channel}.json` (peers.md 4.1): Full assets, `FileName` an absolute keyturn URL, SHA-1 and SHA-256 in upper case as vpk writes them. */
-export function velopackJson(
-  assets: readonly { packageId: string; sha1: string; release: Release; url: string; notes: string | null; delta?: FeedFile }[],
-): string {
+/**
+ * Velopack's `releases.{channel}.json` (peers.md 4.1): Full assets, SHA-1 and SHA-256 in upper case
+ * as vpk writes them, `FileName` the package's bare name: the client downloads it relative to the
+ * feed URL and saves it under that name in its packages folder, so an absolute URL there cannot be saved.
+ */
+export function velopackJson(assets: readonly { packageId: string; sha1: string; release: Release; notes: string | null; delta?: FeedFile }[]): string {
   return JSON.stringify({
     Assets: assets.map((a) => ({
       PackageId: feedText(a.packageId),
       Version: feedText(a.release.manifest.version),
-      // A delta (`-delta.nupkg`) patches the release before it up to this version; its FileName is
-      // relative to the feed, since the client saves it under that name (peers.md 4.1).
+      // A delta (`-delta.nupkg`) patches the release before it up to this version; bare names both.
       Type: a.delta ? "Delta" : "Full",
-      FileName: feedText(a.delta ? a.delta.file : a.url),
+      FileName: feedText(a.delta ? a.delta.file : a.release.manifest.installer),
       SHA1: (a.delta ? a.delta.sha1! : a.sha1).toUpperCase(),
       SHA256: (a.delta ? a.delta.sha256 : a.release.manifest.sha256).toUpperCase(),
       Size: a.delta ? a.delta.size : a.release.manifest.size,

@@ -8,9 +8,12 @@ import { etagOf, installerEtag, type Release } from "../../domain/releases/relea
 import { squirrelEntries, squirrelMacJson, squirrelReleasesFile } from "../../domain/releases/squirrel";
 import { compareVersions } from "../../domain/releases/version-order";
 import type { Principal } from "../../domain/licensing";
+import { FEED_CREDENTIAL_SEGMENT, type FeedCredentials } from "../../domain/feed-credential";
+import { credentialOfPath } from "./feed-credentials";
 import { API_PREFIX, endpoint, type Endpoint, type ParamDoc } from "../endpoint";
 import { serveBytes, serveFileRanges } from "../file-serving";
-import { BEARER_ERRORS } from "./shared";
+import { jsonText } from "../respond";
+import { BEARER_ERRORS, NO_STORE } from "./shared";
 
 const VERSION = /^v?([0-9A-Za-z][0-9A-Za-z.+-]{0,63})$/;
 const sha256Hex = (bytes: Uint8Array) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
@@ -28,7 +31,7 @@ const document = (request: Request, text: string, contentType: string) => {
  * mirrored like the other feeds (feeds.ts), from the same index, controls and rollouts; and the
  * Sparkle deltas the appcast names.
  */
-export function squirrelFeedEndpoints(feeds: FeedService, publicLanes: PublicLanes): Endpoint[] {
+export function squirrelFeedEndpoints(feeds: FeedService, publicLanes: PublicLanes, credentials: FeedCredentials): Endpoint[] {
   const v = feeds.variant;
   const withProduct = v.products.length > 0;
   const productParam: ParamDoc[] = withProduct ? [{ name: "product", description: "A product of this variant", values: v.products }] : [];
@@ -43,9 +46,30 @@ export function squirrelFeedEndpoints(feeds: FeedService, publicLanes: PublicLan
     visitor
       ? { who: visitorInstallation(visitor), channels: publicLanes.channelsOf(product) }
       : { who: { dev: principal.claims.dev, kind: principal.claims.kind }, channels: principal.claims.chn };
-  /** The installer on the update path, where Squirrel.Mac downloads it. */
+  /** The installer on the update path (a public lane's visitor downloads it there without a bearer). */
   const updateUrl = (r: Release) =>
     `${feeds.baseUrl}${API_PREFIX}/updates/${[r.manifest.product, r.manifest.channel, r.manifest.platform, r.manifest.installer].filter((x) => x !== null).join("/")}`;
+  /**
+   * Where Squirrel.Mac downloads the zip. It sends no header on that request (SQRLUpdater's
+   * requestForDownload makes a bare request: https://github.com/Squirrel/Squirrel.Mac/blob/8d808803bc89ec0e2aa1450474856dfee3b00c6b/Squirrel/SQRLUpdater.m),
+   * so an installation's url carries a feed credential: the one of the check's own URL, else one
+   * made from its bearer. A visitor's is the public update path. A mirror makes no credential: a
+   * bearer check there is answered the update path (configure Squirrel.Mac with a credential URL).
+   */
+  const macDownloadUrl = (r: Release, request: Request, principal: Principal, visitor: Visitor | null) => {
+    if (visitor) return updateUrl(r);
+    let credential = credentialOfPath(new URL(request.url).pathname);
+    if (credential === "") {
+      try {
+        credential = credentials.issue(principal).credential;
+      } catch (e) {
+        if (e instanceof KeyturnError && e.code === "licensing_unavailable") return updateUrl(r);
+        throw e;
+      }
+    }
+    const lane = [r.manifest.product, r.manifest.channel, r.manifest.platform].filter((x) => x !== null).join("/");
+    return `${feeds.baseUrl}${API_PREFIX}/feeds/${FEED_CREDENTIAL_SEGMENT}/${credential}/squirrel-mac/${lane}/zip/${r.manifest.installer}`;
+  };
   const winPlatforms = v.platforms.filter((p) => p.startsWith("win-"));
   const macPlatforms = v.platforms.filter((p) => p.startsWith("mac-"));
 
@@ -88,7 +112,8 @@ export function squirrelFeedEndpoints(feeds: FeedService, publicLanes: PublicLan
       }
       if (file.toLowerCase().endsWith("-delta.nupkg")) {
         const found = await feeds.deltaOf(index, caller, product, channel, [platform], file);
-        if (!found || !found.release.manifest.feeds?.squirrel?.deltas.includes(found.delta)) throw new KeyturnError("not_found", "There is nothing at this address.");
+        if (!found || !found.release.manifest.feeds?.squirrel?.deltas.includes(found.delta))
+          throw new KeyturnError("not_found", "There is nothing at this address.");
         return serveBytes(request, feeds.feedFile(found.release, found.delta), etagOf(found.delta.sha256), "application/octet-stream");
       }
       const release = await feeds.fileOf(index, caller, product, channel, [platform], file);
@@ -114,14 +139,14 @@ export function squirrelFeedEndpoints(feeds: FeedService, publicLanes: PublicLan
     ],
     answers: {
       "200": {
-        description: "{ url, name, notes, pub_date }: url is the release's zip on the update path",
+        description:
+          "{ url, name, notes, pub_date }: url is the release's zip, with a feed credential in its path for an installation (Squirrel.Mac downloads it without headers), on the update path for a public lane's visitor; not stored (the credential is made per answer)",
         content: { "application/json": { schema: { type: "object", required: ["url", "name", "notes", "pub_date"] } } },
-        headers: ["ETag", "Cache-Control"],
+        headers: ["Cache-Control"],
       },
       "204": { description: "Nothing newer than current_version for this installation" },
-      "304": { description: "If-None-Match matched the ETag", headers: ["ETag"] },
     },
-    errors: [...FEED_ERRORS, "unavailable"],
+    errors: [...FEED_ERRORS],
     handler: async ({ request, params: p, principal, visitor, sightedOn }) => {
       const { product, channel, platform } = laneOf(p);
       const caller = callerOf(principal, visitor, product);
@@ -134,8 +159,39 @@ export function squirrelFeedEndpoints(feeds: FeedService, publicLanes: PublicLan
       const listed = await feeds.listed(index, caller, product, channel, [platform], (r) => isSquirrelMacRelease(r.manifest));
       const newest = listed[0];
       if (!newest || compareVersions(newest.manifest.version, current[1]!) <= 0) return new Response(null, { status: 204 });
-      const body = squirrelMacJson({ url: updateUrl(newest), version: newest.manifest.version, notes: notesOf(newest), released: newest.manifest.released });
-      return document(request, body, "application/json");
+      const url = macDownloadUrl(newest, request, principal, visitor);
+      return jsonText(squirrelMacJson({ url, version: newest.manifest.version, notes: notesOf(newest), released: newest.manifest.released }), NO_STORE);
+    },
+  });
+
+  const squirrelMacZip = endpoint({
+    method: "GET",
+    path: `${lanePath("squirrel-mac")}/zip/{file}`,
+    summary:
+      "The zip a Squirrel.Mac answer names, of a release this installation may install (with a feed credential in the path: Squirrel.Mac sends no header here)",
+    auth: "entitlement",
+    publicLanes: true,
+    budget: "api",
+    audit: "update",
+    params: [
+      ...productParam,
+      channelParam,
+      { name: "platform", description: "A macOS platform of the site", values: macPlatforms },
+      { name: "file", description: "The release's zip" },
+    ],
+    answers: {
+      "200": { description: "The zip", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } }, headers: ["ETag"] },
+      "206": { description: "A range of the zip", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } },
+      "304": { description: "If-None-Match matched the ETag", headers: ["ETag"] },
+    },
+    errors: [...FEED_ERRORS, "unavailable", "range_not_satisfiable"],
+    handler: async ({ request, params: p, principal, visitor }) => {
+      const { product, channel, platform } = laneOf(p);
+      const caller = callerOf(principal, visitor, product);
+      const index = await feeds.lane(caller, product, channel);
+      const release = await feeds.fileOf(index, caller, product, channel, [platform], p.file ?? "");
+      if (!release || !isSquirrelMacRelease(release.manifest)) throw new KeyturnError("not_found", "There is nothing at this address.");
+      return serveFileRanges(request, feeds.installerPath(release), release.manifest.size, installerEtag(release), release.manifest.installer);
     },
   });
 
@@ -163,10 +219,11 @@ export function squirrelFeedEndpoints(feeds: FeedService, publicLanes: PublicLan
       const caller = callerOf(principal, visitor, product);
       const index = await feeds.lane(caller, product, channel);
       const found = await feeds.deltaOf(index, caller, product, channel, [platform], p.file ?? "");
-      if (!found || !found.release.manifest.feeds?.sparkle?.deltas?.includes(found.delta as never)) throw new KeyturnError("not_found", "There is nothing at this address.");
+      if (!found || !found.release.manifest.feeds?.sparkle?.deltas?.includes(found.delta as never))
+        throw new KeyturnError("not_found", "There is nothing at this address.");
       return serveBytes(request, feeds.feedFile(found.release, found.delta), etagOf(found.delta.sha256), "application/octet-stream");
     },
   });
 
-  return [...(winPlatforms.length > 0 ? [squirrelWindows] : []), ...(macPlatforms.length > 0 ? [squirrelMac, sparkleDelta] : [])];
+  return [...(winPlatforms.length > 0 ? [squirrelWindows] : []), ...(macPlatforms.length > 0 ? [squirrelMac, squirrelMacZip, sparkleDelta] : [])];
 }

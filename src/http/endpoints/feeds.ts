@@ -29,7 +29,9 @@ const VELOPACK_FILE = /^releases\.(win|osx|linux)\.json$/;
 const sha256Hex = (bytes: Uint8Array) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 /** The bearer's installation and channels; on a public lane without a bearer, the visitor holding the product's public channels. */
 const callerOf = (p: Principal, visitor: Visitor | null = null, lanes?: PublicLanes, product: string | null = null): FeedCaller =>
-  visitor && lanes ? { who: visitorInstallation(visitor), channels: lanes.channelsOf(product) } : { who: { dev: p.claims.dev, kind: p.claims.kind }, channels: p.claims.chn };
+  visitor && lanes
+    ? { who: visitorInstallation(visitor), channels: lanes.channelsOf(product) }
+    : { who: { dev: p.claims.dev, kind: p.claims.kind }, channels: p.claims.chn };
 /** A feed's document: generated per installation, so private and revalidated; its ETag is its bytes' SHA-256. */
 const feedDocument = (request: Request, text: string, contentType: string) => {
   const bytes = new TextEncoder().encode(text);
@@ -220,7 +222,7 @@ export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): En
     method: "GET",
     path: `${lanePath("velopack")}/{file}`,
     summary:
-      "Velopack's releases.{os}.json: the full packages of the site's platforms of that system this installation may install, FileName on the update path",
+      "Velopack's releases.{os}.json: the full packages of the site's platforms of that system this installation may install, FileName relative to the feed (the client saves the package under that name), and those packages",
     auth: "entitlement",
     publicLanes: true,
     budget: "api",
@@ -228,39 +230,52 @@ export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): En
     params: [
       ...productParam,
       channelParam,
-      { name: "file", description: "releases.win.json, releases.osx.json or releases.linux.json; a -delta.nupkg the feed names" },
+      { name: "file", description: "releases.win.json, releases.osx.json or releases.linux.json; or a package (-full.nupkg, -delta.nupkg) a feed names" },
     ],
     answers: {
       "200": {
-        description: '{ "Assets": [{ PackageId, Version, Type, FileName, SHA1, SHA256, Size, NotesMarkdown }] }, or a delta package',
+        description: '{ "Assets": [{ PackageId, Version, Type, FileName, SHA1, SHA256, Size, NotesMarkdown }] }, or the package',
         content: {
           "application/json": { schema: { type: "object", required: ["Assets"] } },
           "application/octet-stream": { schema: { type: "string", format: "binary" } },
         },
         headers: DOCUMENT_HEADERS,
       },
+      "206": {
+        description: "A range of the package",
+        content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+        headers: ["ETag", "Accept-Ranges"],
+      },
       "304": NOT_MODIFIED,
     },
-    errors: [...FEED_ERRORS, "unavailable"],
+    errors: [...FEED_ERRORS, "unavailable", "range_not_satisfiable"],
     handler: async ({ request, params: p, principal, visitor, sightedOn }) => {
       const { product, channel } = laneOf(p);
       const caller = callerOf(principal, visitor, publicLanes, product);
-      const deltaFile = (p.file ?? "").toLowerCase().endsWith("-delta.nupkg") ? (p.file ?? "") : null;
-      if (deltaFile !== null) {
-        // A delta the feed names relative to itself: a release's of any system this installation may install.
+      const file = p.file ?? "";
+      const os = VELOPACK_FILE.exec(file);
+      if (!os && file.toLowerCase().endsWith("-delta.nupkg")) {
+        // A delta, named relatively as the full package is: a release's of any system this installation may install.
         const index = await feeds.lane(caller, product, channel);
-        const found = await feeds.deltaOf(index, caller, product, channel, v.platforms, deltaFile);
-        if (!found || !found.release.manifest.feeds?.velopack?.deltas?.includes(found.delta)) throw new KeyturnError("not_found", "There is nothing at this address.");
+        const found = await feeds.deltaOf(index, caller, product, channel, v.platforms, file);
+        if (!found || !found.release.manifest.feeds?.velopack?.deltas?.includes(found.delta))
+          throw new KeyturnError("not_found", "There is nothing at this address.");
         return serveBytes(request, feeds.feedFile(found.release, found.delta), etagOf(found.delta.sha256), "application/octet-stream");
       }
-      const os = VELOPACK_FILE.exec(p.file ?? "");
-      const platforms = os ? velopackPlatforms(os[1]!, v.platforms) : [];
+      if (!os) {
+        // A package the feed names: FileName is relative, because the client saves the package under it (velopack src/lib-rust/src/manager.rs).
+        const index = await feeds.lane(caller, product, channel);
+        const release = isInstallerName(file) ? await feeds.fileOf(index, caller, product, channel, v.platforms, file) : null;
+        if (!release?.manifest.feeds?.velopack) throw new KeyturnError("not_found", "There is nothing at this address.");
+        return serveFileRanges(request, feeds.installerPath(release), release.manifest.size, installerEtag(release), release.manifest.installer);
+      }
+      const platforms = velopackPlatforms(os[1]!, v.platforms);
       if (platforms.length === 0) throw new KeyturnError("not_found", "There is nothing at this address.");
       const index = await feeds.lane(caller, product, channel);
       const listed = await feeds.listed(index, caller, product, channel, platforms, (r) => r.manifest.feeds?.velopack !== undefined);
       if (listed[0]) sightedOn(laneName(product, channel, listed[0].manifest.platform));
       const assets = listed.flatMap((r) => {
-        const full = { ...r.manifest.feeds!.velopack!, release: r, url: updateUrl(r), notes: notesOf(r) };
+        const full = { ...r.manifest.feeds!.velopack!, release: r, notes: notesOf(r) };
         return [full, ...(r.manifest.feeds!.velopack!.deltas ?? []).map((delta) => ({ ...full, delta }))];
       });
       return feedDocument(request, velopackJson(assets), "application/json");
