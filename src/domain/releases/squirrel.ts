@@ -4,7 +4,7 @@ import { compareVersions } from "./version-order";
 
 /**
  * The answers of Electron's built-in autoUpdater: Squirrel.Windows' `RELEASES` file and
- * Squirrel.Mac's update JSON, each as its client reads it (docs/feeds-squirrel.md).
+ * Squirrel.Mac's update JSON, each as its client reads it (docs/squirrel-and-deltas.md).
  */
 
 /** One `RELEASES` line: a package, its SHA-1 and size; `name` as the client resolves it against the feed's address. */
