@@ -145,7 +145,7 @@ describe("Velopack and Sparkle deltas, served and verified", () => {
       ["3.0.0", "Delta", "Alpha-3.0.0-delta.nupkg"],
       ["2.0.0", "Full", "Alpha-2.0.0-full.nupkg"],
     ]);
-    const asset = body.Assets[1]!;
+    const asset = body.Assets[1] as { SHA1: string; SHA256: string; Size: number; FileName: string };
     expect([asset.SHA1, asset.SHA256, asset.Size]).toEqual([sha1(velopackDelta).toUpperCase(), sha256(velopackDelta).toUpperCase(), velopackDelta.length]);
     // The client resolves FileName against the feed's address (peers.md 4.1).
     const url = new URL(asset.FileName as string, `${BASE}${feed}`).href;
