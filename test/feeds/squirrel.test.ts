@@ -126,7 +126,9 @@ describe("Squirrel feeds (Electron's built-in autoUpdater)", () => {
       // Checked through a credential URL itself, the answer's url carries that credential.
       const credentialCheck = feedUrl.replace("/squirrel/alpha/stable/win-x64", "/squirrel-mac/alpha/stable/mac-arm64/1.9.0");
       const again = (await squirrelMacCheck(await fetchAs(credentialCheck, null)))!;
-      expect(again.updateURL.href).toBe(`${feedUrl.replace("/squirrel/alpha/stable/win-x64", "")}/squirrel-mac/alpha/stable/mac-arm64/zip/Alpha-2.0.0-darwin-arm64.zip`);
+      expect(again.updateURL.href).toBe(
+        `${feedUrl.replace("/squirrel/alpha/stable/win-x64", "")}/squirrel-mac/alpha/stable/mac-arm64/zip/Alpha-2.0.0-darwin-arm64.zip`,
+      );
       // The zip of a release the installation may not take (none newer here) is 404; without a credential or bearer 401.
       expect((await fetchAs(`${BASE}/feeds/squirrel-mac/alpha/stable/mac-arm64/zip/Alpha-2.0.0-darwin-arm64.zip`, null)).status).toBe(401);
       expect((await fetchAs(`${BASE}/feeds/squirrel-mac/alpha/stable/mac-arm64/zip/Alpha-3.0.0-darwin-arm64.zip`)).status).toBe(404);
