@@ -128,3 +128,22 @@ describe("a public lane (alpha/preview) beside a private one (alpha/stable)", ()
     expect(await privatePage.text()).toContain("There is no public download here.");
   });
 });
+
+describe("gamma (no products): --public-lanes preview", () => {
+  test("its preview lane answers without a bearer at /updates/preview/… and /download/preview; stable refuses", async () => {
+    const s = await releaseSite("gamma", { "public-lanes": "preview" });
+    try {
+      const preview = s.tree.add({ version: "1.0.0", channel: "preview" });
+      s.tree.add({ version: "1.0.0", channel: "stable" });
+      await s.holder.rescan();
+      const manifest = await s.site.request("GET", "/updates/preview/win-x64/gamma-update.json");
+      expect(Buffer.from(await manifest.arrayBuffer()).equals(preview.manifestBytes)).toBe(true);
+      expect((await s.site.request("GET", "/updates/stable/win-x64/gamma-update.json")).status).toBe(401);
+      const page = await s.site.app.handle(new Request("http://localhost/download/preview", { headers: { "user-agent": WINDOWS } }));
+      expect(await page.text()).toContain(`href="/api/v1/updates/preview/win-x64/${preview.installer}"`);
+      expect((await s.site.app.handle(new Request("http://localhost/download/stable"))).status).toBe(404);
+    } finally {
+      await s.close();
+    }
+  });
+});
