@@ -69,7 +69,7 @@ function sign(args: string[], env: Environment): number {
     const installer = join(dirname(manifestPath), manifest.installer);
     checkInstallerSize(installer, manifest);
     checkInstallerHash(installer, manifest);
-    checkFeedFiles(dirname(manifestPath), manifest.feeds);
+    checkFeedFiles(dirname(manifestPath), manifest.feeds, manifest.installer);
   } catch (e) {
     if (!(e instanceof ReleaseProblem)) throw e;
     err(`keyturn: not signed: ${positionals[0]}: ${e.message}`);

@@ -75,14 +75,15 @@ export class FeedCredentials {
     const signer = this.deps.signer();
     if (!signer) throw new KeyturnError("licensing_unavailable", "The site has no signing key configured.");
     const t = principal.claims;
-    const iat = Math.floor(this.deps.clock() / 1000);
+    // The token's own iat, nbf and exp: a rule about when a token was issued (a mirror refuses
+    // tokens issued before a licence was reinstated) judges the credential as its token.
     const claims = {
       iss: this.deps.baseUrl,
       aud: this.deps.variant.audience,
       sub: t.sub,
       jti: randomBase32(26).toLowerCase(),
-      iat,
-      nbf: iat,
+      iat: t.iat,
+      nbf: t.nbf,
       exp: t.exp,
       kind: t.kind,
       lic: t.lic,

@@ -161,7 +161,7 @@ describe("Velopack and Sparkle deltas, served and verified", () => {
     expect(deltas).toBeDefined();
     const enclosure = Object.fromEntries([...deltas!.matchAll(/([\w:]+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
     expect(enclosure).toEqual({
-      url: `${BASE_URL}/api/v1/feeds/sparkle/alpha/stable/mac-arm64/Alpha-1.9.0-2.0.0.delta`,
+      url: `${BASE_URL}/api/v1/feeds/sparkle/alpha/stable/deltas/mac-arm64/Alpha-1.9.0-2.0.0.delta`,
       "sparkle:deltaFrom": "190",
       length: String(sparkleDeltaBytes.length),
       type: "application/octet-stream",

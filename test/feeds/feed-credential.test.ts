@@ -68,7 +68,14 @@ describe("a feed URL that carries its own credential", () => {
     const claims = JSON.parse(Buffer.from(issued.credential.split(".")[1]!, "base64url").toString());
     const tokenClaims = JSON.parse(Buffer.from(activated.token.split(".")[1]!, "base64url").toString());
     expect(header.typ).toBe("al-feed+jwt");
-    expect([claims.sub, claims.dev, claims.lic, claims.exp]).toEqual([tokenClaims.sub, tokenClaims.dev, tokenClaims.lic, tokenClaims.exp]);
+    expect([claims.sub, claims.dev, claims.lic, claims.iat, claims.nbf, claims.exp]).toEqual([
+      tokenClaims.sub,
+      tokenClaims.dev,
+      tokenClaims.lic,
+      tokenClaims.iat,
+      tokenClaims.nbf,
+      tokenClaims.exp,
+    ]);
     expect(claims.name).toBeUndefined();
     expect(claims.org).toBeUndefined();
   });

@@ -33,11 +33,11 @@ describe("a manifest's feeds (signed with the rest)", () => {
     expect(parseManifest(Buffer.from(JSON.stringify(base)), alpha, place).feeds).toBeNull();
     const ed = "A".repeat(86) + "==";
     expect(parse({ electron: { blockmap: entry("a.exe.blockmap") }, tauri: { signature: entry("a.exe.sig") }, sparkle: { edSignature: ed } }).feeds).toEqual({
-      electron: { blockmap: entry("a.exe.blockmap") },
+      electron: { blockmap: entry("a.exe.blockmap"), blockMapSize: null },
       tauri: { signature: entry("a.exe.sig") },
       sparkle: { edSignature: ed, bundleVersion: null },
     });
-    expect(parse({ electron: {} }).feeds).toEqual({ electron: { blockmap: null } });
+    expect(parse({ electron: {} }).feeds).toEqual({ electron: { blockmap: null, blockMapSize: null } });
     expect(parse({ velopack: { packageId: "Alpha", sha1: "a".repeat(40) } }, "Alpha-1.0.0-full.nupkg").feeds).toEqual({
       velopack: { packageId: "Alpha", sha1: "a".repeat(40) },
     });

@@ -38,7 +38,7 @@ describe("every feed strips what XML 1.0 forbids, keeps the rest", () => {
   test("the Sparkle appcast stays valid XML for Python's parser; the notes come back without the forbidden characters", () => {
     const xml = sparkleAppcast({
       title: `Alpha ${HOSTILE}`,
-      items: [{ release, url: "https://licenses.example.com/x", edSignature: "sig", bundleVersion: "200", notes: HOSTILE }],
+      items: [{ release, url: "https://licenses.example.com/x", edSignature: "sig", bundleVersion: "200", notes: HOSTILE, critical: true }],
     });
     expect(forbidden(xml)).toBe(false);
     const description = pythonXml(xml, "channel/item/description");
@@ -52,7 +52,7 @@ describe("every feed strips what XML 1.0 forbids, keeps the rest", () => {
   test("electron-updater's YAML, Tauri's and Velopack's JSON carry the notes without them", () => {
     const yaml = electronYaml({
       version: `2.0.0${"\uffff"}`,
-      files: [{ url: "a\u0001.exe", sha512: "x", size: 1 }],
+      files: [{ url: "a\u0001.exe", sha512: "x", size: 1, blockMapSize: null }],
       releaseDate: "2026-10-01T00:00:00.000Z",
       notes: HOSTILE,
     });

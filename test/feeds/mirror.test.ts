@@ -2,6 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { FeedServer, Vendor } from "../mirror/vendor";
 import { mirrorSite } from "../mirror/mirror-site";
 import { feedFileEntry } from "../release-tree";
+import { VARIANTS } from "../../src/config/variants";
+import { FeedCredentials } from "../../src/domain/feed-credential";
+import { TokenSigner } from "../../src/domain/tokens";
 import { minisignKey } from "./signers";
 
 /** design.md "Feeds for existing updaters": the feeds work through a mirror, with the vendor's tokens and controls. */
@@ -53,6 +56,38 @@ describe("the feeds at a mirror", () => {
       expect((await tauri()).version).toBe("1.0.0");
       expect(await (await m.get("/feeds/electron/alpha/stable/latest.yml", token)).text()).toContain('version: "1.0.0"');
       expect((await m.get("/feeds/electron/alpha/stable/alpha-1.1.0-win-x64.exe", token)).status).toBe(404);
+    } finally {
+      await m.close();
+    }
+  });
+
+  test("a feed credential the vendor made opens the mirror's feeds, the mirror makes none, and a deactivation at the vendor ends it within one poll", async () => {
+    const m = await mirrorSite(vendor, feed.url);
+    try {
+      const token = vendor.token({ activation: "act_feedcred", license: "lic_feedcred", nowMs: m.clock() });
+      const ring = vendor["ring"];
+      // The vendor's site makes it as FeedCredentials does (its signing key, its address as iss).
+      const atVendor = new FeedCredentials({
+        variant: VARIANTS.alpha,
+        baseUrl: vendor.url,
+        issuer: vendor.url,
+        keys: ring,
+        clock: m.clock,
+        signer: () => new TokenSigner(VARIANTS.alpha, vendor.url, ring.signing!),
+        status: { check() {} },
+        mirrorOf: null,
+      });
+      const claims = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString());
+      const { credential } = atVendor.issue({ claims });
+      const path = `/feeds/credential/${credential}/velopack/alpha/stable/releases.win.json`;
+      const first = await m.get(path);
+      expect([first.status, await first.json()]).toEqual([200, { Assets: [] }]);
+      const made = await m.post("/feeds/credential", undefined, token);
+      expect([made.status, ((await made.json()) as { error: string }).error]).toEqual([503, "licensing_unavailable"]);
+      feed.deactivate("act_feedcred", claims.exp * 1000);
+      expect((await m.follower.pollOnce()).ok).toBe(true);
+      const after = await m.get(path);
+      expect([after.status, ((await after.json()) as { error: string }).error]).toEqual([401, "entitlement_revoked"]);
     } finally {
       await m.close();
     }

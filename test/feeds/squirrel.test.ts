@@ -136,7 +136,10 @@ describe("Squirrel feeds (Electron's built-in autoUpdater)", () => {
 
     test("204 (no update) when the running version is the newest or newer, and on a lane with nothing for it; a bad version 400", async () => {
       for (const current of ["2.0.0", "v2.0.0", "3.1.0"]) expect([current, (await check(current)).status]).toEqual([current, 204]);
-      expect(await squirrelMacCheck(await check("1.0.0", "preview"))).toBeNull();
+      // The preview feed offers stable's release too, to a licence that holds stable; to one of preview alone, nothing.
+      expect((await squirrelMacCheck(await check("1.0.0", "preview")))?.releaseName).toBe("2.0.0");
+      const previewOnly = await s.token(["preview"]);
+      expect(await squirrelMacCheck(await fetchAs(`${BASE}/feeds/squirrel-mac/alpha/preview/mac-arm64/1.0.0`, previewOnly))).toBeNull();
       expect((await check("not%20a%20version")).status).toBe(400);
     });
   });

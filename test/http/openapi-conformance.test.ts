@@ -352,7 +352,7 @@ async function runVariant(variant: VariantName) {
     const previewFeed = [product, "preview"].filter(Boolean).join("/");
     const FE = `/feeds/electron/${P}{channel}/{file}`;
     const FT = `/feeds/tauri/${P}{channel}/{target}/{arch}/{current_version}`;
-    const FS = `/feeds/sparkle/${P}{channel}/appcast.xml`;
+    const FS = `/feeds/sparkle/${P}{channel}/{file}`;
     const FV = `/feeds/velopack/${P}{channel}/{file}`;
     const FVC = `/feeds/credential/{credential}/velopack/${P}{channel}/{file}`;
     const credentialFeed = (credential: string, lane_ = laneOfFeed, file = "releases.win.json") => `/feeds/credential/${credential}/velopack/${lane_}/${file}`;
@@ -363,11 +363,11 @@ async function runVariant(variant: VariantName) {
     const SMC = `/feeds/credential/{credential}/squirrel-mac/${P}{channel}/{platform}/{current_version}`;
     const SZ = `/feeds/squirrel-mac/${P}{channel}/{platform}/zip/{file}`;
     const SZC = `/feeds/credential/{credential}/squirrel-mac/${P}{channel}/{platform}/zip/{file}`;
-    const SD = `/feeds/sparkle/${P}{channel}/{platform}/{file}`;
+    const SD = `/feeds/sparkle/${P}{channel}/deltas/{platform}/{file}`;
     const squirrelPath = (file = "RELEASES", lane_ = laneOfFeed) => `/feeds/squirrel/${lane_}/win-x64/${file}`;
     const macCheckPath = `/feeds/squirrel-mac/${previewFeed}/mac-arm64/0.1.0`;
     const zipPath = `/feeds/squirrel-mac/${previewFeed}/mac-arm64/zip/${mac.installer}`;
-    const deltaPath = `/feeds/sparkle/${previewFeed}/mac-arm64/${sparkleDelta}`;
+    const deltaPath = `/feeds/sparkle/${previewFeed}/deltas/mac-arm64/${sparkleDelta}`;
     const withCredential = (credential: string, path: string) => path.replace("/feeds/", `/feeds/credential/${credential}/`);
     const twins: [string, string][] = [
       [SQC, squirrelPath()],
@@ -482,7 +482,7 @@ async function runVariant(variant: VariantName) {
     await GET(FT, `/feeds/tauri/${laneOfFeed}/windows/x86_64/9.0.0`, auth, "tauri nothing newer", 204);
     await GET(FT, `/feeds/tauri/${laneOfFeed}/windows/x86_64/not%20a%20version`, auth, "tauri bad version", 400, "invalid_request");
     await GET(FT, `/feeds/tauri/${laneOfFeed}/beos/x86_64/1.0.0`, auth, "tauri unknown target", 404, "not_found");
-    await GET(FT, `/feeds/tauri/${previewFeed}/windows/x86_64/1.0.0`, auth, "nothing released on preview", 404, "no_release");
+    await GET(FT, `/feeds/tauri/${laneOfFeed}/darwin/aarch64/1.0.0`, auth, "nothing released for macOS: no update", 204);
     await GET(
       FT,
       `/feeds/tauri/${previewFeed}/windows/x86_64/1.0.0`,
@@ -548,8 +548,11 @@ async function runVariant(variant: VariantName) {
     await GET(SMC, withCredential(liveCredential, macCheckPath), {}, "squirrel.mac update by credential", 200);
     await GET(SM, macCheckPath.replace("/0.1.0", "/9.0.0"), auth, "nothing newer", 204);
     await GET(SMC, withCredential(liveCredential, macCheckPath.replace("/0.1.0", "/9.0.0")), {}, "nothing newer", 204);
-    await GET(SQ, squirrelPath("RELEASES", previewFeed), auth, "nothing for Squirrel on preview", 404, "no_release");
-    await GET(SQC, withCredential(liveCredential, squirrelPath("RELEASES", previewFeed)), {}, "nothing for Squirrel on preview", 404, "no_release");
+    // A licence of preview alone: nothing for Squirrel there (the preview feed offers stable's only to a licence that holds stable).
+    const previewOnly = await activate(["preview"]);
+    const previewOnlyCredential = await credentialOf(previewOnly.token);
+    await GET(SQ, squirrelPath("RELEASES", previewFeed), { token: previewOnly.token }, "nothing for Squirrel on preview", 404, "no_release");
+    await GET(SQC, withCredential(previewOnlyCredential, squirrelPath("RELEASES", previewFeed)), {}, "nothing for Squirrel on preview", 404, "no_release");
     await GET(SQC, withCredential(liveCredential, squirrelPath("nothing.nupkg")), {}, "unknown file", 404, "not_found");
     await GET(SQ, squirrelPath("nothing.nupkg"), auth, "unknown file", 404, "not_found");
     await GET(SM, macCheckPath.replace("/mac-arm64/", "/win-x64/"), auth, "not a macOS platform", 404, "not_found");

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
 import { readRegularFile } from "./files";
 import { ReleaseProblem } from "./problem";
@@ -27,8 +28,12 @@ export interface SparkleDelta extends FeedFile {
  * file and Sparkle's `sign_update` edSignature.
  */
 export interface Feeds {
-  /** electron-updater (generic provider); `blockmap`: `<installer>.blockmap`, for differential updates. */
-  readonly electron?: { readonly blockmap: FeedFile | null };
+  /**
+   * electron-updater (generic provider); `blockmap`: `<installer>.blockmap`, for differential
+   * updates; `blockMapSize`: the size of the blockmap embedded at the installer's end (an AppImage,
+   * as app-builder printed it), which the AppImage updater's differential download needs.
+   */
+  readonly electron?: { readonly blockmap: FeedFile | null; readonly blockMapSize: number | null };
   /** Tauri v2 updater: the `.sig` file `tauri build` wrote beside the artifact. */
   readonly tauri?: { readonly signature: FeedFile };
   /** Sparkle: the EdDSA signature `sign_update` printed, and the CFBundleVersion (default: the manifest's version). */
@@ -128,13 +133,19 @@ export function parseFeeds(value: unknown, installer: string, reserved: readonly
   if (value.electron !== undefined) {
     const e = value.electron;
     if (!isObject(e)) throw new ReleaseProblem("manifest feeds.electron must be an object");
-    only(e, "feeds.electron", ["blockmap"]);
+    only(e, "feeds.electron", ["blockmap", "blockMapSize"]);
     // electron-updater asks for `<installer URL>.blockmap`, and for an older release's at the same path with its version.
     const blockmap =
       e.blockmap === undefined
         ? null
         : feedFile(e.blockmap, "feeds.electron.blockmap", "blockmap", (f) => (f === `${installer}.blockmap` ? null : `must be ${installer}.blockmap`));
-    feeds.electron = Object.freeze({ blockmap });
+    const blockMapSize = e.blockMapSize === undefined ? null : e.blockMapSize;
+    if (
+      blockMapSize !== null &&
+      (!Number.isSafeInteger(blockMapSize) || (blockMapSize as number) < 1 || (blockMapSize as number) > MAX_FEED_FILE_BYTES.blockmap)
+    )
+      throw new ReleaseProblem(`manifest feeds.electron.blockMapSize must be a whole number of bytes, at most ${MAX_FEED_FILE_BYTES.blockmap}`);
+    feeds.electron = Object.freeze({ blockmap, blockMapSize: blockMapSize as number | null });
   }
   if (value.tauri !== undefined) {
     const t = value.tauri;
@@ -224,7 +235,22 @@ export function readFeedFile(dir: string, f: FeedFile): Buffer {
   return bytes;
 }
 
-/** Checks every feed file of a release folder (scan, `release sign`). */
-export function checkFeedFiles(dir: string, feeds: Feeds | null): void {
+/**
+ * Checks every feed file of a release folder (scan, `release sign`), and an embedded blockmap's
+ * size against the installer's last four bytes (big-endian, as app-builder appends it).
+ */
+export function checkFeedFiles(dir: string, feeds: Feeds | null, installer?: string): void {
   for (const f of feedFilesOf(feeds)) readFeedFile(dir, f);
+  const embedded = feeds?.electron?.blockMapSize;
+  if (embedded != null && installer !== undefined) {
+    const fd = openSync(join(dir, installer), "r");
+    try {
+      const size = fstatSync(fd).size;
+      const tail = Buffer.alloc(4);
+      if (size < embedded + 4 || readSync(fd, tail, 0, 4, size - 4) !== 4 || tail.readUInt32BE(0) !== embedded)
+        throw new ReleaseProblem(`installer ${installer} does not end with an embedded blockmap of ${embedded} bytes (feeds.electron.blockMapSize)`);
+    } finally {
+      closeSync(fd);
+    }
+  }
 }

@@ -95,6 +95,8 @@ export interface ElectronFile {
   readonly url: string;
   readonly sha512: string;
   readonly size: number;
+  /** The blockmap embedded at the end of the file (AppImage): its differential download needs it. */
+  readonly blockMapSize: number | null;
 }
 
 /**
@@ -105,7 +107,10 @@ export interface ElectronFile {
  */
 export function electronYaml(o: { version: string; files: readonly ElectronFile[]; releaseDate: string; notes: string | null }): string {
   const lines = [`version: ${yamlText(o.version)}`, "files:"];
-  for (const f of o.files) lines.push(`  - url: ${yamlText(f.url)}`, `    sha512: ${yamlText(f.sha512)}`, `    size: ${f.size}`);
+  for (const f of o.files) {
+    lines.push(`  - url: ${yamlText(f.url)}`, `    sha512: ${yamlText(f.sha512)}`, `    size: ${f.size}`);
+    if (f.blockMapSize !== null) lines.push(`    blockMapSize: ${f.blockMapSize}`);
+  }
   const first = o.files[0]!;
   lines.push(`path: ${yamlText(first.url)}`, `sha512: ${yamlText(first.sha512)}`);
   if (o.notes !== null) lines.push(`releaseNotes: ${yamlText(o.notes)}`);
@@ -134,6 +139,8 @@ export interface AppcastItem {
   readonly notes: string | null;
   /** The release's deltas (`feeds.sparkle.deltas`), each with its address on keyturn's origin. */
   readonly deltas?: readonly { readonly url: string; readonly delta: SparkleDelta }[];
+  /** The manifest's `critical`: Sparkle 2 shows it promptly and lets nobody skip it. */
+  readonly critical: boolean;
 }
 
 /** RFC 822 date as RSS and Sparkle's phased rollouts read `<pubDate>`. */
@@ -151,6 +158,7 @@ export function sparkleAppcast(o: { title: string; items: readonly AppcastItem[]
       `<sparkle:version>${xmlText(i.bundleVersion)}</sparkle:version>`,
       `<sparkle:shortVersionString>${xmlText(m.version)}</sparkle:shortVersionString>`,
       ...(i.notes !== null ? [`<description>${xmlText(i.notes)}</description>`] : []),
+      ...(i.critical ? ["<sparkle:criticalUpdate/>"] : []),
       `<pubDate>${rfc822(m.released)}</pubDate>`,
       `<enclosure url="${xmlText(i.url)}" length="${m.size}" type="application/octet-stream" sparkle:edSignature="${xmlText(i.edSignature)}"/>`,
       // Sparkle's delta updates (https://sparkle-project.org/documentation/delta-updates/): one enclosure per version it patches from.

@@ -38,9 +38,34 @@ export class FeedService {
   }
 
   /**
-   * The releases served to this installation on `platforms` of `channel`, and, as electron-builder
-   * writes its channel files, of the channels before it in the site's list that the licence holds
-   * (preview offers the newest of preview and stable). Of each platform, the newest such release.
+   * The channels a feed of `channel` offers from: that channel and those before it in the site's
+   * list that the licence holds. design.md: "a channel feed offers the newest release of that
+   * channel or any channel below it" (preview offers the newest of preview and stable), as
+   * electron-builder writes its channel files.
+   */
+  private cascade(caller: FeedCaller, channel: string): string[] {
+    return this.variant.channels.slice(0, this.variant.channels.indexOf(channel) + 1).filter((c) => caller.channels.includes(c));
+  }
+
+  /** Of the releases served to this installation on `platform` in the cascade of `channel`, the newest; null when none. */
+  private async newestServed(
+    index: ReleaseIndex,
+    caller: FeedCaller,
+    product: string | null,
+    channel: string,
+    platform: string,
+  ): Promise<ServedRelease | null> {
+    let best: ServedRelease | null = null;
+    for (const c of this.cascade(caller, channel)) {
+      const served = await this.selection.served(index, caller.who, product, c, platform);
+      if (served && (!best || compareVersions(served.manifest.version, best.manifest.version) > 0)) best = served;
+    }
+    return best;
+  }
+
+  /**
+   * The releases served to this installation on `platforms` in the cascade of `channel`: of each
+   * platform, the newest such release.
    */
   async servedCascading(
     index: ReleaseIndex,
@@ -49,14 +74,9 @@ export class FeedService {
     channel: string,
     platforms: readonly string[],
   ): Promise<ServedRelease[]> {
-    const channels = this.variant.channels.slice(0, this.variant.channels.indexOf(channel) + 1).filter((c) => caller.channels.includes(c));
     const found: ServedRelease[] = [];
     for (const platform of platforms) {
-      let best: ServedRelease | null = null;
-      for (const c of channels) {
-        const served = await this.selection.served(index, caller.who, product, c, platform);
-        if (served && (!best || compareVersions(served.manifest.version, best.manifest.version) > 0)) best = served;
-      }
+      const best = await this.newestServed(index, caller, product, channel, platform);
       if (best) found.push(best);
     }
     this.refuseWhenNone(found, product, channel, platforms);
@@ -65,16 +85,22 @@ export class FeedService {
     return found.filter((r) => r.manifest.version === newest.manifest.version);
   }
 
-  /** The release served to this installation on one lane, or no_release / unavailable as the update path answers. */
-  async served(index: ReleaseIndex, caller: FeedCaller, product: string | null, channel: string, platform: string): Promise<ServedRelease> {
-    const served = await this.selection.served(index, caller.who, product, channel, platform);
-    this.refuseWhenNone(served ? [served] : [], product, channel, [platform]);
-    return served!;
+  /**
+   * The newest release served to this installation on one platform in the cascade of `channel`;
+   * null when none (a feed whose protocol has "no update" says so), unavailable while it is verified.
+   */
+  async servedOrNone(index: ReleaseIndex, caller: FeedCaller, product: string | null, channel: string, platform: string): Promise<ServedRelease | null> {
+    const served = await this.newestServed(index, caller, product, channel, platform);
+    if (served === null && this.cascade(caller, channel).some((c) => this.releases.verifying(product, c, platform)))
+      throw new KeyturnError("unavailable", "The release is being verified; try again shortly.");
+    return served;
   }
 
   /**
-   * What an appcast or a Velopack feed lists on `platforms`: the release served to the installation
-   * and up to OLDER_LISTED older ones it may still install, newest first, those that `offers`.
+   * What an appcast or a Velopack feed lists on `platforms`, in the cascade of `channel`: in each
+   * lane the release served to the installation and up to OLDER_LISTED older ones it may still
+   * install, those that `offers`, newest first. Each carries its manifest's bytes where they still
+   * read, so its notes are listed too (notesOf).
    */
   async listed(
     index: ReleaseIndex,
@@ -85,16 +111,17 @@ export class FeedService {
     offers: (r: Release) => boolean,
   ): Promise<Release[]> {
     const listed: Release[] = [];
-    for (const platform of platforms) {
-      if (!(await this.selection.served(index, caller.who, product, channel, platform))) continue;
-      let count = 0;
-      for (const r of index.releasesOf(product, channel, platform)) {
-        if (count > OLDER_LISTED) break;
-        if (!offers(r) || !(await this.selection.installerAllowed(index, caller.who, r))) continue;
-        listed.push(r);
-        count++;
+    for (const platform of platforms)
+      for (const c of this.cascade(caller, channel)) {
+        if (!(await this.selection.served(index, caller.who, product, c, platform))) continue;
+        let count = 0;
+        for (const r of index.releasesOf(product, c, platform)) {
+          if (count > OLDER_LISTED) break;
+          if (!offers(r) || !(await this.selection.installerAllowed(index, caller.who, r))) continue;
+          listed.push(index.withBytes(r) ?? r);
+          count++;
+        }
       }
-    }
     return listed.sort(newestFirst);
   }
 
@@ -117,8 +144,7 @@ export class FeedService {
     platforms: readonly string[],
     installer: string,
   ): Promise<Release | null> {
-    const channels = this.variant.channels.slice(0, this.variant.channels.indexOf(channel) + 1).filter((c) => caller.channels.includes(c));
-    for (const c of channels)
+    for (const c of this.cascade(caller, channel))
       for (const platform of platforms) {
         const release = index.installer(product, c, platform, installer);
         if (release && (await this.selection.installerAllowed(index, caller.who, release))) return release;
@@ -168,13 +194,21 @@ export class FeedService {
   }
 }
 
-/** A served release's `notes` (read from its signed manifest's bytes; other releases are kept without them). */
-export function notesOf(r: Release): string | null {
-  if (!isServed(r)) return null;
+/** A field of a served release's signed manifest, read from its bytes (the index keeps neither notes nor critical). */
+function signedField(r: Release, name: "notes" | "critical"): unknown {
+  if (!isServed(r)) return undefined;
   try {
-    const notes = (JSON.parse(new TextDecoder().decode(r.manifestBytes)) as { notes?: unknown }).notes;
-    return typeof notes === "string" ? notes : null;
+    return (JSON.parse(new TextDecoder().decode(r.manifestBytes)) as Record<string, unknown>)[name];
   } catch {
-    return null;
+    return undefined;
   }
 }
+
+/** A served release's `notes` (read from its signed manifest's bytes; other releases are kept without them). */
+export function notesOf(r: Release): string | null {
+  const notes = signedField(r, "notes");
+  return typeof notes === "string" ? notes : null;
+}
+
+/** Whether a served release's signed manifest says `critical: true`. */
+export const criticalOf = (r: Release): boolean => signedField(r, "critical") === true;

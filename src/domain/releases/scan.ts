@@ -310,7 +310,7 @@ export function inspectFolder(
   const signatureBytes = readRegularFile(join(dir, `${manifestFile}.sig`), `${manifestFile}.sig`, MAX_MANIFEST_BYTES, (s) => (files[1] = identityOf(s)));
   const installerPath = join(dir, manifest.installer);
   files[2] = identityOf(checkInstallerSize(installerPath, manifest));
-  checkFeedFiles(dir, manifest.feeds);
+  checkFeedFiles(dir, manifest.feeds, manifest.installer);
 
   if (opts.releaseKeys.size > 0) {
     const parsed = parseSignature(signatureBytes, opts.releaseKeys, opts.variant);

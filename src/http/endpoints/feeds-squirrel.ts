@@ -197,7 +197,8 @@ export function squirrelFeedEndpoints(feeds: FeedService, publicLanes: PublicLan
 
   const sparkleDelta = endpoint({
     method: "GET",
-    path: `${lanePath("sparkle")}/{file}`,
+    // `deltas/` keeps it apart from the appcast's `{file}` at the same depth (one parameter name per position).
+    path: `/feeds/sparkle/${withProduct ? "{product}/" : ""}{channel}/deltas/{platform}/{file}`,
     summary: "A Sparkle delta the appcast names (<sparkle:deltas>), of a release this installation may install",
     auth: "entitlement",
     publicLanes: true,

@@ -12,7 +12,7 @@ import {
   velopackJson,
   velopackPlatforms,
 } from "../../domain/releases/feed-formats";
-import { notesOf, type FeedCaller, type FeedService } from "../../domain/releases/feeds";
+import { criticalOf, notesOf, type FeedCaller, type FeedService } from "../../domain/releases/feeds";
 import { isInstallerName } from "../../domain/releases/manifest";
 import { laneName } from "../../domain/releases/release-controls";
 import { etagOf, installerEtag, type Release } from "../../domain/releases/release-index";
@@ -25,6 +25,10 @@ import { BEARER_ERRORS } from "./shared";
 
 const VERSION = /^v?([0-9A-Za-z][0-9A-Za-z.+-]{0,63})$/;
 const VELOPACK_FILE = /^releases\.(win|osx|linux)\.json$/;
+/** `appcast.xml`, or `appcast-<arch>.xml` for the platform `mac-<arch>`. */
+const APPCAST = /^appcast(?:-([a-z0-9]{1,16}))?\.xml$/;
+/** electron-updater keeps a feed URL's query on every URL it derives from it (peers.md 1.3): `?arch=` names the architecture. */
+const ARCH = /^[a-z0-9]{1,16}$/;
 
 const sha256Hex = (bytes: Uint8Array) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 /** The bearer's installation and channels; on a public lane without a bearer, the visitor holding the product's public channels. */
@@ -63,7 +67,7 @@ export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): En
   const electronPlatforms = v.platforms.filter((p) => electronSuffix(p) !== null);
   /** A Sparkle delta, on keyturn's origin (feed-deltas.ts serves it). */
   const sparkleDeltaUrl = (r: Release, file: string) =>
-    `${feeds.baseUrl}${API_PREFIX}/feeds/sparkle/${[r.manifest.product, r.manifest.channel, r.manifest.platform, file].filter((x) => x !== null).join("/")}`;
+    `${feeds.baseUrl}${API_PREFIX}/feeds/sparkle/${[r.manifest.product, r.manifest.channel, "deltas", r.manifest.platform, file].filter((x) => x !== null).join("/")}`;
 
   const electron = endpoint({
     method: "GET",
@@ -81,6 +85,13 @@ export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): En
         name: "file",
         description:
           "latest.yml or <channel>.yml with -mac, -linux, -linux-<arch> for those platforms; an installer a channel file names; <installer>.blockmap",
+      },
+    ],
+    query: [
+      {
+        name: "arch",
+        description:
+          "The architecture of the asking build (x64, arm64 …): the channel file of that platform alone, so each architecture gets its own newest release. Put it in the feed URL; electron-updater repeats it on every request",
       },
     ],
     answers: {
@@ -103,19 +114,29 @@ export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): En
       "304": NOT_MODIFIED,
     },
     errors: [...FEED_ERRORS, ...RELEASE_ERRORS, "range_not_satisfiable"],
-    handler: async ({ request, params: p, principal, visitor, sightedOn }) => {
+    handler: async ({ request, params: p, query, principal, visitor, sightedOn }) => {
       const { product, channel } = laneOf(p);
       const file = p.file ?? "";
       const caller = callerOf(principal, visitor, publicLanes, product);
       const index = await feeds.lane(caller, product, channel);
-      const platforms = electronChannelFile(file, channel, electronPlatforms);
+      const arch = new URLSearchParams(query).get("arch");
+      // With ?arch= (the feed URL's query, which electron-updater repeats on every request), the
+      // channel file is of that architecture alone, so each gets its own newest release.
+      const covered = electronChannelFile(file, channel, electronPlatforms);
+      const platforms = covered && arch !== null ? covered.filter((p) => ARCH.test(arch) && p.endsWith(`-${arch}`)) : covered;
+      if (platforms?.length === 0) throw new KeyturnError("not_found", "There is nothing at this address.");
       if (platforms) {
         const served = await feeds.servedCascading(index, caller, product, channel, platforms);
         const newest = served[0]!;
         sightedOn(laneName(product, newest.manifest.channel, newest.manifest.platform));
         const yaml = electronYaml({
           version: newest.manifest.version,
-          files: served.map((r) => ({ url: r.manifest.installer, sha512: feeds.sha512(r), size: r.manifest.size })),
+          files: served.map((r) => ({
+            url: r.manifest.installer,
+            sha512: feeds.sha512(r),
+            size: r.manifest.size,
+            blockMapSize: r.manifest.feeds?.electron?.blockMapSize ?? null,
+          })),
           releaseDate: new Date(newest.manifest.released).toISOString(),
           notes: notesOf(newest),
         });
@@ -154,10 +175,10 @@ export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): En
         content: { "application/json": { schema: { type: "object", required: ["version", "url", "signature", "notes", "pub_date"] } } },
         headers: DOCUMENT_HEADERS,
       },
-      "204": { description: "Nothing newer than current_version (or the release is not offered to Tauri)" },
+      "204": { description: "Nothing newer than current_version, nothing released for this platform, or the release is not offered to Tauri" },
       "304": NOT_MODIFIED,
     },
-    errors: [...FEED_ERRORS, ...RELEASE_ERRORS, "invalid_request"],
+    errors: [...FEED_ERRORS, "unavailable", "invalid_request"],
     handler: async ({ request, params: p, principal, visitor, sightedOn }) => {
       const { product, channel } = laneOf(p);
       const caller = callerOf(principal, visitor, publicLanes, product);
@@ -166,10 +187,11 @@ export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): En
       if (platform === null || !isLane(v, product, channel, platform)) throw new KeyturnError("not_found", "There is nothing at this address.");
       const current = VERSION.exec(p.current_version ?? "");
       if (!current) throw new KeyturnError("invalid_request", "current_version must be a version like 1.4.2.");
-      const served = await feeds.served(index, caller, product, channel, platform);
+      // Nothing for this installation is "no update" (204), never an error the plugin would report.
+      const served = await feeds.servedOrNone(index, caller, product, channel, platform);
       sightedOn(laneName(product, channel, platform));
-      const signature = served.manifest.feeds?.tauri?.signature;
-      if (!signature || compareVersions(served.manifest.version, current[1]!) <= 0) return new Response(null, { status: 204 });
+      const signature = served?.manifest.feeds?.tauri?.signature;
+      if (!served || !signature || compareVersions(served.manifest.version, current[1]!) <= 0) return new Response(null, { status: 204 });
       const text = new TextDecoder().decode(feeds.feedFile(served, signature));
       const body = tauriJson({
         version: served.manifest.version,
@@ -184,14 +206,18 @@ export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): En
 
   const sparkle = endpoint({
     method: "GET",
-    path: `${lanePath("sparkle")}/appcast.xml`,
+    path: `${lanePath("sparkle")}/{file}`,
     summary:
-      "Sparkle's appcast: the releases of the site's macOS platforms this installation may install, newest first, with the vendor's edSignature (only on a site with a mac-* platform)",
+      "Sparkle's appcast: the releases of the site's macOS platforms (appcast.xml) or of one architecture (appcast-arm64.xml, appcast-x64.xml …) this installation may install, newest first, with the vendor's edSignature (only on a site with a mac-* platform)",
     auth: "entitlement",
     publicLanes: true,
     budget: "api",
     audit: "update",
-    params: [...productParam, channelParam],
+    params: [
+      ...productParam,
+      channelParam,
+      { name: "file", description: "appcast.xml (every macOS platform), or appcast-<arch>.xml for the platform mac-<arch> alone" },
+    ],
     answers: {
       "200": {
         description: "An RSS 2.0 appcast with Sparkle's namespace",
@@ -204,15 +230,26 @@ export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): En
     handler: async ({ request, params: p, principal, visitor, sightedOn }) => {
       const { product, channel } = laneOf(p);
       const caller = callerOf(principal, visitor, publicLanes, product);
-      const platforms = macPlatforms(v.platforms);
-      if (platforms.length === 0) throw new KeyturnError("not_found", "This site has no macOS platform (--platforms).");
+      const mac = macPlatforms(v.platforms);
+      if (mac.length === 0) throw new KeyturnError("not_found", "This site has no macOS platform (--platforms).");
+      // Two items of one version cannot be told apart by Sparkle: each architecture's build reads its own appcast.
+      const arch = APPCAST.exec(p.file ?? "");
+      const platforms = arch ? mac.filter((m) => arch[1] === undefined || m === `mac-${arch[1]}`) : [];
+      if (platforms.length === 0) throw new KeyturnError("not_found", "There is nothing at this address.");
       const index = await feeds.lane(caller, product, channel);
       const listed = await feeds.listed(index, caller, product, channel, platforms, (r) => r.manifest.feeds?.sparkle !== undefined);
       if (listed[0]) sightedOn(laneName(product, channel, listed[0].manifest.platform));
       const items = listed.map((r) => {
         const s = r.manifest.feeds!.sparkle!;
-        const deltas = (s.deltas ?? []).map((delta) => ({ url: sparkleDeltaUrl(r, delta.file), delta }));
-        return { release: r, url: updateUrl(r), edSignature: s.edSignature, bundleVersion: s.bundleVersion ?? r.manifest.version, notes: notesOf(r), deltas };
+        return {
+          release: r,
+          url: updateUrl(r),
+          edSignature: s.edSignature,
+          bundleVersion: s.bundleVersion ?? r.manifest.version,
+          notes: notesOf(r),
+          critical: criticalOf(r),
+          deltas: (s.deltas ?? []).map((delta) => ({ url: sparkleDeltaUrl(r, delta.file), delta })),
+        };
       });
       return feedDocument(request, sparkleAppcast({ title: product ?? v.name, items }), "application/rss+xml");
     },
