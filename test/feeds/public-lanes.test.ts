@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
-import { toConfig } from "../../src/config/config";
-import { BASE_URL, createLicense, device, deviceHash } from "../helpers";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { readSettings, toConfig } from "../../src/config/config";
+import { BASE_URL, createLicense, device, deviceHash, tempDir } from "../helpers";
 import { releaseSite, type WrittenRelease } from "../release-tree";
 import { squirrelMacCheck } from "./squirrel-clients";
 
@@ -18,6 +19,13 @@ describe("--public-lanes", () => {
     expect(() => toConfig({ ...base, "public-lanes": "alpha/preview,alpha/preview" }, "admin")).toThrow("names a lane twice");
     expect(toConfig({ ...base, variant: "gamma", "public-lanes": "preview" }, "admin").publicLanes).toEqual(["preview"]);
     expect(toConfig(base, "admin").publicLanes).toEqual([]);
+  });
+
+  test('the TOML file takes a list: public-lanes = ["alpha/preview", "alpha-cli/stable"]', () => {
+    const file = join(tempDir(), "keyturn.toml");
+    writeFileSync(file, 'variant = "alpha"\npublic-lanes = ["alpha/preview", "alpha-cli/stable"]\n');
+    const { settings } = readSettings(["--config", file, "--base-url", "https://x.example.com", "--data", tempDir()], {});
+    expect(toConfig(settings, "admin").publicLanes).toEqual(["alpha/preview", "alpha-cli/stable"]);
   });
 });
 
