@@ -169,8 +169,21 @@ describe("Velopack and Sparkle deltas, served and verified", () => {
     });
     const bytes = await bytesOf(await get(enclosure.url!.slice(`${BASE_URL}/api/v1`.length)));
     expect(sparkle.verify(bytes, enclosure["sparkle:edSignature"]!)).toBe(true);
-    // The delta sits inside the item, after its full enclosure (Sparkle reads both from one item).
-    expect(xml.indexOf("<sparkle:deltas>")).toBeGreaterThan(xml.indexOf("Alpha-2.0.0.zip"));
+    // As Sparkle reads it (SUAppcastElementDeltas "sparkle:deltas", each child <enclosure> with
+    // SUAppcastAttributeDeltaFrom "sparkle:deltaFrom": Sparkle/SUConstants.m in
+    // https://github.com/sparkle-project/Sparkle), through an independent XML parser (Python's):
+    // the item's own enclosure is the full archive, the delta a child of <sparkle:deltas> in it.
+    const script = `
+import json, sys, xml.etree.ElementTree as ET
+S = "{http://www.andymatuschak.org/xml-namespaces/sparkle}"
+item = next(ET.fromstring(sys.stdin.read()).iter("item"))
+deltas = [{"from": e.get(S + "deltaFrom"), "url": e.get("url"), "length": e.get("length")} for e in item.find(S + "deltas").findall("enclosure")]
+print(json.dumps({"full": item.find("enclosure").get("url"), "deltas": deltas}))`;
+    const run = Bun.spawnSync(["python3", "-c", script], { stdin: Buffer.from(xml) });
+    expect(JSON.parse(run.stdout.toString())).toEqual({
+      full: `${BASE_URL}/api/v1/updates/alpha/stable/mac-arm64/Alpha-2.0.0.zip`,
+      deltas: [{ from: "190", url: enclosure.url, length: String(sparkleDeltaBytes.length) }],
+    });
   });
 
   test("a delta changed after signing is never served (unavailable), and the scan then skips its folder naming it", async () => {
