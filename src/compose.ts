@@ -15,6 +15,7 @@ import { ConsoleOpenId, consoleScopes } from "./domain/identity/console-sign-in"
 import { ConsoleSessions } from "./domain/console-sessions";
 import { AdoptionRecorder } from "./domain/adoption";
 import { FeedService } from "./domain/releases/feeds";
+import { PublicLanes } from "./domain/releases/public-lanes";
 import { FeedCredentials } from "./domain/feed-credential";
 import { ReleaseHolder } from "./domain/releases/holder";
 import { InstallerVerifier } from "./domain/releases/installer-verification";
@@ -280,6 +281,7 @@ export async function compose(
       bridges: new CommerceBridges(admin, config.bridges),
       selection,
       feeds: new FeedService(config.variant, config.baseUrl, releases, selection),
+      publicLanes: new PublicLanes(config.variant, config.publicLanes),
       feedCredentials: new FeedCredentials({
         variant: config.variant,
         baseUrl: config.baseUrl,

@@ -76,6 +76,8 @@ export interface Config {
   readonly metricsListen: { readonly host: string; readonly port: number } | null;
   /** Hosts (names and canonical addresses) webhooks may reach although internal. */
   readonly webhookAllowHosts: readonly string[];
+  /** Lanes answered without a bearer (--public-lanes): `product/channel`, gamma `channel`. */
+  readonly publicLanes: readonly string[];
   readonly demo: boolean;
   /** null unless this site is a mirror of a vendor's site. */
   readonly mirror: MirrorConfig | null;
@@ -267,6 +269,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     shutdownTimeoutSeconds: parseDuration("shutdown-timeout", value("shutdown-timeout"), MAX_SHUTDOWN_TIMEOUT),
     metricsListen: listenAddress("metrics-listen", get("metrics-listen")),
     webhookAllowHosts: parseList(value("webhook-allow-hosts")).map((h) => parseHost("webhook-allow-hosts", h)),
+    publicLanes: parsePublicLanes(variant, value("public-lanes")),
     demo,
     mirror: mirrorConfig(get, databaseUrl !== null),
     plans,
@@ -275,6 +278,29 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     mail: mailConfig(get, value),
   };
   return deepFreeze(config);
+}
+
+/**
+ * --public-lanes: `product/channel` names (gamma, without products: `channel`) of the site's
+ * products and channels, each once.
+ */
+function parsePublicLanes(variant: Variant, text: string): string[] {
+  const lanes = parseList(text);
+  for (const lane of lanes) {
+    const parts = lane.split("/");
+    const [product, channel] = variant.products.length > 0 ? parts : [null, ...parts];
+    const ok =
+      parts.length === (variant.products.length > 0 ? 2 : 1) &&
+      (product === null || variant.products.includes(product!)) &&
+      variant.channels.includes(channel!);
+    if (!ok)
+      throw new ConfigError(
+        "public-lanes",
+        `"${lane.slice(0, 80)}" is not ${variant.products.length > 0 ? `product/channel of ${variant.products.join(", ")} and ${variant.channels.join(", ")}` : `a channel of ${variant.channels.join(", ")}`}`,
+      );
+  }
+  if (new Set(lanes).size !== lanes.length) throw new ConfigError("public-lanes", "names a lane twice");
+  return lanes;
 }
 
 /** Bun accepts 1 to 255 seconds. */

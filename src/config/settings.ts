@@ -121,6 +121,12 @@ export const SETTINGS: readonly SettingSpec[] = [
     default: "",
     help: "host names and addresses webhooks may reach although internal (comma-separated; also over http)",
   },
+  {
+    flag: "public-lanes",
+    kind: "string",
+    default: "",
+    help: "lanes answered without a bearer token (free, demo or trial builds): product/channel, comma-separated (gamma: channel); their manifest, installers, feeds and /download page",
+  },
   { flag: "mirror-of", kind: "string", help: "serve as a mirror of this vendor site (its https address): its tokens, a copied release tree" },
   { flag: "mirror-token", kind: "string", help: "admin token (kta_..., scope feed:read) of the vendor's feed; a secret: prefer the environment" },
   { flag: "mirror-poll", kind: "string", default: "30s", help: "how often a mirror reads the vendor's feed" },

@@ -273,9 +273,26 @@ export const AdminReleaseOverview = Type.Object({
           rollout: RolloutView,
           share: Type.Number({ description: "Percent of installations admitted now (0 when withdrawn)" }),
           ...ControlState,
-          feeds: Type.Array(Type.Union(["electron", "electron.blockmap", "tauri", "sparkle", "velopack"].map((f) => Type.Literal(f))), {
-            description: "The feeds under /feeds that offer it: electron (electron.blockmap: differential updates), tauri, sparkle, velopack",
-          }),
+          feeds: Type.Array(
+            Type.Union(
+              [
+                "electron",
+                "electron.blockmap",
+                "tauri",
+                "sparkle",
+                "sparkle.deltas",
+                "velopack",
+                "velopack.deltas",
+                "squirrel",
+                "squirrel.deltas",
+                "squirrel-mac",
+              ].map((f) => Type.Literal(f)),
+            ),
+            {
+              description:
+                "The feeds under /feeds that offer it: electron (electron.blockmap: differential updates), tauri, sparkle, velopack, squirrel (Squirrel.Windows), squirrel-mac; *.deltas: with delta packages",
+            },
+          ),
         }),
         { description: "Live releases, newest first, with their rollout state now" },
       ),

@@ -1,6 +1,7 @@
 import type { Server } from "bun";
 import { Elysia } from "elysia";
 import { authenticateAdmin } from "../domain/admin/tokens";
+import { visitorOf } from "../domain/releases/public-lanes";
 import { authMacros } from "./auth";
 import { VERSION } from "../version";
 import { bearerToken } from "./bearer";
@@ -49,6 +50,7 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
     authenticate: (request) => services.licensing.authenticate(bearerToken(request)),
     authenticateFeedCredential: (path) => services.feedCredentials.authenticate(credentialOfPath(path)),
     authenticateAdmin: (request) => authenticateAdmin(services.admin, bearerToken(request, "admin")),
+    visitorOn: (product, channel, deviceHeader, query) => (services.publicLanes.has(product, channel) ? visitorOf(deviceHeader, query) : null),
     exchangeOf,
     finish: life.finish,
   });

@@ -1,11 +1,12 @@
 import { Elysia, status } from "elysia";
 import { actorOf, requireScope, type AdminCaller, type AdminPrincipal, type Scope } from "../domain/admin/deps";
 import type { Principal } from "../domain/licensing";
+import type { Visitor } from "../domain/releases/public-lanes";
 import type { Session } from "../domain/console-sessions";
 import { actorOfSession } from "../console/deps";
 import { queryReader, readJsonBody } from "./body";
 import { KeyturnError } from "../domain/errors";
-import type { Auth, Endpoint } from "./endpoint";
+import { fullPath, type Auth, type Endpoint } from "./endpoint";
 import type { SessionGate } from "./sessions";
 import { readForm } from "./web";
 import type { RequestState } from "./front-door";
@@ -35,6 +36,8 @@ export interface Authenticated {
 export interface AuthDeps<X extends Authenticated> {
   /** The bearer check of entitlement routes; throws the entitlement_* refusal. */
   readonly authenticate: (request: Request) => Promise<Principal>;
+  /** A public lane's visitor (product null in gamma), or null when the lane is not public; throws invalid_request for a bad device hash. */
+  readonly visitorOn: (product: string | null, channel: string, deviceHeader: string | null, query: string) => Visitor | null;
   /** The check of a feed credential in the path (feed-credential.ts); throws the entitlement_* refusal. */
   readonly authenticateFeedCredential: (path: string) => Promise<Principal>;
   /** The bearer check of admin routes; throws admin_token_invalid. */
@@ -98,6 +101,22 @@ export function authMacros<X extends Authenticated>(deps: AuthDeps<X>) {
           }
         : { resolve: async ({ request }: { request: Request }) => ({ principal: await entitle(exchangeOf(request)) }) },
 
+    /**
+     * An endpoint of public lanes (GET, no body): without Authorization on a public lane, the
+     * visitor; else the bearer as `entitlement`. `lane` gives the path segments of product and channel.
+     */
+    entitlementOrVisitor: (lane: { product: number | null; channel: number }) => ({
+      async resolve({ request }: { request: Request }) {
+        const exchange = exchangeOf(request);
+        if (!request.headers.has("authorization")) {
+          const parts = exchange.target.path.split("/");
+          const product = lane.product === null ? null : (parts[lane.product] ?? "");
+          const visitor = deps.visitorOn(product, parts[lane.channel] ?? "", request.headers.get("keyturn-device"), exchange.target.query);
+          if (visitor !== null) return { principal: undefined, visitor };
+        }
+        return { principal: await entitle(exchange), visitor: null };
+      },
+    }),
     /** A feed credential in the path stands for the installation as its bearer token does (feed routes take no body). */
     feedCredential: {
       async resolve({ request }: { request: Request }) {
@@ -155,12 +174,21 @@ export function authMacros<X extends Authenticated>(deps: AuthDeps<X>) {
   });
 }
 
+/** Where `{product}` (null when the path has none) and `{channel}` stand among a declaration's path segments. */
+function laneSegments(e: Endpoint): { product: number | null; channel: number } {
+  const parts = fullPath(e).split("/");
+  const product = parts.indexOf("{product}");
+  const channel = parts.indexOf("{channel}");
+  if (channel < 0 || e.body) throw new Error(`${fullPath(e)}: publicLanes needs a {channel} segment and no body.`);
+  return { product: product < 0 ? null : product, channel };
+}
+
 /** The macro keys, in order, that a declaration's `auth`, page and body select for its route. */
 export function macrosOf(e: Endpoint) {
   const at: Checkpoint = e.body ? "before-body" : "before-handler";
   const auth: Auth = e.auth;
   return {
-    ...(auth === "entitlement" ? { entitlement: at } : {}),
+    ...(auth === "entitlement" ? (e.publicLanes ? { entitlementOrVisitor: laneSegments(e) } : { entitlement: at }) : {}),
     ...(auth === "feed-credential" ? { feedCredential: true } : {}),
     ...(typeof auth === "object" ? { adminScope: { scope: auth.scope, at } } : {}),
     ...(auth === "console-session" || auth === "console-session-if-any" ? { consoleSession: auth === "console-session" } : {}),

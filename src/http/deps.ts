@@ -13,6 +13,7 @@ import type { ConsoleOpenId } from "../domain/identity/console-sign-in";
 import type { ConsoleSessions } from "../domain/console-sessions";
 import type { AdoptionRecorder } from "../domain/adoption";
 import type { FeedService } from "../domain/releases/feeds";
+import type { PublicLanes } from "../domain/releases/public-lanes";
 import type { FeedCredentials } from "../domain/feed-credential";
 import type { ReleaseHolder } from "../domain/releases/holder";
 import type { ReleaseSelection } from "../domain/releases/release-selection";
@@ -42,6 +43,8 @@ export interface AppServices {
   readonly selection: ReleaseSelection;
   /** The feeds of the updaters vendors already use (electron-updater, Tauri, Sparkle, Velopack). */
   readonly feeds: FeedService;
+  /** The lanes answered without a bearer (--public-lanes). */
+  readonly publicLanes: PublicLanes;
   /** Feed credentials in the URL, for updaters that cannot send the Authorization header. */
   readonly feedCredentials: FeedCredentials;
   /** Last-seen times and lanes of installations, written in batches. */

@@ -4,6 +4,7 @@ import type { AuditAction, RequestContext } from "../domain/audit";
 import type { Session } from "../domain/console-sessions";
 import type { ErrorCode, KeyturnError } from "../domain/errors";
 import type { Principal } from "../domain/licensing";
+import type { Visitor } from "../domain/releases/public-lanes";
 
 /** API endpoints are below this prefix; others (console, portal) declare their own `prefix`. */
 export const API_PREFIX = "/api/v1";
@@ -64,8 +65,10 @@ export interface Call<B = unknown, P = object> {
   readonly query: string;
   /** The JSON body checked against `body` (undefined when the endpoint takes none). */
   readonly body: B;
-  /** The bearer's entitlement (for `auth: "entitlement"`, or the feed credential's for `feed-credential`). */
+  /** The bearer's entitlement (for `auth: "entitlement"`, or the feed credential's for `feed-credential`); undefined when `visitor` is set. */
   readonly principal: Principal;
+  /** On a public lane of an endpoint declared `publicLanes`, a request without a bearer: the visitor (else null). */
+  readonly visitor: Visitor | null;
   /** The admin token's holder and the client's address (for an admin scope). */
   readonly admin: AdminCaller;
   /** The query string's parameters checked against `querySchema` (empty when the endpoint has none). */
@@ -97,6 +100,11 @@ export interface Endpoint<S extends TSchema | undefined = TSchema | undefined, P
   readonly prefix?: string;
   readonly summary: string;
   readonly auth: Auth;
+  /**
+   * With `auth: "entitlement"` and `{product}`/`{channel}` in the path: on a public lane
+   * (--public-lanes) a request without Authorization is answered to a visitor instead.
+   */
+  readonly publicLanes?: boolean;
   readonly budget: Budget;
   readonly audit: AuditAction;
   readonly params?: readonly ParamDoc[];

@@ -1,6 +1,7 @@
 import type { AuditAction } from "../domain/audit";
 import { KeyturnError } from "../domain/errors";
 import type { Principal } from "../domain/licensing";
+import type { Visitor } from "../domain/releases/public-lanes";
 import type { AdminCaller } from "../domain/admin/deps";
 import { checkOf, describeError } from "../domain/decode";
 import type { Session } from "../domain/console-sessions";
@@ -52,6 +53,7 @@ interface RouteContext extends Resolved {
 /** What the auth macros' `resolve` hooks hand a route's handler (auth.ts); each is absent unless its macro ran. */
 interface Resolved {
   readonly principal?: Principal;
+  readonly visitor?: Visitor | null;
   readonly admin?: AdminCaller;
   readonly session?: Session | null;
   readonly form?: URLSearchParams;
@@ -70,6 +72,7 @@ class RouteCall implements Call {
   readonly query: string;
   readonly queryValues: Readonly<Record<string, string>>;
   readonly principal: Principal;
+  readonly visitor: Visitor | null;
   readonly admin: AdminCaller;
   readonly context: { address: string | null };
   readonly session: Session | null;
@@ -85,6 +88,7 @@ class RouteCall implements Call {
     this.query = exchange.target.query;
     this.queryValues = resolved.queryValues ?? NO_QUERY;
     this.principal = resolved.principal ?? NO_PRINCIPAL;
+    this.visitor = resolved.visitor ?? null;
     this.admin = resolved.admin ?? NO_ADMIN;
     this.context = { address: exchange.state.address };
     this.session = resolved.session ?? null;
@@ -185,8 +189,8 @@ export function lifecycle(deps: LifecycleDeps) {
       // route that takes a JSON body names `body`, so a form's body is left for the handler to read.
       // The rest of what the handler is given comes from the auth macros' `resolve` (auth.ts).
       const admitted = admittedParams(e);
-      const handler = ({ request, params, principal, admin, session, form, queryValues }: RouteContext) =>
-        e.handler(new RouteCall(exchangeOf(request), admitted(params), undefined, { principal, admin, session, form, queryValues }));
+      const handler = ({ request, params, principal, visitor, admin, session, form, queryValues }: RouteContext) =>
+        e.handler(new RouteCall(exchangeOf(request), admitted(params), undefined, { principal, visitor, admin, session, form, queryValues }));
       const bodyHandler = ({ request, params, body, principal, admin, session, form, queryValues }: RouteContext & { body: unknown }) =>
         e.handler(new RouteCall(exchangeOf(request), admitted(params), body, { principal, admin, session, form, queryValues }));
       // Elysia guesses from a hook's source text whether to await it (a `return f(…)` or `=> f(…)`

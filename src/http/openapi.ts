@@ -6,6 +6,7 @@ import { API_PREFIX, type Endpoint } from "./endpoint";
 import { MAX_JSON_BODY } from "./body";
 import { MAX_URL_BYTES } from "./front-door";
 import { STATUS_OF } from "./status";
+import { DEVICE_HEADER, DEVICE_QUERY } from "../domain/releases/public-lanes";
 
 /** Refusals any endpoint can give, whatever it does (invalid_request: a path and query over the limit). */
 export const ALWAYS_ERRORS: readonly ErrorCode[] = ["rate_limited", "internal_error", "invalid_request"];
@@ -62,6 +63,13 @@ function errorResponses(codes: readonly ErrorCode[], method: string) {
   return out;
 }
 
+/** How a public lane's visitor names its device hash, for rollouts (docs/public-lanes.md). */
+const VISITOR_DEVICE = "On a public lane without a bearer: the visitor's device hash (43 base64url characters), which rollouts admit as an installation's";
+const VISITOR_PARAMETERS = [
+  { name: DEVICE_HEADER, in: "header", required: false, description: VISITOR_DEVICE, schema: { type: "string", pattern: "^[A-Za-z0-9_-]{43}$" } },
+  { name: DEVICE_QUERY, in: "query", required: false, description: `${VISITOR_DEVICE} (without the ${DEVICE_HEADER} header)`, schema: { type: "string" } },
+];
+
 function operation(route: Endpoint, method: string) {
   const parameters = [
     ...(route.params ?? []).map((p) => ({
@@ -80,6 +88,7 @@ function operation(route: Endpoint, method: string) {
     })),
     ...queryParameters(route),
     ...(route.headers ?? []).map((h) => ({ name: h.name, in: "header", required: false, description: h.description, schema: plain(h.schema) })),
+    ...(route.publicLanes ? VISITOR_PARAMETERS : []),
   ];
   const success: Record<string, unknown> = {};
   if (route.answer)
@@ -97,7 +106,13 @@ function operation(route: Endpoint, method: string) {
   return {
     summary: method === "head" ? `The headers of GET ${route.path}, without the body` : route.summary,
     operationId: `${method}${route.path.replace(/[{}]/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? "").toUpperCase())}`,
-    security: route.auth === "entitlement" ? [{ bearer: [] }] : typeof route.auth === "object" ? [{ adminToken: [route.auth.scope] }] : [],
+    // On a public lane (--public-lanes) the bearer may be left out: `{}` says so.
+    security:
+      route.auth === "entitlement"
+        ? [{ bearer: [] }, ...(route.publicLanes ? [{}] : [])]
+        : typeof route.auth === "object"
+          ? [{ adminToken: [route.auth.scope] }]
+          : [],
     ...(parameters.length ? { parameters } : {}),
     ...(route.body && method !== "head" ? { requestBody: { required: true, content: { "application/json": { schema: plain(route.body) } } } } : {}),
     responses: { ...success, ...errorResponses(route.errors, method) },

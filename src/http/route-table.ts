@@ -15,7 +15,9 @@ import { adminConsoleSessionEndpoints, consoleSessionPages } from "./endpoints/c
 import { consoleMailEndpoints } from "./endpoints/console-mail";
 import { portalEndpoints } from "./endpoints/portal";
 import { portalEmailEndpoints } from "./endpoints/portal-email";
+import { downloadPageEndpoints } from "./endpoints/download-page";
 import { feedEndpoints } from "./endpoints/feeds";
+import { squirrelFeedEndpoints } from "./endpoints/feeds-squirrel";
 import { feedCredentialEndpoints } from "./endpoints/feed-credentials";
 import { identityEndpoints } from "./endpoints/identity";
 import { licensingEndpoints } from "./endpoints/licensing";
@@ -49,7 +51,10 @@ export function routeTable(services: AppServices, openapi: () => string): Record
     licensing: [...licensingEndpoints(services.licensing), ...usageEndpoints(services.metering), ...trialEndpoints(services.trials)],
     updates: updateEndpoints(services.variant, services.releases, services.selection),
     releases: releasesEndpoints(services.variant, services.releases, services.selection),
-    feeds: feedCredentialEndpoints(services.feedCredentials, services.feeds.baseUrl, feedEndpoints(services.feeds)),
+    feeds: feedCredentialEndpoints(services.feedCredentials, services.feeds.baseUrl, [
+      ...feedEndpoints(services.feeds, services.publicLanes),
+      ...squirrelFeedEndpoints(services.feeds, services.publicLanes, services.feedCredentials),
+    ]),
     identity: identityEndpoints(services.staffSignIn),
     site: siteEndpoints(services.site, openapi),
     admin: [
@@ -71,7 +76,11 @@ export function routeTable(services: AppServices, openapi: () => string): Record
       ...consoleMailEndpoints(web),
       ...sales.console,
     ],
-    portal: [...portalEndpoints(web, services.audit), ...(services.admin.mail ? portalEmailEndpoints(web, services.audit, services.log) : [])],
+    portal: [
+      ...portalEndpoints(web, services.audit),
+      ...downloadPageEndpoints(web, services.publicLanes),
+      ...(services.admin.mail ? portalEmailEndpoints(web, services.audit, services.log) : []),
+    ],
     commerce: commerceHookEndpoints(services.bridges),
   };
 }

@@ -44,7 +44,8 @@ describe("a manifest's feeds (signed with the rest)", () => {
   });
 
   test.each([
-    [{ squirrel: {} }, 'manifest feeds has an unknown field "squirrel"'],
+    [{ squirrel: {} }, "manifest feeds.squirrel.sha1 must be the installer's SHA-1, 40 lower-case hex digits"],
+    [{ nuget: {} }, 'manifest feeds has an unknown field "nuget"'],
     [{ electron: { blockmap: entry("other.blockmap") } }, "manifest feeds.electron.blockmap.file must be a.exe.blockmap"],
     [{ tauri: { signature: entry("../a.sig") } }, "manifest feeds.tauri.signature.file must be a bare file name"],
     [{ tauri: { signature: entry("alpha-update.json.sig") } }, "manifest feeds.tauri.signature.file must not be the installer, the manifest or its signature"],

@@ -268,9 +268,9 @@ describe("feeds on a site with macOS and Linux platforms", () => {
     expect(feedsOf).toEqual({
       "alpha/stable/win-x64 1.2.0": ["electron", "tauri"],
       "alpha/stable/win-x64 1.0.0": ["electron", "tauri"],
-      "alpha/stable/mac-arm64 2.0.0": ["electron", "tauri", "sparkle"],
-      "alpha/stable/mac-arm64 1.9.0": ["electron", "tauri", "sparkle"],
-      "alpha/preview/mac-arm64 2.1.0-beta.1": ["electron"],
+      "alpha/stable/mac-arm64 2.0.0": ["electron", "tauri", "sparkle", "squirrel-mac"],
+      "alpha/stable/mac-arm64 1.9.0": ["electron", "tauri", "sparkle", "squirrel-mac"],
+      "alpha/preview/mac-arm64 2.1.0-beta.1": ["electron", "squirrel-mac"],
       "alpha/stable/linux-x64 3.0.0": ["electron", "velopack"],
     });
   });

@@ -178,13 +178,35 @@ async function runVariant(variant: VariantName) {
     cleanups.push(() => tree.remove());
     generateKeyFiles(tree.keysDir, v.defaultLicenseKid);
     // The older release is also Velopack's full package (its feed serves the package itself).
+    // It is Squirrel.Windows' full package too, with a delta.
     const nupkg = Buffer.from("velopack package bytes");
+    const sha1Of = (b: Uint8Array | string) => new Bun.CryptoHasher("sha1").update(b).digest("hex");
+    const squirrelDelta = "App-0.9.0-delta.nupkg";
     const older = tree.add({
       version: "0.9.0",
       released: "2026-09-01T00:00:00+00:00",
       installer: "App-0.9.0-full.nupkg",
       installerBytes: nupkg,
-      fields: { feeds: { velopack: { packageId: "App", sha1: new Bun.CryptoHasher("sha1").update(nupkg).digest("hex") } } },
+      files: { [squirrelDelta]: "delta bytes" },
+      fields: {
+        feeds: {
+          velopack: { packageId: "App", sha1: sha1Of(nupkg) },
+          squirrel: { sha1: sha1Of(nupkg), deltas: [{ ...feedFileEntry(squirrelDelta, "delta bytes"), sha1: sha1Of("delta bytes") }] },
+        },
+      },
+    });
+    // A macOS zip on preview (stable stays without one): Squirrel.Mac's, with a Sparkle delta.
+    const macZip = Buffer.from("mac zip bytes");
+    const sparkleDelta = "App-1.0.0-from-0.9.delta";
+    const edSignature = `${"A".repeat(86)}==`;
+    const mac = tree.add({
+      version: "1.0.0",
+      channel: "preview",
+      platform: "mac-arm64",
+      installer: "App-1.0.0-mac.zip",
+      installerBytes: macZip,
+      files: { [sparkleDelta]: "sparkle delta" },
+      fields: { feeds: { sparkle: { edSignature, deltas: [{ ...feedFileEntry(sparkleDelta, "sparkle delta"), deltaFrom: "090", edSignature }] } } },
     });
     // Its feed files: a Tauri signature and an electron blockmap (their bytes need only match the manifest here).
     const installerName = `${product ?? v.name}-1.0.0-win-x64.exe`;
@@ -342,6 +364,24 @@ async function runVariant(variant: VariantName) {
     const FV = `/feeds/velopack/${P}{channel}/{file}`;
     const FVC = `/feeds/credential/{credential}/velopack/${P}{channel}/{file}`;
     const credentialFeed = (credential: string, lane_ = laneOfFeed, file = "releases.win.json") => `/feeds/credential/${credential}/velopack/${lane_}/${file}`;
+    // Electron's autoUpdater: Squirrel.Windows (SQ), Squirrel.Mac's check (SM) and zip (SZ), each with its credential twin; Sparkle's deltas (SD).
+    const SQ = `/feeds/squirrel/${P}{channel}/{platform}/{file}`;
+    const SQC = `/feeds/credential/{credential}/squirrel/${P}{channel}/{platform}/{file}`;
+    const SM = `/feeds/squirrel-mac/${P}{channel}/{platform}/{current_version}`;
+    const SMC = `/feeds/credential/{credential}/squirrel-mac/${P}{channel}/{platform}/{current_version}`;
+    const SZ = `/feeds/squirrel-mac/${P}{channel}/{platform}/zip/{file}`;
+    const SZC = `/feeds/credential/{credential}/squirrel-mac/${P}{channel}/{platform}/zip/{file}`;
+    const SD = `/feeds/sparkle/${P}{channel}/deltas/{platform}/{file}`;
+    const squirrelPath = (file = "RELEASES", lane_ = laneOfFeed) => `/feeds/squirrel/${lane_}/win-x64/${file}`;
+    const macCheckPath = `/feeds/squirrel-mac/${previewFeed}/mac-arm64/0.1.0`;
+    const zipPath = `/feeds/squirrel-mac/${previewFeed}/mac-arm64/zip/${mac.installer}`;
+    const deltaPath = `/feeds/sparkle/${previewFeed}/deltas/mac-arm64/${sparkleDelta}`;
+    const withCredential = (credential: string, path: string) => path.replace("/feeds/", `/feeds/credential/${credential}/`);
+    const twins: [string, string][] = [
+      [SQC, squirrelPath()],
+      [SMC, macCheckPath],
+      [SZC, zipPath],
+    ];
     const bearerGets: [string, string][] = [
       ["/entitlements/current", "/entitlements/current"],
       ["/releases", "/releases"],
@@ -350,6 +390,10 @@ async function runVariant(variant: VariantName) {
       [FT, `/feeds/tauri/${laneOfFeed}/windows/x86_64/0.1.0`],
       [FS, `/feeds/sparkle/${laneOfFeed}/appcast.xml`],
       [FV, `/feeds/velopack/${laneOfFeed}/releases.win.json`],
+      [SQ, squirrelPath()],
+      [SM, macCheckPath],
+      [SZ, zipPath],
+      [SD, deltaPath],
     ];
     const bearerPosts = ["/entitlements/refresh", "/entitlements/deactivate", "/entitlements/usage", "/feeds/credential"];
     const refreshBody = (d: object) => ({ body: { device: d } });
@@ -365,6 +409,11 @@ async function runVariant(variant: VariantName) {
     await GET(FVC, credentialFeed(live.token), {}, "a token in the credential's place", 401, "entitlement_invalid");
     await GET(FVC, credentialFeed(goneCredential), {}, "deactivated", 401, "entitlement_revoked");
     await GET(FVC, credentialFeed(revokedCredential), {}, "license revoked", 403, "license_revoked");
+    for (const [template, path] of twins) {
+      await GET(template, withCredential("a.b.c", path), {}, "not a credential", 401, "entitlement_invalid");
+      await GET(template, withCredential(goneCredential, path), {}, "deactivated", 401, "entitlement_revoked");
+      await GET(template, withCredential(revokedCredential, path), {}, "license revoked", 403, "license_revoked");
+    }
     for (const path of bearerPosts) {
       const body = path.endsWith("refresh") ? refreshBody(live.dev) : path.endsWith("usage") ? usageBody(1) : {};
       await POST(site, path, { ...body }, "no token", 401, "entitlement_invalid");
@@ -380,6 +429,7 @@ async function runVariant(variant: VariantName) {
     await POST(site, "/entitlements/usage", { ...usageBody(1), token: live.token }, "expired token", 401, "entitlement_expired");
     await POST(site, "/feeds/credential", { token: live.token }, "expired token", 401, "entitlement_expired");
     await GET(FVC, credentialFeed(liveCredential), {}, "expired credential", 401, "entitlement_expired");
+    for (const [template, path] of twins) await GET(template, withCredential(liveCredential, path), {}, "expired credential", 401, "entitlement_expired");
     clock.advance(-8 * 24 * 3600_000);
 
     // --- metered use (docs/trials-and-meters.md)
@@ -498,14 +548,94 @@ async function runVariant(variant: VariantName) {
     await GET(FVC, credentialFeed(liveCredential, laneOfFeed, older.installer), { headers: { range: "bytes=99999-" } }, "beyond", 416, "range_not_satisfiable");
     await GET(FVC, credentialFeed(liveCredential, laneOfFeed, "nothing.nupkg"), {}, "unknown file", 404, "not_found");
     await GET(FVC, credentialFeed(stableOnlyCredential, previewFeed), {}, "channel not in the entitlement", 403, "channel_not_allowed");
+    // Electron's autoUpdater (Squirrel), by bearer and by credential, and Sparkle's deltas.
+    for (const [template, credentialTemplate, path] of [
+      [SQ, SQC, squirrelPath()],
+      [SQ, SQC, squirrelPath(older.installer)],
+      [SZ, SZC, zipPath],
+    ] as const) {
+      await notModified(template, path, `${path} by bearer`);
+      const byCredential = await GET(credentialTemplate, withCredential(liveCredential, path), {}, `${path} by credential`, 200);
+      await GET(
+        credentialTemplate,
+        withCredential(liveCredential, path),
+        { headers: { "if-none-match": byCredential.get.headers.get("etag")! } },
+        "not modified",
+        304,
+      );
+    }
+    await notModified(SD, deltaPath, "sparkle delta");
+    await GET(SQ, squirrelPath(squirrelDelta), auth, "squirrel delta", 200);
+    for (const [template, credentialTemplate, path] of [
+      [SQ, SQC, squirrelPath(older.installer)],
+      [SZ, SZC, zipPath],
+    ] as const) {
+      await GET(template, path, { ...auth, headers: { range: "bytes=0-3" } }, "a range", 206);
+      await GET(template, path, { ...auth, headers: { range: "bytes=99999-" } }, "range beyond the end", 416, "range_not_satisfiable");
+      await GET(credentialTemplate, withCredential(liveCredential, path), { headers: { range: "bytes=0-3" } }, "a range", 206);
+      await GET(credentialTemplate, withCredential(liveCredential, path), { headers: { range: "bytes=99999-" } }, "beyond", 416, "range_not_satisfiable");
+    }
+    // Squirrel.Mac's answer carries a credential made for it: never a 304.
+    await GET(SM, macCheckPath, auth, "squirrel.mac update", 200);
+    await GET(SMC, withCredential(liveCredential, macCheckPath), {}, "squirrel.mac update by credential", 200);
+    await GET(SM, macCheckPath.replace("/0.1.0", "/9.0.0"), auth, "nothing newer", 204);
+    await GET(SMC, withCredential(liveCredential, macCheckPath.replace("/0.1.0", "/9.0.0")), {}, "nothing newer", 204);
+    // A licence of preview alone: nothing for Squirrel there (the preview feed offers stable's only to a licence that holds stable).
+    const previewOnly = await activate(["preview"]);
+    const previewOnlyCredential = await credentialOf(previewOnly.token);
+    await GET(SQ, squirrelPath("RELEASES", previewFeed), { token: previewOnly.token }, "nothing for Squirrel on preview", 404, "no_release");
+    await GET(SQC, withCredential(previewOnlyCredential, squirrelPath("RELEASES", previewFeed)), {}, "nothing for Squirrel on preview", 404, "no_release");
+    await GET(SQC, withCredential(liveCredential, squirrelPath("nothing.nupkg")), {}, "unknown file", 404, "not_found");
+    await GET(SQ, squirrelPath("nothing.nupkg"), auth, "unknown file", 404, "not_found");
+    await GET(SM, macCheckPath.replace("/mac-arm64/", "/win-x64/"), auth, "not a macOS platform", 404, "not_found");
+    await GET(SMC, withCredential(liveCredential, macCheckPath.replace("/mac-arm64/", "/win-x64/")), {}, "not a macOS platform", 404, "not_found");
+    await GET(SZ, zipPath.replace(mac.installer, "nothing.zip"), auth, "unknown zip", 404, "not_found");
+    await GET(SZC, withCredential(liveCredential, zipPath.replace(mac.installer, "nothing.zip")), {}, "unknown zip", 404, "not_found");
+    await GET(SD, deltaPath.replace(sparkleDelta, "nothing.delta"), auth, "unknown delta", 404, "not_found");
+    for (const [template, path] of [
+      [SQ, squirrelPath("RELEASES", previewFeed)],
+      [SM, macCheckPath],
+      [SZ, zipPath],
+      [SD, deltaPath],
+    ] as const) {
+      await GET(template, path, { token: stableOnly.token }, "channel not in the entitlement", 403, "channel_not_allowed");
+      if (template !== SD)
+        await GET(
+          template.replace("/feeds/", "/feeds/credential/{credential}/"),
+          withCredential(stableOnlyCredential, path),
+          {},
+          "channel not in the entitlement",
+          403,
+          "channel_not_allowed",
+        );
+    }
+    // A zip or a delta replaced on disk since the scan: unavailable.
+    for (const [template, path, file, bytes, o] of [
+      [SZ, zipPath, mac.installerPath, macZip, auth],
+      [SZC, withCredential(liveCredential, zipPath), mac.installerPath, macZip, {}],
+      [SD, deltaPath, join(mac.dir, sparkleDelta), "sparkle delta", auth],
+      [SQ, squirrelPath(squirrelDelta), join(older.dir, squirrelDelta), "delta bytes", auth],
+      [SQC, withCredential(liveCredential, squirrelPath(squirrelDelta)), join(older.dir, squirrelDelta), "delta bytes", {}],
+    ] as const)
+      for (const method of ["GET", "HEAD"]) {
+        writeFileSync(file, "other");
+        const res = await send(site, method, path, o);
+        expect(res.status, `${method} ${path}`).toBe(503);
+        expect((await c.check(method, template, res, "file replaced", method === "HEAD" ? "unavailable" : undefined)).code).toBe("unavailable");
+        writeFileSync(file, bytes);
+        await site.composed.services.releases.rescan();
+        await site.composed.services.releases.verified();
+      }
     // A package replaced on disk since the scan: unavailable (GET, then HEAD, the package put back between).
     for (const [template, path] of [
       [FV, packagePath],
       [FVC, credentialFeed(liveCredential, laneOfFeed, older.installer)],
+      [SQ, squirrelPath(older.installer)],
+      [SQC, withCredential(liveCredential, squirrelPath(older.installer))],
     ] as const)
       for (const method of ["GET", "HEAD"]) {
         writeFileSync(older.installerPath, "shorter");
-        const res = await send(site, method, path, template === FV ? auth : {});
+        const res = await send(site, method, path, template === FV || template === SQ ? auth : {});
         expect(res.status, `${method} ${path}`).toBe(503);
         expect((await c.check(method, template, res, "package replaced", method === "HEAD" ? "unavailable" : undefined)).code).toBe("unavailable");
         writeFileSync(older.installerPath, nupkg);

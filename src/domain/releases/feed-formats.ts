@@ -1,3 +1,4 @@
+import type { FeedFile, SparkleDelta } from "./feed-files";
 import type { Manifest } from "./manifest";
 import type { Release } from "./release-index";
 
@@ -55,6 +56,9 @@ export function velopackPlatforms(os: string, platforms: readonly string[]): rea
   return prefix === null ? [] : platforms.filter((p) => p.startsWith(prefix));
 }
 
+/** Squirrel.Mac installs a zip of the app bundle (SQRLUpdater.m unarchives what it downloads): any macOS release whose installer is one. */
+export const isSquirrelMacRelease = (m: Manifest) => m.platform.startsWith("mac-") && m.installer.toLowerCase().endsWith(".zip");
+
 export const macPlatforms = (platforms: readonly string[]) => platforms.filter((p) => p.startsWith("mac-"));
 
 /**
@@ -66,8 +70,10 @@ export function feedsOffered(m: Manifest): string[] {
   const offered: string[] = [];
   if (electronSuffix(m.platform) !== null) offered.push("electron", ...(m.feeds?.electron?.blockmap ? ["electron.blockmap"] : []));
   if (m.feeds?.tauri) offered.push("tauri");
-  if (m.feeds?.sparkle && m.platform.startsWith("mac-")) offered.push("sparkle");
-  if (m.feeds?.velopack) offered.push("velopack");
+  if (m.feeds?.sparkle && m.platform.startsWith("mac-")) offered.push("sparkle", ...(m.feeds.sparkle.deltas ? ["sparkle.deltas"] : []));
+  if (m.feeds?.velopack) offered.push("velopack", ...(m.feeds.velopack.deltas ? ["velopack.deltas"] : []));
+  if (m.feeds?.squirrel && m.platform.startsWith("win-")) offered.push("squirrel", ...(m.feeds.squirrel.deltas.length ? ["squirrel.deltas"] : []));
+  if (isSquirrelMacRelease(m)) offered.push("squirrel-mac");
   return offered;
 }
 
@@ -131,6 +137,8 @@ export interface AppcastItem {
   readonly edSignature: string;
   readonly bundleVersion: string;
   readonly notes: string | null;
+  /** The release's deltas (`feeds.sparkle.deltas`), each with its address on keyturn's origin. */
+  readonly deltas?: readonly { readonly url: string; readonly delta: SparkleDelta }[];
   /** The manifest's `critical`: Sparkle 2 shows it promptly and lets nobody skip it. */
   readonly critical: boolean;
 }
@@ -153,6 +161,17 @@ export function sparkleAppcast(o: { title: string; items: readonly AppcastItem[]
       ...(i.critical ? ["<sparkle:criticalUpdate/>"] : []),
       `<pubDate>${rfc822(m.released)}</pubDate>`,
       `<enclosure url="${xmlText(i.url)}" length="${m.size}" type="application/octet-stream" sparkle:edSignature="${xmlText(i.edSignature)}"/>`,
+      // Sparkle's delta updates (https://sparkle-project.org/documentation/delta-updates/): one enclosure per version it patches from.
+      ...(i.deltas?.length
+        ? [
+            "<sparkle:deltas>",
+            ...i.deltas.map(
+              (d) =>
+                `<enclosure url="${xmlText(d.url)}" sparkle:deltaFrom="${xmlText(d.delta.deltaFrom)}" length="${d.delta.size}" type="application/octet-stream" sparkle:edSignature="${xmlText(d.delta.edSignature)}"/>`,
+            ),
+            "</sparkle:deltas>",
+          ]
+        : []),
       "</item>",
     ].join("\n");
   });
@@ -173,16 +192,17 @@ export function sparkleAppcast(o: { title: string; items: readonly AppcastItem[]
  * as vpk writes them, `FileName` the package's bare name: the client downloads it relative to the
  * feed URL and saves it under that name in its packages folder, so an absolute URL there cannot be saved.
  */
-export function velopackJson(assets: readonly { packageId: string; sha1: string; release: Release; notes: string | null }[]): string {
+export function velopackJson(assets: readonly { packageId: string; sha1: string; release: Release; notes: string | null; delta?: FeedFile }[]): string {
   return JSON.stringify({
     Assets: assets.map((a) => ({
       PackageId: feedText(a.packageId),
       Version: feedText(a.release.manifest.version),
-      Type: "Full",
-      FileName: feedText(a.release.manifest.installer),
-      SHA1: a.sha1.toUpperCase(),
-      SHA256: a.release.manifest.sha256.toUpperCase(),
-      Size: a.release.manifest.size,
+      // A delta (`-delta.nupkg`) patches the release before it up to this version; bare names both.
+      Type: a.delta ? "Delta" : "Full",
+      FileName: feedText(a.delta ? a.delta.file : a.release.manifest.installer),
+      SHA1: (a.delta ? a.delta.sha1! : a.sha1).toUpperCase(),
+      SHA256: (a.delta ? a.delta.sha256 : a.release.manifest.sha256).toUpperCase(),
+      Size: a.delta ? a.delta.size : a.release.manifest.size,
       NotesMarkdown: feedText(a.notes ?? ""),
     })),
   });

@@ -1,6 +1,6 @@
 import { isLane, type Variant } from "../../config/variants";
 import { KeyturnError } from "../errors";
-import type { FeedFile } from "./feed-files";
+import { deltaOf, type FeedFile } from "./feed-files";
 import type { ReleaseHolder } from "./holder";
 import { laneName } from "./release-controls";
 import { isServed, newestFirst, type Release, type ReleaseIndex, type ServedRelease } from "./release-index";
@@ -152,6 +152,28 @@ export class FeedService {
         if (release) refuseOutsideWindow(caller.who, release.manifest);
         if (release && (await this.selection.installerAllowed(index, caller.who, release))) return release;
       }
+    return null;
+  }
+
+  /**
+   * The release of the installation's cascade of lanes on `platforms` with a delta named `file`
+   * (Velopack's, Sparkle's, Squirrel's), and that delta, if the installation may install the release.
+   */
+  async deltaOf(
+    index: ReleaseIndex,
+    caller: FeedCaller,
+    product: string | null,
+    channel: string,
+    platforms: readonly string[],
+    file: string,
+  ): Promise<{ release: Release; delta: FeedFile } | null> {
+    const channels = this.variant.channels.slice(0, this.variant.channels.indexOf(channel) + 1).filter((c) => caller.channels.includes(c));
+    for (const c of channels)
+      for (const platform of platforms)
+        for (const release of index.releasesOf(product, c, platform)) {
+          const delta = deltaOf(release.manifest.feeds, file);
+          if (delta && (await this.selection.installerAllowed(index, caller.who, release))) return { release, delta };
+        }
     return null;
   }
 

@@ -3,6 +3,7 @@ import type { EntitlementKind } from "../../store/types";
 import type { Clock } from "../clock";
 import { thresholdNow, laneName, type ControlsView, type ReleaseControls } from "./release-controls";
 import { laneKey, newestFirst, type Release, type ReleaseIndex, type ServedRelease } from "./release-index";
+import { NO_DEVICE } from "./public-lanes";
 import { admittedAfterMs, bucketOf, FULL, percentOf } from "./rollout";
 import { offeredUnder, termsKey, type LicenceTerms } from "./licence-terms";
 
@@ -102,7 +103,8 @@ export class ReleaseSelection {
       const control = controls.get(state.lane, r.manifest.version);
       if (control?.withdrawn != null) continue;
       const threshold = who.kind === "staff" ? FULL : thresholdNow(r.manifest, control, now);
-      const bucket = threshold >= FULL ? 0n : bucketOf(who.dev, state.lane, r.manifest.version);
+      // A public lane's visitor without a device hash (NO_DEVICE) is admitted only where everyone is.
+      const bucket = threshold >= FULL ? 0n : who.dev === NO_DEVICE ? FULL - 1n : bucketOf(who.dev, state.lane, r.manifest.version);
       if (bucket < threshold) {
         if (index.withBytes(r)) return { at, until };
         continue;

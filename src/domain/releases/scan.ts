@@ -339,6 +339,9 @@ export function checkInstallerHash(path: string, manifest: Manifest): void {
   const velopack = manifest.feeds?.velopack;
   if (velopack && hashFile(path, "sha1") !== velopack.sha1)
     throw new ReleaseProblem(`installer ${manifest.installer} does not match the manifest's feeds.velopack.sha1`);
+  const squirrel = manifest.feeds?.squirrel;
+  if (squirrel && hashFile(path, "sha1") !== squirrel.sha1)
+    throw new ReleaseProblem(`installer ${manifest.installer} does not match the manifest's feeds.squirrel.sha1`);
 }
 
 /**

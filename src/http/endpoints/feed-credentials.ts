@@ -7,9 +7,11 @@ import { BEARER_ERRORS, NO_STORE } from "./shared";
 /**
  * The feeds whose clients cannot send an Authorization header, so each is also answered with a
  * feed credential in its path: Velopack (its Rust core, shared by its Node, Rust, Python and C++
- * SDKs, sends no custom header). A feed is named by its path's first segment below /feeds.
+ * SDKs, sends no custom header), Squirrel.Windows (Update.exe sends none) and Squirrel.Mac (its
+ * check carries Electron's headers, its zip download none: SQRLUpdater's requestForDownload). A
+ * feed is named by its path's first segment below /feeds.
  */
-export const URL_CREDENTIAL_FEEDS: readonly string[] = ["velopack"];
+export const URL_CREDENTIAL_FEEDS: readonly string[] = ["velopack", "squirrel", "squirrel-mac"];
 
 const CREDENTIAL_PARAM: ParamDoc = {
   name: "credential",

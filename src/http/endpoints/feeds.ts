@@ -19,6 +19,7 @@ import { laneName } from "../../domain/releases/release-controls";
 import { etagOf, installerEtag, type Release } from "../../domain/releases/release-index";
 import { compareVersions } from "../../domain/releases/version-order";
 import type { Principal } from "../../domain/licensing";
+import { visitorInstallation, type PublicLanes, type Visitor } from "../../domain/releases/public-lanes";
 import { API_PREFIX, endpoint, type Endpoint, type ExtraAnswer, type ParamDoc } from "../endpoint";
 import { serveBytes, serveFileRanges } from "../file-serving";
 import { BEARER_ERRORS } from "./shared";
@@ -31,7 +32,11 @@ const APPCAST = /^appcast(?:-([a-z0-9]{1,16}))?\.xml$/;
 const ARCH = /^[a-z0-9]{1,16}$/;
 
 const sha256Hex = (bytes: Uint8Array) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
-const callerOf = (p: Principal): FeedCaller => ({ who: installationOfClaims(p.claims), channels: p.claims.chn });
+/** The bearer's installation and channels; on a public lane without a bearer, the visitor holding the product's public channels. */
+const callerOf = (p: Principal, visitor: Visitor | null = null, lanes?: PublicLanes, product: string | null = null): FeedCaller =>
+  visitor && lanes
+    ? { who: visitorInstallation(visitor), channels: lanes.channelsOf(product) }
+    : { who: installationOfClaims(p.claims), channels: p.claims.chn };
 /** A feed's document: generated per installation, so private and revalidated; its ETag is its bytes' SHA-256. */
 const feedDocument = (request: Request, text: string, contentType: string) => {
   const bytes = new TextEncoder().encode(text);
@@ -50,7 +55,7 @@ const RELEASE_ERRORS = ["no_release", "unavailable"] as const;
  * /feeds: electron-updater's generic provider, Tauri v2, Sparkle and Velopack. Each needs the
  * entitlement token and answers from the same index, controls and rollouts as the update path.
  */
-export function feedEndpoints(feeds: FeedService): Endpoint[] {
+export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): Endpoint[] {
   const v = feeds.variant;
   const withProduct = v.products.length > 0;
   const productParam: ParamDoc[] = withProduct ? [{ name: "product", description: "A product of this variant", values: v.products }] : [];
@@ -61,6 +66,9 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
   const updateUrl = (r: Release) =>
     `${feeds.baseUrl}${API_PREFIX}/updates/${[r.manifest.product, r.manifest.channel, r.manifest.platform, r.manifest.installer].filter((x) => x !== null).join("/")}`;
   const electronPlatforms = v.platforms.filter((p) => electronSuffix(p) !== null);
+  /** A Sparkle delta, on keyturn's origin (feed-deltas.ts serves it). */
+  const sparkleDeltaUrl = (r: Release, file: string) =>
+    `${feeds.baseUrl}${API_PREFIX}/feeds/sparkle/${[r.manifest.product, r.manifest.channel, "deltas", r.manifest.platform, file].filter((x) => x !== null).join("/")}`;
 
   const electron = endpoint({
     method: "GET",
@@ -68,6 +76,7 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
     summary:
       "electron-updater's generic provider: the channel file (latest.yml, latest-mac.yml, latest-linux.yml …) of the release this installation is served, its installer (multi-range requests answered multipart/byteranges) and the .blockmap files of it and older releases",
     auth: "entitlement",
+    publicLanes: true,
     budget: "api",
     audit: "update",
     params: [
@@ -106,10 +115,10 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
       "304": NOT_MODIFIED,
     },
     errors: [...FEED_ERRORS, ...RELEASE_ERRORS, "range_not_satisfiable", "updates_window_ended"],
-    handler: async ({ request, params: p, query, principal, sightedOn }) => {
+    handler: async ({ request, params: p, query, principal, visitor, sightedOn }) => {
       const { product, channel } = laneOf(p);
       const file = p.file ?? "";
-      const caller = callerOf(principal);
+      const caller = callerOf(principal, visitor, publicLanes, product);
       const index = await feeds.lane(caller, product, channel);
       const arch = new URLSearchParams(query).get("arch");
       // With ?arch= (the feed URL's query, which electron-updater repeats on every request), the
@@ -151,6 +160,7 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
     summary:
       "Tauri v2's updater: the release this installation is served when it is newer than current_version (its minisign .sig text as signature), else 204",
     auth: "entitlement",
+    publicLanes: true,
     budget: "api",
     audit: "update",
     params: [
@@ -170,9 +180,9 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
       "304": NOT_MODIFIED,
     },
     errors: [...FEED_ERRORS, "unavailable", "invalid_request"],
-    handler: async ({ request, params: p, principal, sightedOn }) => {
+    handler: async ({ request, params: p, principal, visitor, sightedOn }) => {
       const { product, channel } = laneOf(p);
-      const caller = callerOf(principal);
+      const caller = callerOf(principal, visitor, publicLanes, product);
       const index = await feeds.lane(caller, product, channel);
       const platform = tauriPlatform(p.target ?? "", p.arch ?? "");
       if (platform === null || !isLane(v, product, channel, platform)) throw new KeyturnError("not_found", "There is nothing at this address.");
@@ -201,6 +211,7 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
     summary:
       "Sparkle's appcast: the releases of the site's macOS platforms (appcast.xml) or of one architecture (appcast-arm64.xml, appcast-x64.xml …) this installation may install, newest first, with the vendor's edSignature (only on a site with a mac-* platform)",
     auth: "entitlement",
+    publicLanes: true,
     budget: "api",
     audit: "update",
     params: [
@@ -217,9 +228,9 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
       "304": NOT_MODIFIED,
     },
     errors: [...FEED_ERRORS],
-    handler: async ({ request, params: p, principal, sightedOn }) => {
+    handler: async ({ request, params: p, principal, visitor, sightedOn }) => {
       const { product, channel } = laneOf(p);
-      const caller = callerOf(principal);
+      const caller = callerOf(principal, visitor, publicLanes, product);
       const mac = macPlatforms(v.platforms);
       if (mac.length === 0) throw new KeyturnError("not_found", "This site has no macOS platform (--platforms).");
       // Two items of one version cannot be told apart by Sparkle: each architecture's build reads its own appcast.
@@ -238,6 +249,7 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
           bundleVersion: s.bundleVersion ?? r.manifest.version,
           notes: notesOf(r),
           critical: criticalOf(r),
+          deltas: (s.deltas ?? []).map((delta) => ({ url: sparkleDeltaUrl(r, delta.file), delta })),
         };
       });
       return feedDocument(request, sparkleAppcast({ title: product ?? v.name, items }), "application/rss+xml");
@@ -250,12 +262,13 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
     summary:
       "Velopack's releases.{os}.json: the full packages of the site's platforms of that system this installation may install, FileName relative to the feed (the client saves the package under that name), and those packages",
     auth: "entitlement",
+    publicLanes: true,
     budget: "api",
     audit: "update",
     params: [
       ...productParam,
       channelParam,
-      { name: "file", description: "releases.win.json, releases.osx.json or releases.linux.json; or a package (-full.nupkg) a feed names" },
+      { name: "file", description: "releases.win.json, releases.osx.json or releases.linux.json; or a package (-full.nupkg, -delta.nupkg) a feed names" },
     ],
     answers: {
       "200": {
@@ -274,11 +287,19 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
       "304": NOT_MODIFIED,
     },
     errors: [...FEED_ERRORS, "unavailable", "range_not_satisfiable"],
-    handler: async ({ request, params: p, principal, sightedOn }) => {
+    handler: async ({ request, params: p, principal, visitor, sightedOn }) => {
       const { product, channel } = laneOf(p);
-      const caller = callerOf(principal);
+      const caller = callerOf(principal, visitor, publicLanes, product);
       const file = p.file ?? "";
       const os = VELOPACK_FILE.exec(file);
+      if (!os && file.toLowerCase().endsWith("-delta.nupkg")) {
+        // A delta, named relatively as the full package is: a release's of any system this installation may install.
+        const index = await feeds.lane(caller, product, channel);
+        const found = await feeds.deltaOf(index, caller, product, channel, v.platforms, file);
+        if (!found || !found.release.manifest.feeds?.velopack?.deltas?.includes(found.delta))
+          throw new KeyturnError("not_found", "There is nothing at this address.");
+        return serveBytes(request, feeds.feedFile(found.release, found.delta), etagOf(found.delta.sha256), "application/octet-stream");
+      }
       if (!os) {
         // A package the feed names: FileName is relative, because the client saves the package under it (velopack src/lib-rust/src/manager.rs).
         const index = await feeds.lane(caller, product, channel);
@@ -291,7 +312,10 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
       const index = await feeds.lane(caller, product, channel);
       const listed = await feeds.listed(index, caller, product, channel, platforms, (r) => r.manifest.feeds?.velopack !== undefined);
       if (listed[0]) sightedOn(laneName(product, channel, listed[0].manifest.platform));
-      const assets = listed.map((r) => ({ ...r.manifest.feeds!.velopack!, release: r, notes: notesOf(r) }));
+      const assets = listed.flatMap((r) => {
+        const full = { ...r.manifest.feeds!.velopack!, release: r, notes: notesOf(r) };
+        return [full, ...(r.manifest.feeds!.velopack!.deltas ?? []).map((delta) => ({ ...full, delta }))];
+      });
       return feedDocument(request, velopackJson(assets), "application/json");
     },
   });

@@ -6,6 +6,7 @@ import { laneName } from "../../domain/releases/release-controls";
 import type { ReleaseSelection } from "../../domain/releases/release-selection";
 import { installationOfClaims, refuseOutsideWindow } from "../../domain/releases/licence-terms";
 import { isInstallerName } from "../../domain/releases/manifest";
+import { visitorInstallation } from "../../domain/releases/public-lanes";
 import { installerEtag } from "../../domain/releases/release-index";
 import { endpoint, type Endpoint, type ExtraAnswer, type ParamDoc } from "../endpoint";
 import { serveBytes, serveFile } from "../file-serving";
@@ -72,21 +73,24 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
       summary:
         "The manifest or signature of the release this installation is served (its newest admitted by any rollout, not withdrawn), or the installer of that release or an older one",
       auth: "entitlement",
+      publicLanes: true,
       budget: "api",
       audit: "update",
       params,
       querySchema: UpdateQuery,
       answers: UPDATE_ANSWERS,
       errors: [...BEARER_ERRORS, "channel_not_allowed", "no_release", "not_found", "range_not_satisfiable", "unavailable", "updates_window_ended"],
-      handler: async ({ request, params: p, queryValues, principal, sightedOn }) => {
+      handler: async ({ request, params: p, queryValues, principal, visitor, sightedOn }) => {
         // The product, channel and platform are among their declared values (the lifecycle refused others).
         const { channel, platform, file } = p;
         const product = withProduct ? (p.product ?? "") : null;
         if (file !== v.manifestFile && file !== sigFile && !isInstallerName(file)) throw new KeyturnError("not_found", "There is nothing at this address.");
-        if (!principal.claims.chn.includes(channel)) throw new KeyturnError("channel_not_allowed", `The entitlement does not include the ${channel} channel.`);
+        // A public lane's visitor (no bearer) holds that lane's channel; a bearer, its licence's channels.
+        if (!visitor && !principal.claims.chn.includes(channel))
+          throw new KeyturnError("channel_not_allowed", `The entitlement does not include the ${channel} channel.`);
 
         const index = await releases.ready();
-        const who = installationOfClaims(principal.claims);
+        const who = visitor ? visitorInstallation(visitor) : installationOfClaims(principal.claims);
         const served = await selection.served(index, who, product, channel, platform);
         if (!served) {
           if (releases.verifying(product, channel, platform)) throw new KeyturnError("unavailable", "The release is being verified; try again shortly.");
