@@ -163,7 +163,7 @@ export async function compose(
     mirrorOf: mirrorConfig?.of ?? null,
     adoption,
   });
-  const selection = new ReleaseSelection(config.variant, controls, clock);
+  const selection = new ReleaseSelection(config.variant, controls, clock, store);
   const publications = new ReleasePublications(store, clock, (published) => {
     for (const release of published) log.info("release published", { lane: release.lane, version: release.version });
   });

@@ -1,4 +1,5 @@
 import { isLane } from "../../config/variants";
+import { installationOf } from "../../domain/releases/release-rules";
 import { KeyturnError } from "../../domain/errors";
 import { isoTime } from "../../domain/clock";
 import {
@@ -26,7 +27,7 @@ const VERSION = /^v?([0-9A-Za-z][0-9A-Za-z.+-]{0,63})$/;
 const VELOPACK_FILE = /^releases\.(win|osx|linux)\.json$/;
 
 const sha256Hex = (bytes: Uint8Array) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
-const callerOf = (p: Principal): FeedCaller => ({ who: { dev: p.claims.dev, kind: p.claims.kind }, channels: p.claims.chn });
+const callerOf = (p: Principal): FeedCaller => ({ who: installationOf(p.claims), channels: p.claims.chn });
 /** A feed's document: generated per installation, so private and revalidated; its ETag is its bytes' SHA-256. */
 const feedDocument = (request: Request, text: string, contentType: string) => {
   const bytes = new TextEncoder().encode(text);
