@@ -14,6 +14,8 @@ import { ConsoleSessions } from "./domain/console-sessions";
 import { AdoptionRecorder } from "./domain/adoption";
 import { FeedService } from "./domain/releases/feeds";
 import { ReleaseHolder } from "./domain/releases/holder";
+import { InstallReports } from "./domain/releases/install-reports";
+import { ReleaseHealthWatch } from "./domain/releases/release-health";
 import { InstallerVerifier } from "./domain/releases/installer-verification";
 import { RecordSeal } from "./domain/record-seal";
 import { checkRecordsVariant } from "./domain/records-variant";
@@ -217,6 +219,10 @@ export async function compose(
     rateLimits,
     ...(knowledge ? { mirror: () => knowledge.status() } : {}),
   });
+  const installReports = new InstallReports(store, clock, log);
+  const releaseHealth = new ReleaseHealthWatch(config.variant, store, clock, controls, () => releases.current, log);
+  installReports.afterFlush = async (reported) => void (await releaseHealth.check(reported));
+  if (opts.watchReleases) installReports.start();
   const seal = new RecordSeal(config.keysDir, store);
   const metrics = config.metricsListen
     ? createMetrics({ clock, releases, tokenLookups: verifier.lookups, pingRecords: () => store.ping(), rateLimits })
@@ -263,6 +269,7 @@ export async function compose(
       selection,
       feeds: new FeedService(config.variant, config.baseUrl, releases, selection),
       adoption,
+      installReports,
     },
   };
 }

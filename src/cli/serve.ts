@@ -103,6 +103,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
     await webhooks.stop();
     await demoReady.catch(() => undefined);
     await services.adoption.close();
+    await services.installReports.close();
     await rateLimitStore.close();
     await store.close();
     log.info("stopped", { signal });

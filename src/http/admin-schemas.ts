@@ -102,7 +102,11 @@ export const AuditLineView = Type.Object({
   license: Nullable(Type.String()),
   activation: Nullable(Type.String()),
   address: Nullable(Type.String()),
-  actor: Nullable(Type.String({ description: '"tok_… (name)" for an admin token, "cli" for the command line' })),
+  actor: Nullable(
+    Type.String({
+      description: '"tok_… (name)" for an admin token, "cli" for the command line, "autoHalt: …" (the rule and its figures) for a release halted by itself',
+    }),
+  ),
 });
 export const AdminAuditPage = Type.Object({ ok: Ok, lines: Type.Array(AuditLineView), next: Next });
 

@@ -17,6 +17,7 @@ import { licensingEndpoints } from "./endpoints/licensing";
 import { releasesEndpoints } from "./endpoints/releases";
 import { siteEndpoints } from "./endpoints/site";
 import { updateEndpoints } from "./endpoints/updates";
+import { updateReportEndpoints } from "./endpoints/update-reports";
 
 /**
  * The areas of the site: each is one Elysia plugin (app.ts), named `keyturn:<area>`, registering its
@@ -39,7 +40,10 @@ export function routeTable(services: AppServices, openapi: () => string): Record
   };
   return {
     licensing: licensingEndpoints(services.licensing),
-    updates: updateEndpoints(services.variant, services.releases, services.selection),
+    updates: [
+      ...updateEndpoints(services.variant, services.releases, services.selection),
+      ...updateReportEndpoints(services.releases, services.installReports),
+    ],
     releases: releasesEndpoints(services.variant, services.releases, services.selection),
     feeds: feedEndpoints(services.feeds),
     identity: identityEndpoints(services.staffSignIn),

@@ -76,7 +76,12 @@ const TABLES = [
     order: "time, ref",
     columns: ["ref", "time", "address", "action", "activation_id", "license_id", "outcome", "error", "actor"],
   },
-  { name: "release_controls", key: "lane, version", order: "lane, version", columns: ["lane", "version", "halted", "halted_ms", "withdrawn", "updated", "halt_rule"] },
+  {
+    name: "release_controls",
+    key: "lane, version",
+    order: "lane, version",
+    columns: ["lane", "version", "halted", "halted_ms", "withdrawn", "updated", "halt_rule"],
+  },
   {
     name: "install_reports",
     key: "lane, version, activation_id",

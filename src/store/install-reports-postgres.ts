@@ -38,6 +38,6 @@ export async function releaseHealthPg(sql: SQL, release: ReleaseKey, since: numb
 
 export async function releaseRunnersPg(sql: SQL, release: ReleaseKey, limit: number): Promise<string[]> {
   const rows: Row[] = await sql`SELECT device_hash FROM install_reports WHERE lane = ${release.lane} AND version = ${release.version} AND outcome = 'installed'
-    UNION SELECT device_hash FROM activations WHERE lane = ${release.lane} AND version = ${release.version} AND deactivated IS NULL LIMIT ${limit}`;
+    UNION SELECT device_hash FROM activations WHERE (lane = ${release.lane} OR lane IS NULL) AND version = ${release.version} AND deactivated IS NULL LIMIT ${limit}`;
   return rows.map((r) => r.device_hash as string);
 }

@@ -4,8 +4,6 @@ import type { InstallOutcome, InstallReport, InstallReportCount, ReleaseKey } fr
 
 type Row = Record<string, unknown>;
 
-
-
 /**
  * Install reports on SQLite (the Store's recordInstallReports and its reads). Called inside the
  * caller's write transaction; each report replaces the installation's earlier one on that release.
@@ -17,7 +15,16 @@ export function writeInstallReports(db: Database, reports: readonly InstallRepor
     outcome = excluded.outcome, code = excluded.code, reported = excluded.reported WHERE excluded.reported >= install_reports.reported`);
   const running = db.query("UPDATE activations SET version = $version WHERE id = $id AND deactivated IS NULL");
   for (const r of reports) {
-    upsert.run({ lane: r.lane, version: r.version, id: r.activationId, dev: r.deviceHash, from: r.from, outcome: r.outcome, code: r.code, reported: r.reported });
+    upsert.run({
+      lane: r.lane,
+      version: r.version,
+      id: r.activationId,
+      dev: r.deviceHash,
+      from: r.from,
+      outcome: r.outcome,
+      code: r.code,
+      reported: r.reported,
+    });
     if (r.outcome === "installed") running.run({ version: r.version, id: r.activationId });
     else if (r.outcome === "rolled-back") running.run({ version: r.from, id: r.activationId });
   }
@@ -48,7 +55,7 @@ export function releaseHealth(db: Database, release: ReleaseKey, since: number):
 export function releaseRunners(db: Database, release: ReleaseKey, limit: number): string[] {
   const rows = db
     .query(`SELECT device_hash FROM install_reports WHERE lane = $lane AND version = $version AND outcome = 'installed'
-      UNION SELECT device_hash FROM activations WHERE lane = $lane AND version = $version AND deactivated IS NULL LIMIT $limit`)
+      UNION SELECT device_hash FROM activations WHERE (lane = $lane OR lane IS NULL) AND version = $version AND deactivated IS NULL LIMIT $limit`)
     .all({ lane: release.lane, version: release.version, limit }) as Row[];
   return rows.map((r) => r.device_hash as string);
 }

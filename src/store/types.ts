@@ -631,7 +631,7 @@ export interface Store {
   /**
    * Device hashes of the active installations running `release` (at most `limit`): their latest
    * report on it says installed, or their activation (activate, refresh, sightings) is at that
-   * version on its lane.
+   * version on its lane (or on none read yet).
    */
   releaseRunners(release: ReleaseKey, limit: number): Promise<string[]>;
   /** Writes sightings in one transaction: last_seen moves forward only; lane set when given. */

@@ -203,7 +203,15 @@ export class ReleaseSelection {
     const releases = state.releases.map((r) => {
       const m = r.manifest;
       const d = decide(
-        { lane: state.lane, manifest: m, control: controls.get(state.lane, m.version), who, now, runs: () => this.runs(runners, who, state.lane, m.version), explain: true },
+        {
+          lane: state.lane,
+          manifest: m,
+          control: controls.get(state.lane, m.version),
+          who,
+          now,
+          runs: () => this.runs(runners, who, state.lane, m.version),
+          explain: true,
+        },
         this.rules,
       );
       const readable = index.withBytes(r) !== null;
