@@ -5,6 +5,7 @@ import { adminLicenseEndpoints } from "./endpoints/admin-licenses";
 import { adminOfflineEndpoints } from "./endpoints/admin-offline";
 import { adminRecordEndpoints } from "./endpoints/admin-records";
 import { adminReleaseEndpoints } from "./endpoints/admin-releases";
+import { adminReleaseWhyEndpoints } from "./endpoints/admin-release-why";
 import { adminWebhookEndpoints } from "./endpoints/admin-webhooks";
 import { adminWebhookSecretEndpoints } from "./endpoints/admin-webhook-secret";
 import { consoleEndpoints } from "./endpoints/console";
@@ -56,6 +57,7 @@ export function routeTable(services: AppServices, openapi: () => string): Record
       ...adminWebhookSecretEndpoints(services.admin),
       ...adminConsoleSessionEndpoints(web),
       ...adminReleaseEndpoints(services.admin, services.releases, services.selection.controls, services.clock),
+      ...adminReleaseWhyEndpoints(services.admin, services.releases, services.selection),
     ],
     console: [...consoleEndpoints(web, services.audit, services.consoleOpenId), ...consoleSupportEndpoints(web), ...consoleSessionPages(web)],
     portal: portalEndpoints(web, services.audit),
