@@ -239,7 +239,21 @@ export const WebhookDeliveryAnswer = Type.Object({ ok: Ok, delivery: DeliveryVie
 
 // ---- releases and stats ----
 
-const RolloutView = Nullable(Type.Union([Type.Object({ percent: Type.Number() }), Type.Object({ days: Type.Number() })]));
+const RolloutOptions = {
+  targets: Type.Optional(Type.Object({ licenses: Type.Array(Type.String()), plans: Type.Array(Type.String()) }, { description: "Admitted first, whatever the share" })),
+  autoHalt: Type.Optional(
+    Type.Object(
+      { failureRate: Type.Number(), minReports: Type.Integer(), window: Type.String() },
+      { description: "The failure rate of install reports, over at least minReports within window, that halts the release by itself" },
+    ),
+  ),
+};
+const RolloutView = Nullable(Type.Union([Type.Object({ percent: Type.Number(), ...RolloutOptions }), Type.Object({ days: Type.Number(), ...RolloutOptions })]));
+const OutcomeCounts = {
+  installed: Type.Integer(),
+  failed: Type.Integer(),
+  rolledBack: Type.Integer(),
+};
 const ControlState = { halted: Nullable(Timestamp), withdrawn: Nullable(Timestamp) };
 
 export const AdminReleaseOverview = Type.Object({
@@ -258,6 +272,9 @@ export const AdminReleaseOverview = Type.Object({
           rollout: RolloutView,
           share: Type.Number({ description: "Percent of installations admitted now (0 when withdrawn)" }),
           ...ControlState,
+          haltRule: Nullable(
+            Type.String({ description: "The rule that halted it by itself (rollout autoHalt) and its figures; null when a person halted it or it runs" }),
+          ),
           feeds: Type.Array(Type.Union(["electron", "electron.blockmap", "tauri", "sparkle", "velopack"].map((f) => Type.Literal(f))), {
             description: "The feeds under /feeds that offer it: electron (electron.blockmap: differential updates), tauri, sparkle, velopack",
           }),
@@ -313,6 +330,20 @@ export const AdminStats = Type.Object({
     {
       description:
         "Seats held on licenses (not revoked): in use, and lapsed (leased seats not seen within their lease: the next activation on a full license takes one)",
+    },
+  ),
+  installReports: Type.Array(
+    Type.Object({
+      lane: Type.String(),
+      version: Type.String(),
+      ...OutcomeCounts,
+      days: Type.Array(Type.Object({ day: Type.String({ description: "UTC day, YYYY-MM-DD" }), ...OutcomeCounts }), {
+        description: "Days with reports, oldest first",
+      }),
+    }),
+    {
+      description:
+        "Install outcome reports (POST /updates/report) made in the last 30 days, per release: installations by the outcome of their latest report on it, in all and per day",
     },
   ),
   expiringLicenses: Type.Array(Type.Object({ id: Type.String(), licensee: Type.String(), organization: Type.String(), expires: Timestamp })),
