@@ -240,7 +240,9 @@ export const WebhookDeliveryAnswer = Type.Object({ ok: Ok, delivery: DeliveryVie
 // ---- releases and stats ----
 
 const RolloutOptions = {
-  targets: Type.Optional(Type.Object({ licenses: Type.Array(Type.String()), plans: Type.Array(Type.String()) }, { description: "Admitted first, whatever the share" })),
+  targets: Type.Optional(
+    Type.Object({ licenses: Type.Array(Type.String()), plans: Type.Array(Type.String()) }, { description: "Admitted first, whatever the share" }),
+  ),
   autoHalt: Type.Optional(
     Type.Object(
       { failureRate: Type.Number(), minReports: Type.Integer(), window: Type.String() },

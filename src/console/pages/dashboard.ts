@@ -63,10 +63,11 @@ ${jsonData(id, {
 })}<div class="chart" data-chart="${id}" role="img" aria-label="Install outcomes per day of ${r.version} on ${r.lane}"></div></section>`;
   });
   return html`${charts}<div class="table-wrap"><table id="install-reports"><thead><tr><th scope="col">Lane</th><th scope="col">Version</th><th scope="col">Day</th><th scope="col">Installed</th><th scope="col">Failed</th><th scope="col">Rolled back</th></tr></thead>
-<tbody>${stats.installReports.map((r) =>
-    html`<tr class="release-total" data-lane="${r.lane}" data-version="${r.version}"><th scope="row">${r.lane}</th><td>${r.version}</td><td>all (${failureShare(r)}% failed)</td><td>${r.installed}</td><td>${r.failed}</td><td>${r.rolledBack}</td></tr>${r.days.map(
-      (d) => html`<tr><td></td><td></td><td>${d.day}</td><td>${d.installed}</td><td>${d.failed}</td><td>${d.rolledBack}</td></tr>`,
-    )}`,
+<tbody>${stats.installReports.map(
+    (r) =>
+      html`<tr class="release-total" data-lane="${r.lane}" data-version="${r.version}"><th scope="row">${r.lane}</th><td>${r.version}</td><td>all (${failureShare(r)}% failed)</td><td>${r.installed}</td><td>${r.failed}</td><td>${r.rolledBack}</td></tr>${r.days.map(
+        (d) => html`<tr><td></td><td></td><td>${d.day}</td><td>${d.installed}</td><td>${d.failed}</td><td>${d.rolledBack}</td></tr>`,
+      )}`,
   )}</tbody></table></div>`;
 }
 

@@ -19,7 +19,10 @@ const KEY = { installed: "installed", failed: "failed", "rolled-back": "rolledBa
 
 /** The records' counts (Store.installReportsPerDay) as figures per release, by lane then version. */
 export function reportsPerRelease(rows: readonly InstallReportCount[]): ReleaseReports[] {
-  const releases = new Map<string, { lane: string; version: string; totals: Record<keyof OutcomeCounts, number>; days: Map<number, Record<keyof OutcomeCounts, number>> }>();
+  const releases = new Map<
+    string,
+    { lane: string; version: string; totals: Record<keyof OutcomeCounts, number>; days: Map<number, Record<keyof OutcomeCounts, number>> }
+  >();
   for (const r of rows) {
     const key = `${r.lane}\n${r.version}`;
     let release = releases.get(key);
