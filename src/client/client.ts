@@ -1,6 +1,7 @@
 import type { Device } from "./device.js";
 import { downloadInstaller, type DownloadOptions, type DownloadResult } from "./download.js";
 import { KeyturnClientError } from "./errors.js";
+import { installReportBody, type InstallReport } from "./install-report.js";
 import { KeySet, type PublicKeys } from "./keys.js";
 import { parseManifest, verifyManifestSignature, type Lane, type Release } from "./manifest.js";
 import { offlineRequestCode, tokenOfAnswerCode, type OfflineRequest } from "./offline.js";
@@ -168,6 +169,15 @@ export class KeyturnClient {
   /** POST /entitlements/deactivate: gives the seat back; the token stops working at once. */
   async deactivate(token: string, signal?: AbortSignal): Promise<void> {
     await this.transport.json("POST", "/entitlements/deactivate", { token, ...(signal ? { signal } : {}) });
+  }
+
+  /**
+   * POST /updates/report: what became of installing a release on this installation (after the
+   * installer ran, or after a rollback). The site counts it per release, and a rollout's autoHalt
+   * halts a release whose installs fail: send one for every install, failed ones most of all.
+   */
+  async reportInstall(token: string, report: InstallReport, signal?: AbortSignal): Promise<{ release: { lane: string; version: string } }> {
+    return this.transport.json("POST", "/updates/report", { body: installReportBody(report), token, ...(signal ? { signal } : {}) });
   }
 
   /** Staff sign-in, step 1: GET /auth/identity (issuer, client id, maxAge to send as max_age). */
