@@ -108,6 +108,7 @@ const FIXTURES: Record<string, () => Promise<{ path: string; body?: unknown }>> 
   "POST /admin/releases/{lane}/{version}/withdraw": async () => ({ path: controlPath(await freshVersion(), "withdraw") }),
   "POST /admin/releases/{lane}/{version}/restore": async () => ({ path: controlPath(await controlled("withdraw"), "restore") }),
   "GET /admin/stats": async () => ({ path: "/admin/stats" }),
+  "GET /admin/releases/why": async () => ({ path: `/admin/releases/why?activation=${(await freshActivation()).id}` }),
   "GET /admin/console-sessions": async () => ({ path: "/admin/console-sessions" }),
   "POST /admin/console-sessions/{id}/end": async () => {
     const { session } = await site.composed.services.consoleSessions.signInWithToken((await mint("console", ["licenses:read"])).secret);

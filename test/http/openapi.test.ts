@@ -104,6 +104,7 @@ describe("OpenAPI document at /api/v1/openapi.json", () => {
       ["platform", ["win-x64"]],
       ["file", null],
       ["version", null],
+      ["installed", null],
     ]);
     expect(Object.keys(update.responses)).toEqual(expect.arrayContaining(["200", "206", "304", "416", "401", "403", "404"]));
     // The document carries no TypeBox internals.

@@ -55,7 +55,7 @@ export function adminReleaseWhyEndpoints(admin: AdminDeps, releases: ReleaseHold
       audit: "release-why",
       querySchema: WhyQuery,
       answer: WhyAnswer,
-      errors: [...ADMIN_ERRORS, "invalid_request", "not_found", "unavailable"],
+      errors: [...ADMIN_ERRORS, "invalid_request", "not_found"],
       handler: async ({ admin: caller, queryValues }) => {
         const answer = await explainReleases({ store: admin.store, admin, selection, index: await releases.ready() }, queryValues);
         await auditRead(admin, caller, "release-why", answer.installation.license);

@@ -23,7 +23,7 @@ export function updateReportEndpoints(releases: ReleaseHolder, reports: InstallR
       audit: "update-report",
       body: InstallReportModel,
       answer: ReportAnswer,
-      errors: [...BEARER_ERRORS, ...BODY_ERRORS, "not_found", "unavailable"],
+      errors: [...BEARER_ERRORS, ...BODY_ERRORS, "not_found"],
       handler: async ({ principal, body }) => json({ ok: true, release: await reports.report(principal.claims, body, await releases.ready()) }, 200, NO_STORE),
     }),
   ];
