@@ -178,6 +178,7 @@ const FeedSnapshot = Type.Object(
         halted: Nullable(Timestamp),
         haltedMs: Type.Integer({ minimum: 0 }),
         withdrawn: Nullable(Timestamp),
+        rule: Type.Optional(Type.String({ description: "Halted by the release's own rule (rollout autoHalt): the rule and its figures" })),
       }),
     ),
     next: Nullable(Type.String({ description: "Pass as snapshot for the next page; null on the last" })),

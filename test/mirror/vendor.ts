@@ -104,7 +104,7 @@ export class FeedServer {
   private snapshot(offset: number, limit: number) {
     const revocations = new Map<string, { kind: "activation" | "license"; id: string; tokensValidUntil: string }>();
     const expiries = new Map<string, { license: string; expires: string }>();
-    const releases = new Map<string, { lane: string; version: string; halted: string | null; haltedMs: number; withdrawn: string | null }>();
+    const releases = new Map<string, { lane: string; version: string; halted: string | null; haltedMs: number; withdrawn: string | null; rule?: string }>();
     for (const e of this.events) {
       const d = e.data as any;
       if (e.type === "activation.deactivated")
@@ -115,8 +115,8 @@ export class FeedServer {
       else if (e.type.startsWith("release.")) {
         const key = `${d.release.lane}\n${d.release.version}`;
         const r = releases.get(key) ?? { lane: d.release.lane, version: d.release.version, halted: null, haltedMs: 0, withdrawn: null };
-        if (e.type === "release.halted") r.halted = e.timestamp;
-        if (e.type === "release.resumed" && r.halted) (r.haltedMs += Date.parse(e.timestamp) - Date.parse(r.halted)), (r.halted = null);
+        if (e.type === "release.halted" && !r.halted) (r.halted = e.timestamp), d.rule && (r.rule = d.rule);
+        if (e.type === "release.resumed" && r.halted) (r.haltedMs += Date.parse(e.timestamp) - Date.parse(r.halted)), (r.halted = null), delete r.rule;
         if (e.type === "release.withdrawn") r.withdrawn = e.timestamp;
         if (e.type === "release.restored") r.withdrawn = null;
         releases.set(key, r);

@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { VARIANTS, type VariantName } from "../../src/config/variants";
+import { CLI_CALLER } from "../../src/domain/admin/deps";
+import { createAdminToken } from "../../src/domain/admin/tokens";
 import { laneName } from "../../src/domain/releases/release-controls";
 import { RUNNERS_REFRESH_MS } from "../../src/domain/releases/release-selection";
 import { createLicense, device } from "../helpers";
@@ -106,6 +108,11 @@ for (const variant of ["alpha", "gamma"] as VariantName[]) {
       expect(audit.map((a) => a.actor)).toEqual([c!.haltRule!]);
       const events = await s.site.composed.store.listEvents({ after: 0, limit: 50, types: ["release.halted"] });
       expect(events.map((e) => JSON.parse(e.data))).toEqual([{ release: { lane, version: "2.0.0" }, share: 100, rule: c!.haltRule }]);
+      // A mirror starting now reads it in the feed's snapshot.
+      const { secret } = await createAdminToken(s.site.composed.services.admin, CLI_CALLER, { name: "mirror", scopes: ["feed:read"] });
+      const snapshot = (await (await s.site.request("GET", "/admin/feed", { token: secret })).json()) as { mode: string; releases: unknown[] };
+      expect(snapshot.mode).toBe("snapshot");
+      expect(snapshot.releases).toEqual([{ lane, version: "2.0.0", halted: expect.any(String), haltedMs: 0, withdrawn: null, rule: c!.haltRule }]);
 
       // Running it: installs[1] (reported installed), installs[6] (activated at 2.0.0); installs[0]'s
       // report is outside the window but still says it runs it. The rest, the failed ones included, fall back.
