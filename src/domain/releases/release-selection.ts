@@ -37,6 +37,8 @@ const RUNNERS_LIMIT = 1_000_000;
 interface Runners {
   readonly generation: number;
   readonly read: number;
+  /** Whether any release stands halted by a rule under this generation (then the runners are read again every RUNNERS_REFRESH_MS). */
+  readonly anyHalted: boolean;
   /** By `lane\nversion`: device hashes running that release (only releases halted by a rule). */
   readonly byRelease: ReadonlyMap<string, ReadonlySet<string>>;
 }
@@ -76,7 +78,7 @@ export interface ReleaseListing {
  */
 export class ReleaseSelection {
   private cache = new WeakMap<ReleaseIndex, { generation: number; runners: Runners; lanes: Map<string, LaneState> }>();
-  private runners: Runners = { generation: -1, read: -Infinity, byRelease: new Map() };
+  private runners: Runners = { generation: -1, read: -Infinity, anyHalted: false, byRelease: new Map() };
   private readingRunners: Promise<Runners> | null = null;
 
   constructor(
@@ -94,21 +96,22 @@ export class ReleaseSelection {
    * and every RUNNERS_REFRESH_MS while any release stands halted so (none: nothing is read).
    */
   private async runnersOf(controls: ControlsView): Promise<Runners> {
-    const halted = controls.all.filter((c) => c.halted !== null && c.haltRule);
-    const now = this.clock();
     const r = this.runners;
-    if (halted.length === 0) {
-      if (r.byRelease.size > 0 || r.generation !== controls.generation) this.runners = { generation: controls.generation, read: now, byRelease: new Map() };
+    // The usual request: no release halted by a rule under this generation, so nothing to read or filter.
+    if (r.generation === controls.generation && !r.anyHalted) return r;
+    const now = this.clock();
+    if (r.generation === controls.generation && now - r.read < RUNNERS_REFRESH_MS) return r;
+    const halted = controls.all.filter((c) => c.halted !== null && c.haltRule);
+    if (halted.length === 0 || !this.store) {
+      this.runners = { generation: controls.generation, read: now, anyHalted: halted.length > 0, byRelease: new Map() };
       return this.runners;
     }
-    if (r.generation === controls.generation && now - r.read < RUNNERS_REFRESH_MS) return r;
-    if (!this.store) return r;
     const store = this.store;
     this.readingRunners ??= (async () => {
       try {
         const byRelease = new Map<string, ReadonlySet<string>>();
         for (const c of halted) byRelease.set(`${c.lane}\n${c.version}`, new Set(await store.releaseRunners(c, RUNNERS_LIMIT)));
-        this.runners = { generation: controls.generation, read: now, byRelease };
+        this.runners = { generation: controls.generation, read: now, anyHalted: true, byRelease };
         return this.runners;
       } finally {
         this.readingRunners = null;
