@@ -5,6 +5,7 @@ import { CLI_CALLER } from "../../src/domain/admin/deps";
 import { createAdminToken } from "../../src/domain/admin/tokens";
 import { laneName } from "../../src/domain/releases/release-controls";
 import { BASE_URL, createLicense, device } from "../helpers";
+import { executable } from "../executable";
 import { runCli } from "../processes";
 import { releaseSite } from "../release-tree";
 
@@ -113,6 +114,15 @@ describe("release why", () => {
     expect(text.stdout).toContain("  2.0.0  passed over  halt: ");
     await s.site.composed.services.selection.controls.apply("resume", lane, "2.0.0", s.holder.current);
   });
+
+  test("the compiled executable answers the same", async () => {
+    const exe = await executable();
+    const settings = ["--variant", variant, "--base-url", BASE_URL, "--data", join(s.site.dir, "data"), "--keys", s.tree.keysDir, "--releases", s.tree.root];
+    const p = Bun.spawn([exe, "release", "why", other.activation, "--json", ...settings], { stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+    const [stdout, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
+    expect(code).toBe(0);
+    expect(stable(JSON.parse(stdout) as Why)).toEqual(stable(await why(`activation=${other.activation}`)));
+  }, 120_000);
 
   test("a withdrawn release, and refusals in words", async () => {
     await s.site.composed.services.selection.controls.apply("withdraw", lane, "2.0.0", s.holder.current);
