@@ -9,6 +9,7 @@ import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CLIENT_VARIANTS, type VariantName } from "../src/client/variants";
 import { privateScalarBytes, publicOf, scalarFrom, signEs256 } from "./deterministic-ecdsa";
+import { installReportVectors } from "./install-report-vectors";
 
 export const VECTORS_DIR = join(import.meta.dir, "..", "docs", "clients", "vectors");
 
@@ -274,6 +275,7 @@ export function generateVectors(): Map<string, string> {
     terms,
   };
   files.set("index.json", JSON.stringify(index, null, 2) + "\n");
+  for (const [name, text] of installReportVectors()) files.set(name, text);
   return files;
 }
 

@@ -18,6 +18,8 @@ import { FeedService } from "./domain/releases/feeds";
 import { PublicLanes } from "./domain/releases/public-lanes";
 import { FeedCredentials } from "./domain/feed-credential";
 import { ReleaseHolder } from "./domain/releases/holder";
+import { InstallReports } from "./domain/releases/install-reports";
+import { ReleaseHealthWatch } from "./domain/releases/release-health";
 import { InstallerVerifier } from "./domain/releases/installer-verification";
 import { MailOutbox } from "./domain/mail/outbox";
 import { RecordSeal } from "./domain/record-seal";
@@ -175,7 +177,7 @@ export async function compose(
     ...(conversion ? { afterActivation: (license, deviceHash, ctx) => conversion.activated(license, deviceHash, ctx) } : {}),
   });
   const trials = new Trials({ variant: config.variant, store, clock, audit, licensing, trial: config.trial });
-  const selection = new ReleaseSelection(config.variant, controls, clock);
+  const selection = new ReleaseSelection(config.variant, controls, clock, store);
   const publications = new ReleasePublications(store, clock, (published) => {
     for (const release of published) log.info("release published", { lane: release.lane, version: release.version });
   });
@@ -230,6 +232,10 @@ export async function compose(
     rateLimits,
     ...(knowledge ? { mirror: () => knowledge.status() } : {}),
   });
+  const installReports = new InstallReports(store, clock, log);
+  const releaseHealth = new ReleaseHealthWatch(config.variant, store, clock, controls, () => releases.current, log);
+  installReports.afterFlush = async (reported) => void (await releaseHealth.check(reported));
+  if (opts.watchReleases) installReports.start();
   const seal = new RecordSeal(config.keysDir, store);
   const metrics = config.metricsListen
     ? createMetrics({ clock, releases, tokenLookups: verifier.lookups, pingRecords: () => store.ping(), rateLimits })
@@ -293,6 +299,7 @@ export async function compose(
         mirrorOf: mirrorConfig?.of ?? null,
       }),
       adoption,
+      installReports,
     },
   };
 }

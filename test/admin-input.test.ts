@@ -165,6 +165,9 @@ describe("bad query strings on every admin query endpoint", () => {
   let validQuery: Record<string, string>;
   beforeAll(async () => {
     const lic = await send("POST", "/admin/licenses", { body: licenseBody });
+    const activated = await site.request("POST", "/licenses/activate", { body: { key: lic.body.key, device: device("alpha") } });
+    const { token: entitlement } = (await activated.json()) as { token: string };
+    const activation = (JSON.parse(Buffer.from(entitlement.split(".")[1]!, "base64url").toString()) as { sub: string }).sub;
     validQuery = {
       "GET /admin/licenses": "",
       "GET /admin/activations": `license=${(lic.body.license as { id: string }).id}`,
@@ -172,6 +175,7 @@ describe("bad query strings on every admin query endpoint", () => {
       "GET /admin/feed": "",
       "GET /admin/webhook-deliveries": "",
       "GET /admin/bridge-events": "",
+      "GET /admin/releases/why": `activation=${activation}`,
     };
   });
 

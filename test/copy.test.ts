@@ -157,6 +157,7 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
         challenges: 1,
         audit: source.audit.length,
         release_controls: 1,
+        install_reports: 0,
         known_releases: 1,
         known_releases_baseline: 1,
         record_key_check: 1,

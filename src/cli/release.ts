@@ -15,11 +15,13 @@ import { checkInstallerHash, checkInstallerSize, placeOfManifestPath, ReleaseTre
 import { releaseKeysOf, signManifest } from "../domain/releases/signature";
 import { err, out, UsageError } from "./io";
 import { releaseControlCommand } from "./release-controls";
+import { releaseWhyCommand } from "./release-why";
 
 export const USAGE = [
   "keyturn release sign --key KID.pem [--channels C,...] [--platforms P,...] MANIFEST   (writes MANIFEST.sig)",
   "       keyturn release check [--releases DIR] [--keys DIR] [--variant V] [--channels C,...] [--platforms P,...]",
   "       keyturn release halt|resume|withdraw|restore --lane L --version V [--json]",
+  "       keyturn release why ACTIVATION | --device HASH --license LICENSE [--json]   (the release each lane gives it, and the rules that decided)",
 ].join("\n");
 
 function parse(args: string[], options: Record<string, { type: "string" }>) {
@@ -36,6 +38,7 @@ export async function releaseCommand(args: string[], env: Environment): Promise<
   if (sub === "sign") return sign(rest, env);
   if (sub === "check") return check(rest, env);
   if (sub === "halt" || sub === "resume" || sub === "withdraw" || sub === "restore") return releaseControlCommand(sub, rest, env);
+  if (sub === "why") return releaseWhyCommand(rest, env);
   throw new UsageError(USAGE, sub ? `unknown release command "${sub}"` : "missing release command");
 }
 

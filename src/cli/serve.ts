@@ -118,6 +118,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
     await mailer?.stop();
     await demoReady.catch(() => undefined);
     await services.adoption.close();
+    await services.installReports.close();
     await rateLimitStore.close();
     await store.close();
     log.info("stopped", { signal });

@@ -40,6 +40,9 @@ export async function statsCommand(args: string[], env: Record<string, string | 
       const state = [r.halted ? `halted ${r.halted}` : null, r.withdrawn ? `withdrawn ${r.withdrawn}` : null].filter(Boolean).join(", ");
       out(`  ${r.lane} ${r.version}: share ${r.share} %, admits ${r.admitted} of ${r.seen} installations seen on the lane${state ? ` (${state})` : ""}`);
     }
+    out("install reports per release (installations by their latest report: installed / failed / rolled back):");
+    if (stats.installReports.length === 0) out("  none");
+    for (const r of stats.installReports) out(`  ${r.lane} ${r.version}: ${r.installed} / ${r.failed} / ${r.rolledBack}`);
     out("activations / seat_limit refusals per day:");
     for (const d of stats.activationsPerDay) if (d.activations > 0 || d.seatLimitRefusals > 0) out(`  ${d.day}  ${d.activations} / ${d.seatLimitRefusals}`);
     out(`seats: ${stats.seats.inUse} in use, ${stats.seats.lapsed} lapsed (leased, not seen within the lease: free to the next activation)`);

@@ -2,6 +2,7 @@ import { useMeter, type MeterUse, type UsageAnswer } from "./usage.js";
 import type { Device } from "./device.js";
 import { downloadInstaller, type DownloadOptions, type DownloadResult } from "./download.js";
 import { KeyturnClientError } from "./errors.js";
+import { installReportBody, type InstallReport } from "./install-report.js";
 import { KeySet, type PublicKeys } from "./keys.js";
 import { parseManifest, verifyManifestSignature, type Lane, type Release } from "./manifest.js";
 import { offlineRequestCode, tokenOfAnswerCode, type OfflineRequest } from "./offline.js";
@@ -220,6 +221,15 @@ export class KeyturnClient {
     const product = this.variant.products.length > 0 ? this.lane.product : undefined;
     if (this.variant.products.length > 0 && product === undefined) throw new TypeError("product is required in this variant");
     return [credential.url, feed, ...(product !== undefined ? [product] : []), channel].map((s, i) => (i === 0 ? s : encodeURIComponent(s))).join("/");
+  }
+
+  /**
+   * POST /updates/report: what became of installing a release on this installation (after the
+   * installer ran, or after a rollback). The site counts it per release, and a rollout's autoHalt
+   * halts a release whose installs fail: send one for every install, failed ones most of all.
+   */
+  async reportInstall(token: string, report: InstallReport, signal?: AbortSignal): Promise<{ release: { lane: string; version: string } }> {
+    return this.transport.json("POST", "/updates/report", { body: installReportBody(report), token, ...(signal ? { signal } : {}) });
   }
 
   /** Staff sign-in, step 1: GET /auth/identity (issuer, client id, maxAge to send as max_age). */

@@ -17,6 +17,7 @@ export {
 export { deviceHash, loadDeviceId, newDeviceId, type Device, type DeviceIdStorage } from "./device.js";
 export { partialPaths, type DownloadOptions, type DownloadProgress, type DownloadResult } from "./download.js";
 export { KeyturnClientError, type ClientErrorCode, type SignatureReason, type TokenReason } from "./errors.js";
+export { installReportBody, type InstallOutcome, type InstallReport } from "./install-report.js";
 export { KeySet, type PublicKeys } from "./keys.js";
 export { parseManifest, verifyManifestSignature, type Lane, type Release } from "./manifest.js";
 export { offlineRequestCode, readOfflineRequestCode, tokenOfAnswerCode, type OfflineRequest } from "./offline.js";

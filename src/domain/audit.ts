@@ -52,6 +52,8 @@ export type AuditAction =
   | "release-resume"
   | "release-withdraw"
   | "release-restore"
+  | "update-report"
+  | "release-why"
   | "console-sign-in"
   | "console-sign-out"
   | "console-session-list"

@@ -4,6 +4,7 @@ import type { TrialCounts } from "../store/trial-types";
 import { isoTime, type Clock } from "./clock";
 import { thresholdNow, laneName, type ReleaseControls } from "./releases/release-controls";
 import type { ReleaseIndex } from "./releases/release-index";
+import { reportsPerRelease, type ReleaseReports } from "./releases/install-report-figures";
 import { bucketOf, FULL, percentOf } from "./releases/rollout";
 
 const DAY_MS = 86_400_000;
@@ -37,6 +38,11 @@ export interface Stats {
   readonly activationsPerDay: readonly { readonly day: string; readonly activations: number; readonly seatLimitRefusals: number }[];
   /** Seats held on licenses (not revoked) now: in use, and lapsed (a leased seat not seen within its lease, free to the next activation). */
   readonly seats: { readonly inUse: number; readonly lapsed: number };
+  /**
+   * Install outcome reports made in the window, per release (by lane, then version): installations
+   * by the outcome of their latest report on it, in all and per UTC day.
+   */
+  readonly installReports: readonly ReleaseReports[];
   /** Licenses (not revoked) expiring in the next STATS_DAYS days, soonest first. */
   readonly expiringLicenses: readonly { readonly id: string; readonly licensee: string; readonly organization: string; readonly expires: string }[];
   /** Trials started, and converted by a bought key (docs/trials-and-meters.md). */
@@ -166,6 +172,7 @@ export async function collectStats(d: { store: Store; clock: Clock; controls: Re
   }
   const expiring = await d.store.licensesExpiring(now, now + STATS_DAYS * DAY_MS, EXPIRING_LIMIT);
   const [trials, meters] = await Promise.all([d.store.trialCounts(), d.store.meterTotals(now)]);
+  const installReports = reportsPerRelease(await d.store.installReportsPerDay(since));
 
   return {
     since: isoTime(since),
@@ -181,6 +188,7 @@ export async function collectStats(d: { store: Store; clock: Clock; controls: Re
     })),
     activationsPerDay,
     seats,
+    installReports,
     expiringLicenses: expiring.map((l) => ({ id: l.id, licensee: l.licensee, organization: l.organization, expires: isoTime(l.expires!) })),
     trials,
     meters,

@@ -121,7 +121,11 @@ export const AuditLineView = Type.Object({
   license: Nullable(Type.String()),
   activation: Nullable(Type.String()),
   address: Nullable(Type.String()),
-  actor: Nullable(Type.String({ description: '"tok_… (name)" for an admin token, "cli" for the command line' })),
+  actor: Nullable(
+    Type.String({
+      description: '"tok_… (name)" for an admin token, "cli" for the command line, "autoHalt: …" (the rule and its figures) for a release halted by itself',
+    }),
+  ),
 });
 export const AdminAuditPage = Type.Object({ ok: Ok, lines: Type.Array(AuditLineView), next: Next });
 
@@ -193,6 +197,7 @@ const FeedSnapshot = Type.Object(
         halted: Nullable(Timestamp),
         haltedMs: Type.Integer({ minimum: 0 }),
         withdrawn: Nullable(Timestamp),
+        rule: Type.Optional(Type.String({ description: "Halted by the release's own rule (rollout autoHalt): the rule and its figures" })),
       }),
     ),
     next: Nullable(Type.String({ description: "Pass as snapshot for the next page; null on the last" })),
@@ -254,7 +259,23 @@ export const WebhookDeliveryAnswer = Type.Object({ ok: Ok, delivery: DeliveryVie
 
 // ---- releases and stats ----
 
-const RolloutView = Nullable(Type.Union([Type.Object({ percent: Type.Number() }), Type.Object({ days: Type.Number() })]));
+const RolloutOptions = {
+  targets: Type.Optional(
+    Type.Object({ licenses: Type.Array(Type.String()), plans: Type.Array(Type.String()) }, { description: "Admitted first, whatever the share" }),
+  ),
+  autoHalt: Type.Optional(
+    Type.Object(
+      { failureRate: Type.Number(), minReports: Type.Integer(), window: Type.String() },
+      { description: "The failure rate of install reports, over at least minReports within window, that halts the release by itself" },
+    ),
+  ),
+};
+const RolloutView = Nullable(Type.Union([Type.Object({ percent: Type.Number(), ...RolloutOptions }), Type.Object({ days: Type.Number(), ...RolloutOptions })]));
+const OutcomeCounts = {
+  installed: Type.Integer(),
+  failed: Type.Integer(),
+  rolledBack: Type.Integer(),
+};
 const ControlState = { halted: Nullable(Timestamp), withdrawn: Nullable(Timestamp) };
 
 export const AdminReleaseOverview = Type.Object({
@@ -273,6 +294,9 @@ export const AdminReleaseOverview = Type.Object({
           rollout: RolloutView,
           share: Type.Number({ description: "Percent of installations admitted now (0 when withdrawn)" }),
           ...ControlState,
+          haltRule: Nullable(
+            Type.String({ description: "The rule that halted it by itself (rollout autoHalt) and its figures; null when a person halted it or it runs" }),
+          ),
           feeds: Type.Array(
             Type.Union(
               [
@@ -345,6 +369,20 @@ export const AdminStats = Type.Object({
     {
       description:
         "Seats held on licenses (not revoked): in use, and lapsed (leased seats not seen within their lease: the next activation on a full license takes one)",
+    },
+  ),
+  installReports: Type.Array(
+    Type.Object({
+      lane: Type.String(),
+      version: Type.String(),
+      ...OutcomeCounts,
+      days: Type.Array(Type.Object({ day: Type.String({ description: "UTC day, YYYY-MM-DD" }), ...OutcomeCounts }), {
+        description: "Days with reports, oldest first",
+      }),
+    }),
+    {
+      description:
+        "Install outcome reports (POST /updates/report) made in the last 30 days, per release: installations by the outcome of their latest report on it, in all and per day",
     },
   ),
   expiringLicenses: Type.Array(Type.Object({ id: Type.String(), licensee: Type.String(), organization: Type.String(), expires: Timestamp })),

@@ -12,6 +12,7 @@ import type { StaffSignIn } from "../domain/identity/staff-sign-in";
 import type { ConsoleOpenId } from "../domain/identity/console-sign-in";
 import type { ConsoleSessions } from "../domain/console-sessions";
 import type { AdoptionRecorder } from "../domain/adoption";
+import type { InstallReports } from "../domain/releases/install-reports";
 import type { FeedService } from "../domain/releases/feeds";
 import type { PublicLanes } from "../domain/releases/public-lanes";
 import type { FeedCredentials } from "../domain/feed-credential";
@@ -49,6 +50,8 @@ export interface AppServices {
   readonly feedCredentials: FeedCredentials;
   /** Last-seen times and lanes of installations, written in batches. */
   readonly adoption: AdoptionRecorder;
+  /** Install outcome reports, written in batches; each write is followed by the automatic halt's look. */
+  readonly installReports: InstallReports;
   /**
    * The address of the peer that sent the request. Under Bun.serve it is the socket's address;
    * tests that drive `app.handle` pass their own.

@@ -6,6 +6,7 @@ import { adminOfflineEndpoints } from "./endpoints/admin-offline";
 import { adminPlanEndpoints } from "./endpoints/admin-plans";
 import { adminRecordEndpoints } from "./endpoints/admin-records";
 import { adminReleaseEndpoints } from "./endpoints/admin-releases";
+import { adminReleaseWhyEndpoints } from "./endpoints/admin-release-why";
 import { adminWebhookEndpoints } from "./endpoints/admin-webhooks";
 import { adminWebhookSecretEndpoints } from "./endpoints/admin-webhook-secret";
 import { bridgeEventEndpoints, commerceHookEndpoints } from "./endpoints/commerce-hooks";
@@ -26,6 +27,7 @@ import { siteEndpoints } from "./endpoints/site";
 import { updateEndpoints } from "./endpoints/updates";
 import { usageEndpoints } from "./endpoints/usage";
 import { adminTrialEndpoints, trialEndpoints } from "./endpoints/trials";
+import { updateReportEndpoints } from "./endpoints/update-reports";
 
 /**
  * The areas of the site: each is one Elysia plugin (app.ts), named `keyturn:<area>`, registering its
@@ -49,7 +51,10 @@ export function routeTable(services: AppServices, openapi: () => string): Record
   const sales = bridgeEventEndpoints(web);
   return {
     licensing: [...licensingEndpoints(services.licensing), ...usageEndpoints(services.metering), ...trialEndpoints(services.trials)],
-    updates: updateEndpoints(services.variant, services.releases, services.selection),
+    updates: [
+      ...updateEndpoints(services.variant, services.releases, services.selection),
+      ...updateReportEndpoints(services.releases, services.installReports),
+    ],
     releases: releasesEndpoints(services.variant, services.releases, services.selection),
     feeds: feedCredentialEndpoints(services.feedCredentials, services.feeds.baseUrl, [
       ...feedEndpoints(services.feeds, services.publicLanes),
@@ -68,6 +73,7 @@ export function routeTable(services: AppServices, openapi: () => string): Record
       ...adminConsoleSessionEndpoints(web),
       ...adminReleaseEndpoints(services.admin, services.releases, services.selection.controls, services.clock),
       ...sales.admin,
+      ...adminReleaseWhyEndpoints(services.admin, services.releases, services.selection),
     ],
     console: [
       ...consoleEndpoints(web, services.audit, services.consoleOpenId),

@@ -885,4 +885,39 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 22,
+    name: "install outcome reports per installation and release; the rule that halted a release by itself",
+    // One row per installation and release: its latest outcome (a retried install is one
+    // installation, not several failures), so a release's failure rate is a share of installations.
+    // Keyed by release first: the counts and the automatic halt read one release's rows.
+    sqlite: `
+      CREATE TABLE install_reports (
+        lane TEXT NOT NULL,
+        version TEXT NOT NULL,
+        activation_id TEXT NOT NULL,
+        device_hash TEXT NOT NULL,
+        from_version TEXT NOT NULL,
+        outcome TEXT NOT NULL CHECK (outcome IN ('installed', 'failed', 'rolled-back')),
+        code TEXT,
+        reported INTEGER NOT NULL,
+        PRIMARY KEY (lane, version, activation_id)
+      ) STRICT, WITHOUT ROWID;
+      ALTER TABLE release_controls ADD COLUMN halt_rule TEXT;
+    `,
+    postgres: `
+      CREATE TABLE install_reports (
+        lane TEXT NOT NULL,
+        version TEXT NOT NULL,
+        activation_id TEXT NOT NULL,
+        device_hash TEXT NOT NULL,
+        from_version TEXT NOT NULL,
+        outcome TEXT NOT NULL CHECK (outcome IN ('installed', 'failed', 'rolled-back')),
+        code TEXT,
+        reported BIGINT NOT NULL,
+        PRIMARY KEY (lane, version, activation_id)
+      );
+      ALTER TABLE release_controls ADD COLUMN halt_rule TEXT;
+    `,
+  },
 ];

@@ -44,6 +44,8 @@ export interface MirrorReleaseControl {
   readonly share: number | null;
   readonly time: number;
   readonly seq: string;
+  /** A halt's rule when the vendor's release halted by itself (rollout autoHalt): kept on the control, so the mirror serves it as the vendor does. */
+  readonly rule?: string | null;
 }
 
 export interface MirrorSync {
@@ -198,7 +200,7 @@ export class SqliteMirrorState implements MirrorStateStore {
         } else {
           this.keepReleaseControl(c);
           const op = Object.hasOwn(CONTROL_OF, c.state) ? CONTROL_OF[c.state]! : null;
-          if (op) this.applyReleaseControl(c.lane, c.version, op, c.time);
+          if (op) this.applyReleaseControl(c.lane, c.version, op, c.time, c.rule ?? undefined);
         }
       }
       // Each change adds at most one entry: count again only when the bound may have been passed.
@@ -317,10 +319,10 @@ export class SqliteMirrorState implements MirrorStateStore {
   }
 
   /** A control applied to the records the update path reads, at the vendor's time of it (ReleaseControls reads them again on the generation's move). */
-  private applyReleaseControl(lane: string, version: string, op: ReleaseControlOp, at: number): void {
+  private applyReleaseControl(lane: string, version: string, op: ReleaseControlOp, at: number, haltRule?: string): void {
     const row = this.db.query("SELECT * FROM release_controls WHERE lane = ? AND version = ?").get(lane, version) as RecordRow | null;
     const before = row ? releaseControlFromRow(row) : noControl({ lane, version }, at);
-    const after = applyControl(before, op, at);
+    const after = applyControl(before, op, at, haltRule);
     if (!after) return;
     this.upsertControl(after);
     this.db.exec("UPDATE release_controls_generation SET generation = generation + 1 WHERE id = 1");
@@ -328,9 +330,10 @@ export class SqliteMirrorState implements MirrorStateStore {
 
   private upsertControl(c: ReleaseControlRecord): void {
     this.db
-      .query(`INSERT INTO release_controls (lane, version, halted, halted_ms, withdrawn, updated) VALUES (?, ?, ?, ?, ?, ?)
-        ON CONFLICT (lane, version) DO UPDATE SET halted = excluded.halted, halted_ms = excluded.halted_ms, withdrawn = excluded.withdrawn, updated = excluded.updated`)
-      .run(c.lane, c.version, c.halted, c.haltedMs, c.withdrawn, c.updated);
+      .query(`INSERT INTO release_controls (lane, version, halted, halted_ms, withdrawn, updated, halt_rule) VALUES (?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (lane, version) DO UPDATE SET halted = excluded.halted, halted_ms = excluded.halted_ms, withdrawn = excluded.withdrawn,
+        updated = excluded.updated, halt_rule = excluded.halt_rule`)
+      .run(c.lane, c.version, c.halted, c.haltedMs, c.withdrawn, c.updated, c.haltRule ?? null);
   }
 
   prune(now: number): number {

@@ -1,5 +1,6 @@
 import { SQL } from "bun";
 import { bridgeEventFromRow, bridgeEventParams } from "./bridge-rows";
+import { installReportsPerDayPg, releaseHealthPg, releaseRunnersPg, writeInstallReportsPg } from "./install-reports-postgres";
 import { MIGRATIONS } from "./migrations";
 import { insertMailPostgres } from "./postgres-mail";
 import {
@@ -82,6 +83,8 @@ import type {
   SealedChange,
   SealedValue,
   Sighting,
+  InstallReport,
+  InstallReportCount,
   Store,
   UpdateLicenseResult,
   WebhookEndpointRecord,
@@ -735,18 +738,19 @@ export class PostgresStore implements Store {
     op: ReleaseControlOp,
     now: number,
     j: Journal<ReleaseControlRecord> = {},
+    haltRule?: string,
   ): Promise<{ changed: boolean; control: ReleaseControlRecord }> {
     const result = await this.sql.begin(async (tx) => {
       // Serialises racing controls of one release (its row may not exist yet, so a row lock would not).
       await tx`SELECT pg_advisory_xact_lock(hashtext('keyturn release control ' || ${key.lane} || ' ' || ${key.version}))`;
       const [row] = await tx`SELECT * FROM release_controls WHERE lane = ${key.lane} AND version = ${key.version}`;
       const before = row ? releaseControlFromRow(row) : noControl(key, now);
-      const after = applyControl(before, op, now);
+      const after = applyControl(before, op, now, haltRule);
       if (!after) return { changed: false, control: before };
-      await tx`INSERT INTO release_controls (lane, version, halted, halted_ms, withdrawn, updated)
-        VALUES (${key.lane}, ${key.version}, ${after.halted}, ${after.haltedMs}, ${after.withdrawn}, ${after.updated})
+      await tx`INSERT INTO release_controls (lane, version, halted, halted_ms, withdrawn, updated, halt_rule)
+        VALUES (${key.lane}, ${key.version}, ${after.halted}, ${after.haltedMs}, ${after.withdrawn}, ${after.updated}, ${after.haltRule ?? null})
         ON CONFLICT (lane, version) DO UPDATE SET halted = excluded.halted, halted_ms = excluded.halted_ms,
-        withdrawn = excluded.withdrawn, updated = excluded.updated`;
+        withdrawn = excluded.withdrawn, updated = excluded.updated, halt_rule = excluded.halt_rule`;
       await tx`UPDATE release_controls_generation SET generation = generation + 1 WHERE id = 1`;
       await journal(tx, j, after);
       return { changed: true, control: after };
@@ -864,6 +868,23 @@ export class PostgresStore implements Store {
   async listKnownReleases(): Promise<ReleaseKey[]> {
     const rows = await this.sql`SELECT lane, version FROM known_releases ORDER BY lane, version`;
     return rows.map((r: Row) => ({ lane: r.lane as string, version: r.version as string }));
+  }
+
+  async recordInstallReports(reports: readonly InstallReport[]): Promise<void> {
+    if (reports.length === 0) return;
+    await writeInstallReportsPg(this.sql, reports);
+  }
+
+  async installReportsPerDay(since: number): Promise<InstallReportCount[]> {
+    return installReportsPerDayPg(this.sql, since);
+  }
+
+  async releaseHealth(release: ReleaseKey, since: number): Promise<{ reports: number; failed: number }> {
+    return releaseHealthPg(this.sql, release, since);
+  }
+
+  async releaseRunners(release: ReleaseKey, limit: number): Promise<string[]> {
+    return releaseRunnersPg(this.sql, release, limit);
   }
 
   async recordSightings(sightings: readonly Sighting[]): Promise<void> {

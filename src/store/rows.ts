@@ -185,6 +185,7 @@ export const releaseControlFromRow = (r: Row): ReleaseControlRecord => ({
   haltedMs: num(r.halted_ms),
   withdrawn: numOrNull(r.withdrawn),
   updated: num(r.updated),
+  haltRule: r.halt_rule ?? null,
 });
 
 /** The UTC day (start, ms) a count's `day` column (whole days since the epoch) names. */

@@ -1,6 +1,7 @@
 import { Database, type Statement } from "bun:sqlite";
 import { chmodSync, closeSync, fchmodSync, openSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { installReportsPerDay, releaseHealth, releaseRunners, writeInstallReports } from "./install-reports-sqlite";
 import { MIGRATIONS } from "./migrations";
 import { insertMailSqlite } from "./sqlite-mail";
 import {
@@ -77,6 +78,8 @@ import type {
   SealedChange,
   SealedValue,
   Sighting,
+  InstallReport,
+  InstallReportCount,
   Store,
   UpdateLicenseResult,
   WebhookEndpointRecord,
@@ -235,10 +238,10 @@ export class SqliteStore implements Store {
       pruneAudit: s("DELETE FROM audit WHERE time < ?"),
       ping: s("SELECT 1"),
       controlByKey: s("SELECT * FROM release_controls WHERE lane = ? AND version = ?"),
-      upsertControl: s(`INSERT INTO release_controls (lane, version, halted, halted_ms, withdrawn, updated)
-        VALUES ($lane, $version, $halted, $haltedMs, $withdrawn, $updated)
+      upsertControl: s(`INSERT INTO release_controls (lane, version, halted, halted_ms, withdrawn, updated, halt_rule)
+        VALUES ($lane, $version, $halted, $haltedMs, $withdrawn, $updated, $haltRule)
         ON CONFLICT (lane, version) DO UPDATE SET halted = excluded.halted, halted_ms = excluded.halted_ms,
-        withdrawn = excluded.withdrawn, updated = excluded.updated`),
+        withdrawn = excluded.withdrawn, updated = excluded.updated, halt_rule = excluded.halt_rule`),
       bumpControls: s("UPDATE release_controls_generation SET generation = generation + 1 WHERE id = 1"),
       controlsGeneration: s("SELECT generation FROM release_controls_generation WHERE id = 1"),
       listControls: s("SELECT * FROM release_controls ORDER BY lane, version"),
@@ -851,13 +854,14 @@ export class SqliteStore implements Store {
     op: ReleaseControlOp,
     now: number,
     journal: Journal<ReleaseControlRecord> = {},
+    haltRule?: string,
   ): Promise<{ changed: boolean; control: ReleaseControlRecord }> {
     return this.groupCommit.write(() => {
       const row = this.q.controlByKey.get(key.lane, key.version) as Row | null;
       const before = row ? releaseControlFromRow(row) : noControl(key, now);
-      const after = applyControl(before, op, now);
+      const after = applyControl(before, op, now, haltRule);
       if (!after) return { changed: false, control: before };
-      this.q.upsertControl.run({ ...after });
+      this.q.upsertControl.run({ ...after, haltRule: after.haltRule ?? null });
       this.q.bumpControls.run();
       this.journal(journal, after);
       this.controlsCheckedAt = -Infinity;
@@ -965,6 +969,23 @@ export class SqliteStore implements Store {
 
   async listKnownReleases(): Promise<ReleaseKey[]> {
     return (this.q.listKnown.all() as Row[]).map((r) => ({ lane: r.lane as string, version: r.version as string }));
+  }
+
+  async recordInstallReports(reports: readonly InstallReport[]): Promise<void> {
+    if (reports.length === 0) return;
+    await this.groupCommit.write(() => writeInstallReports(this.db, reports));
+  }
+
+  async installReportsPerDay(since: number): Promise<InstallReportCount[]> {
+    return installReportsPerDay(this.db, since);
+  }
+
+  async releaseHealth(release: ReleaseKey, since: number): Promise<{ reports: number; failed: number }> {
+    return releaseHealth(this.db, release, since);
+  }
+
+  async releaseRunners(release: ReleaseKey, limit: number): Promise<string[]> {
+    return releaseRunners(this.db, release, limit);
   }
 
   async recordSightings(sightings: readonly Sighting[]): Promise<void> {

@@ -419,6 +419,8 @@ export interface ReleaseControlRecord {
   /** When it was withdrawn (never served), null when not. */
   readonly withdrawn: number | null;
   readonly updated: number;
+  /** The rule that halted it by itself (rollout autoHalt), while halted so; null or absent: a person halted it, or it runs. */
+  readonly haltRule?: string | null;
 }
 
 export type ReleaseControlOp = "halt" | "resume" | "withdraw" | "restore";
@@ -426,6 +428,32 @@ export type ReleaseControlOp = "halt" | "resume" | "withdraw" | "restore";
 export interface ReleaseKey {
   readonly lane: string;
   readonly version: string;
+}
+
+/** What an installation reported of installing a release (POST /updates/report). */
+export type InstallOutcome = "installed" | "failed" | "rolled-back";
+
+/** An installation's latest install report for one release (coalesced in memory, written in batches). */
+export interface InstallReport {
+  readonly activationId: string;
+  readonly deviceHash: string;
+  /** The release reported on: its lane and version (`to`). */
+  readonly lane: string;
+  readonly version: string;
+  readonly from: string;
+  readonly outcome: InstallOutcome;
+  readonly code: string | null;
+  readonly reported: number;
+}
+
+/** Installations whose latest report on a release gave `outcome`, by the UTC day of that report. */
+export interface InstallReportCount {
+  readonly lane: string;
+  readonly version: string;
+  /** Start of the UTC day, ms. */
+  readonly day: number;
+  readonly outcome: InstallOutcome;
+  readonly installations: number;
 }
 
 /** An installation seen (manifest request, current): coalesced in memory, written in batches. */
@@ -603,6 +631,8 @@ export interface Store extends MeterStore, TrialStore {
     op: ReleaseControlOp,
     now: number,
     journal?: Journal<ReleaseControlRecord>,
+    /** A halt's rule when no person halts it (rollout autoHalt); kept until resumed. */
+    haltRule?: string,
   ): Promise<{ changed: boolean; control: ReleaseControlRecord }>;
   listReleaseControls(): Promise<ReleaseControlRecord[]>;
   /**
@@ -642,6 +672,21 @@ export interface Store extends MeterStore, TrialStore {
   recordKnownReleases(releases: readonly ReleaseKey[], now: number, eventOf?: (release: ReleaseKey) => NewEvent): Promise<ReleaseKey[]>;
   /** Every release ever recorded as known (live at some scan), by lane and version. */
   listKnownReleases(): Promise<ReleaseKey[]>;
+  /**
+   * Writes install reports in one transaction: each replaces the installation's report on that
+   * release; an installed (rolled-back) one also sets the activation's version to `to` (`from`).
+   */
+  recordInstallReports(reports: readonly InstallReport[]): Promise<void>;
+  /** Install reports made at or after `since`, by release, UTC day and outcome. */
+  installReportsPerDay(since: number): Promise<InstallReportCount[]>;
+  /** Of the installations whose latest report on `release` was made at or after `since`: how many, and how many failed or rolled back. */
+  releaseHealth(release: ReleaseKey, since: number): Promise<{ readonly reports: number; readonly failed: number }>;
+  /**
+   * Device hashes of the active installations running `release` (at most `limit`): their latest
+   * report on it says installed, or their activation (activate, refresh, sightings) is at that
+   * version on its lane (or on none read yet).
+   */
+  releaseRunners(release: ReleaseKey, limit: number): Promise<string[]>;
   /** Writes sightings in one transaction: last_seen moves forward only; lane set when given. */
   recordSightings(sightings: readonly Sighting[]): Promise<void>;
   /** Active installations seen at or after `since`, by product, lane and version. */

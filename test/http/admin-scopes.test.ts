@@ -114,6 +114,7 @@ const FIXTURES: Record<string, () => Promise<{ path: string; body?: unknown }>> 
   "GET /admin/stats": async () => ({ path: "/admin/stats" }),
   "GET /admin/trials": async () => ({ path: "/admin/trials" }),
   "GET /admin/bridge-events": async () => ({ path: "/admin/bridge-events?limit=5" }),
+  "GET /admin/releases/why": async () => ({ path: `/admin/releases/why?activation=${(await freshActivation()).id}` }),
   "GET /admin/console-sessions": async () => ({ path: "/admin/console-sessions" }),
   "POST /admin/console-sessions/{id}/end": async () => {
     const { session } = await site.composed.services.consoleSessions.signInWithToken((await mint("console", ["licenses:read"])).secret);

@@ -395,7 +395,7 @@ async function runVariant(variant: VariantName) {
       [SZ, zipPath],
       [SD, deltaPath],
     ];
-    const bearerPosts = ["/entitlements/refresh", "/entitlements/deactivate", "/entitlements/usage", "/feeds/credential"];
+    const bearerPosts = ["/entitlements/refresh", "/entitlements/deactivate", "/entitlements/usage", "/feeds/credential", "/updates/report"];
     const refreshBody = (d: object) => ({ body: { device: d } });
     const usageBody = (amount: number, idempotencyKey: string = crypto.randomUUID(), meter = "exports") => ({ body: { meter, amount, idempotencyKey } });
 
@@ -430,6 +430,7 @@ async function runVariant(variant: VariantName) {
     await POST(site, "/feeds/credential", { token: live.token }, "expired token", 401, "entitlement_expired");
     await GET(FVC, credentialFeed(liveCredential), {}, "expired credential", 401, "entitlement_expired");
     for (const [template, path] of twins) await GET(template, withCredential(liveCredential, path), {}, "expired credential", 401, "entitlement_expired");
+    await POST(site, "/updates/report", { token: live.token, body: {} }, "expired token", 401, "entitlement_expired");
     clock.advance(-8 * 24 * 3600_000);
 
     // --- metered use (docs/trials-and-meters.md)
@@ -488,6 +489,15 @@ async function runVariant(variant: VariantName) {
       403,
       "updates_window_ended",
     );
+
+    // --- install outcome reports
+    const RP = "/updates/report";
+    const report = { from: "0.9.0", to: "1.0.0", outcome: "failed", code: "E1603" };
+    await POST(site, RP, { ...auth, body: report }, "install report", 200);
+    await POST(site, RP, { ...auth, body: { ...report, to: "7.7.7" } }, "report of no release", 404, "not_found");
+    await POST(site, RP, { ...auth, body: { ...report, outcome: "exploded" } }, "unknown outcome", 400, "invalid_request");
+    await POST(site, RP, { ...auth, body: "to=1.0.0", type: "text/plain" }, "text/plain", 415, "unsupported_media_type");
+    await POST(site, RP, { ...auth, body: { pad: "x".repeat(17 * 1024) } }, "over 16 KiB", 413, "payload_too_large");
 
     // --- the feeds of existing updaters
     const notModified = async (template: string, path: string, label: string) => {
@@ -931,6 +941,10 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
     await SEND("POST", T, `/admin/releases/nowhere/1.0.0/${op}`, A, `${op} of a lane not of the variant`, 400, "invalid_request");
     await SEND("POST", T, `/admin/releases/${lane}/1.0/${op}`, A, `${op} of a version the lane does not have`, 404, "not_found");
   }
+  const WHY = "/admin/releases/why";
+  await SEND("GET", WHY, `${WHY}?activation=${act}`, A, "why", 200);
+  await SEND("GET", WHY, `${WHY}?activation=act_unknown`, A, "why of no activation", 404, "not_found");
+  await SEND("GET", WHY, WHY, A, "why of nobody", 400, "invalid_request");
   // A caller that would wait longer than the cache allows (none at all here) is told to ask again.
   keepStatsIn(site.composed.store, new StatsCache(site.clock, 0, -1));
   await SEND("GET", "/admin/stats", "/admin/stats", A, "stats being counted", 503, "unavailable");

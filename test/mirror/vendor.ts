@@ -104,7 +104,8 @@ export class FeedServer {
   private snapshot(offset: number, limit: number) {
     const revocations = new Map<string, { kind: "activation" | "license"; id: string; tokensValidUntil: string }>();
     const expiries = new Map<string, { license: string; expires: string }>();
-    const releases = new Map<string, { lane: string; version: string; halted: string | null; haltedMs: number; withdrawn: string | null }>();
+    type Control = { lane: string; version: string; halted: string | null; haltedMs: number; withdrawn: string | null; rule?: string };
+    const releases = new Map<string, Control>();
     for (const e of this.events) {
       const d = e.data as any;
       if (e.type === "activation.deactivated")
@@ -114,9 +115,9 @@ export class FeedServer {
       else if (e.type === "license.updated" && d.license.expires) expiries.set(d.license.id, { license: d.license.id, expires: d.license.expires });
       else if (e.type.startsWith("release.")) {
         const key = `${d.release.lane}\n${d.release.version}`;
-        const r = releases.get(key) ?? { lane: d.release.lane, version: d.release.version, halted: null, haltedMs: 0, withdrawn: null };
-        if (e.type === "release.halted") r.halted = e.timestamp;
-        if (e.type === "release.resumed" && r.halted) (r.haltedMs += Date.parse(e.timestamp) - Date.parse(r.halted)), (r.halted = null);
+        const r: Control = releases.get(key) ?? { lane: d.release.lane, version: d.release.version, halted: null, haltedMs: 0, withdrawn: null };
+        if (e.type === "release.halted" && !r.halted) (r.halted = e.timestamp), d.rule && (r.rule = d.rule);
+        if (e.type === "release.resumed" && r.halted) (r.haltedMs += Date.parse(e.timestamp) - Date.parse(r.halted)), (r.halted = null), delete r.rule;
         if (e.type === "release.withdrawn") r.withdrawn = e.timestamp;
         if (e.type === "release.restored") r.withdrawn = null;
         releases.set(key, r);

@@ -366,7 +366,7 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       const other = await another();
       const g0 = await other.releaseControlsGeneration();
       const halted = await store.applyReleaseControl(key, "halt", T0);
-      expect(halted).toEqual({ changed: true, control: { ...key, halted: T0, haltedMs: 0, withdrawn: null, updated: T0 } });
+      expect(halted).toEqual({ changed: true, control: { ...key, halted: T0, haltedMs: 0, withdrawn: null, updated: T0, haltRule: null } });
       expect((await store.applyReleaseControl(key, "halt", T0 + 5)).changed).toBe(false);
       expect(await eventually(async () => (await other.releaseControlsGeneration()) !== g0)).toBe(true);
       const resumed = await store.applyReleaseControl(key, "resume", T0 + 60_000);
@@ -377,10 +377,61 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       expect((await other.applyReleaseControl(key, "withdraw", T0 + 200_000)).control).toMatchObject({ withdrawn: T0 + 200_000, haltedMs: 70_000 });
       expect(await eventually(async () => (await store.releaseControlsGeneration()) !== g1)).toBe(true);
       expect((await store.applyReleaseControl(key, "withdraw", T0 + 300_000)).changed).toBe(false);
-      expect(await store.listReleaseControls()).toEqual([{ ...key, halted: null, haltedMs: 70_000, withdrawn: T0 + 200_000, updated: T0 + 200_000 }]);
+      expect(await store.listReleaseControls()).toEqual([
+        { ...key, halted: null, haltedMs: 70_000, withdrawn: T0 + 200_000, updated: T0 + 200_000, haltRule: null },
+      ]);
       expect((await store.applyReleaseControl(key, "restore", T0 + 400_000)).control.withdrawn).toBeNull();
       expect((await store.applyReleaseControl({ ...key, version: "1.0.0" }, "resume", T0)).changed).toBe(false);
       expect((await store.listReleaseControls()).length).toBe(1);
+    });
+
+    test("a halt made by a rule keeps the rule until resumed; another connection reads it", async () => {
+      const key = { lane: "stable/win-x64", version: "3.0.0" };
+      const halted = await store.applyReleaseControl(key, "halt", T0, {}, "autoHalt: 3 of 4 failed");
+      expect(halted.control.haltRule).toBe("autoHalt: 3 of 4 failed");
+      const other = await another();
+      expect((await other.listReleaseControls()).find((c) => c.version === "3.0.0")?.haltRule).toBe("autoHalt: 3 of 4 failed");
+      // A second halt (a person's) changes nothing: the rule stays.
+      expect((await other.applyReleaseControl(key, "halt", T0 + 1)).changed).toBe(false);
+      expect((await store.applyReleaseControl(key, "resume", T0 + 2)).control.haltRule).toBeNull();
+      expect((await store.applyReleaseControl(key, "halt", T0 + 3)).control.haltRule).toBeNull();
+    });
+
+    test("install reports: the latest per installation and release; health in a window, counts per day, the installations running a release", async () => {
+      const lic = license({ seats: 10 });
+      await store.createLicense(lic);
+      const [a, b, c, d] = [seat(lic.id), seat(lic.id), seat(lic.id), seat(lic.id, { version: "2.0.0" })];
+      for (const s of [a, b, c, d]) await store.activate(s);
+      const lane = "stable/win-x64";
+      const report = (s: typeof a, outcome: "installed" | "failed" | "rolled-back", reported: number, version = "2.0.0") => ({
+        activationId: s.newId,
+        deviceHash: s.deviceHash,
+        lane,
+        version,
+        from: "1.0.0",
+        outcome,
+        code: outcome === "installed" ? null : "E1",
+        reported,
+      });
+      const day = 86_400_000;
+      await store.recordInstallReports([report(a, "failed", T0 - day), report(b, "failed", T0), report(c, "rolled-back", T0 + 1)]);
+      // a retried and installed it: its one row says so now; a report older than the row changes nothing.
+      await store.recordInstallReports([report(a, "installed", T0 + 2)]);
+      await store.recordInstallReports([report(a, "failed", T0 - 2 * day)]);
+      expect(await store.releaseHealth({ lane, version: "2.0.0" }, T0 - 3 * day)).toEqual({ reports: 3, failed: 2 });
+      expect(await store.releaseHealth({ lane, version: "2.0.0" }, T0 + 1)).toEqual({ reports: 2, failed: 1 });
+      const dayOf = Math.floor(T0 / day) * day;
+      expect(await store.installReportsPerDay(T0 - 3 * day)).toEqual([
+        { lane, version: "2.0.0", day: dayOf, outcome: "failed", installations: 1 },
+        { lane, version: "2.0.0", day: dayOf, outcome: "installed", installations: 1 },
+        { lane, version: "2.0.0", day: dayOf, outcome: "rolled-back", installations: 1 },
+      ]);
+      // Running 2.0.0: a (installed report; its activation moved to 2.0.0) and d (activated at it); c rolled back to 1.0.0.
+      expect((await store.releaseRunners({ lane, version: "2.0.0" }, 100)).sort()).toEqual([a.deviceHash, d.deviceHash].sort());
+      expect((await store.getActivation(a.newId))?.version).toBe("2.0.0");
+      expect((await store.getActivation(c.newId))?.version).toBe("1.0.0");
+      await store.deactivate(d.newId, T0 + 5);
+      expect(await store.releaseRunners({ lane, version: "2.0.0" }, 100)).toEqual([a.deviceHash]);
     });
 
     test("racing halts of one release on two connections: exactly one changes it", async () => {

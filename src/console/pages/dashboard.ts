@@ -1,6 +1,7 @@
 import { requireScope } from "../../domain/admin/deps";
 import { auditRead } from "../../domain/admin/read-audit";
 import { sessionHas, type Session } from "../../domain/console-sessions";
+import { failureShare } from "../../domain/releases/install-report-figures";
 import { releaseOverview } from "../../domain/releases/overview";
 import type { Stats } from "../../domain/stats";
 import { cachedStats } from "../../domain/stats-cache";
@@ -46,6 +47,31 @@ function activationChart(stats: Stats): Html {
 <tbody>${days.filter((deps) => deps.activations > 0 || deps.seatLimitRefusals > 0).map((deps) => html`<tr><td>${deps.day}</td><td>${deps.activations}</td><td>${deps.seatLimitRefusals}</td></tr>`)}</tbody></table></div></details>`;
 }
 
+/** Per release with reports (the first MAX_LANE_CHARTS): installed and failed installations per day, and the figures. */
+function installReportCharts(stats: Stats): Html {
+  if (stats.installReports.length === 0) return html`<p>No install report in the window.</p>`;
+  const charts = stats.installReports.slice(0, MAX_LANE_CHARTS).map((r, i) => {
+    const id = `chart-reports-${i}`;
+    return html`<section aria-labelledby="${id}-h"><h3 id="${id}-h">${r.lane} ${r.version}</h3>
+${jsonData(id, {
+  kind: "lines",
+  title: "",
+  x: r.days.map((d) => Date.parse(d.day) / 1000),
+  series: [
+    { label: "installed", values: r.days.map((d) => d.installed) },
+    { label: "failed or rolled back", values: r.days.map((d) => d.failed + d.rolledBack) },
+  ],
+})}<div class="chart" data-chart="${id}" role="img" aria-label="Install outcomes per day of ${r.version} on ${r.lane}"></div></section>`;
+  });
+  return html`${charts}<div class="table-wrap"><table id="install-reports"><thead><tr><th scope="col">Lane</th><th scope="col">Version</th><th scope="col">Day</th><th scope="col">Installed</th><th scope="col">Failed</th><th scope="col">Rolled back</th></tr></thead>
+<tbody>${stats.installReports.map(
+    (r) =>
+      html`<tr class="release-total" data-lane="${r.lane}" data-version="${r.version}"><th scope="row">${r.lane}</th><td>${r.version}</td><td>all (${failureShare(r)}% failed)</td><td>${r.installed}</td><td>${r.failed}</td><td>${r.rolledBack}</td></tr>${r.days.map(
+        (d) => html`<tr><td></td><td></td><td>${d.day}</td><td>${d.installed}</td><td>${d.failed}</td><td>${d.rolledBack}</td></tr>`,
+      )}`,
+  )}</tbody></table></div>`;
+}
+
 /** The dashboard (scope stats:read): adoption by version per lane, activations, licences expiring, the release tree's health. */
 export async function dashboardPage(deps: ConsoleDeps, session: Session, address: string | null): Promise<Outcome> {
   const caller = callerOf(session, address);
@@ -58,6 +84,7 @@ export async function dashboardPage(deps: ConsoleDeps, session: Session, address
   const body = html`<p class="muted">Since ${when(stats.since)} (the last 30 days); counted ${stats.ageSeconds} s ago.</p>
 <div class="grid"><section><h2>Installations by version, per lane</h2>${stats.installations.length ? installationCharts(stats) : html`<p>No installation seen in the window.</p>`}</section>
 <section><h2>Activations and seat_limit refusals per day</h2>${activationChart(stats)}</section></div>
+<section><h2>Install reports per release, per day</h2>${installReportCharts(stats)}</section>
 <div class="grid"><section><h2>Licences expiring within 30 days</h2>${
     stats.expiringLicenses.length
       ? html`<div class="table-wrap"><table><thead><tr><th scope="col">Licensee</th><th scope="col">Organisation</th><th scope="col">Expires</th></tr></thead><tbody>${stats.expiringLicenses.map(

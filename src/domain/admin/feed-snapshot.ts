@@ -84,6 +84,7 @@ function releaseRows(controls: readonly ReleaseControlRecord[], after: string | 
         halted: c.halted === null ? null : isoTime(c.halted),
         haltedMs: c.haltedMs,
         withdrawn: c.withdrawn === null ? null : isoTime(c.withdrawn),
+        ...(c.halted !== null && c.haltRule ? { rule: c.haltRule } : {}),
       },
     }))
     .filter((r) => after === null || r.id > after)

@@ -57,7 +57,7 @@ export interface SnapshotAnswer {
   /** Licenses whose expiry comes before the exp of tokens issued to them. */
   readonly expiries: { license: string; expires: string }[];
   /** Releases halted or withdrawn, or once halted (their ramp runs late by haltedMs). */
-  readonly releases: { lane: string; version: string; halted: string | null; haltedMs: number; withdrawn: string | null }[];
+  readonly releases: { lane: string; version: string; halted: string | null; haltedMs: number; withdrawn: string | null; rule?: string }[];
   /** Pass as `snapshot` for the next page; null on the last. */
   readonly next: string | null;
   /** Where the events go on once the last page is applied. */

@@ -53,6 +53,7 @@ export function changesOf(events: readonly FeedEvent[], now: number): MirrorChan
           share: e.data.share ?? null,
           time: time(e, "timestamp", e.timestamp),
           seq: e.seq,
+          rule: e.data.rule ?? null,
         });
     }
   }

@@ -39,6 +39,9 @@ const Site = Type.Object({
 });
 export type FeedSite = Static<typeof Site>;
 
+/** A halt's rule as the vendor words it (rollout autoHalt and its figures): one line of text. */
+const HaltRule = Type.String({ minLength: 1, maxLength: 400, pattern: "^[^\\x00-\\x1f\\x7f]+$" });
+
 const item = <T extends string, D extends TSchema>(type: T, data: D) =>
   Type.Object({ id: Type.String({ maxLength: 100 }), seq, type: Type.Literal(type), timestamp: time, data });
 
@@ -57,7 +60,15 @@ const KnownItem = Type.Union([
   item("license.reinstated", Type.Object({ license: LicenseRef })),
   item("license.updated", Type.Object({ license: LicenseRef, changed: Type.Array(Type.String({ maxLength: 100 }), { maxItems: 100 }) })),
   ...RELEASE_VERBS.map((verb) =>
-    item(`release.${verb}`, Type.Object({ release: Release, share: Type.Optional(Type.Union([Type.Number({ minimum: 0, maximum: 100 }), Type.Null()])) })),
+    item(
+      `release.${verb}`,
+      Type.Object({
+        release: Release,
+        share: Type.Optional(Type.Union([Type.Number({ minimum: 0, maximum: 100 }), Type.Null()])),
+        // A halt by the release's own rule (rollout autoHalt): the mirror keeps it, and serves the release as the vendor does.
+        rule: Type.Optional(HaltRule),
+      }),
+    ),
   ),
 ]);
 /** Any event: a type this mirror does not know is passed over (its seq still counts). */
@@ -90,6 +101,7 @@ const SnapshotAnswer = Type.Object({
       halted: maybeTime,
       haltedMs: Type.Integer({ minimum: 0, maximum: 100 * 365 * 86_400_000 }),
       withdrawn: maybeTime,
+      rule: Type.Optional(HaltRule),
     }),
     { maxItems: MAX_PAGE_ITEMS },
   ),
@@ -134,6 +146,7 @@ export interface SnapshotPage {
     readonly halted: number | null;
     readonly haltedMs: number;
     readonly withdrawn: number | null;
+    readonly haltRule?: string | null;
   }[];
   readonly received: number;
   /** Ask for it with `snapshot`; null on the last page. */
@@ -260,6 +273,7 @@ function parseSnapshot(body: unknown, now: number): SnapshotPage {
       halted: at(r.halted, "snapshot: release halted"),
       haltedMs: r.haltedMs,
       withdrawn: at(r.withdrawn, "snapshot: release withdrawn"),
+      haltRule: r.halted !== null ? (r.rule ?? null) : null,
     })),
     received,
     next: body.next,

@@ -3,7 +3,6 @@ import { KeyturnError } from "../errors";
 import { featureMap, type FeatureMap } from "../features";
 import type { EntitlementClaims } from "../tokens";
 import type { Manifest } from "./manifest";
-import type { Installation } from "./release-selection";
 
 /**
  * What a licence lets an installation be offered, beside its channels and the rollouts
@@ -55,11 +54,6 @@ export function refuseOutsideWindow(who: LicenceTerms, m: Pick<Manifest, "releas
     "updates_window_ended",
     `This licence's updates ended on ${isoTime(who.updatesUntil).slice(0, 10)}; version ${m.version} was released on ${isoTime(m.released).slice(0, 10)}. Renew the licence's updates to install it.`,
   );
-}
-
-/** The installation a bearer request is, for the release selection: its device, kind and terms. */
-export function installationOfClaims(c: Pick<EntitlementClaims, "dev" | "kind" | "upd" | "ent">): Installation {
-  return { dev: c.dev, kind: c.kind, ...termsOfClaims(c) };
 }
 
 /** The terms of a licence as its records hold them (the portal's downloads, which have no token). */

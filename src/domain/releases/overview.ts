@@ -19,6 +19,8 @@ export interface ReleaseOverview {
       /** Percent of installations admitted now (0 when withdrawn). */
       readonly share: number;
       readonly halted: string | null;
+      /** The rule that halted it by itself (rollout autoHalt, with its figures); null when a person halted it or it runs. */
+      readonly haltRule: string | null;
       readonly withdrawn: string | null;
       /** The existing updaters' feeds that offer it (feedsOffered). */
       readonly feeds: readonly string[];
@@ -57,6 +59,7 @@ export async function releaseOverview(d: {
       rollout: m.rollout,
       share: c?.withdrawn != null ? 0 : percentOf(thresholdNow(m, c, now)),
       halted: c?.halted != null ? isoTime(c.halted) : null,
+      haltRule: c?.halted != null ? (c.haltRule ?? null) : null,
       withdrawn: c?.withdrawn != null ? isoTime(c.withdrawn) : null,
       feeds: feedsOffered(m),
     });

@@ -129,22 +129,36 @@ export class ReleaseControls {
 
   /**
    * Applies one control to the release `version` of `lane` (a lane name of this variant), known
-   * here or not. Operators' controls come through applyToKnown and a mirror keeps the vendor's
+   * here or not; a halt made by a rule names it (`haltRule`: release-health.ts), and its event says it (`rule`). Operators' controls come through applyToKnown and a mirror keeps the vendor's
    * apart (store/mirror-state.ts): besides applyToKnown, only tests call this.
    * `index`, when given, supplies the share reported. When it changes anything, `audit` (the
    * caller's line) and the event release.halted|resumed|withdrawn|restored are written in the same
    * transaction.
    */
-  async apply(op: ReleaseControlOp, lane: string, version: string, index: ReleaseIndex | null = null, audit?: AuditRecord): Promise<ControlChange> {
+  async apply(
+    op: ReleaseControlOp,
+    lane: string,
+    version: string,
+    index: ReleaseIndex | null = null,
+    audit?: AuditRecord,
+    haltRule?: string,
+  ): Promise<ControlChange> {
     const place = this.placeOf(lane, version);
     const key: ReleaseKey = { lane, version };
     const now = this.clock();
     const release = index?.releasesOf(place.product, place.channel, place.platform).find((r) => r.manifest.version === version);
     const shareOf = (control: ReleaseControlRecord) => (release ? percentOf(thresholdNow(release.manifest, control, now)) : null);
-    const { changed, control } = await this.store.applyReleaseControl(key, op, now, {
-      ...(audit ? { audit } : {}),
-      event: (after) => newEvent(CONTROL_EVENTS[op], { release: { lane, version }, share: shareOf(after) }, now),
-    });
+    const { changed, control } = await this.store.applyReleaseControl(
+      key,
+      op,
+      now,
+      {
+        ...(audit ? { audit } : {}),
+        event: (after) =>
+          newEvent(CONTROL_EVENTS[op], { release: { lane, version }, share: shareOf(after), ...(after.haltRule ? { rule: after.haltRule } : {}) }, now),
+      },
+      haltRule,
+    );
     return { changed, control, share: shareOf(control) };
   }
 }

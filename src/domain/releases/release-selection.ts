@@ -1,21 +1,13 @@
 import type { Variant } from "../../config/variants";
-import type { EntitlementKind } from "../../store/types";
+import type { Store } from "../../store/types";
 import type { Clock } from "../clock";
 import { thresholdNow, laneName, type ControlsView, type ReleaseControls } from "./release-controls";
 import { laneKey, newestFirst, type Release, type ReleaseIndex, type ServedRelease } from "./release-index";
-import { NO_DEVICE } from "./public-lanes";
-import { admittedAfterMs, bucketOf, FULL, percentOf } from "./rollout";
-import { offeredUnder, termsKey, type LicenceTerms } from "./licence-terms";
+import { decide, RELEASE_RULES, type Installation, type ReleaseRule, type Verdict } from "./release-rules";
+import { offeredUnder, termsKey } from "./licence-terms";
+import { percentOf } from "./rollout";
 
-/**
- * Who asks, as the entitlement token says: its device hash (`dev`) and kind (staff are always
- * admitted), and its licence's terms (licence-terms.ts: a release they exclude is passed over
- * before any rollout is asked, as a withdrawn one is).
- */
-export interface Installation extends LicenceTerms {
-  readonly dev: string;
-  readonly kind: EntitlementKind;
-}
+export type { Installation } from "./release-rules";
 
 /** One installation's choice in a lane: the position of the release it is served (-1: none), and until when that holds. */
 interface Choice {
@@ -37,6 +29,20 @@ interface LaneState {
 /** Choices kept per lane before the lane's map is emptied (a choice costs one SHA-256 per release passed over to make again). */
 const CHOICES_PER_LANE = 100_000;
 const STAFF = "\u0000staff";
+/** How often the installations running a release halted by itself are read again (reports and sightings are written every 30 s). */
+export const RUNNERS_REFRESH_MS = 30_000;
+/** Installations read as running one halted release, at most. */
+const RUNNERS_LIMIT = 1_000_000;
+
+/** What a lane's choices depend on: the controls' generation and the runners read. */
+interface Runners {
+  readonly generation: number;
+  readonly read: number;
+  /** Whether any release stands halted by a rule under this generation (then the runners are read again every RUNNERS_REFRESH_MS). */
+  readonly anyHalted: boolean;
+  /** By `lane\nversion`: device hashes running that release (only releases halted by a rule). */
+  readonly byRelease: ReadonlyMap<string, ReadonlySet<string>>;
+}
 
 /** A lane's release not yet rolled out to an installation (the newest that is not withdrawn). */
 export interface NotYetAvailable {
@@ -72,17 +78,58 @@ export interface ReleaseListing {
  * index or the controls change, or a ramp comes to admit it (the choice's `until`).
  */
 export class ReleaseSelection {
-  private cache = new WeakMap<ReleaseIndex, { generation: number; lanes: Map<string, LaneState> }>();
+  private cache = new WeakMap<ReleaseIndex, { generation: number; runners: Runners; lanes: Map<string, LaneState> }>();
+  private runners: Runners = { generation: -1, read: -Infinity, anyHalted: false, byRelease: new Map() };
+  private readingRunners: Promise<Runners> | null = null;
 
   constructor(
     private readonly variant: Variant,
     readonly controls: ReleaseControls,
     private readonly clock: Clock,
+    /** Where the installations running a release halted by itself are read; without it, only the request's own version says. */
+    private readonly store: Store | null = null,
+    /** The rules asked of each release, in order (release-rules.ts). */
+    readonly rules: readonly ReleaseRule[] = RELEASE_RULES,
   ) {}
 
-  private laneState(index: ReleaseIndex, controls: ControlsView, product: string | null, channel: string, platform: string): LaneState {
+  /**
+   * The installations running each release halted by a rule: read again when the controls change
+   * and every RUNNERS_REFRESH_MS while any release stands halted so (none: nothing is read).
+   */
+  private async runnersOf(controls: ControlsView): Promise<Runners> {
+    const r = this.runners;
+    // The usual request: no release halted by a rule under this generation, so nothing to read or filter.
+    if (r.generation === controls.generation && !r.anyHalted) return r;
+    const now = this.clock();
+    if (r.generation === controls.generation && now - r.read < RUNNERS_REFRESH_MS) return r;
+    const halted = controls.all.filter((c) => c.halted !== null && c.haltRule);
+    if (halted.length === 0 || !this.store) {
+      this.runners = { generation: controls.generation, read: now, anyHalted: halted.length > 0, byRelease: new Map() };
+      return this.runners;
+    }
+    const store = this.store;
+    this.readingRunners ??= (async () => {
+      try {
+        const byRelease = new Map<string, ReadonlySet<string>>();
+        for (const c of halted) byRelease.set(`${c.lane}\n${c.version}`, new Set(await store.releaseRunners(c, RUNNERS_LIMIT)));
+        this.runners = { generation: controls.generation, read: now, anyHalted: true, byRelease };
+        return this.runners;
+      } finally {
+        this.readingRunners = null;
+      }
+    })();
+    return this.readingRunners;
+  }
+
+  private async current(): Promise<{ controls: ControlsView; runners: Runners }> {
+    const controls = await this.controls.current();
+    return { controls, runners: await this.runnersOf(controls) };
+  }
+
+  private laneState(index: ReleaseIndex, controls: ControlsView, runners: Runners, product: string | null, channel: string, platform: string): LaneState {
     let entry = this.cache.get(index);
-    if (!entry || entry.generation !== controls.generation) this.cache.set(index, (entry = { generation: controls.generation, lanes: new Map() }));
+    if (!entry || entry.generation !== controls.generation || entry.runners !== runners)
+      this.cache.set(index, (entry = { generation: controls.generation, runners, lanes: new Map() }));
     const key = laneKey(product, channel, platform);
     let state = entry.lanes.get(key);
     if (!state) {
@@ -94,39 +141,88 @@ export class ReleaseSelection {
     return state;
   }
 
-  /** A release whose files no longer read as live (its bytes cannot be read again) is passed over like a withdrawn one. */
-  private choose(index: ReleaseIndex, state: LaneState, controls: ControlsView, who: Installation, now: number): Choice {
+  /** Whether `who` runs `version` of `lane`: the request says so, or its reports or sightings do (releases halted by a rule only). */
+  private runs(runners: Runners, who: Installation, lane: string, version: string): boolean {
+    return who.running === version || (runners.byRelease.get(`${lane}\n${version}`)?.has(who.dev) ?? false);
+  }
+
+  /**
+   * The newest release the rules admit (release-rules.ts) and whose files read; a release whose
+   * files no longer read as live (its bytes cannot be read again) is passed over like a withdrawn one.
+   */
+  private choose(index: ReleaseIndex, state: LaneState, controls: ControlsView, runners: Runners, who: Installation, now: number): Choice {
     let until = Infinity;
     for (let at = 0; at < state.releases.length; at++) {
-      const r = state.releases[at]!;
-      if (!offeredUnder(who, r.manifest)) continue;
-      const control = controls.get(state.lane, r.manifest.version);
-      if (control?.withdrawn != null) continue;
-      const threshold = who.kind === "staff" ? FULL : thresholdNow(r.manifest, control, now);
-      // A public lane's visitor without a device hash (NO_DEVICE) is admitted only where everyone is.
-      const bucket = threshold >= FULL ? 0n : who.dev === NO_DEVICE ? FULL - 1n : bucketOf(who.dev, state.lane, r.manifest.version);
-      if (bucket < threshold) {
-        if (index.withBytes(r)) return { at, until };
+      const manifest = state.releases[at]!.manifest;
+      const d = decide(
+        {
+          lane: state.lane,
+          manifest,
+          control: controls.get(state.lane, manifest.version),
+          who,
+          now,
+          runs: () => this.runs(runners, who, state.lane, manifest.version),
+          explain: false,
+        },
+        this.rules,
+      );
+      if (d.admitted) {
+        if (index.withBytes(state.releases[at]!)) return { at, until };
         continue;
       }
-      // Not admitted yet: a running ramp admits it at a time known now, and the choice holds until then.
-      const after = control?.halted == null ? admittedAfterMs(r.manifest.rollout!, bucket) : null;
-      if (after !== null) until = Math.min(until, r.manifest.released + (control?.haltedMs ?? 0) + after);
+      until = Math.min(until, d.until);
     }
     return { at: -1, until };
   }
 
-  private choiceOf(index: ReleaseIndex, state: LaneState, controls: ControlsView, who: Installation): Choice {
+  private choiceOf(index: ReleaseIndex, state: LaneState, controls: ControlsView, runners: Runners, who: Installation): Choice {
     if (!state.conditional) return { at: state.releases.findIndex((r) => offeredUnder(who, r.manifest)), until: Infinity };
-    const id = (who.kind === "staff" ? STAFF : who.dev) + termsKey(who);
+    // Targets and the request's version make the choice depend on more than the device.
+    const id = who.kind === "staff" ? STAFF : `${who.dev}\n${who.license ?? ""}\n${who.plan ?? ""}\n${who.running ?? ""}${termsKey(who)}`;
     const now = this.clock();
     let choice = state.choices.get(id);
     if (!choice || now >= choice.until) {
-      choice = this.choose(index, state, controls, who, now);
+      choice = this.choose(index, state, controls, runners, who, now);
       if (state.choices.size >= CHOICES_PER_LANE) state.choices.clear();
       state.choices.set(id, choice);
     }
     return choice;
+  }
+
+  /**
+   * Every release of a lane, newest first, with each rule's verdict on it for `who` (`release why`),
+   * and the one served (the first admitted whose files read; null: none).
+   */
+  async explain(
+    index: ReleaseIndex,
+    who: Installation,
+    product: string | null,
+    channel: string,
+    platform: string,
+  ): Promise<{ lane: string; served: string | null; releases: { version: string; admitted: boolean; readable: boolean; verdicts: Verdict[] }[] }> {
+    const { controls, runners } = await this.current();
+    const state = this.laneState(index, controls, runners, product, channel, platform);
+    const now = this.clock();
+    let served: string | null = null;
+    const releases = state.releases.map((r) => {
+      const m = r.manifest;
+      const d = decide(
+        {
+          lane: state.lane,
+          manifest: m,
+          control: controls.get(state.lane, m.version),
+          who,
+          now,
+          runs: () => this.runs(runners, who, state.lane, m.version),
+          explain: true,
+        },
+        this.rules,
+      );
+      const readable = index.withBytes(r) !== null;
+      if (served === null && d.admitted && readable) served = m.version;
+      return { version: m.version, admitted: d.admitted, readable, verdicts: d.verdicts };
+    });
+    return { lane: state.lane, served, releases };
   }
 
   /**
@@ -135,8 +231,8 @@ export class ReleaseSelection {
    * over like a withdrawn one.
    */
   async served(index: ReleaseIndex, who: Installation, product: string | null, channel: string, platform: string): Promise<ServedRelease | null> {
-    const controls = await this.controls.current();
-    const state = this.laneState(index, controls, product, channel, platform);
+    const { controls, runners } = await this.current();
+    const state = this.laneState(index, controls, runners, product, channel, platform);
     if (!state.conditional) {
       // No rollout or control: the newest that reads (a snapshot's may not, once its files changed).
       for (const r of state.releases) {
@@ -146,7 +242,7 @@ export class ReleaseSelection {
       }
       return null;
     }
-    const { at } = this.choiceOf(index, state, controls, who);
+    const { at } = this.choiceOf(index, state, controls, runners, who);
     return at < 0 ? null : index.withBytes(state.releases[at]!);
   }
 
@@ -158,10 +254,10 @@ export class ReleaseSelection {
   async installerAllowed(index: ReleaseIndex, who: Installation, release: Release): Promise<boolean> {
     const m = release.manifest;
     if (!offeredUnder(who, m)) return false;
-    const controls = await this.controls.current();
-    const state = this.laneState(index, controls, m.product, m.channel, m.platform);
+    const { controls, runners } = await this.current();
+    const state = this.laneState(index, controls, runners, m.product, m.channel, m.platform);
     if (controls.get(state.lane, m.version)?.withdrawn != null) return false;
-    const { at } = this.choiceOf(index, state, controls, who);
+    const { at } = this.choiceOf(index, state, controls, runners, who);
     return at >= 0 && newestFirst(release, state.releases[at]!) >= 0;
   }
 
@@ -170,10 +266,10 @@ export class ReleaseSelection {
    * the releases it may install and the newest one not yet rolled out to it (with its share now).
    */
   async listing(index: ReleaseIndex, who: Installation, channels: readonly string[], product: string | null): Promise<ReleaseListing> {
-    const controls = await this.controls.current();
+    const { controls, runners } = await this.current();
     const products: (string | null)[] = this.variant.products.length === 0 ? [null] : product !== null ? [product] : [...this.variant.products];
     const states = products.flatMap((p) =>
-      channels.flatMap((channel) => this.variant.platforms.map((platform) => this.laneState(index, controls, p, channel, platform))),
+      channels.flatMap((channel) => this.variant.platforms.map((platform) => this.laneState(index, controls, runners, p, channel, platform))),
     );
     const base = `${controls.generation}|${channels.join(",")}|${product ?? ""}${termsKey(who)}`;
     if (!states.some((s) => s.conditional)) {
@@ -192,7 +288,7 @@ export class ReleaseSelection {
     const open = (state: LaneState) => (r: Release) => offeredUnder(who, r.manifest) && controls.get(state.lane, r.manifest.version)?.withdrawn == null;
     const lanes = states.map((state) => {
       if (!state.conditional) return { state, from: 0, pending: undefined, share: 0 };
-      const { at } = this.choiceOf(index, state, controls, who);
+      const { at } = this.choiceOf(index, state, controls, runners, who);
       const from = at < 0 ? state.releases.length : at;
       const pending = state.releases.slice(0, from).find(open(state));
       const share = pending ? percentOf(thresholdNow(pending.manifest, controls.get(state.lane, pending.manifest.version), now)) : 0;

@@ -1,4 +1,5 @@
 import { isLane } from "../../config/variants";
+import { installationOf } from "../../domain/releases/release-rules";
 import { KeyturnError } from "../../domain/errors";
 import { isoTime } from "../../domain/clock";
 import {
@@ -14,7 +15,6 @@ import {
 } from "../../domain/releases/feed-formats";
 import { criticalOf, notesOf, type FeedCaller, type FeedService } from "../../domain/releases/feeds";
 import { isInstallerName } from "../../domain/releases/manifest";
-import { installationOfClaims } from "../../domain/releases/licence-terms";
 import { laneName } from "../../domain/releases/release-controls";
 import { etagOf, installerEtag, type Release } from "../../domain/releases/release-index";
 import { compareVersions } from "../../domain/releases/version-order";
@@ -34,9 +34,7 @@ const ARCH = /^[a-z0-9]{1,16}$/;
 const sha256Hex = (bytes: Uint8Array) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 /** The bearer's installation and channels; on a public lane without a bearer, the visitor holding the product's public channels. */
 const callerOf = (p: Principal, visitor: Visitor | null = null, lanes?: PublicLanes, product: string | null = null): FeedCaller =>
-  visitor && lanes
-    ? { who: visitorInstallation(visitor), channels: lanes.channelsOf(product) }
-    : { who: installationOfClaims(p.claims), channels: p.claims.chn };
+  visitor && lanes ? { who: visitorInstallation(visitor), channels: lanes.channelsOf(product) } : { who: installationOf(p.claims), channels: p.claims.chn };
 /** A feed's document: generated per installation, so private and revalidated; its ETag is its bytes' SHA-256. */
 const feedDocument = (request: Request, text: string, contentType: string) => {
   const bytes = new TextEncoder().encode(text);

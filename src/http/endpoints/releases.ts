@@ -1,10 +1,10 @@
 import type { Variant } from "../../config/variants";
+import { installationOf } from "../../domain/releases/release-rules";
 import { isoTime } from "../../domain/clock";
 import { KeyturnError } from "../../domain/errors";
 import type { ReleaseHolder } from "../../domain/releases/holder";
 import { laneName } from "../../domain/releases/release-controls";
 import type { ReleaseSelection } from "../../domain/releases/release-selection";
-import { installationOfClaims } from "../../domain/releases/licence-terms";
 import type { Release, ReleaseIndex } from "../../domain/releases/release-index";
 import * as A from "../answer-schemas";
 import { API_PREFIX, endpoint, type Endpoint } from "../endpoint";
@@ -63,7 +63,7 @@ export function releasesEndpoints(v: Variant, releases: ReleaseHolder, selection
             v.products.length > 0 ? `product must be one of ${v.products.join(", ")}.` : `${v.name} has no products; send no product parameter.`,
           );
         const index = await releases.ready();
-        const listing = await selection.listing(index, installationOfClaims(principal.claims), principal.claims.chn, product);
+        const listing = await selection.listing(index, installationOf(principal.claims), principal.claims.chn, product);
         // An index never changes once built (a re-scan swaps in a new one), so each answer is built and
         // serialised once per index and listing key: installations in the same place of every rollout share it.
         let answers = serialised.get(index);

@@ -3,8 +3,9 @@ import type { Variant } from "../../config/variants";
 import { KeyturnError } from "../../domain/errors";
 import type { ReleaseHolder } from "../../domain/releases/holder";
 import { laneName } from "../../domain/releases/release-controls";
+import { installationOf } from "../../domain/releases/release-rules";
 import type { ReleaseSelection } from "../../domain/releases/release-selection";
-import { installationOfClaims, refuseOutsideWindow } from "../../domain/releases/licence-terms";
+import { refuseOutsideWindow } from "../../domain/releases/licence-terms";
 import { isInstallerName } from "../../domain/releases/manifest";
 import { visitorInstallation } from "../../domain/releases/public-lanes";
 import { installerEtag } from "../../domain/releases/release-index";
@@ -21,6 +22,13 @@ const UpdateQuery = Type.Object(
       Type.String({
         description:
           "With the manifest or its .sig: that release's, when this installation may install it (the address GET /releases gives each release); not used with an installer",
+      }),
+    ),
+    installed: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description:
+          "The version this installation runs, when it says: a release halted by its rollout's autoHalt is still offered to the installations running it",
       }),
     ),
   },
@@ -90,7 +98,7 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
           throw new KeyturnError("channel_not_allowed", `The entitlement does not include the ${channel} channel.`);
 
         const index = await releases.ready();
-        const who = visitor ? visitorInstallation(visitor) : installationOfClaims(principal.claims);
+        const who = visitor ? visitorInstallation(visitor) : installationOf(principal.claims, queryValues.installed);
         const served = await selection.served(index, who, product, channel, platform);
         if (!served) {
           if (releases.verifying(product, channel, platform)) throw new KeyturnError("unavailable", "The release is being verified; try again shortly.");
