@@ -22,6 +22,7 @@ import { ReleaseControls } from "./domain/releases/release-controls";
 import { ReleaseSelection } from "./domain/releases/release-selection";
 import { SignatureCache } from "./domain/releases/signature-cache";
 import { releaseKeysOf } from "./domain/releases/signature";
+import { ReleaseUploads } from "./domain/releases/uploads";
 import { RecordsStatusSource } from "./domain/entitlement-status";
 import { MirrorFollower } from "./domain/mirror/follower";
 import { MirrorKnowledge } from "./domain/mirror/knowledge";
@@ -199,6 +200,19 @@ export async function compose(
   // The first scan starts once the caller has started listening (after this turn of the event
   // loop), so a big tree does not delay the first answer; update requests wait for the index.
   setImmediate(() => void releases.start({ watch: opts.watchReleases }));
+  const releaseUploads = new ReleaseUploads({
+    variant: config.variant,
+    store,
+    clock,
+    stagingDir: join(config.dataDir, "uploads"),
+    releasesRoot: config.releasesDir,
+    releaseKeys: () => releaseKeysOf(keys),
+    index: () => releases.current,
+    rescan: () => releases.rescan(),
+    mirror: mirrorConfig !== null && mirrorConfig !== undefined,
+  });
+  // Uploads abandoned while the site was down are removed once they have expired.
+  if (opts.watchReleases) releaseUploads.sweep();
   const memoryCounters = new MemoryRateLimitStore();
   const rateLimitSite = `${new URL(config.baseUrl).origin}/${config.variant.name}`;
   const sharedCounters = config.rateLimit.store ? sharedRateLimitStore(config.rateLimit.store, rateLimitSite, memoryCounters, log) : null;
@@ -263,6 +277,7 @@ export async function compose(
       selection,
       feeds: new FeedService(config.variant, config.baseUrl, releases, selection),
       adoption,
+      uploads: releaseUploads,
     },
   };
 }

@@ -40,6 +40,10 @@ export const ERROR_CODES = [
   "seats_in_use",
   // A second deactivation by an operator is a conflict, not a refused token
   "already_deactivated",
+  // Release uploads (`keyturn release push`)
+  "release_exists",
+  "release_invalid",
+  "upload_conflict",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -12,6 +12,7 @@ import type { AdoptionRecorder } from "../domain/adoption";
 import type { FeedService } from "../domain/releases/feeds";
 import type { ReleaseHolder } from "../domain/releases/holder";
 import type { ReleaseSelection } from "../domain/releases/release-selection";
+import type { ReleaseUploads } from "../domain/releases/uploads";
 import type { Site } from "../domain/site";
 import type { Metrics } from "./metrics";
 import type { RateLimiter } from "./rate-limit";
@@ -51,6 +52,8 @@ export interface AppServices {
   readonly site: Site;
   /** What the admin services need (records, clock, token lifetime). */
   readonly admin: AdminDeps;
+  /** Signed release folders sent by a vendor's CI (`keyturn release push`), checked and moved into the tree. */
+  readonly uploads: ReleaseUploads;
   /** Prometheus metrics, when `--metrics-listen` is set. */
   readonly metrics?: Metrics;
 }

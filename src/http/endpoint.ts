@@ -85,7 +85,7 @@ export interface Call<B = unknown, P = object> {
  * the audit action of its refusals and the OpenAPI document are all derived from this.
  */
 export interface Endpoint<S extends TSchema | undefined = TSchema | undefined, P extends string = string> {
-  readonly method: "GET" | "POST" | "PATCH" | "DELETE";
+  readonly method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   /** Below `prefix`, with `{param}` segments. */
   readonly path: P;
   /**

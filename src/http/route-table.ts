@@ -5,6 +5,7 @@ import { adminLicenseEndpoints } from "./endpoints/admin-licenses";
 import { adminOfflineEndpoints } from "./endpoints/admin-offline";
 import { adminRecordEndpoints } from "./endpoints/admin-records";
 import { adminReleaseEndpoints } from "./endpoints/admin-releases";
+import { adminUploadEndpoints } from "./endpoints/admin-uploads";
 import { adminWebhookEndpoints } from "./endpoints/admin-webhooks";
 import { adminWebhookSecretEndpoints } from "./endpoints/admin-webhook-secret";
 import { consoleEndpoints } from "./endpoints/console";
@@ -52,6 +53,7 @@ export function routeTable(services: AppServices, openapi: () => string): Record
       ...adminWebhookSecretEndpoints(services.admin),
       ...adminConsoleSessionEndpoints(web),
       ...adminReleaseEndpoints(services.admin, services.releases, services.selection.controls, services.clock),
+      ...adminUploadEndpoints(services.uploads),
     ],
     console: [...consoleEndpoints(web, services.audit, services.consoleOpenId), ...consoleSupportEndpoints(web), ...consoleSessionPages(web)],
     portal: portalEndpoints(web, services.audit),

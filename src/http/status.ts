@@ -35,4 +35,7 @@ export const STATUS_OF: Readonly<Record<ErrorCode, number>> = Object.freeze({
   idempotency_conflict: 409,
   seats_in_use: 409,
   already_deactivated: 409,
+  release_exists: 409,
+  release_invalid: 422,
+  upload_conflict: 409,
 });
