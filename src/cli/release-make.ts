@@ -88,7 +88,12 @@ export async function makeCommand(args: string[], env: Environment): Promise<num
   const folder = v.folder ?? v.version;
   try {
     const facts = factsOf(v, variant);
-    if (!isInstallerName(folder)) throw new ReleaseProblem("folder must be a plain name of letters, digits, . _ + - (no path, no ..)");
+    if (!isInstallerName(folder))
+      throw new ReleaseProblem(
+        v.folder === undefined
+          ? "manifest version must be a version like 1.4.2 or 2.0.0-beta.1 (it names the folder: give --folder for another name)"
+          : "folder must be a plain name of letters, digits, . _ + - (no path, no ..)",
+      );
     const laneDir = join(root, ...(facts.product !== null ? [facts.product] : []), facts.channel, facts.platform);
     const target = join(laneDir, folder);
     if (existsSync(target)) throw new ReleaseProblem(`${relative(process.cwd(), target) || target} exists already; a release folder is never rewritten`);
