@@ -75,7 +75,7 @@ const listing = (f: Folder) => Object.entries(f.files).map(([name, b]) => ({ nam
 
 async function call(method: string, path: string, o: { body?: unknown; token?: string; raw?: Uint8Array; headers?: Record<string, string> } = {}) {
   const headers: Record<string, string> = { authorization: `Bearer ${o.token ?? token}`, ...o.headers };
-  let body: BodyInit | undefined;
+  let body: Uint8Array | string | undefined;
   if (o.raw) {
     body = o.raw;
     headers["content-type"] = "application/octet-stream";
