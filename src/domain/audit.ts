@@ -51,6 +51,8 @@ export type AuditAction =
   | "release-withdraw"
   | "release-restore"
   | "release-upload"
+  | "release-upload-read"
+  | "release-upload-data"
   | "release-upload-abandon"
   | "release-publish"
   | "console-sign-in"

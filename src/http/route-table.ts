@@ -53,7 +53,7 @@ export function routeTable(services: AppServices, openapi: () => string): Record
       ...adminWebhookSecretEndpoints(services.admin),
       ...adminConsoleSessionEndpoints(web),
       ...adminReleaseEndpoints(services.admin, services.releases, services.selection.controls, services.clock),
-      ...adminUploadEndpoints(services.uploads),
+      ...adminUploadEndpoints(services.admin, services.uploads),
     ],
     console: [...consoleEndpoints(web, services.audit, services.consoleOpenId), ...consoleSupportEndpoints(web), ...consoleSessionPages(web)],
     portal: portalEndpoints(web, services.audit),

@@ -27,7 +27,7 @@ import { KeyturnError } from "../errors";
 import { newEvent } from "../events";
 import { newId } from "../ids";
 import type { PublicKeyInfo } from "../keys";
-import { hashFile } from "./files";
+import { hashFile, readRegularFile } from "./files";
 import { feedFilesOf } from "./feed-files";
 import { ReleaseProblem } from "./problem";
 import { laneName, placeOfLane } from "./release-controls";
@@ -230,7 +230,8 @@ export class ReleaseUploads {
   /** Removes an upload and its bytes. */
   async abandon(id: string, caller: AdminCaller): Promise<void> {
     this.load(id);
-    if (this.busy.has(id)) throw new KeyturnError("upload_conflict", "The upload is being published.");
+    if ([...this.busy].some((k) => k === id || k.startsWith(`${id}/`)))
+      throw new KeyturnError("upload_conflict", "The upload is being written to or published; abandon it once that request has ended.");
     this.remove(id);
     await this.d.store.writeAudit(this.auditLine(caller, "release-upload-abandon"));
   }
@@ -284,13 +285,10 @@ export class ReleaseUploads {
       }
       const m = inspected.release.manifest;
       const lane = laneName(m.product, m.channel, m.platform);
-      const live = this.d
-        .index()
-        ?.releasesOf(m.product, m.channel, m.platform)
-        .find((r) => r.manifest.version === m.version);
-      if (live) {
+      const same = this.folderWithVersion(record.lane, m.version);
+      if (same !== null) {
         this.remove(id);
-        throw new KeyturnError("release_exists", `${lane} has a release ${m.version} already (folder ${live.folder}); a version is published once.`);
+        throw new KeyturnError("release_exists", `${lane} has a release ${m.version} already (folder ${same}); a version is published once.`);
       }
       this.refuseExisting(record.lane, record.folder, () => this.remove(id));
 
@@ -347,6 +345,35 @@ export class ReleaseUploads {
         throw copyError;
       }
     }
+  }
+
+  /**
+   * The folder of the lane whose release has this version: live in the index, or in the tree and
+   * not yet live (its installer still being verified, or skipped), whose manifest says it.
+   */
+  private folderWithVersion(lane: string, version: string): string | null {
+    const place = placeOfLane(this.d.variant, lane)!;
+    const live = this.d
+      .index()
+      ?.releasesOf(place.product, place.channel, place.platform)
+      .find((r) => r.manifest.version === version);
+    if (live) return live.folder;
+    const laneDir = join(this.d.releasesRoot, ...lane.split("/"));
+    let folders: string[] = [];
+    try {
+      folders = readdirSync(laneDir).filter((n) => !n.startsWith("."));
+    } catch {
+      return null;
+    }
+    for (const folder of folders) {
+      try {
+        const said = JSON.parse(readRegularFile(join(laneDir, folder, this.d.variant.manifestFile), "manifest", MAX_MANIFEST_BYTES).toString("utf8"));
+        if (said?.version === version) return `${lane}/${folder}`;
+      } catch {
+        // Not a release folder (or not one that reads): the scan reports it; it holds no version.
+      }
+    }
+    return null;
   }
 
   /** A folder that exists in the tree is never written over (rename would replace an empty one). */

@@ -1,3 +1,5 @@
+import type { AdminDeps } from "../../domain/admin/deps";
+import { auditRead } from "../../domain/admin/read-audit";
 import { KeyturnError } from "../../domain/errors";
 import { UPLOAD_LIMITS } from "../../domain/releases/upload-model";
 import type { ReleaseUploads } from "../../domain/releases/uploads";
@@ -5,7 +7,7 @@ import * as S from "../admin-schemas";
 import { endpoint, type Endpoint, type ParamDoc } from "../endpoint";
 import { json } from "../respond";
 import * as U from "../upload-schemas";
-import { ADMIN_ERRORS } from "./shared";
+import { ADMIN_ERRORS, BODY_ERRORS } from "./shared";
 
 const ID: ParamDoc = { name: "id", description: "The upload's id (upl_…)" };
 const CONTENT_RANGE = /^bytes ([0-9]{1,15})-([0-9]{1,15})\/([0-9]{1,15})$/;
@@ -15,7 +17,7 @@ const CONTENT_RANGE = /^bytes ([0-9]{1,15})-([0-9]{1,15})\/([0-9]{1,15})$/;
  * PUTs each file in chunks (resuming at the byte the site holds), then publishes it. The rules are
  * the domain's (domain/releases/uploads.ts); docs/releasing-from-ci.md tells the protocol.
  */
-export function adminUploadEndpoints(uploads: ReleaseUploads): Endpoint[] {
+export function adminUploadEndpoints(admin: AdminDeps, uploads: ReleaseUploads): Endpoint[] {
   return [
     endpoint({
       method: "POST",
@@ -27,7 +29,7 @@ export function adminUploadEndpoints(uploads: ReleaseUploads): Endpoint[] {
       querySchema: S.NoQuery,
       body: U.UploadCreateBody,
       answer: U.UploadAnswer,
-      errors: [...ADMIN_ERRORS, "invalid_request", "payload_too_large", "release_exists", "upload_conflict", "unavailable"],
+      errors: [...ADMIN_ERRORS, ...BODY_ERRORS, "release_exists", "upload_conflict", "unavailable"],
       handler: async ({ body, admin: caller }) => json({ ok: true, ...(await uploads.create(body, caller)) }),
     }),
     endpoint({
@@ -36,12 +38,16 @@ export function adminUploadEndpoints(uploads: ReleaseUploads): Endpoint[] {
       summary: "An upload and how many bytes of each file the site holds",
       auth: { scope: "releases:write" },
       budget: "admin",
-      audit: "release-upload",
+      audit: "release-upload-read",
       params: [ID],
       querySchema: S.NoQuery,
       answer: U.UploadAnswer,
       errors: [...ADMIN_ERRORS, "not_found"],
-      handler: ({ params }) => json({ ok: true, upload: uploads.get(params.id) }),
+      handler: async ({ params, admin: caller }) => {
+        const upload = uploads.get(params.id);
+        await auditRead(admin, caller, "release-upload-read");
+        return json({ ok: true, upload });
+      },
     }),
     endpoint({
       method: "PUT",
@@ -49,7 +55,7 @@ export function adminUploadEndpoints(uploads: ReleaseUploads): Endpoint[] {
       summary: `Write a chunk of a file (at most ${UPLOAD_LIMITS.chunkBytes} bytes, application/octet-stream) at the byte the site holds, as Content-Range says; the last chunk makes the site check the file's SHA-256`,
       auth: { scope: "releases:write" },
       budget: "admin",
-      audit: "release-upload",
+      audit: "release-upload-data",
       params: [ID, { name: "name", description: "The file's name, as listed when the upload was created" }],
       querySchema: S.NoQuery,
       headers: [
@@ -61,14 +67,17 @@ export function adminUploadEndpoints(uploads: ReleaseUploads): Endpoint[] {
       ],
       answer: U.UploadChunkAnswer,
       errors: [...ADMIN_ERRORS, "invalid_request", "not_found", "payload_too_large", "upload_conflict", "release_invalid"],
-      handler: async ({ params, request }) => {
+      handler: async ({ params, request, admin: caller }) => {
         const m = CONTENT_RANGE.exec(request.headers.get("content-range") ?? "");
         if (!m) throw new KeyturnError("invalid_request", "A chunk needs Content-Range: bytes START-END/SIZE.");
         const range = { start: Number(m[1]), end: Number(m[2]), total: Number(m[3]) };
         const declared = request.headers.get("content-length");
         if (declared !== null && Number(declared) !== range.end - range.start + 1)
           throw new KeyturnError("invalid_request", "Content-Length must be the length Content-Range gives.");
-        return json({ ok: true, file: await uploads.write(params.id, params.name, range, request.body) });
+        const file = await uploads.write(params.id, params.name, range, request.body);
+        // One line per token within auditRead's window, not one per chunk: a 4 GiB installer is a thousand PUTs.
+        await auditRead(admin, caller, "release-upload-data");
+        return json({ ok: true, file });
       },
     }),
     endpoint({
