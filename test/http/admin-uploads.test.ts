@@ -289,6 +289,14 @@ describe("release uploads", () => {
     const release = lane.releases.find((r: { version: string }) => r.version === "1.8.0");
     expect(release.share).toBe(0);
     expect(release.halted).not.toBeNull();
+    // A person resumes it: the ramp starts from 0 % then, and stands at half after half its days.
+    const resumed = await call("POST", `/admin/releases/${encodeURIComponent(LANE)}/1.8.0/resume`);
+    expect(resumed.status).toBe(200);
+    expect(resumed.body.share).toBe(0);
+    site.site.clock.advance(3.5 * 86_400_000);
+    const later = await call("GET", "/admin/releases", { token: await mint(["releases:read"]) });
+    expect(later.body.lanes.find((l: { lane: string }) => l.lane === LANE).releases.find((r: { version: string }) => r.version === "1.8.0").share).toBeCloseTo(50, 0);
+    site.site.clock.advance(-3.5 * 86_400_000);
     const halted = await site.site.composed.store.listEvents({ after: 0, limit: 100, types: ["release.halted"] });
     expect(halted.map((e) => JSON.parse(String(e.data)))).toEqual([{ release: { lane: LANE, version: "1.8.0" }, share: 0 }]);
   });
