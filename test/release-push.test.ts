@@ -116,7 +116,11 @@ const laneDir = join(site.releases, "alpha/stable/win-x64");
  * A TCP proxy in front of the site that counts the bytes the client sends, and (cutAfter) cuts
  * both connections once that many have gone through: the server gets the bytes before the cut.
  */
-function proxy(target: URL, cutAfter: number | null = null): Promise<{ url: string; sent: () => number; cut: () => boolean; close: () => void }> {
+function proxy(
+  target: URL,
+  cutAfter: number | null = null,
+  throttleMs = 0,
+): Promise<{ url: string; sent: () => number; cut: () => boolean; close: () => void }> {
   let sent = 0;
   let wasCut = false;
   const sockets = new Set<Socket>();
@@ -135,7 +139,12 @@ function proxy(target: URL, cutAfter: number | null = null): Promise<{ url: stri
         return;
       }
       sent += chunk.length;
-      if (!upstream.write(chunk)) {
+      if (throttleMs > 0) {
+        // A slow link: a pause after each chunk read.
+        client.pause();
+        upstream.write(chunk);
+        setTimeout(() => client.resume(), throttleMs);
+      } else if (!upstream.write(chunk)) {
         client.pause();
         upstream.once("drain", () => client.resume());
       }
@@ -275,6 +284,42 @@ describe("releasing from CI to a live site", () => {
     expect(counting.sent()).toBeLessThan(total - 3 * 1024 * 1024);
     expect(readFileSync(join(laneDir, "2.1.0", "alpha-2.1.0-win-x64.exe")).equals(readFileSync(join(folder, "alpha-2.1.0-win-x64.exe")))).toBe(true);
     expect(staged()).toEqual([]);
+  }, 120_000);
+
+  test("a push killed mid-file (the runner stopped) resumes too: only the rest is sent", async () => {
+    const folder = await madeAndSigned("2.5.0", 4 * 1024 * 1024);
+    const total = readdirSync(folder).reduce((n, f) => n + Bun.file(join(folder, f)).size, 0);
+    const slow = await proxy(new URL(url), null, 5);
+    const push = Bun.spawn([exe, "release", "push", "--site", slow.url, "--chunk-size", String(256 * 1024), "--retries", "0", folder], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, KEYTURN_ADMIN_TOKEN: writeToken },
+      stdout: "ignore",
+      stderr: "ignore",
+    });
+    // Killed once the site holds more than 1 MiB of the installer.
+    const part = () => {
+      for (const id of staged()) {
+        const path = join(site.data, "uploads", id, "files", "alpha-2.5.0-win-x64.exe");
+        if (existsSync(path)) return Bun.file(path).size;
+      }
+      return 0;
+    };
+    for (let i = 0; i < 2000 && part() <= 1024 * 1024 && push.exitCode === null; i++) await Bun.sleep(5);
+    push.kill("SIGKILL");
+    await push.exited;
+    slow.close();
+    expect(push.signalCode).toBe("SIGKILL");
+    expect(existsSync(join(laneDir, "2.5.0"))).toBe(false);
+
+    const counting = await proxy(new URL(url));
+    const again = await run(["release", "push", "--site", counting.url, folder], { KEYTURN_ADMIN_TOKEN: writeToken });
+    counting.close();
+    expect(again.code).toBe(0);
+    const held = Number(/the site holds (\d+) of/.exec(again.stdout)?.[1]);
+    expect(held).toBeGreaterThan(1024 * 1024);
+    expect(again.stdout).toContain(`sent ${total - held} bytes`);
+    expect(counting.sent()).toBeLessThan(total - held + 64 * 1024);
+    expect(readFileSync(join(laneDir, "2.5.0", "alpha-2.5.0-win-x64.exe")).equals(readFileSync(join(folder, "alpha-2.5.0-win-x64.exe")))).toBe(true);
   }, 120_000);
 
   test("a tampered folder is refused with the check's message and nothing is written", async () => {

@@ -277,8 +277,9 @@ class SiteClient {
     }
     if (res.ok && body.ok === true) return body as T;
     const wait = Number(res.headers.get("retry-after") ?? "0");
-    // A proxy's 502–504 (no keyturn error body) passes; keyturn's own 503 says what is missing, and stays.
-    if (res.status === 429 || ([502, 503, 504].includes(res.status) && body.error === undefined))
+    // A proxy's 502–504 (no keyturn error body) passes, as does what the site says to retry (429, a file
+    // still being written by a request cut off); keyturn's own 503 says what is missing, and stays.
+    if (res.status === 429 || res.headers.has("retry-after") || ([502, 503, 504].includes(res.status) && body.error === undefined))
       throw new Transient(`the site answered ${res.status}${body.message ? ` (${body.message})` : ""}`, Number.isFinite(wait) ? wait * 1000 : 0);
     const offset = res.headers.get("upload-offset");
     throw new Refused(res.status, body.error ?? String(res.status), body.message ?? `the site answered ${res.status}`, offset === null ? null : Number(offset));

@@ -295,7 +295,10 @@ describe("release uploads", () => {
     expect(resumed.body.share).toBe(0);
     site.site.clock.advance(3.5 * 86_400_000);
     const later = await call("GET", "/admin/releases", { token: await mint(["releases:read"]) });
-    expect(later.body.lanes.find((l: { lane: string }) => l.lane === LANE).releases.find((r: { version: string }) => r.version === "1.8.0").share).toBeCloseTo(50, 0);
+    expect(later.body.lanes.find((l: { lane: string }) => l.lane === LANE).releases.find((r: { version: string }) => r.version === "1.8.0").share).toBeCloseTo(
+      50,
+      0,
+    );
     site.site.clock.advance(-3.5 * 86_400_000);
     const halted = await site.site.composed.store.listEvents({ after: 0, limit: 100, types: ["release.halted"] });
     expect(halted.map((e) => JSON.parse(String(e.data)))).toEqual([{ release: { lane: LANE, version: "1.8.0" }, share: 0 }]);

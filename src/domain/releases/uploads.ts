@@ -177,8 +177,12 @@ export class ReleaseUploads {
       throw invalid(`Content-Range must lie within ${file.name}'s ${file.size} bytes (bytes START-END/${file.size}).`);
     if (length > UPLOAD_LIMITS.chunkBytes) throw new KeyturnError("payload_too_large", `A PUT carries at most ${UPLOAD_LIMITS.chunkBytes} bytes.`);
     const key = `${id}/${name}`;
-    if (this.busy.has(key) || this.busy.has(id))
-      throw new KeyturnError("upload_conflict", `${file.name} is being written by another request; try again shortly.`);
+    if (this.busy.has(key) || this.busy.has(id)) {
+      // Often the request of a push that was cut off, still ending on this side: a retry soon finds it done.
+      const e = new KeyturnError("upload_conflict", `${file.name} is being written by another request; try again shortly.`);
+      e.headers = { "retry-after": "1" };
+      throw e;
+    }
     this.busy.add(key);
     try {
       const path = join(this.d.stagingDir, id, "files", name);
