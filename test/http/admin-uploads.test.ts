@@ -114,8 +114,12 @@ describe("release uploads", () => {
       size: installer.length,
       received: 100_000,
     });
+    // Started again with --halted and then without: the bytes stay, the latest choice holds.
+    const halted = await create(f, { halted: true });
+    expect(halted.body).toMatchObject({ resumed: true, upload: { id, halted: true } });
     const again = await create(f);
     expect(again.body.resumed).toBe(true);
+    expect(again.body.upload.halted).toBe(false);
     expect(again.body.upload.id).toBe(id);
     expect(again.body.upload.files.find((x: { name: string }) => x.name === f.installer).received).toBe(100_000);
 

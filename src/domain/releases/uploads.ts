@@ -130,9 +130,11 @@ export class ReleaseUploads {
     this.sweep(now);
     const pending = this.list();
     const same = pending.find((u) => u.lane === input.lane && u.folder === input.folder);
-    if (same && sameFiles(same.files, input.files) && same.halted === (input.halted ?? false)) {
-      this.save({ ...same, touched: now });
-      return { upload: this.view({ ...same, touched: now }), resumed: true };
+    if (same && sameFiles(same.files, input.files)) {
+      // The push started again (perhaps now --halted, or no longer): its bytes are kept, its choice is the latest.
+      const resumed = { ...same, halted: input.halted ?? false, touched: now };
+      this.save(resumed);
+      return { upload: this.view(resumed), resumed: true };
     }
     if (same) this.remove(same.id);
     else if (pending.length >= UPLOAD_LIMITS.pending)

@@ -58,6 +58,7 @@ export function adminUploadEndpoints(admin: AdminDeps, uploads: ReleaseUploads):
       audit: "release-upload-data",
       params: [ID, { name: "name", description: "The file's name, as listed when the upload was created" }],
       querySchema: S.NoQuery,
+      rawBody: { type: "application/octet-stream", description: "The file's bytes from START to END" },
       headers: [
         {
           name: "Content-Range",
