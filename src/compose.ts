@@ -211,8 +211,11 @@ export async function compose(
     rescan: () => releases.rescan(),
     mirror: mirrorConfig !== null && mirrorConfig !== undefined,
   });
-  // Uploads abandoned while the site was down are removed once they have expired.
-  if (opts.watchReleases) releaseUploads.sweep();
+  // Abandoned uploads are removed once expired: at start (those left while the site was down) and hourly.
+  if (opts.watchReleases) {
+    releaseUploads.sweep();
+    setInterval(() => releaseUploads.sweep(), 3_600_000).unref();
+  }
   const memoryCounters = new MemoryRateLimitStore();
   const rateLimitSite = `${new URL(config.baseUrl).origin}/${config.variant.name}`;
   const sharedCounters = config.rateLimit.store ? sharedRateLimitStore(config.rateLimit.store, rateLimitSite, memoryCounters, log) : null;
