@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { VARIANTS } from "../../src/config/variants";
 import { CLI_CALLER, type Scope } from "../../src/domain/admin/deps";
@@ -327,5 +327,50 @@ describe("release uploads", () => {
     expect(r.status).toBe(403);
     expect(r.body.error).toBe("insufficient_scope");
     expect(stagedUploads()).toEqual([]);
+  });
+
+  test("a data directory on another filesystem: the folder is copied beside its place under a hidden name, then renamed", async () => {
+    const shm = "/dev/shm";
+    if (!existsSync(shm) || statSync(shm).dev === statSync(site.tree.root).dev) {
+      if (process.env.CI !== "true") return console.log("skipped: no /dev/shm on another filesystem than the release tree");
+    }
+    const data = mkdtempSync(join(shm, "keyturn-data-"));
+    const other = await releaseSite("gamma", { data });
+    try {
+      expect(statSync(data).dev).not.toBe(statSync(other.tree.root).dev);
+      const f = releaseFolder("5.0.0");
+      // Signed with the first site's key: the other site holds its own; sign again for it.
+      const manifest = f.files[variant.manifestFile]!;
+      f.files[`${variant.manifestFile}.sig`] = Buffer.from(signManifest(manifest, { kid: other.tree.kid, privateKey: other.tree.privateKey }, variant));
+      const otherToken = (await createAdminToken(other.site.composed.services.admin, CLI_CALLER, { name: "ci", scopes: ["releases:write"] })).secret;
+      const send = (method: string, path: string, o: { body?: unknown; raw?: Uint8Array; headers?: Record<string, string> } = {}) =>
+        other.site.app.handle(
+          new Request(BASE + path, {
+            method,
+            headers: { authorization: `Bearer ${otherToken}`, "content-type": o.raw ? "application/octet-stream" : "application/json", ...o.headers },
+            body: o.raw ?? (o.body === undefined ? undefined : JSON.stringify(o.body)),
+          }),
+        );
+      const created = (await (await send("POST", "/admin/uploads", { body: { lane: LANE, folder: "5.0.0", files: listing(f) } })).json()) as {
+        upload: { id: string };
+      };
+      for (const [name, b] of Object.entries(f.files))
+        expect(
+          (
+            await send("PUT", `/admin/uploads/${created.upload.id}/files/${name}`, {
+              raw: b,
+              headers: { "content-range": `bytes 0-${b.length - 1}/${b.length}` },
+            })
+          ).status,
+        ).toBe(200);
+      const published = await send("POST", `/admin/uploads/${created.upload.id}/publish`);
+      expect(published.status).toBe(200);
+      for (const [name, b] of Object.entries(f.files)) expect(readFileSync(join(other.tree.root, LANE, "5.0.0", name)).equals(b)).toBe(true);
+      expect(readdirSync(join(other.tree.root, LANE))).toEqual(["5.0.0"]);
+      expect(readdirSync(join(data, "uploads"))).toEqual([]);
+    } finally {
+      await other.close();
+      rmSync(data, { recursive: true, force: true });
+    }
   });
 });
