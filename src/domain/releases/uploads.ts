@@ -236,8 +236,7 @@ export class ReleaseUploads {
   /** Removes an upload and its bytes. */
   async abandon(id: string, caller: AdminCaller): Promise<void> {
     this.load(id);
-    if ([...this.busy].some((k) => k === id || k.startsWith(`${id}/`)))
-      throw new KeyturnError("upload_conflict", "The upload is being written to or published; abandon it once that request has ended.");
+    if (this.inUse(id)) throw new KeyturnError("upload_conflict", "The upload is being written to or published; abandon it once that request has ended.");
     this.remove(id);
     await this.d.store.writeAudit(this.auditLine(caller, "release-upload-abandon"));
   }
@@ -257,7 +256,7 @@ export class ReleaseUploads {
       const held = statSync(join(dir, f.name)).size;
       if (held !== f.size) throw new KeyturnError("upload_conflict", `${f.name} has ${held} of its ${f.size} bytes; send the rest first.`);
     }
-    if ([...this.busy].some((k) => k.startsWith(`${id}/`)) || this.busy.has(id)) throw new KeyturnError("upload_conflict", "The upload is being written to.");
+    if (this.inUse(id)) throw new KeyturnError("upload_conflict", "The upload is being written to or published by another request.");
     this.busy.add(id);
     try {
       const place = placeOfLane(variant, record.lane)!;
@@ -323,11 +322,17 @@ export class ReleaseUploads {
     for (const name of this.entries()) {
       const record = this.read(name);
       if (record && now - record.touched < UPLOAD_LIMITS.expiryMs) continue;
-      if (this.busy.has(name)) continue;
+      if (this.inUse(name)) continue;
       rmSync(join(this.d.stagingDir, name), { recursive: true, force: true });
       removed++;
     }
     return removed;
+  }
+
+  /** Whether a request of this process is writing one of the upload's files, or publishing it. */
+  private inUse(id: string): boolean {
+    for (const key of this.busy) if (key === id || key.startsWith(`${id}/`)) return true;
+    return false;
   }
 
   private moveIntoTree(id: string, record: UploadRecord): void {
@@ -439,7 +444,7 @@ export class ReleaseUploads {
     if (!UPLOAD_ID.test(id)) throw notFound();
     const record = this.read(id);
     if (!record) throw notFound();
-    if (this.d.clock() - record.touched >= UPLOAD_LIMITS.expiryMs && !this.busy.has(id)) {
+    if (this.d.clock() - record.touched >= UPLOAD_LIMITS.expiryMs && !this.inUse(id)) {
       this.remove(id);
       throw notFound();
     }
