@@ -9,10 +9,8 @@ import {
   mkdirSync,
   openSync,
   readdirSync,
-  readFileSync,
   renameSync,
   rmSync,
-  statfsSync,
   statSync,
   writeFileSync,
   writeSync,
@@ -22,7 +20,7 @@ import type { Variant } from "../../config/variants";
 import type { AuditAction } from "../audit";
 import type { AuditRecord, Store } from "../../store/types";
 import { actorOf, type AdminCaller } from "../admin/deps";
-import { isoTime, type Clock } from "../clock";
+import type { Clock } from "../clock";
 import { KeyturnError } from "../errors";
 import { newEvent } from "../events";
 import { newId } from "../ids";
@@ -34,7 +32,8 @@ import { laneName, placeOfLane } from "./release-controls";
 import type { ReleaseIndex } from "./release-index";
 import { inspectFolder } from "./scan";
 import { SignatureCache } from "./signature-cache";
-import { UPLOAD_LIMITS, type UploadCreate, type UploadFile } from "./upload-model";
+import { UPLOAD_LIMITS, type UploadCreate } from "./upload-model";
+import { sameFiles, UploadStaging, type UploadRecord, type UploadView } from "./upload-staging";
 
 export interface ReleaseUploadsDeps {
   readonly variant: Variant;
@@ -52,27 +51,6 @@ export interface ReleaseUploadsDeps {
   readonly mirror: boolean;
 }
 
-/** An upload as kept on disk (`<staging>/<id>/upload.json`); the bytes received are the sizes of its files. */
-interface UploadRecord {
-  readonly id: string;
-  readonly lane: string;
-  readonly folder: string;
-  readonly files: readonly UploadFile[];
-  readonly halted: boolean;
-  readonly created: number;
-  readonly touched: number;
-}
-
-export interface UploadView {
-  readonly id: string;
-  readonly lane: string;
-  readonly folder: string;
-  readonly halted: boolean;
-  readonly created: string;
-  readonly expires: string;
-  readonly files: readonly (UploadFile & { readonly received: number })[];
-}
-
 export interface Published {
   readonly release: { readonly lane: string; readonly version: string; readonly folder: string };
   readonly halted: boolean;
@@ -81,7 +59,6 @@ export interface Published {
   readonly ref: string;
 }
 
-const UPLOAD_ID = /^upl_[0-9a-f]{32}$/;
 const MAX_MANIFEST_BYTES = 64 * 1024;
 /** Room left on the disk beyond an upload's bytes (the records and logs live there too). */
 const DISK_MARGIN = 256 * 1024 ** 2;
@@ -97,8 +74,11 @@ const notFound = () => new KeyturnError("not_found", "There is no such upload (i
 export class ReleaseUploads {
   /** Files being written (`id/name`) and uploads being published, in this process. */
   private readonly busy = new Set<string>();
+  private readonly staging: UploadStaging;
 
-  constructor(private readonly d: ReleaseUploadsDeps) {}
+  constructor(private readonly d: ReleaseUploadsDeps) {
+    this.staging = new UploadStaging(d.stagingDir);
+  }
 
   /**
    * Starts an upload, or answers the pending one of the same folder with the same files (a push
@@ -128,18 +108,18 @@ export class ReleaseUploads {
 
     const now = this.d.clock();
     this.sweep(now);
-    const pending = this.list();
+    const pending = this.staging.list();
     const same = pending.find((u) => u.lane === input.lane && u.folder === input.folder);
     if (same && sameFiles(same.files, input.files)) {
       // The push started again (perhaps now --halted, or no longer): its bytes are kept, its choice is the latest.
       const resumed = { ...same, halted: input.halted ?? false, touched: now };
-      this.save(resumed);
-      return { upload: this.view(resumed), resumed: true };
+      this.staging.save(resumed);
+      return { upload: this.staging.view(resumed), resumed: true };
     }
-    if (same) this.remove(same.id);
+    if (same) this.staging.remove(same.id);
     else if (pending.length >= UPLOAD_LIMITS.pending)
       throw new KeyturnError("upload_conflict", `${UPLOAD_LIMITS.pending} uploads are pending; publish or abandon one, or wait for one to expire.`);
-    const free = freeBytes(this.d.stagingDir);
+    const free = this.staging.freeBytes();
     if (free !== null && total + DISK_MARGIN > free)
       throw new KeyturnError("payload_too_large", `The site has ${free} bytes free; this release needs ${total}.`);
 
@@ -152,17 +132,14 @@ export class ReleaseUploads {
       created: now,
       touched: now,
     };
-    const files = join(this.d.stagingDir, record.id, "files");
-    mkdirSync(files, { recursive: true, mode: 0o700 });
-    for (const f of record.files) writeFileSync(join(files, f.name), "", { mode: 0o644 });
-    this.save(record);
+    this.staging.make(record);
     await this.d.store.writeAudit(this.auditLine(caller, "release-upload"));
-    return { upload: this.view(record), resumed: false };
+    return { upload: this.staging.view(record), resumed: false };
   }
 
   /** An upload and how much of each file the site holds. */
   get(id: string): UploadView {
-    return this.view(this.load(id));
+    return this.staging.view(this.load(id));
   }
 
   /**
@@ -187,7 +164,7 @@ export class ReleaseUploads {
     }
     this.busy.add(key);
     try {
-      const path = join(this.d.stagingDir, id, "files", name);
+      const path = join(this.staging.filesOf(id), name);
       const fd = openSync(path, constants.O_WRONLY | constants.O_NOFOLLOW);
       let written = 0;
       try {
@@ -220,7 +197,7 @@ export class ReleaseUploads {
           throw invalid(`The body ended after ${written} of ${length} bytes; the site kept them: send ${file.name} from byte ${range.start + written}.`);
       } finally {
         closeSync(fd);
-        this.save({ ...record, touched: this.d.clock() });
+        this.staging.save({ ...record, touched: this.d.clock() });
       }
       const received = range.start + written;
       if (received === file.size && hashFile(path) !== file.sha256) {
@@ -237,7 +214,7 @@ export class ReleaseUploads {
   async abandon(id: string, caller: AdminCaller): Promise<void> {
     this.load(id);
     if (this.inUse(id)) throw new KeyturnError("upload_conflict", "The upload is being written to or published; abandon it once that request has ended.");
-    this.remove(id);
+    this.staging.remove(id);
     await this.d.store.writeAudit(this.auditLine(caller, "release-upload-abandon"));
   }
 
@@ -251,7 +228,7 @@ export class ReleaseUploads {
     this.available();
     const record = this.load(id);
     const { variant } = this.d;
-    const dir = join(this.d.stagingDir, id, "files");
+    const dir = this.staging.filesOf(id);
     for (const f of record.files) {
       const held = statSync(join(dir, f.name)).size;
       if (held !== f.size) throw new KeyturnError("upload_conflict", `${f.name} has ${held} of its ${f.size} bytes; send the rest first.`);
@@ -285,17 +262,17 @@ export class ReleaseUploads {
           );
       } catch (e) {
         if (!(e instanceof ReleaseProblem)) throw e;
-        this.remove(id);
+        this.staging.remove(id);
         throw new KeyturnError("release_invalid", `Not published: ${sentence(e.message)}`);
       }
       const m = inspected.release.manifest;
       const lane = laneName(m.product, m.channel, m.platform);
       const same = this.folderWithVersion(record.lane, m.version);
       if (same !== null) {
-        this.remove(id);
+        this.staging.remove(id);
         throw new KeyturnError("release_exists", `${lane} has a release ${m.version} already (folder ${same}); a version is published once.`);
       }
-      this.refuseExisting(record.lane, record.folder, () => this.remove(id));
+      this.refuseExisting(record.lane, record.folder, () => this.staging.remove(id));
 
       const ref = newId("ref", this.d.clock());
       const audit = { ...this.auditLine(caller, "release-publish"), ref };
@@ -307,7 +284,7 @@ export class ReleaseUploads {
         });
       } else await this.d.store.writeAudit(audit);
       this.moveIntoTree(id, record);
-      this.remove(id);
+      this.staging.remove(id);
       const index = await this.d.rescan();
       const isLive = index.releasesOf(m.product, m.channel, m.platform).some((r) => r.folder === `${record.lane}/${record.folder}`);
       return { release: { lane, version: m.version, folder: record.folder }, halted: record.halted, live: isLive, ref };
@@ -319,11 +296,11 @@ export class ReleaseUploads {
   /** Removes the uploads not written to within the expiry (called at start and with every new upload). */
   sweep(now = this.d.clock()): number {
     let removed = 0;
-    for (const name of this.entries()) {
-      const record = this.read(name);
+    for (const name of this.staging.ids()) {
+      const record = this.staging.read(name);
       if (record && now - record.touched < UPLOAD_LIMITS.expiryMs) continue;
       if (this.inUse(name)) continue;
-      rmSync(join(this.d.stagingDir, name), { recursive: true, force: true });
+      this.staging.remove(name);
       removed++;
     }
     return removed;
@@ -339,7 +316,7 @@ export class ReleaseUploads {
     const laneDir = join(this.d.releasesRoot, ...record.lane.split("/"));
     const target = join(laneDir, record.folder);
     mkdirSync(laneDir, { recursive: true });
-    const from = join(this.d.stagingDir, id, "files");
+    const from = this.staging.filesOf(id);
     try {
       renameSync(from, target);
     } catch (e) {
@@ -419,79 +396,14 @@ export class ReleaseUploads {
     };
   }
 
-  private entries(): string[] {
-    try {
-      return readdirSync(this.d.stagingDir).filter((n) => UPLOAD_ID.test(n));
-    } catch {
-      return [];
-    }
-  }
-
-  private list(): UploadRecord[] {
-    return this.entries().flatMap((n) => this.read(n) ?? []);
-  }
-
-  private read(id: string): UploadRecord | null {
-    try {
-      const r = JSON.parse(readFileSync(join(this.d.stagingDir, id, "upload.json"), "utf8")) as UploadRecord;
-      return r.id === id ? r : null;
-    } catch {
-      return null;
-    }
-  }
-
   private load(id: string): UploadRecord {
-    if (!UPLOAD_ID.test(id)) throw notFound();
-    const record = this.read(id);
+    const record = this.staging.read(id);
     if (!record) throw notFound();
     if (this.d.clock() - record.touched >= UPLOAD_LIMITS.expiryMs && !this.inUse(id)) {
-      this.remove(id);
+      this.staging.remove(id);
       throw notFound();
     }
     return record;
-  }
-
-  private save(record: UploadRecord): void {
-    const dir = join(this.d.stagingDir, record.id);
-    const tmp = join(dir, `.upload.json.${process.pid}`);
-    writeFileSync(tmp, JSON.stringify(record), { mode: 0o600 });
-    renameSync(tmp, join(dir, "upload.json"));
-  }
-
-  private remove(id: string): void {
-    rmSync(join(this.d.stagingDir, id), { recursive: true, force: true });
-  }
-
-  private view(r: UploadRecord): UploadView {
-    const dir = join(this.d.stagingDir, r.id, "files");
-    return {
-      id: r.id,
-      lane: r.lane,
-      folder: r.folder,
-      halted: r.halted,
-      created: isoTime(r.created),
-      expires: isoTime(r.touched + UPLOAD_LIMITS.expiryMs),
-      files: r.files.map((f) => ({ ...f, received: statSync(join(dir, f.name), { throwIfNoEntry: false })?.size ?? 0 })),
-    };
-  }
-}
-
-function sameFiles(a: readonly UploadFile[], b: readonly UploadFile[]): boolean {
-  const key = (files: readonly UploadFile[]) =>
-    files
-      .map((f) => `${f.name} ${f.size} ${f.sha256}`)
-      .sort()
-      .join("\n");
-  return key(a) === key(b);
-}
-
-function freeBytes(dir: string): number | null {
-  try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const s = statfsSync(dir);
-    return Number(s.bavail) * Number(s.bsize);
-  } catch {
-    return null;
   }
 }
 
