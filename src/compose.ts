@@ -29,6 +29,7 @@ import { ReleaseControls } from "./domain/releases/release-controls";
 import { ReleaseSelection } from "./domain/releases/release-selection";
 import { SignatureCache } from "./domain/releases/signature-cache";
 import { releaseKeysOf } from "./domain/releases/signature";
+import { ReleaseUploads } from "./domain/releases/uploads";
 import { RecordsStatusSource } from "./domain/entitlement-status";
 import { MirrorFollower } from "./domain/mirror/follower";
 import { MirrorKnowledge } from "./domain/mirror/knowledge";
@@ -213,6 +214,22 @@ export async function compose(
   // The first scan starts once the caller has started listening (after this turn of the event
   // loop), so a big tree does not delay the first answer; update requests wait for the index.
   setImmediate(() => void releases.start({ watch: opts.watchReleases }));
+  const releaseUploads = new ReleaseUploads({
+    variant: config.variant,
+    store,
+    clock,
+    stagingDir: join(config.dataDir, "uploads"),
+    releasesRoot: config.releasesDir,
+    releaseKeys: () => releaseKeysOf(keys),
+    index: () => releases.current,
+    rescan: () => releases.rescan(),
+    mirror: mirrorConfig !== null && mirrorConfig !== undefined,
+  });
+  // Abandoned uploads are removed once expired: at start (those left while the site was down) and hourly.
+  if (opts.watchReleases) {
+    releaseUploads.sweep();
+    setInterval(() => releaseUploads.sweep(), 3_600_000).unref();
+  }
   const memoryCounters = new MemoryRateLimitStore();
   const rateLimitSite = `${new URL(config.baseUrl).origin}/${config.variant.name}`;
   const sharedCounters = config.rateLimit.store ? sharedRateLimitStore(config.rateLimit.store, rateLimitSite, memoryCounters, log) : null;
@@ -300,6 +317,7 @@ export async function compose(
       }),
       adoption,
       installReports,
+      uploads: releaseUploads,
     },
   };
 }

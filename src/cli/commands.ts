@@ -59,6 +59,11 @@ export function helpOf(name: string, args: readonly string[]): string {
   const usage = COMMANDS[name]!.usage;
   const sub = args.find((a) => !a.startsWith("-"));
   const lines = usage.split("\n").map((line) => line.trim());
-  const own = sub !== undefined && subcommandsOf(name, usage).includes(sub) ? lines.filter((line) => subcommandsOf(name, line).includes(sub)) : lines;
+  // A line that does not start with `keyturn` continues the one above it (a subcommand with many flags).
+  let mine = false;
+  const own =
+    sub !== undefined && subcommandsOf(name, usage).includes(sub)
+      ? lines.filter((line) => (mine = line.startsWith("keyturn ") ? subcommandsOf(name, line).includes(sub) : mine))
+      : lines;
   return `usage: ${own.join("\n       ")}\n`;
 }

@@ -1,27 +1,28 @@
-import { createPrivateKey } from "node:crypto";
-import { readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { basename, dirname, join, resolve } from "node:path";
+import { readdirSync } from "node:fs";
+import { basename, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { resolveSetting, type Environment } from "../config/settings";
 import { parseLaneList } from "../config/config";
 import { ConfigError } from "../config/parse";
 import { VARIANT_NAMES, VARIANTS, withLanes, type Variant, type VariantName } from "../config/variants";
-import { loadKeyRing, parseKid } from "../domain/keys";
-import { checkFeedFiles } from "../domain/releases/feed-files";
-import { readRegularFile } from "../domain/releases/files";
-import { parseManifest } from "../domain/releases/manifest";
+import { loadKeyRing } from "../domain/keys";
 import { ReleaseProblem } from "../domain/releases/problem";
-import { checkInstallerHash, checkInstallerSize, placeOfManifestPath, ReleaseTreeUnreadable, scanReleaseTree, treeLevels } from "../domain/releases/scan";
-import { releaseKeysOf, signManifest } from "../domain/releases/signature";
+import { placeOfManifestPath, ReleaseTreeUnreadable, scanReleaseTree, treeLevels } from "../domain/releases/scan";
+import { releaseKeysOf } from "../domain/releases/signature";
 import { err, out, UsageError } from "./io";
 import { releaseControlCommand } from "./release-controls";
 import { releaseWhyCommand } from "./release-why";
+import { makeCommand, USAGE as MAKE_USAGE } from "./release-make";
+import { pushCommand, USAGE as PUSH_USAGE } from "./release-push";
+import { loadReleaseKey, releaseKidOf, SigningKeyError, signManifestFile } from "./release-signing";
 
 export const USAGE = [
   "keyturn release sign --key KID.pem [--channels C,...] [--platforms P,...] MANIFEST   (writes MANIFEST.sig)",
   "       keyturn release check [--releases DIR] [--keys DIR] [--variant V] [--channels C,...] [--platforms P,...]",
   "       keyturn release halt|resume|withdraw|restore --lane L --version V [--json]",
   "       keyturn release why ACTIVATION | --device HASH --license LICENSE [--json]   (the release each lane gives it, and the rules that decided)",
+  MAKE_USAGE,
+  PUSH_USAGE,
 ].join("\n");
 
 function parse(args: string[], options: Record<string, { type: "string" }>) {
@@ -37,6 +38,8 @@ export async function releaseCommand(args: string[], env: Environment): Promise<
   const [sub, ...rest] = args;
   if (sub === "sign") return sign(rest, env);
   if (sub === "check") return check(rest, env);
+  if (sub === "make") return makeCommand(rest, env);
+  if (sub === "push") return pushCommand(rest, env);
   if (sub === "halt" || sub === "resume" || sub === "withdraw" || sub === "restore") return releaseControlCommand(sub, rest, env);
   if (sub === "why") return releaseWhyCommand(rest, env);
   throw new UsageError(USAGE, sub ? `unknown release command "${sub}"` : "missing release command");
@@ -50,39 +53,26 @@ function sign(args: string[], env: Environment): number {
   const { values, positionals } = parse(args, { key: { type: "string" }, ...LANE_FLAGS });
   if (!values.key) throw new UsageError(USAGE, "release sign needs --key FILE (a <variant>-release-YYYY-MM.pem private key)");
   if (positionals.length !== 1) throw new UsageError(USAGE, "release sign needs one MANIFEST");
-  const kid = basename(values.key).replace(/\.pem$/, "");
-  const parsedKid = parseKid(kid);
-  if (!values.key.endsWith(".pem") || !parsedKid || parsedKid.purpose !== "release")
-    throw new UsageError(USAGE, `--key must be a release private key named <variant>-release-YYYY-MM.pem (got "${basename(values.key)}")`);
-  const variant = siteVariant(VARIANTS[parsedKid.variant as VariantName], values, env);
-  let privateKey;
+  const named = releaseKidOf(values.key);
+  if (!named) throw new UsageError(USAGE, `--key must be a release private key named <variant>-release-YYYY-MM.pem (got "${basename(values.key)}")`);
+  const variant = siteVariant(VARIANTS[named.variant as VariantName], values, env);
+  let key;
   try {
-    privateKey = createPrivateKey(readFileSync(values.key, "utf8"));
-    if (privateKey.asymmetricKeyDetails?.namedCurve !== "prime256v1") throw new Error("not a P-256 key");
+    key = loadReleaseKey(values.key);
   } catch (e) {
-    err(`keyturn: cannot use ${values.key}: ${(e as Error).message}`);
+    if (!(e instanceof SigningKeyError)) throw e;
+    err(`keyturn: ${e.message}`);
     return 1;
   }
   const manifestPath = resolve(positionals[0]!);
-  let bytes: Buffer;
   try {
-    const place = placeOfManifestPath(manifestPath, variant);
-    bytes = readRegularFile(manifestPath, variant.manifestFile, 64 * 1024);
-    const manifest = parseManifest(bytes, variant, place);
-    const installer = join(dirname(manifestPath), manifest.installer);
-    checkInstallerSize(installer, manifest);
-    checkInstallerHash(installer, manifest);
-    checkFeedFiles(dirname(manifestPath), manifest.feeds, manifest.installer);
+    signManifestFile(manifestPath, placeOfManifestPath(manifestPath, variant), key, variant);
   } catch (e) {
     if (!(e instanceof ReleaseProblem)) throw e;
     err(`keyturn: not signed: ${positionals[0]}: ${e.message}`);
     return 1;
   }
-  const sigPath = `${manifestPath}.sig`;
-  const tmp = join(dirname(sigPath), `.${basename(sigPath)}.${process.pid}`);
-  writeFileSync(tmp, signManifest(bytes, { kid, privateKey }, variant), { mode: 0o644 });
-  renameSync(tmp, sigPath);
-  out(`signed ${positionals[0]} with ${kid}: wrote ${positionals[0]}.sig`);
+  out(`signed ${positionals[0]} with ${key.kid}: wrote ${positionals[0]}.sig`);
   return 0;
 }
 
@@ -127,7 +117,7 @@ async function check(args: string[], env: Environment): Promise<number> {
 const LANE_FLAGS = { channels: { type: "string" }, platforms: { type: "string" } } as const;
 
 /** The variant with the site's channels and platforms (--channels, --platforms, as `serve` reads them). */
-function siteVariant(v: Variant, given: { channels?: string; platforms?: string }, env: Environment): Variant {
+export function siteVariant(v: Variant, given: { channels?: string; platforms?: string }, env: Environment): Variant {
   try {
     return withLanes(v, {
       channels: parseLaneList("channels", resolveSetting("channels", { given: given.channels, env })!),

@@ -44,6 +44,10 @@ export const ERROR_CODES = [
   "updates_window_ended",
   // A meter has too little left for a use (docs/trials-and-meters.md)
   "usage_limit",
+  // Release uploads (`keyturn release push`)
+  "release_exists",
+  "release_invalid",
+  "upload_conflict",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

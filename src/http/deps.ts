@@ -18,6 +18,7 @@ import type { PublicLanes } from "../domain/releases/public-lanes";
 import type { FeedCredentials } from "../domain/feed-credential";
 import type { ReleaseHolder } from "../domain/releases/holder";
 import type { ReleaseSelection } from "../domain/releases/release-selection";
+import type { ReleaseUploads } from "../domain/releases/uploads";
 import type { Site } from "../domain/site";
 import type { Metrics } from "./metrics";
 import type { RateLimiter } from "./rate-limit";
@@ -69,6 +70,8 @@ export interface AppServices {
   readonly admin: AdminDeps;
   /** The commerce bridges (/api/v1/hooks/{provider}). */
   readonly bridges: CommerceBridges;
+  /** Signed release folders sent by a vendor's CI (`keyturn release push`), checked and moved into the tree. */
+  readonly uploads: ReleaseUploads;
   /** Prometheus metrics, when `--metrics-listen` is set. */
   readonly metrics?: Metrics;
 }

@@ -90,7 +90,7 @@ export interface Call<B = unknown, P = object> {
  * the audit action of its refusals and the OpenAPI document are all derived from this.
  */
 export interface Endpoint<S extends TSchema | undefined = TSchema | undefined, P extends string = string> {
-  readonly method: "GET" | "POST" | "PATCH" | "DELETE";
+  readonly method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   /** Below `prefix`, with `{param}` segments. */
   readonly path: P;
   /**
@@ -112,6 +112,8 @@ export interface Endpoint<S extends TSchema | undefined = TSchema | undefined, P
   /** The query string as an object of strings (closed: an unknown parameter is refused). */
   readonly querySchema?: TSchema;
   readonly body?: S;
+  /** A body that is not JSON, read by the handler itself as it arrives (an upload's bytes), for the OpenAPI document. */
+  readonly rawBody?: { readonly type: string; readonly description: string };
   /** Checked after the bearer and before the body is read (a feature switched off answers first). */
   readonly precondition?: () => void;
   /** The JSON success answer; endpoints that serve files use `answers` instead. */

@@ -115,6 +115,15 @@ function operation(route: Endpoint, method: string) {
           : [],
     ...(parameters.length ? { parameters } : {}),
     ...(route.body && method !== "head" ? { requestBody: { required: true, content: { "application/json": { schema: plain(route.body) } } } } : {}),
+    ...(route.rawBody
+      ? {
+          requestBody: {
+            required: true,
+            description: route.rawBody.description,
+            content: { [route.rawBody.type]: { schema: { type: "string", format: "binary" } } },
+          },
+        }
+      : {}),
     responses: { ...success, ...errorResponses(route.errors, method) },
   };
 }

@@ -1,7 +1,7 @@
 import { fullPath, type Endpoint } from "./endpoint";
 
 /** The methods a declaration can answer, in the order an `Allow` header lists them. */
-const METHODS = ["GET", "POST", "PATCH", "DELETE"] as const;
+const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 
 /** One segment level of the index: its literal children, its parameter child, its endpoints by method. */
 interface Node {

@@ -7,6 +7,7 @@ import { adminPlanEndpoints } from "./endpoints/admin-plans";
 import { adminRecordEndpoints } from "./endpoints/admin-records";
 import { adminReleaseEndpoints } from "./endpoints/admin-releases";
 import { adminReleaseWhyEndpoints } from "./endpoints/admin-release-why";
+import { adminUploadEndpoints } from "./endpoints/admin-uploads";
 import { adminWebhookEndpoints } from "./endpoints/admin-webhooks";
 import { adminWebhookSecretEndpoints } from "./endpoints/admin-webhook-secret";
 import { bridgeEventEndpoints, commerceHookEndpoints } from "./endpoints/commerce-hooks";
@@ -74,6 +75,7 @@ export function routeTable(services: AppServices, openapi: () => string): Record
       ...adminReleaseEndpoints(services.admin, services.releases, services.selection.controls, services.clock),
       ...sales.admin,
       ...adminReleaseWhyEndpoints(services.admin, services.releases, services.selection),
+      ...adminUploadEndpoints(services.admin, services.uploads),
     ],
     console: [
       ...consoleEndpoints(web, services.audit, services.consoleOpenId),

@@ -37,4 +37,7 @@ export const STATUS_OF: Readonly<Record<ErrorCode, number>> = Object.freeze({
   already_deactivated: 409,
   updates_window_ended: 403,
   usage_limit: 403,
+  release_exists: 409,
+  release_invalid: 422,
+  upload_conflict: 409,
 });

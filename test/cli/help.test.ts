@@ -55,5 +55,9 @@ test("a subcommand's --help shows its own usage line; -h is the same; after `--`
   expect((await runCli(["license", "--help"])).stdout.split("\n").filter((l) => l.includes("keyturn license ")).length).toBe(
     subcommandsOf("license", COMMANDS.license!.usage).length,
   );
+  // A usage that continues on further lines is shown whole, and only its own.
+  const make = (await runCli(["release", "make", "--help"])).stdout;
+  expect(make).toContain("--velopack-package-id ID");
+  expect(make).not.toContain("release push");
   expect(asksForHelp(["show", "--", "--help"])).toBe(false);
 }, 30_000);

@@ -9,7 +9,12 @@ import { isoTime } from "../../src/domain/clock";
 import { newId } from "../../src/domain/ids";
 import { addWebhookEndpoint } from "../../src/domain/webhooks/endpoints";
 import type { Endpoint } from "../../src/http/endpoint";
-import { device, testSite, type TestSite } from "../helpers";
+import { createPrivateKey } from "node:crypto";
+import { readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { generateKeyFiles } from "../../src/domain/keys";
+import { signManifest } from "../../src/domain/releases/signature";
+import { device, tempDir, testSite, type TestSite } from "../helpers";
 
 // The scope matrix, derived from the route table: every endpoint whose `auth` is an admin scope is
 // refused without a good admin token (401) or without its scope (403), and answered with exactly its
@@ -29,8 +34,8 @@ async function mint(name: string, scopes: Scope[], expires?: string): Promise<{ 
   return { id: token.id, secret };
 }
 
-function call(e: Endpoint, path: string, token: string | undefined, body?: unknown) {
-  return site.request(e.method, path, { token, body: e.body ? (body ?? {}) : undefined });
+function call(e: Endpoint, path: string, token: string | undefined, body?: unknown, headers?: Record<string, string>) {
+  return site.request(e.method, path, { token, body: e.body ? (body ?? {}) : body, headers });
 }
 
 const d = () => site.composed.services.admin;
@@ -70,11 +75,47 @@ const controlled = async (op: "halt" | "withdraw") => {
   return version;
 };
 
+// Release uploads: folders signed with the site's release key, uploaded through the domain (as the
+// command line would: no audit line of the tokens under test); each takes a version of its own.
+const RELEASE_KID = "alpha-release-2026-11";
+const sha = (b: Uint8Array) => new Bun.CryptoHasher("sha256").update(b).digest("hex");
+let uploads = 0;
+const freshUpload = async (complete: boolean) => {
+  const version = `8.${++uploads}.0`;
+  const installer = `alpha-${version}-win-x64.exe`;
+  const bytes = Buffer.from(`installer ${version}`);
+  const manifest = Buffer.from(
+    JSON.stringify({
+      product: "alpha",
+      channel: "stable",
+      platform: "win-x64",
+      version,
+      released: "2026-11-01T00:00:00+00:00",
+      installer,
+      size: bytes.length,
+      sha256: sha(bytes),
+    }),
+  );
+  const privateKey = createPrivateKey(readFileSync(join(keysDir, `${RELEASE_KID}.pem`), "utf8"));
+  const files = {
+    [installer]: bytes,
+    "alpha-update.json": manifest,
+    "alpha-update.json.sig": Buffer.from(signManifest(manifest, { kid: RELEASE_KID, privateKey }, VARIANTS.alpha)),
+  };
+  const service = site.composed.services.uploads;
+  const listing = Object.entries(files).map(([name, b]) => ({ name, size: b.length, sha256: sha(b) }));
+  const { upload } = await service.create({ lane: "alpha/stable/win-x64", folder: version, files: listing }, CLI_CALLER);
+  if (complete)
+    for (const [name, b] of Object.entries(files))
+      await service.write(upload.id, name, { start: 0, end: b.length - 1, total: b.length }, new Blob([b]).stream());
+  return { id: upload.id, manifest };
+};
+
 /**
  * For each admin endpoint: a request its scope should have answered (fresh records, so a write can
  * run again). The matrix fails for an admin endpoint added without one here.
  */
-const FIXTURES: Record<string, () => Promise<{ path: string; body?: unknown }>> = {
+const FIXTURES: Record<string, () => Promise<{ path: string; body?: unknown; headers?: Record<string, string> }>> = {
   "POST /admin/licenses": async () => ({ path: "/admin/licenses", body: licenseBody }),
   "GET /admin/licenses": async () => ({ path: "/admin/licenses?status=active&limit=5" }),
   "GET /admin/licenses/{id}": async () => ({ path: `/admin/licenses/${(await freshLicense()).license.id}` }),
@@ -115,6 +156,25 @@ const FIXTURES: Record<string, () => Promise<{ path: string; body?: unknown }>> 
   "GET /admin/trials": async () => ({ path: "/admin/trials" }),
   "GET /admin/bridge-events": async () => ({ path: "/admin/bridge-events?limit=5" }),
   "GET /admin/releases/why": async () => ({ path: `/admin/releases/why?activation=${(await freshActivation()).id}` }),
+  "POST /admin/uploads": async () => ({
+    path: "/admin/uploads",
+    body: {
+      lane: "alpha/stable/win-x64",
+      folder: `7.${++uploads}.0`,
+      files: ["alpha-update.json", "alpha-update.json.sig"].map((name) => ({ name, size: 1, sha256: sha(Buffer.from("x")) })),
+    },
+  }),
+  "GET /admin/uploads/{id}": async () => ({ path: `/admin/uploads/${(await freshUpload(false)).id}` }),
+  "PUT /admin/uploads/{id}/files/{name}": async () => {
+    const { id, manifest } = await freshUpload(false);
+    return {
+      path: `/admin/uploads/${id}/files/alpha-update.json`,
+      body: manifest.subarray(0, 1).toString("latin1"),
+      headers: { "content-type": "application/octet-stream", "content-range": `bytes 0-0/${manifest.length}` },
+    };
+  },
+  "DELETE /admin/uploads/{id}": async () => ({ path: `/admin/uploads/${(await freshUpload(false)).id}` }),
+  "POST /admin/uploads/{id}/publish": async () => ({ path: `/admin/uploads/${(await freshUpload(true)).id}/publish` }),
   "GET /admin/console-sessions": async () => ({ path: "/admin/console-sessions" }),
   "POST /admin/console-sessions/{id}/end": async () => {
     const { session } = await site.composed.services.consoleSessions.signInWithToken((await mint("console", ["licenses:read"])).secret);
@@ -126,9 +186,16 @@ let expired: { secret: string };
 let revoked: { secret: string };
 let entitlementToken: string;
 
+const keysDir = join(tempDir("keyturn-scopes-keys-"), "keys");
+
 beforeAll(async () => {
+  // The licence key, and a release key whose public half lets the site check uploaded folders.
+  generateKeyFiles(keysDir, VARIANTS.alpha.defaultLicenseKid);
+  generateKeyFiles(keysDir, RELEASE_KID);
   site = await testSite("alpha", {
     log: createLogger("json", "debug", (line) => logLines.push(line)),
+    withKey: false,
+    settings: { keys: keysDir },
     tables: { plans: { maintained: { updatesFor: "365d" } } },
   });
   admins = site.app.endpoints.filter((e) => typeof e.auth === "object");
@@ -139,7 +206,10 @@ beforeAll(async () => {
   await revokeAdminToken(site.composed.services.admin, CLI_CALLER, revokedId);
   entitlementToken = (await freshActivation()).token;
 });
-afterAll(() => site.close());
+afterAll(async () => {
+  await site.close();
+  rmSync(join(keysDir, ".."), { recursive: true, force: true });
+});
 
 describe("the admin scope matrix (derived from the route table)", () => {
   test("every admin endpoint has a fixture, and every fixture an endpoint", () => {
@@ -156,9 +226,9 @@ describe("the admin scope matrix (derived from the route table)", () => {
       ["a revoked admin token", revoked.secret, 'Bearer error="invalid_token"'],
     ];
     for (const e of admins) {
-      const { path, body } = await FIXTURES[keyOf(e)]!();
+      const { path, body, headers } = await FIXTURES[keyOf(e)]!();
       for (const [label, token, challenge] of cases) {
-        const res = await call(e, path, token, body);
+        const res = await call(e, path, token, body, headers);
         const answer = (await res.json()) as { error: string };
         expect({ endpoint: keyOf(e), label, status: res.status, error: answer.error, challenge: res.headers.get("www-authenticate") }).toEqual({
           endpoint: keyOf(e),
@@ -179,8 +249,8 @@ describe("the admin scope matrix (derived from the route table)", () => {
         `all-but-${scope}`,
         SCOPES.filter((s) => s !== scope && s !== "admin"),
       );
-      const { path, body } = await FIXTURES[keyOf(e)]!();
-      const refused = await call(e, path, others.secret, body);
+      const { path, body, headers } = await FIXTURES[keyOf(e)]!();
+      const refused = await call(e, path, others.secret, body, headers);
       expect({ endpoint: keyOf(e), status: refused.status, error: ((await refused.json()) as { error: string }).error }).toEqual({
         endpoint: keyOf(e),
         status: 403,
@@ -190,7 +260,7 @@ describe("the admin scope matrix (derived from the route table)", () => {
         const name = `store ${scopes[0]}`;
         const holder = await mint(name, scopes);
         const fixture = await FIXTURES[keyOf(e)]!();
-        const res = await call(e, fixture.path, holder.secret, fixture.body);
+        const res = await call(e, fixture.path, holder.secret, fixture.body, fixture.headers);
         const text = await res.text();
         expect({ endpoint: keyOf(e), scopes, status: res.status }, text).toEqual({ endpoint: keyOf(e), scopes, status: e.status ?? 200 });
         expect(JSON.parse(text).ok).toBe(true);

@@ -18,6 +18,8 @@ import { stripe as stripeEvents } from "../commerce-events";
 import { STRIPE_SECRET, stripeHeader } from "../commerce-signers";
 import { CLIENT_ID, STAFF_GROUP, startIssuer, type LocalIssuer } from "../identity-issuer";
 import { feedFileEntry, ReleaseTree } from "../release-tree";
+import { signManifest } from "../../src/domain/releases/signature";
+import { UPLOAD_LIMITS } from "../../src/domain/releases/upload-model";
 
 // The OpenAPI document tells the truth: every operation of every variant is sent requests that give
 // each of its documented answers, and every answer is held to the document (status, headers, body
@@ -675,6 +677,7 @@ async function runVariant(variant: VariantName) {
     const { mint, expiredAdmin } = await adminTokens(site, clock);
     const adminToken = await mint(["admin"]);
     await adminOperations(site, c, GET, { variant, adminToken, mint, expiredAdmin, entitlement: (await activate()).token });
+    await uploadOperations(site, c, GET, tree, adminToken, cleanups);
 
     // --- every path and query over 8 KiB, every method a path does not answer
     const long = `?q=${"x".repeat(8 * 1024)}`;
@@ -1027,6 +1030,157 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   await SEND("POST", H, "/hooks/stripe", await signed(JSON.stringify({ pad: "x".repeat(300 * 1024) })), "over 256 KiB", 413, "payload_too_large");
   await SEND("POST", H, "/hooks/paddle", { body: "{}" }, "a bridge that is off", 404, "not_found");
   await SEND("GET", "/admin/bridge-events", "/admin/bridge-events?limit=5", A, "bridge events", 200);
+}
+
+/** The release upload API's documented answers (docs/releasing-from-ci.md). */
+async function uploadOperations(site: TestSite, c: Conformance, GET: Getter, tree: ReleaseTree, token: string, cleanups: (() => Promise<void> | void)[]) {
+  const A = { token };
+  const SEND = async (method: string, template: string, path: string, o: Send, label: string, status: number, expectCode?: string) => {
+    if (method === "GET") return (await GET(template, path, o, label, status, expectCode)).body;
+    const res = await send(site, method, path, o);
+    const out = await c.check(method, template, res, label);
+    expect({ label, method, path, status: res.status, code: out.code }).toEqual({ label, method, path, status, code: expectCode ?? "" });
+    return out.body;
+  };
+  const v = tree.v;
+  const product = v.products[0] ?? null;
+  const lane = [...(product ? [product] : []), "stable", "win-x64"].join("/");
+  const C = "/admin/uploads";
+  const ID = "/admin/uploads/{id}";
+  const F = "/admin/uploads/{id}/files/{name}";
+  const P = "/admin/uploads/{id}/publish";
+  const sha = (b: string) => new Bun.CryptoHasher("sha256").update(b).digest("hex");
+  // ASCII files, so a string body is their bytes.
+  const folder = (version: string, tamper = false): Record<string, string> => {
+    const installer = `${product ?? v.name}-${version}-win-x64.exe`;
+    const bytes = `installer ${version} `.repeat(40);
+    const manifest = JSON.stringify({
+      ...(product ? { product } : {}),
+      channel: "stable",
+      platform: "win-x64",
+      version,
+      released: "2026-11-01T00:00:00+00:00",
+      installer,
+      size: bytes.length,
+      sha256: sha(bytes),
+    });
+    const sig = signManifest(Buffer.from(manifest), { kid: tree.kid, privateKey: tree.privateKey }, v);
+    return { [installer]: tamper ? bytes.replace("installer", "INSTALLER") : bytes, [v.manifestFile]: manifest, [`${v.manifestFile}.sig`]: sig };
+  };
+  const listing = (files: Record<string, string>) => Object.entries(files).map(([name, b]) => ({ name, size: b.length, sha256: sha(b) }));
+  const chunk = (id: string, name: string, body: string, start: number, total: number, label: string, status: number, code?: string) =>
+    SEND(
+      "PUT",
+      F,
+      `${C}/${id}/files/${name}`,
+      { ...A, body, type: "application/octet-stream", headers: { "content-range": `bytes ${start}-${start + body.length - 1}/${total}` } },
+      label,
+      status,
+      code,
+    );
+  const sendAll = async (id: string, files: Record<string, string>) => {
+    for (const [name, b] of Object.entries(files)) await chunk(id, name, b, 0, b.length, `all of ${name}`, 200);
+  };
+
+  const good = folder("3.0.0");
+  const installer = Object.keys(good)[0]!;
+  const created = await SEND("POST", C, C, { ...A, body: { lane, folder: "3.0.0", files: listing(good) } }, "create", 200);
+  const id: string = created.upload.id;
+  await SEND("POST", C, C, { ...A, body: { lane: "../etc", folder: "3.0.0", files: listing(good) } }, "not a lane", 400, "invalid_request");
+  const huge = { name: "huge.bin", size: UPLOAD_LIMITS.releaseBytes, sha256: sha("") };
+  await SEND("POST", C, C, { ...A, body: { lane, folder: "3.0.1", files: [...listing(good), huge] } }, "over a release's bytes", 413, "payload_too_large");
+  await SEND("POST", C, C, { ...A, body: { lane, folder: "1.0.0", files: listing(folder("1.0.0")) } }, "a folder of the tree", 409, "release_exists");
+  await SEND("GET", ID, `${C}/${id}`, A, "an upload", 200);
+  await SEND("GET", ID, `${C}/upl_unknown`, A, "unknown upload", 404, "not_found");
+
+  const bytes = good[installer]!;
+  await chunk(id, installer, bytes.slice(0, 10), 0, bytes.length, "a first chunk", 200);
+  await chunk(id, installer, bytes.slice(0, 10), 0, bytes.length, "not at the byte held", 409, "upload_conflict");
+  await SEND("PUT", F, `${C}/${id}/files/${installer}`, { ...A, body: "x", type: "application/octet-stream" }, "no Content-Range", 400, "invalid_request");
+  await chunk(id, "other.exe", "x", 0, 1, "a file not listed", 404, "not_found");
+  await SEND("POST", P, `${C}/${id}/publish`, A, "incomplete", 409, "upload_conflict");
+  await chunk(id, installer, bytes.slice(10), 10, bytes.length, "the rest", 200);
+  for (const name of [v.manifestFile, `${v.manifestFile}.sig`]) await chunk(id, name, good[name]!, 0, good[name]!.length, name, 200);
+  await SEND("POST", P, `${C}/${id}/publish`, A, "publish", 200);
+  await SEND("POST", P, `${C}/upl_unknown/publish`, A, "unknown upload", 404, "not_found");
+  await site.composed.services.releases.verified();
+
+  // The same version in another folder; a tampered installer; a chunk over the limit; a file not matching its sha256.
+  const again = await SEND("POST", C, C, { ...A, body: { lane, folder: "3.0.0-again", files: listing(good) } }, "the same version", 200);
+  await sendAll(again.upload.id, good);
+  await SEND("POST", P, `${C}/${again.upload.id}/publish`, A, "a version published already", 409, "release_exists");
+  const tampered = folder("3.1.0", true);
+  const t = await SEND("POST", C, C, { ...A, body: { lane, folder: "3.1.0", files: listing(tampered) } }, "tampered", 200);
+  await sendAll(t.upload.id, tampered);
+  await SEND("POST", P, `${C}/${t.upload.id}/publish`, A, "tampered installer", 422, "release_invalid");
+  const big = "x".repeat(UPLOAD_LIMITS.chunkBytes + 1);
+  const b = await SEND(
+    "POST",
+    C,
+    C,
+    { ...A, body: { lane, folder: "3.2.0", files: [...listing(folder("3.2.0")).slice(1), { name: "big.exe", size: big.length, sha256: sha(big) }] } },
+    "big file",
+    200,
+  );
+  await chunk(b.upload.id, "big.exe", big, 0, big.length, "a chunk over the limit", 413, "payload_too_large");
+  await chunk(
+    b.upload.id,
+    v.manifestFile,
+    "y".repeat(listing(folder("3.2.0"))[1]!.size),
+    0,
+    listing(folder("3.2.0"))[1]!.size,
+    "bytes not matching the sha256",
+    422,
+    "release_invalid",
+  );
+  await SEND("DELETE", ID, `${C}/${b.upload.id}`, A, "abandon", 200);
+  await SEND("DELETE", ID, `${C}/${b.upload.id}`, A, "abandon twice", 404, "not_found");
+
+  // Abandoning while a chunk is being written: its body is still arriving.
+  const w = await SEND("POST", C, C, { ...A, body: { lane, folder: "3.3.0", files: listing(folder("3.3.0")) } }, "for a slow chunk", 200);
+  let feed!: ReadableStreamDefaultController<Uint8Array>;
+  const slow = new ReadableStream<Uint8Array>({ start: (controller) => void (feed = controller) });
+  const name3 = Object.keys(folder("3.3.0"))[0]!;
+  const size3 = folder("3.3.0")[name3]!.length;
+  const writing = site.app.handle(
+    new Request(`${BASE}${C}/${w.upload.id}/files/${name3}`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream", "content-range": `bytes 0-${size3 - 1}/${size3}` },
+      body: slow,
+    }),
+  );
+  feed.enqueue(new TextEncoder().encode("ins"));
+  for (let i = 0; i < 200; i++) {
+    const held = (await send(site, "GET", `${C}/${w.upload.id}`, A).then((r) => r.json())) as { upload: { files: { name: string; received: number }[] } };
+    if (held.upload.files.find((f) => f.name === name3)!.received > 0) break;
+    await Bun.sleep(5);
+  }
+  await SEND("DELETE", ID, `${C}/${w.upload.id}`, A, "while a chunk is written", 409, "upload_conflict");
+  feed.close();
+  await c.check("PUT", F, await writing, "a body that ended early");
+
+  // Sixteen pending uploads are the most.
+  for (let i = 0; ; i++) {
+    const res = await send(site, "POST", C, { ...A, body: { lane, folder: `4.${i}.0`, files: listing(folder(`4.${i}.0`)) } });
+    if (res.status === 409) {
+      expect((await c.check("POST", C, res, "too many pending")).code).toBe("upload_conflict");
+      break;
+    }
+    expect(res.status).toBe(200);
+    expect(i).toBeLessThan(UPLOAD_LIMITS.pending);
+  }
+
+  // A site without a release public key takes no uploads.
+  const bare = await testSite(v.name, { clock });
+  cleanups.push(() => bare.close());
+  const bareToken = (await createAdminToken(bare.composed.services.admin, CLI_CALLER, { name: "ci", scopes: ["releases:write"] })).secret;
+  for (const [path, template, body] of [
+    [C, C, { lane, folder: "3.0.0", files: listing(good) }],
+    [`${C}/upl_unknown/publish`, P, undefined],
+  ] as const) {
+    const res = await send(bare, "POST", path, { token: bareToken, ...(body ? { body } : {}) });
+    expect((await c.check("POST", template, res, "no release key")).code).toBe("unavailable");
+  }
 }
 
 describe("the OpenAPI document matches every answer", () => {

@@ -32,12 +32,18 @@ describe("manifest (design.md: product, channel, platform, version, released, in
     expect(m).toEqual({ ...good, released: Date.parse("2026-11-01T08:00:00Z"), rollout: null, feeds: null });
   });
 
+  test("sha512, when stated (release make writes it), is kept for release sign and release check to verify", () => {
+    expect(parseManifest(bytes({ ...good, sha512: "b".repeat(128) }), alpha, place).sha512).toBe("b".repeat(128));
+  });
+
   test.each([
     ["not JSON", "{", "alpha-update.json is not valid JSON"],
     ["an array", "[]", "not a JSON object"],
     ["no product", { ...good, product: undefined }, "manifest has no product"],
     ["unknown product", { ...good, product: "beta" }, "manifest product must be one of alpha, alpha-cli"],
     ["bad channel", { ...good, channel: "nightly" }, "manifest channel must be one of stable, preview"],
+    ["sha512 in upper case", { ...good, sha512: "A".repeat(128) }, "manifest sha512 must be 128 lower-case hex digits"],
+    ["sha512 too short", { ...good, sha512: "a".repeat(64) }, "manifest sha512 must be 128 lower-case hex digits"],
     ["bad platform", { ...good, platform: "linux" }, "manifest platform"],
     ["no version", { ...good, version: undefined }, "manifest has no version"],
     ["version with a slash", { ...good, version: "1/2" }, "manifest version"],

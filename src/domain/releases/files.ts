@@ -41,7 +41,7 @@ export function statInstaller(path: string, name: string): Stats {
 }
 
 /** SHA-256 (hex; or `algorithm`) of a file, read in chunks: installers can be large. Used by `release check` and `release sign`. */
-export function hashFile(path: string, algorithm: "sha256" | "sha1" = "sha256"): string {
+export function hashFile(path: string, algorithm: "sha256" | "sha512" | "sha1" = "sha256"): string {
   const hasher = new Bun.CryptoHasher(algorithm);
   const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {

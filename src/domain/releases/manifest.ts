@@ -23,6 +23,8 @@ export interface Manifest extends ReleasePlace {
   readonly installer: string;
   readonly size: number;
   readonly sha256: string;
+  /** The installer's SHA-512 (hex) when the manifest states it (`release make` does); `release check` and `release sign` verify it. */
+  readonly sha512?: string;
   /** The staged rollout the vendor signed (rollout.ts); null: every installation. */
   readonly rollout: Rollout | null;
   /** The existing updaters' feeds that offer the release (feed-files.ts); null: the update path only. */
@@ -34,6 +36,7 @@ export interface Manifest extends ReleasePlace {
 const VERSION = /^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/;
 const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 const SHA256_HEX = /^[0-9a-f]{64}$/;
+const SHA512_HEX = /^[0-9a-f]{128}$/;
 /**
  * Installer names are plain, URL- and header-safe file names: they appear in the update path and in
  * Content-Disposition, and are looked up, never joined onto a path from a URL.
@@ -73,6 +76,7 @@ export function parseManifest(bytes: Uint8Array, variant: Variant, place: Releas
   field("installer", isText(m.installer) && isInstallerName(m.installer), "must be a bare file name of letters, digits, . _ + - (no path, no ..)");
   field("size", Number.isSafeInteger(m.size) && (m.size as number) >= 0, "must be a whole number of bytes");
   field("sha256", isText(m.sha256) && SHA256_HEX.test(m.sha256), "must be 64 lower-case hex digits");
+  if (m.sha512 !== undefined) field("sha512", isText(m.sha512) && SHA512_HEX.test(m.sha512), "must be 128 lower-case hex digits");
   if (m.notes !== undefined) field("notes", isText(m.notes), "must be a string");
   if (m.minimumVersion !== undefined) field("minimumVersion", isText(m.minimumVersion) && VERSION.test(m.minimumVersion), "must be a version");
   if (m.critical !== undefined) field("critical", typeof m.critical === "boolean", "must be true or false");
@@ -103,6 +107,7 @@ export function parseManifest(bytes: Uint8Array, variant: Variant, place: Releas
     installer,
     size: m.size as number,
     sha256: m.sha256 as string,
+    ...(m.sha512 !== undefined ? { sha512: m.sha512 as string } : {}),
     rollout,
     feeds,
     ...(m.requiresFeature !== undefined ? { requiresFeature: m.requiresFeature as string } : {}),

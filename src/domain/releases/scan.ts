@@ -336,6 +336,8 @@ export function checkInstallerSize(path: string, manifest: Manifest): Stats {
 
 export function checkInstallerHash(path: string, manifest: Manifest): void {
   if (hashFile(path) !== manifest.sha256) throw new ReleaseProblem(`installer ${manifest.installer} does not match the manifest's sha256`);
+  if (manifest.sha512 !== undefined && hashFile(path, "sha512") !== manifest.sha512)
+    throw new ReleaseProblem(`installer ${manifest.installer} does not match the manifest's sha512`);
   const velopack = manifest.feeds?.velopack;
   if (velopack && hashFile(path, "sha1") !== velopack.sha1)
     throw new ReleaseProblem(`installer ${manifest.installer} does not match the manifest's feeds.velopack.sha1`);
