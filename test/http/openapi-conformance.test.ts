@@ -228,7 +228,9 @@ async function runVariant(variant: VariantName) {
     const site = await testSite(variant, {
       withKey: false,
       clock,
-      settings: { keys: tree.keysDir, releases: tree.root, ...identity, ...lanes, "staff-seats": "1", ...BRIDGE },
+      // Every operation is provoked here, more admin requests than one address may send a minute by
+      // default; the 429 is provoked on a site of its own below.
+      settings: { keys: tree.keysDir, releases: tree.root, ...identity, ...lanes, "staff-seats": "1", ...BRIDGE, "rate-limit-admin": "100000/60s" },
       // A plan to renew on (POST /admin/licenses/{id}/renew); the licences here name other plans.
       tables: { plans: { maintained: { updatesFor: "365d" } } },
     });

@@ -104,10 +104,10 @@ describe("OpenAPI document at /api/v1/openapi.json", () => {
       ["platform", ["win-x64"]],
       ["file", null],
       ["version", null],
+      ["installed", null],
       // The update path answers public lanes without a bearer: the visitor names its device hash (docs/public-lanes.md).
       ["Keyturn-Device", null],
       ["device", null],
-      ["installed", null],
     ]);
     expect(update.security).toEqual([{ bearer: [] }, {}]);
     expect(Object.keys(update.responses)).toEqual(expect.arrayContaining(["200", "206", "304", "416", "401", "403", "404"]));

@@ -81,7 +81,14 @@ describe("release why", () => {
     expect(stable(w).served).toBe("2.0.0");
     expect(stable(w).decidedBy).toEqual({ rule: "target", effect: "admit", reason: `licence ${targeted.license} is among the rollout's targets` });
     // Every rule asked, in order, up to the one that decided.
-    expect(stable(w).releases[0]!.steps.map((x) => `${x.rule}:${x.effect}`)).toEqual(["withdraw:next", "halt:next", "staff:next", "target:admit"]);
+    expect(stable(w).releases[0]!.steps.map((x) => `${x.rule}:${x.effect}`)).toEqual([
+      "withdraw:next",
+      "updates-window:next",
+      "feature:next",
+      "halt:next",
+      "staff:next",
+      "target:admit",
+    ]);
 
     const o = await why(`device=${encodeURIComponent(other.dev)}&license=${other.license}`);
     expect(o.installation.activation).toBe(other.activation);
