@@ -58,6 +58,12 @@ const VALID_BODIES: Record<string, Record<string, unknown>> = {
   "POST /admin/activations/offline": { code: offlineRequestCode({ device: device("alpha") }), key: "AL-00000-00000-00000-00000-00000" },
   "POST /admin/webhooks": { url: "https://hooks.example/k", events: ["license.created"] },
   "PATCH /admin/webhooks/{id}": { enabled: true },
+  "POST /admin/uploads": {
+    lane: "alpha/stable/win-x64",
+    folder: "1.0.0",
+    files: ["alpha-update.json", "alpha-update.json.sig"].map((name) => ({ name, size: 1, sha256: "0".repeat(64) })),
+    halted: false,
+  },
 };
 
 async function send(method: string, path: string, o: { body?: unknown; headers?: Record<string, string> } = {}) {
