@@ -22,4 +22,4 @@ export { offlineRequestCode, readOfflineRequestCode, tokenOfAnswerCode, type Off
 export { verifyEntitlementToken, type EntitlementClaims, type TokenCheck, type VerifiedToken } from "./token.js";
 export { CLIENT_VARIANTS, clientVariant, type ClientVariant, type VariantName } from "./variants.js";
 export { compareVersions } from "./versions.js";
-export { useMeter, type MeterUse, type UsageAnswer } from "./usage.js";
+export { readMeters, useMeter, type MeterState, type MeterUse, type UsageAnswer } from "./usage.js";

@@ -60,6 +60,7 @@ export type AuditAction =
   | "key-rotate"
   | "key-promote"
   | "usage"
+  | "usage-read"
   | "trial-start"
   | "trial-convert"
   | "trial-list";
