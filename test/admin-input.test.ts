@@ -182,6 +182,7 @@ describe("bad query strings on every admin query endpoint", () => {
       "GET /admin/webhook-deliveries": "",
       "GET /admin/bridge-events": "",
       "GET /admin/releases/why": `activation=${activation}`,
+      "GET /admin/trials": "",
     };
   });
 

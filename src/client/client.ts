@@ -1,4 +1,4 @@
-import { useMeter, type MeterUse, type UsageAnswer } from "./usage.js";
+import { readMeters, useMeter, type MeterState, type MeterUse, type UsageAnswer } from "./usage.js";
 import type { Device } from "./device.js";
 import { downloadInstaller, type DownloadOptions, type DownloadResult } from "./download.js";
 import { KeyturnClientError } from "./errors.js";
@@ -192,6 +192,11 @@ export class KeyturnClient {
   /** POST /entitlements/usage: spends from a meter of the licence (see useMeter); over its limit: usage_limit. */
   use(token: string, use: MeterUse, signal?: AbortSignal): Promise<UsageAnswer> {
     return useMeter(this.transport, token, use, signal);
+  }
+
+  /** GET /entitlements/usage: what is left of each meter of the licence, nothing spent. */
+  meters(token: string, signal?: AbortSignal): Promise<Record<string, MeterState>> {
+    return readMeters(this.transport, token, signal);
   }
 
   /** POST /entitlements/deactivate: gives the seat back; the token stops working at once. */

@@ -25,4 +25,4 @@ export { verifyEntitlementToken, type EntitlementClaims, type TokenCheck, type V
 export { feature, hasFeature, updatesCover, updatesUntil, type Features, type TermsSource } from "./terms.js";
 export { CLIENT_VARIANTS, clientVariant, type ClientVariant, type VariantName } from "./variants.js";
 export { compareVersions } from "./versions.js";
-export { useMeter, type MeterUse, type UsageAnswer } from "./usage.js";
+export { readMeters, useMeter, type MeterState, type MeterUse, type UsageAnswer } from "./usage.js";

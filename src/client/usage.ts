@@ -19,7 +19,31 @@ export interface MeterUse {
   readonly idempotencyKey?: string;
 }
 
+/** A meter as GET /entitlements/usage answers it. */
+export interface MeterState {
+  readonly limit: number;
+  /** `30d`; null for a one-time pool. */
+  readonly period: string | null;
+  readonly used: number;
+  readonly remaining: number;
+  readonly resetsAt: string | null;
+}
+
 const KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** GET /entitlements/usage: the licence's meters by name as they stand (nothing spent); `{}` without meters. */
+export async function readMeters(transport: Transport, token: string, signal?: AbortSignal): Promise<Record<string, MeterState>> {
+  const answer = await transport.json<{ meters?: unknown }>("GET", "/entitlements/usage", { token, ...(signal ? { signal } : {}) });
+  const meters = answer.meters;
+  const ok =
+    typeof meters === "object" &&
+    meters !== null &&
+    Object.values(meters).every(
+      (m) => typeof m === "object" && m !== null && Number.isSafeInteger((m as MeterState).remaining) && Number.isSafeInteger((m as MeterState).limit),
+    );
+  if (!ok) throw new KeyturnClientError("bad_answer", "The site's answer has no meters.");
+  return meters as Record<string, MeterState>;
+}
 
 /**
  * POST /entitlements/usage with the bearer. Over the meter's limit the site refuses `usage_limit`

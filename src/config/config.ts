@@ -273,7 +273,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     demo,
     mirror: mirrorConfig(get, databaseUrl !== null),
     plans,
-    trial: trialConfig(get("trial-plan"), value("trial-length"), plans),
+    trial: trialConfig(get("trial-plan"), value("trial-length"), plans, get("trial-meters")),
     bridges: bridgeConfig(get, variant.channels, plans),
     mail: mailConfig(get, value),
   };

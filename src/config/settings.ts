@@ -104,6 +104,7 @@ export const SETTINGS: readonly SettingSpec[] = [
     help: "a plan of the configuration ([plans.NAME]) that trials without a key are made from (POST /api/v1/trials/start); trials are off when unset",
   },
   { flag: "trial-length", kind: "string", default: "14d", help: "how long a trial lasts from its start, at most 366d" },
+  { flag: "trial-meters", kind: "string", help: "meters a trial's licence gets, e.g. exports=50,credits=100/1d (NAME=LIMIT[/PERIOD]); none when unset" },
   { flag: "audit-retention", kind: "string", default: "90d", help: `how long audit lines are kept, at most ${MAX_DURATION}` },
   { flag: "log-format", kind: "string", default: "json", help: "json or text" },
   { flag: "log-level", kind: "string", default: "info", help: "debug, info, warn or error" },

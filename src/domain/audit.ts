@@ -71,6 +71,7 @@ export type AuditAction =
   | "key-rotate"
   | "key-promote"
   | "usage"
+  | "usage-read"
   | "trial-start"
   | "trial-convert"
   | "trial-list"

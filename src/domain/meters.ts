@@ -162,12 +162,22 @@ export interface MeteringDeps {
   readonly mirrorOf?: string | null;
 }
 
-/** POST /entitlements/usage: spends from a meter of the bearer's licence. */
+/** POST /entitlements/usage: spends from a meter of the bearer's licence; GET: what is left of each. */
 export class Metering {
   constructor(private readonly deps: MeteringDeps) {}
 
-  async use(principal: Principal, input: UsageInput, ctx: RequestContext): Promise<UsageAnswer> {
+  /** The bearer's licence's meters as they stand (nothing spent): `{}` for a licence without. */
+  async meters(principal: Principal): Promise<Record<string, MeterView>> {
+    this.requireRecords();
+    return meterViews(await this.deps.store.listMeters(principal.claims.lic), this.deps.clock());
+  }
+
+  private requireRecords(): void {
     if (this.deps.mirrorOf) throw new KeyturnError("licensing_unavailable", `This site is a mirror of ${this.deps.mirrorOf}: metered use is counted there.`);
+  }
+
+  async use(principal: Principal, input: UsageInput, ctx: RequestContext): Promise<UsageAnswer> {
+    this.requireRecords();
     const { claims } = principal;
     const ids = { licenseId: claims.lic, activationId: claims.sub };
     const now = this.deps.clock();

@@ -1,6 +1,8 @@
 import { Type } from "@sinclair/typebox";
 import type { TrialConfig } from "../config/trial";
 import type { Variant } from "../config/variants";
+import { ConfigError } from "../config/parse";
+import type { MeterDefinition } from "../store/meter-types";
 import type { TrialRecord } from "../store/trial-types";
 import type { LicenseRecord, Store } from "../store/types";
 import type { Audit, RequestContext } from "./audit";
@@ -12,6 +14,8 @@ import { newId } from "./ids";
 import { generateLicenseKey, hashLicenseKey } from "./license-key";
 import type { ActivationAnswer, Licensing } from "./licensing";
 import { planFields } from "./plans";
+import { decode } from "./decode";
+import { meterDefinitions, MetersInput, parseMeterOption } from "./meters";
 import { parseSeatLease } from "./seat-lease";
 
 /**
@@ -59,7 +63,12 @@ export interface TrialsDeps {
 }
 
 export class Trials {
-  constructor(private readonly deps: TrialsDeps) {}
+  /** --trial-meters, as every trial licence gets them. */
+  private readonly meters: readonly MeterDefinition[];
+
+  constructor(private readonly deps: TrialsDeps) {
+    this.meters = trialMeters(deps.trial);
+  }
 
   get enabled(): boolean {
     return this.deps.trial !== null;
@@ -84,6 +93,7 @@ export class Trials {
     const made = this.trialLicense(trial, device, now);
     const result = await this.deps.store.startTrial({ deviceHash: device.hash, licenseId: made.id, started: now, converted: null, convertedTo: null }, made, {
       audit: { ...this.deps.audit.okLine("trial-start", ctx, made.id), activationId: null },
+      ...(this.meters.length > 0 ? { meters: { licenseId: made.id, meters: this.meters, now } } : {}),
       event: newEvent("trial.started", { license: licenseView(made, 0), trial: trialView(blankTrial(device.hash, made.id, now), made) }, now),
     });
     const license = result.outcome === "started" ? made : await this.deps.store.getLicense(result.trial.licenseId);
@@ -126,6 +136,17 @@ export class Trials {
       ...(updatesUntil !== null ? { updatesUntil } : {}),
       ...(fields.features && fields.features.length > 0 ? { features: fields.features } : {}),
     };
+  }
+}
+
+/** --trial-meters read once, at start: a malformed one stops the site from starting, naming the setting. */
+function trialMeters(trial: TrialConfig | null): MeterDefinition[] {
+  if (!trial?.meters) return [];
+  try {
+    return meterDefinitions(decode(MetersInput, parseMeterOption([trial.meters])));
+  } catch (e) {
+    if (e instanceof KeyturnError) throw new ConfigError("trial-meters", e.message.replace("--meter takes", "takes"));
+    throw e;
   }
 }
 

@@ -31,7 +31,7 @@ import { applyControl, noControl } from "./release-controls";
 import type { MeterRecord, MeterTotal, MeterUse, MeterUseResult } from "./meter-types";
 import { listMetersPostgres, meterTotalsPostgres, pruneMeterUsesPostgres, useMeterPostgres, writeMetersPostgres } from "./meters-postgres";
 import type { PostgresWriter } from "./postgres-writer";
-import type { ConversionJournal, StartTrialResult, TrialCounts, TrialQuery, TrialRecord } from "./trial-types";
+import type { ConversionJournal, StartTrialResult, TrialCounts, TrialJournal, TrialQuery, TrialRecord } from "./trial-types";
 import {
   convertTrialPostgres,
   findTrialPostgres,
@@ -1062,7 +1062,7 @@ export class PostgresStore implements Store {
     return meterTotalsPostgres(this.writer, now);
   }
 
-  async startTrial(trial: TrialRecord, license: LicenseRecord, journal: { audit?: AuditRecord; event?: NewEvent }): Promise<StartTrialResult> {
+  async startTrial(trial: TrialRecord, license: LicenseRecord, journal: TrialJournal): Promise<StartTrialResult> {
     return startTrialPostgres(this.writer, trial, license, journal);
   }
 

@@ -30,7 +30,7 @@ import { applyControl, noControl } from "./release-controls";
 import type { MeterRecord, MeterTotal, MeterUse, MeterUseResult } from "./meter-types";
 import { listMetersSqlite, meterTotalsSqlite, pruneMeterUsesSqlite, useMeterSqlite, writeMetersSqlite } from "./meters-sqlite";
 import type { SqliteWriter } from "./sqlite-writer";
-import type { ConversionJournal, StartTrialResult, TrialCounts, TrialQuery, TrialRecord } from "./trial-types";
+import type { ConversionJournal, StartTrialResult, TrialCounts, TrialJournal, TrialQuery, TrialRecord } from "./trial-types";
 import { convertTrialSqlite, findTrialSqlite, listTrialsSqlite, startTrialSqlite, trialCountsSqlite, trialOfLicenseSqlite } from "./trials-sqlite";
 import { bridgeEventFromRow, bridgeEventParams } from "./bridge-rows";
 import { GroupCommit } from "./sqlite-group-commit";
@@ -1147,7 +1147,7 @@ export class SqliteStore implements Store {
     return meterTotalsSqlite(this.writer, now);
   }
 
-  async startTrial(trial: TrialRecord, license: LicenseRecord, journal: { audit?: AuditRecord; event?: NewEvent }): Promise<StartTrialResult> {
+  async startTrial(trial: TrialRecord, license: LicenseRecord, journal: TrialJournal): Promise<StartTrialResult> {
     return startTrialSqlite(this.writer, trial, license, journal);
   }
 

@@ -2,6 +2,7 @@
  * The records of trials without a key (migration 16), as the Store interface (types.ts) offers
  * them. What a trial licence is, and when it converts, is the domain's (src/domain/trials.ts).
  */
+import type { MeterSet } from "./meter-types";
 import type { ActivationRecord, AuditRecord, LicenseRecord, NewEvent } from "./types";
 
 /** A device's trial: the licence the site made for it, and whether a bought key replaced it. */
@@ -12,6 +13,13 @@ export interface TrialRecord {
   readonly converted: number | null;
   /** The bought licence activated on the device. */
   readonly convertedTo: string | null;
+}
+
+/** What a new trial writes with its licence. */
+export interface TrialJournal {
+  readonly audit?: AuditRecord;
+  readonly event?: NewEvent;
+  readonly meters?: MeterSet;
 }
 
 export type StartTrialResult = { readonly outcome: "started" | "existing"; readonly trial: TrialRecord };
@@ -42,7 +50,7 @@ export interface TrialStore {
    * The device's trial: the one recorded, or `trial` with `license` created (and the journal
    * written) in one transaction. Racing starts for one device: one creates, the others find it.
    */
-  startTrial(trial: TrialRecord, license: LicenseRecord, journal: { readonly audit?: AuditRecord; readonly event?: NewEvent }): Promise<StartTrialResult>;
+  startTrial(trial: TrialRecord, license: LicenseRecord, journal: TrialJournal): Promise<StartTrialResult>;
   /**
    * Marks the device's unconverted trial converted to `toLicenseId`, ends its licence at `now`
    * (expires no later than now) and deactivates its active installations, in one transaction;

@@ -1,24 +1,21 @@
 import { activationFromRow, licenseFromRow } from "./rows";
 import type { PostgresWriter } from "./postgres-writer";
-import type { ConversionJournal, StartTrialResult, TrialCounts, TrialQuery, TrialRecord } from "./trial-types";
+import type { ConversionJournal, StartTrialResult, TrialCounts, TrialJournal, TrialQuery, TrialRecord } from "./trial-types";
+import { writeMetersPostgres } from "./meters-postgres";
 import { trialFromRow } from "./trials-sqlite";
-import type { AuditRecord, LicenseRecord, NewEvent } from "./types";
+import type { LicenseRecord } from "./types";
 
 /**
  * A transaction-scoped advisory lock per device hash orders racing starts for one device (in any
  * process): the second waits, then finds the first's trial.
  */
-export async function startTrialPostgres(
-  w: PostgresWriter,
-  trial: TrialRecord,
-  license: LicenseRecord,
-  journal: { readonly audit?: AuditRecord; readonly event?: NewEvent },
-): Promise<StartTrialResult> {
+export async function startTrialPostgres(w: PostgresWriter, trial: TrialRecord, license: LicenseRecord, journal: TrialJournal): Promise<StartTrialResult> {
   return w.sql.begin(async (tx): Promise<StartTrialResult> => {
     await tx`SELECT pg_advisory_xact_lock(hashtext('keyturn trial ' || ${trial.deviceHash}))`;
     const [found] = await tx`SELECT * FROM trials WHERE device_hash = ${trial.deviceHash}`;
     if (found) return { outcome: "existing", trial: trialFromRow(found) };
     await w.insertLicense(tx, license);
+    if (journal.meters) await writeMetersPostgres(tx, journal.meters);
     await tx`INSERT INTO trials (device_hash, license_id, started, converted, converted_to)
       VALUES (${trial.deviceHash}, ${trial.licenseId}, ${trial.started}, NULL, NULL)`;
     if (journal.audit) await w.insertAudit(tx, journal.audit);

@@ -1,7 +1,8 @@
 import { activationFromRow, licenseFromRow, type Row } from "./rows";
 import type { SqliteWriter } from "./sqlite-writer";
-import type { ConversionJournal, StartTrialResult, TrialCounts, TrialQuery, TrialRecord } from "./trial-types";
-import type { AuditRecord, LicenseRecord, NewEvent } from "./types";
+import type { ConversionJournal, StartTrialResult, TrialCounts, TrialJournal, TrialQuery, TrialRecord } from "./trial-types";
+import { writeMetersSqlite } from "./meters-sqlite";
+import type { LicenseRecord } from "./types";
 
 export const trialFromRow = (r: Row): TrialRecord => ({
   deviceHash: r.device_hash,
@@ -12,16 +13,12 @@ export const trialFromRow = (r: Row): TrialRecord => ({
 });
 
 /** Under the write lock: of racing starts for one device, the first creates, the others find it. */
-export function startTrialSqlite(
-  w: SqliteWriter,
-  trial: TrialRecord,
-  license: LicenseRecord,
-  journal: { readonly audit?: AuditRecord; readonly event?: NewEvent },
-): Promise<StartTrialResult> {
+export function startTrialSqlite(w: SqliteWriter, trial: TrialRecord, license: LicenseRecord, journal: TrialJournal): Promise<StartTrialResult> {
   return w.write((): StartTrialResult => {
     const found = w.db.query("SELECT * FROM trials WHERE device_hash = ?").get(trial.deviceHash) as Row | null;
     if (found) return { outcome: "existing", trial: trialFromRow(found) };
     w.insertLicense(license);
+    if (journal.meters) writeMetersSqlite(w, journal.meters);
     w.db
       .query("INSERT INTO trials (device_hash, license_id, started, converted, converted_to) VALUES (?, ?, ?, NULL, NULL)")
       .run(trial.deviceHash, trial.licenseId, trial.started);

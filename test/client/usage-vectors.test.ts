@@ -97,6 +97,7 @@ describe("the kit against a real site", () => {
     const again = await client.startTrial(dev);
     expect(again.verified.claims.lic).toBe(first.verified.claims.lic);
     expect(first.entitlement.kind).toBe("license");
+    expect(await client.meters(first.token)).toEqual({});
 
     const input = decode(LicenseCreateInput, {
       licensee: "Ada",
@@ -109,6 +110,7 @@ describe("the kit against a real site", () => {
     const bought = await client.activate(key, dev);
     const used = await client.use(bought.token, { meter: "exports", amount: 3, idempotencyKey: "kit-1" });
     expect(used.remaining).toBe(2);
+    expect((await client.meters(bought.token)).exports).toMatchObject({ limit: 5, period: "30d", used: 3, remaining: 2 });
     expect(Date.parse(used.resetsAt!)).toBeGreaterThan(site.clock());
     expect(await client.use(bought.token, { meter: "exports", amount: 3, idempotencyKey: "kit-1" })).toEqual(used);
     const over = await client.use(bought.token, { meter: "exports", amount: 3 }).catch((e) => e as KeyturnClientError);

@@ -79,6 +79,17 @@ describe("POST /entitlements/usage", () => {
     expect(await (await use(await again(), "exports", 1)).json()).toEqual({ ok: true, remaining: 9, resetsAt: isoTime(created + 60 * DAY) });
   });
 
+  test("GET answers each meter as it stands, spending nothing; a licence without meters answers {}", async () => {
+    const { token } = await licenseWith({ exports: { limit: 10, period: "30d" }, credits: { limit: 3 } });
+    await use(token, "credits", 1);
+    const read = async (t: string) => (await (await site.request("GET", "/entitlements/usage", { token: t })).json()) as { meters: Record<string, unknown> };
+    const first = await read(token);
+    expect(first.meters.credits).toEqual({ limit: 3, period: null, used: 1, remaining: 2, resetsAt: null });
+    expect(first.meters.exports).toMatchObject({ limit: 10, period: "30d", used: 0, remaining: 10 });
+    expect(await read(token)).toEqual(first);
+    expect((await read((await licenseWith(undefined)).token)).meters).toEqual({});
+  });
+
   test("a one-time pool has no resetsAt and never starts again", async () => {
     const { token, again } = await licenseWith({ credits: { limit: 3 } });
     expect(await (await use(token, "credits", 3)).json()).toEqual({ ok: true, remaining: 0 });

@@ -147,6 +147,33 @@ describe("POST /trials/start", () => {
   });
 });
 
+describe("a trial with meters (--trial-meters)", () => {
+  test("every trial licence gets the meters; the trial's token spends from them", async () => {
+    const metered = await testSite("alpha", { tables: PLANS, settings: { "trial-plan": "eval", "trial-meters": "exports=3,ai=10/1d" } });
+    try {
+      const trial = (await (await metered.request("POST", "/trials/start", { body: { device: device("alpha") } })).json()) as Answer;
+      const spend = (amount: number) =>
+        metered.request("POST", "/entitlements/usage", { token: trial.token, body: { meter: "exports", amount, idempotencyKey: crypto.randomUUID() } });
+      expect(await (await spend(2)).json()).toEqual({ ok: true, remaining: 1 });
+      expect((await spend(2)).status).toBe(403);
+      const meters = await metered.composed.store.listMeters(claimsOf(trial.token).lic);
+      expect(meters.map((m) => [m.name, m.limit, m.period])).toEqual([
+        ["ai", 10, 86_400_000],
+        ["exports", 3, null],
+      ]);
+    } finally {
+      await metered.close();
+    }
+  });
+
+  test("a malformed --trial-meters stops the site from starting, naming the setting", async () => {
+    for (const bad of ["exports", "Exports=3", "exports=0", "exports=3/2s"])
+      await expect(testSite("alpha", { tables: PLANS, settings: { "trial-plan": "eval", "trial-meters": bad } })).rejects.toMatchObject({
+        setting: "trial-meters",
+      });
+  });
+});
+
 describe("trials switched off", () => {
   test("without --trial-plan a start is not_found, and /meta does not name trials", async () => {
     const off = await testSite("alpha");

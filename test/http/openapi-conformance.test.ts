@@ -388,6 +388,7 @@ async function runVariant(variant: VariantName) {
     ];
     const bearerGets: [string, string][] = [
       ["/entitlements/current", "/entitlements/current"],
+      ["/entitlements/usage", "/entitlements/usage"],
       ["/releases", "/releases"],
       [U, `/updates/${lane}/${v.manifestFile}`],
       [FE, `/feeds/electron/${laneOfFeed}/latest.yml`],
@@ -441,6 +442,7 @@ async function runVariant(variant: VariantName) {
     const M = "/entitlements/usage";
     await updateLicense(site.composed.services.admin, CLI_CALLER, live.licenseId, { meters: { exports: { limit: 3, period: "30d" } } });
     await POST(site, M, { ...usageBody(2, "conformance-1"), token: live.token }, "use", 200);
+    await GET(M, M, { token: live.token }, "meters left", 200);
     await POST(site, M, { ...usageBody(1, "conformance-1"), token: live.token }, "key used for another amount", 409, "idempotency_conflict");
     await POST(site, M, { ...usageBody(2), token: live.token }, "over the limit", 403, "usage_limit");
     await POST(site, M, { ...usageBody(1, undefined, "imports"), token: live.token }, "no such meter", 404, "not_found");

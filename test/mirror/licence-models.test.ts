@@ -18,7 +18,7 @@ afterAll(() => {
   vendor.remove();
 });
 
-test("a mirror answers licensing_unavailable to POST /trials/start and POST /entitlements/usage, naming its vendor", async () => {
+test("a mirror answers licensing_unavailable to POST /trials/start and GET and POST /entitlements/usage, naming its vendor", async () => {
   const m = await mirrorSite(vendor, feed.url, { clock: testClock() });
   try {
     const token = vendor.token({ activation: "act_meter1", license: "lic_meter", nowMs: m.clock() });
@@ -27,6 +27,10 @@ test("a mirror answers licensing_unavailable to POST /trials/start and POST /ent
     const u = (await usage.json()) as { error: string; message: string };
     expect(u.error).toBe("licensing_unavailable");
     expect(u.message).toContain(feed.url);
+
+    const read = await m.get("/entitlements/usage", token);
+    expect(read.status).toBe(503);
+    expect(((await read.json()) as { error: string }).error).toBe("licensing_unavailable");
 
     const trial = await m.post("/trials/start", { device: device("alpha") });
     expect(trial.status).toBe(503);

@@ -113,7 +113,9 @@ export function meterTrialStoreSuite(label: string, backend: StoreBackend): void
       const first = license({ id: "lic_trial1" });
       const started = await store.startTrial({ deviceHash: "dev-1", licenseId: first.id, started: T0, converted: null, convertedTo: null }, first, {
         audit: auditLine({ action: "trial-start", licenseId: first.id }),
+        meters: { licenseId: first.id, now: T0, meters: [{ name: "exports", limit: 3, period: null }] },
       });
+      expect(await store.listMeters(first.id)).toEqual([{ licenseId: first.id, name: "exports", limit: 3, period: null, windowStart: T0, used: 0 }]);
       expect(started).toEqual({ outcome: "started", trial: { deviceHash: "dev-1", licenseId: first.id, started: T0, converted: null, convertedTo: null } });
       const second = license({ id: "lic_trial2" });
       const again = await store.startTrial({ deviceHash: "dev-1", licenseId: second.id, started: T0 + 5, converted: null, convertedTo: null }, second, {});
