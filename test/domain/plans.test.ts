@@ -199,6 +199,16 @@ describe("renewLicense (what a payment bridge's renewal calls)", () => {
     const s = await testSite("alpha", { tables: { plans: PLANS_TABLE } });
     try {
       const d = s.composed.services.admin;
+      // Webhook-only events are written only while an endpoint subscribes (store/types.ts NewEvent).
+      await s.composed.store.createWebhookEndpoint({
+        id: "whe_created",
+        url: "https://hooks.example/k",
+        types: ["license.created"],
+        secret: "whsec_x",
+        enabled: true,
+        disabledReason: null,
+        created: s.clock(),
+      });
       const created = await s.request("POST", "/admin/licenses", {
         token: (await createAdminToken(d, CLI_CALLER, { name: "r", scopes: ["admin"] })).secret,
         body: { licensee: "Ada", plan: "subscription" },
@@ -214,6 +224,13 @@ describe("renewLicense (what a payment bridge's renewal calls)", () => {
       expect(lines.filter((l) => l.action === "license-renew").map((l) => l.actor)).toEqual(["cli"]);
       // A label that is no configured plan has nothing to extend by.
       await expect(renewLicense(d, CLI_CALLER, id, "gold")).rejects.toThrow('No plan "gold" is configured');
+      // The events carry the terms: license.created the licence's, license.updated the renewal's fields.
+      const events = await s.composed.store.listEvents({ after: 0, limit: 100, types: ["license.created", "license.updated"] });
+      const data = events.map((e) => [e.type, JSON.parse(e.data)] as const);
+      expect(data[0]![0]).toBe("license.created");
+      expect(data[0]![1].license).toMatchObject({ id, updatesUntil: isoTime(start + 30 * DAY), features: [] });
+      expect(data.at(-1)![0]).toBe("license.updated");
+      expect(data.at(-1)![1]).toMatchObject({ changed: ["updatesUntil", "expires"], license: { updatesUntil: isoTime(start + 60 * DAY) } });
     } finally {
       await s.close();
     }
