@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
+import { CLI_CALLER } from "../../src/domain/admin/deps";
+import { createAdminToken } from "../../src/domain/admin/tokens";
 import { BASE, BASE_URL } from "../helpers";
 import { feedFileEntry, releaseSite, type WrittenRelease } from "../release-tree";
 import { downloadUrl, packagesToApply, parseReleaseFile, releasesUrl, squirrelMacCheck, versionOfName } from "./squirrel-clients";
@@ -142,5 +144,38 @@ describe("Squirrel feeds (Electron's built-in autoUpdater)", () => {
       expect(await squirrelMacCheck(await fetchAs(`${BASE}/feeds/squirrel-mac/alpha/preview/mac-arm64/1.0.0`, previewOnly))).toBeNull();
       expect((await check("not%20a%20version")).status).toBe(400);
     });
+  });
+});
+
+describe("Squirrel.Windows deltas only as an unbroken chain from the installation's version", () => {
+  let s: Awaited<ReturnType<typeof releaseSite>>;
+  let token: string;
+  const listedFrom = async (local: string) =>
+    parseReleaseFile(
+      await (await s.site.request("GET", `/feeds/squirrel/alpha/stable/win-x64/RELEASES?id=Alpha&localVersion=${local}&arch=amd64`, { token })).text(),
+    );
+
+  beforeAll(async () => {
+    s = await releaseSite("alpha");
+    s.tree.add(squirrelRelease("1.0.0"));
+    s.tree.add(squirrelRelease("1.1.0", { delta: true }));
+    s.tree.add(squirrelRelease("1.2.0", { delta: true }));
+    s.tree.add(squirrelRelease("1.3.0", { delta: true }));
+    await s.holder.rescan();
+    token = await s.token(["stable"]);
+  });
+  afterAll(() => s.close());
+
+  test("every release after the installation's with its delta: the chain; 1.2.0 withdrawn (1.3.0's delta patches it): full packages only", async () => {
+    const chained = await listedFrom("1.1.0");
+    expect(packagesToApply(chained, "1.1.0").map((e) => e.filename)).toEqual(["Alpha-1.2.0-delta.nupkg", "Alpha-1.3.0-delta.nupkg"]);
+    const { secret } = await createAdminToken(s.site.composed.services.admin, CLI_CALLER, { name: "ops", scopes: ["releases:write"] });
+    const control = (op: string) => s.site.request("POST", `/admin/releases/${encodeURIComponent("alpha/stable/win-x64")}/1.2.0/${op}`, { token: secret });
+    expect((await control("withdraw")).status).toBe(200);
+    const broken = await listedFrom("1.1.0");
+    expect(broken.some((e) => e.isDelta)).toBe(false);
+    expect(packagesToApply(broken, "1.1.0").map((e) => e.filename)).toEqual(["Alpha-1.3.0-full.nupkg"]);
+    // A version the feed does not list (a build of the vendor's own): full packages only.
+    expect(packagesToApply(await listedFrom("1.2.5"), "1.2.5").map((e) => e.filename)).toEqual(["Alpha-1.3.0-full.nupkg"]);
   });
 });

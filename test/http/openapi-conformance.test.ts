@@ -1196,5 +1196,7 @@ describe("the OpenAPI document matches every answer", () => {
       // Every allow-listed code is documented on every operation (it is the one answer not provoked).
       for (const [path, item] of Object.entries(c.doc.paths))
         for (const [m, op] of Object.entries(item)) expect(op.responses["500"], `${m} ${path}`).toBeDefined();
-    }, 30_000);
+      // Every documented answer of every operation, by bearer and by credential: about 17 s a
+      // variant on a loaded 2-core machine, and 30 s was met within the whole suite.
+    }, 60_000);
 });

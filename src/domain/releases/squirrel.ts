@@ -17,15 +17,12 @@ export interface SquirrelEntry {
 /**
  * What a Squirrel.Windows client is offered, oldest first (`releases`: the release served and older
  * ones it may still install, as FeedService.listed gives them, newest first). Each release's full
- * package; and its delta only when every release newer than `localVersion` has one, since the
- * client applies all deltas newer than its version in a row whenever any is listed
- * (UpdateInfo.Create in Squirrel.Windows: https://github.com/Squirrel/Squirrel.Windows/blob/51f5e2cb01add79280a53d51e8d0cfa20f8c9f9f/src/Squirrel/UpdateInfo.cs),
- * and one missing would leave it half-way.
+ * package; and the deltas only when they make an unbroken chain from `localVersion` (deltaChain).
  */
-export function squirrelEntries(releases: readonly Release[], localVersion: string | null): SquirrelEntry[] {
+export function squirrelEntries(releases: readonly Release[], localVersion: string | null, laneOf: (r: Release) => readonly Release[]): SquirrelEntry[] {
   const oldestFirst = [...releases].reverse();
   const newer = localVersion === null ? [] : oldestFirst.filter((r) => compareVersions(r.manifest.version, localVersion) > 0);
-  const chain = newer.length > 0 && newer.every((r) => r.manifest.feeds?.squirrel?.deltas.length === 1);
+  const chain = localVersion !== null && deltaChain(releases, localVersion, laneOf);
   const entries: SquirrelEntry[] = [];
   for (const r of oldestFirst) {
     const s = r.manifest.feeds!.squirrel!;
@@ -34,6 +31,27 @@ export function squirrelEntries(releases: readonly Release[], localVersion: stri
     entries.push({ sha1: s.sha1, name: r.manifest.installer, size: r.manifest.size });
   }
   return entries;
+}
+
+/**
+ * Whether the deltas of the releases newer than `localVersion` patch it up to the newest: the
+ * client applies every delta newer than its version in a row whenever any is listed
+ * (UpdateInfo.Create in Squirrel.Windows: https://github.com/Squirrel/Squirrel.Windows/blob/51f5e2cb01add79280a53d51e8d0cfa20f8c9f9f/src/Squirrel/UpdateInfo.cs),
+ * and a delta patches the release before it in its lane. So the installation's own release must be
+ * listed, and every release of its lane after it, up to the newest listed, must be listed too (none
+ * withdrawn or held back between) with its one delta; the newest must be of that lane.
+ */
+function deltaChain(listed: readonly Release[], localVersion: string, laneOf: (r: Release) => readonly Release[]): boolean {
+  const local = listed.find((r) => r.manifest.version === localVersion);
+  const newest = listed[0];
+  if (!local || !newest || newest === local) return false;
+  // Compared by folder: a listed release may be its index entry with its bytes read.
+  const folders = new Set(listed.map((r) => r.folder));
+  const lane = laneOf(local).map((r) => r.folder);
+  const [to, from] = [lane.indexOf(newest.folder), lane.indexOf(local.folder)];
+  if (to < 0 || from < 0) return false;
+  const between = laneOf(local).slice(to, from);
+  return between.every((r) => folders.has(r.folder) && r.manifest.feeds?.squirrel?.deltas.length === 1);
 }
 
 /** A `RELEASES` file: `SHA1 name size` per line, the SHA-1 in upper case as Squirrel writes it; names carry no white space (their rule: `\S+`). */

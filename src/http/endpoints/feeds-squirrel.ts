@@ -108,7 +108,8 @@ export function squirrelFeedEndpoints(feeds: FeedService, publicLanes: PublicLan
         if (listed.length === 0) throw new KeyturnError("no_release", `Nothing has been released for Squirrel on ${laneName(product, channel, platform)}.`);
         sightedOn(laneName(product, channel, platform));
         const local = VERSION.exec(new URLSearchParams(query).get("localVersion") ?? "")?.[1] ?? null;
-        return document(request, squirrelReleasesFile(squirrelEntries(listed, local)), "text/plain;charset=utf-8");
+        const laneOf = (r: Release) => index.releasesOf(r.manifest.product, r.manifest.channel, r.manifest.platform);
+        return document(request, squirrelReleasesFile(squirrelEntries(listed, local, laneOf)), "text/plain;charset=utf-8");
       }
       if (file.toLowerCase().endsWith("-delta.nupkg")) {
         const found = await feeds.deltaOf(index, caller, product, channel, [platform], file);
