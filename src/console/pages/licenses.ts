@@ -153,7 +153,9 @@ ${write ? (l.revoked ? actionForm(session, `${licensePath(l.id)}/reinstate`, "Re
 <h2>Installations</h2>${installationRows(session, activations)}
 ${supportTools(session, l)}
 ${write ? editForm(deps, session, l) : ""}${write ? tokenLifetimeForm(session, l) : ""}
-<p><a href="/console/audit?license=${encodeURIComponent(l.id)}">Audit trail of this licence</a></p>`;
+<p><a href="/console/audit?license=${encodeURIComponent(l.id)}">Audit trail of this licence</a>${
+    deps.admin.mail ? html` · <a href="/console/mail?license=${encodeURIComponent(l.id)}">Mail sent for this licence</a>` : ""
+  }</p>`;
   return { page: consolePage({ title: `Licence of ${l.licensee}`, session, current: "/console/licenses", body }) };
 }
 
