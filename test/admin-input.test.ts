@@ -171,6 +171,7 @@ describe("bad query strings on every admin query endpoint", () => {
       "GET /admin/audit": "",
       "GET /admin/feed": "",
       "GET /admin/webhook-deliveries": "",
+      "GET /admin/mail": "",
     };
   });
 

@@ -108,6 +108,12 @@ const FIXTURES: Record<string, () => Promise<{ path: string; body?: unknown }>> 
   "POST /admin/releases/{lane}/{version}/withdraw": async () => ({ path: controlPath(await freshVersion(), "withdraw") }),
   "POST /admin/releases/{lane}/{version}/restore": async () => ({ path: controlPath(await controlled("withdraw"), "restore") }),
   "GET /admin/stats": async () => ({ path: "/admin/stats" }),
+  "GET /admin/mail": async () => ({ path: "/admin/mail" }),
+  "POST /admin/mail/{id}/resend": async () => {
+    const { license } = await adminCreateLicense(d(), CLI_CALLER, { ...licenseBody, email: "ada@engines.example" });
+    const [mail] = await d().mail!.d.store.listMail({ licenseId: license.id, limit: 1 });
+    return { path: `/admin/mail/${mail!.id}/resend` };
+  },
   "GET /admin/console-sessions": async () => ({ path: "/admin/console-sessions" }),
   "POST /admin/console-sessions/{id}/end": async () => {
     const { session } = await site.composed.services.consoleSessions.signInWithToken((await mint("console", ["licenses:read"])).secret);
@@ -120,7 +126,11 @@ let revoked: { secret: string };
 let entitlementToken: string;
 
 beforeAll(async () => {
-  site = await testSite("alpha", { log: createLogger("json", "debug", (line) => logLines.push(line)) });
+  site = await testSite("alpha", {
+    log: createLogger("json", "debug", (line) => logLines.push(line)),
+    // The mail outbox is written (nothing sends it here), for the admin mail operations.
+    settings: { "smtp-url": "smtp://127.0.0.1:9", "mail-from": "licences@example.com" },
+  });
   admins = site.app.endpoints.filter((e) => typeof e.auth === "object");
   expired = await mint("expiring", ["admin"], isoTime(site.clock() + 1000));
   site.clock.advance(2000);
