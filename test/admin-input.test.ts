@@ -183,6 +183,7 @@ describe("bad query strings on every admin query endpoint", () => {
       "GET /admin/bridge-events": "",
       "GET /admin/releases/why": `activation=${activation}`,
       "GET /admin/trials": "",
+      "GET /admin/mail": "",
     };
   });
 

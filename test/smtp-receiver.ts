@@ -9,6 +9,8 @@ export interface ReceivedMail {
   readonly mail: ParsedMail;
   /** The raw message, as the client sent it. */
   readonly raw: string;
+  /** Whether the connection was TLS (smtps, or upgraded with STARTTLS) when the mail came. */
+  readonly secure: boolean;
 }
 
 export interface SmtpReceiver {
@@ -64,7 +66,7 @@ export async function startSmtpReceiver(
           await Bun.sleep(held.ms);
           if (closed.has(session.id)) return callback(new Error("client gone"));
         }
-        received.push({ envelopeTo: session.envelope.rcptTo.map((r) => r.address), mail: await simpleParser(raw), raw });
+        received.push({ envelopeTo: session.envelope.rcptTo.map((r) => r.address), mail: await simpleParser(raw), raw, secure: session.secure });
         callback();
       });
     },

@@ -1,4 +1,5 @@
 import { CLI_CALLER } from "../domain/admin/deps";
+import { KeyturnError } from "../domain/errors";
 import { listMail, resendMail, type MailView } from "../domain/mail/admin";
 import { openAdmin } from "./admin-context";
 import { out, printJson, UsageError } from "./io";
@@ -22,6 +23,7 @@ export async function mailCommand(args: string[], env: Record<string, string | u
   if (!sub || !["list", "resend"].includes(sub)) throw new UsageError(USAGE, sub ? `unknown mail command "${sub}"` : "missing mail command");
   const ctx = await openAdmin(USAGE, rest, env, FLAGS);
   try {
+    if (!ctx.deps.mail) throw new KeyturnError("not_found", "This site sends no mail (no --smtp-url): pass the site's mail settings (--config).");
     if (sub === "list") {
       if (ctx.positionals.length > 0) throw new UsageError(USAGE, "mail list takes no positional argument");
       const mails = await listMail(ctx.deps, CLI_CALLER, typeof ctx.flags.license === "string" ? ctx.flags.license : null);

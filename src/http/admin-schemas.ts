@@ -401,3 +401,25 @@ export const AdminStats = Type.Object({
     { description: "Metered use by meter name" },
   ),
 });
+
+// ---- mail (src/domain/mail/admin.ts) ----
+
+export { MailQuery as AdminMailQuery } from "../domain/mail/admin";
+const MAIL_KINDS = ["license-created", "key-reissued", "license-expiring", "updates-ending", "portal-link"] as const;
+export const MailView = Type.Object({
+  id: Type.String({ pattern: "^mail_", description: "Also the left part of the mail's Message-ID" }),
+  kind: Type.Union(MAIL_KINDS.map((k) => Type.Literal(k))),
+  license: Nullable(Type.String()),
+  recipient: Type.String(),
+  subject: Type.String(),
+  status: Type.Union([Type.Literal("pending"), Type.Literal("sent"), Type.Literal("failed")]),
+  attempts: Type.Integer(),
+  created: Timestamp,
+  sent: Nullable(Timestamp),
+  lastAttempt: Nullable(Timestamp),
+  nextAttempt: Nullable(Timestamp),
+  lastError: Nullable(Type.String({ description: "The SMTP server's answer code and first line, or the connection's error" })),
+  resendOf: Nullable(Type.String({ description: "The mail this one sends again" })),
+});
+export const MailList = Type.Object({ ok: Ok, mails: Type.Array(MailView) });
+export const MailAnswer = Type.Object({ ok: Ok, mail: MailView });

@@ -14,6 +14,7 @@ import { bridgeEventEndpoints, commerceHookEndpoints } from "./endpoints/commerc
 import { consoleEndpoints } from "./endpoints/console";
 import { consoleSupportEndpoints } from "./endpoints/console-support";
 import { adminConsoleSessionEndpoints, consoleSessionPages } from "./endpoints/console-sessions";
+import { adminMailEndpoints } from "./endpoints/admin-mail";
 import { consoleMailEndpoints } from "./endpoints/console-mail";
 import { portalEndpoints } from "./endpoints/portal";
 import { portalEmailEndpoints } from "./endpoints/portal-email";
@@ -72,6 +73,7 @@ export function routeTable(services: AppServices, openapi: () => string): Record
       ...adminWebhookEndpoints(services.admin),
       ...adminWebhookSecretEndpoints(services.admin),
       ...adminConsoleSessionEndpoints(web),
+      ...adminMailEndpoints(services.admin),
       ...adminReleaseEndpoints(services.admin, services.releases, services.selection.controls, services.clock),
       ...sales.admin,
       ...adminReleaseWhyEndpoints(services.admin, services.releases, services.selection),

@@ -79,6 +79,8 @@ describe.skipIf(SKIP_BROWSER)("portal sign-in by e-mail link", () => {
     const section = page.locator("section.licence");
     await expect(section.locator(".installations tbody tr td:first-child").allTextContents()).resolves.toEqual(["Desk PC"]);
     await expect(section.locator(".downloads a").textContent()).resolves.toBe(release.installer);
+    const [download] = await Promise.all([page.waitForEvent("download"), section.locator(".downloads a").click()]);
+    expect(Buffer.from(await Bun.file((await download.path())!).bytes()).equals(Buffer.from(release.installerBytes))).toBe(true);
     await screenshot(page, "portal-email-1280");
 
     // Reissue: confirmed, then mailed to the address; never shown on the page.

@@ -175,6 +175,12 @@ const FIXTURES: Record<string, () => Promise<{ path: string; body?: unknown; hea
   },
   "DELETE /admin/uploads/{id}": async () => ({ path: `/admin/uploads/${(await freshUpload(false)).id}` }),
   "POST /admin/uploads/{id}/publish": async () => ({ path: `/admin/uploads/${(await freshUpload(true)).id}/publish` }),
+  "GET /admin/mail": async () => ({ path: "/admin/mail" }),
+  "POST /admin/mail/{id}/resend": async () => {
+    const { license } = await adminCreateLicense(d(), CLI_CALLER, { ...licenseBody, email: "ada@engines.example" });
+    const [mail] = await d().mail!.d.store.listMail({ licenseId: license.id, limit: 1 });
+    return { path: `/admin/mail/${mail!.id}/resend` };
+  },
   "GET /admin/console-sessions": async () => ({ path: "/admin/console-sessions" }),
   "POST /admin/console-sessions/{id}/end": async () => {
     const { session } = await site.composed.services.consoleSessions.signInWithToken((await mint("console", ["licenses:read"])).secret);
@@ -195,7 +201,8 @@ beforeAll(async () => {
   site = await testSite("alpha", {
     log: createLogger("json", "debug", (line) => logLines.push(line)),
     withKey: false,
-    settings: { keys: keysDir },
+    // The mail outbox is written (nothing sends it here), for the admin mail operations.
+    settings: { keys: keysDir, "smtp-url": "smtp://127.0.0.1:9", "mail-from": "licences@example.com" },
     tables: { plans: { maintained: { updatesFor: "365d" } } },
   });
   admins = site.app.endpoints.filter((e) => typeof e.auth === "object");

@@ -85,6 +85,8 @@ test("the mail page lists what was sent (never the text); support sends one agai
   const copy = (await site.composed.services.admin.mail!.d.store.listMail({ limit: 1 }))[0]!;
   expect(copy.resendOf).toBe(mail!.id);
 
+  // The licence's page leads to its mail.
+  expect(await (await send(support, "GET", `/console/licenses/${license.id}`)).text()).toContain(`href="/console/mail?license=${license.id}"`);
   // Filtered by licence; a reader without licenses:write sees no button and is refused the action.
   expect(await (await send(support, "GET", `/console/mail?license=${license.id}`)).text()).toContain(`Mail of licence`);
   const reader = await signIn(["licenses:read"]);

@@ -230,7 +230,18 @@ async function runVariant(variant: VariantName) {
       clock,
       // Every operation is provoked here, more admin requests than one address may send a minute by
       // default; the 429 is provoked on a site of its own below.
-      settings: { keys: tree.keysDir, releases: tree.root, ...identity, ...lanes, "staff-seats": "1", ...BRIDGE, "rate-limit-admin": "100000/60s" },
+      settings: {
+        keys: tree.keysDir,
+        releases: tree.root,
+        ...identity,
+        ...lanes,
+        "staff-seats": "1",
+        ...BRIDGE,
+        "rate-limit-admin": "100000/60s",
+        // Mail written to the outbox (no worker runs here: the server is never reached) for the admin mail operations.
+        "smtp-url": "smtp://127.0.0.1:9",
+        "mail-from": "licences@example.com",
+      },
       // A plan to renew on (POST /admin/licenses/{id}/renew); the licences here name other plans.
       tables: { plans: { maintained: { updatesFor: "365d" } } },
     });
@@ -967,6 +978,21 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   expect(sessions.sessions.map((v: { id: string }) => v.id)).toContain(session.id);
   await SEND("POST", CSEND, `${CS}/${session.id}/end`, A, "end a console session", 200);
   await SEND("POST", CSEND, `${CS}/${session.id}/end`, A, "end it twice", 404, "not_found");
+
+  // --- mail (docs/mail.md)
+  const M = "/admin/mail";
+  const MR = "/admin/mail/{id}/resend";
+  const mailed = await SEND("POST", L, L, { ...A, body: { ...licenseBody, email: "ada@engines.example" } }, "create with an address (a mail)", 201);
+  const mails = await SEND("GET", M, `${M}?license=${mailed.license.id}`, A, "one licence's mail", 200);
+  expect(mails.mails.map((m: { kind: string }) => m.kind)).toEqual(["license-created"]);
+  await SEND("GET", M, M, A, "mail", 200);
+  await SEND("GET", M, `${M}?license=nope`, A, "license not a licence id", 400, "invalid_request");
+  await SEND("POST", MR, `${M}/${mails.mails[0].id}/resend`, A, "send again", 200);
+  await SEND("POST", MR, `${M}/mail_unknown/resend`, A, "unknown mail", 404, "not_found");
+  const outbox = site.composed.services.admin.mail!;
+  const link = await outbox.compose("portal-link", null, "ada@engines.example", { subject: "Sign in", text: "link", html: "<p>link</p>" });
+  await outbox.d.store.enqueueMail([link]);
+  await SEND("POST", MR, `${M}/${link.id}/resend`, A, "a sign-in link is not sent again", 400, "invalid_request");
 
   // --- webhooks and deliveries
   const W = "/admin/webhooks";

@@ -193,7 +193,9 @@ ${write ? (l.revoked ? actionForm(session, `${licensePath(l.id)}/reinstate`, "Re
 ${meterTable(meters)}${trialFacts(trial, licensePath)}
 ${supportTools(session, l)}
 ${write ? editForm(deps, session, l, meters) : ""}${write ? tokenLifetimeForm(session, l) : ""}
-<p><a href="/console/audit?license=${encodeURIComponent(l.id)}">Audit trail of this licence</a></p>`;
+<p><a href="/console/audit?license=${encodeURIComponent(l.id)}">Audit trail of this licence</a>${
+    deps.admin.mail ? html` · <a href="/console/mail?license=${encodeURIComponent(l.id)}">Mail sent for this licence</a>` : ""
+  }</p>`;
   return { page: consolePage({ title: `Licence of ${l.licensee}`, session, current: "/console/licenses", body }) };
 }
 

@@ -1,4 +1,6 @@
+import { Type, type Static } from "@sinclair/typebox";
 import type { MailKind, MailRecord, MailStatus } from "../../store/mail-types";
+import { closed } from "../admin/model";
 import { adminAudit, requireScope, type AdminCaller, type AdminDeps } from "../admin/deps";
 import { isoTime } from "../clock";
 import { KeyturnError } from "../errors";
@@ -22,6 +24,12 @@ export interface MailView {
 }
 
 export const MAIL_PAGE = 100;
+
+/** GET /admin/mail's query: one licence's mail, or all. */
+export const MailQuery = closed({
+  license: Type.Optional(Type.String({ maxLength: 100, description: "A licence id (lic_…): only its mail" })),
+});
+export type MailQuery = Static<typeof MailQuery>;
 const MAIL_ID = /^mail_[0-9a-z]{20}$/;
 const LICENSE_ID = /^lic_[0-9a-z]{20}$/;
 
@@ -44,7 +52,7 @@ export function mailView(m: MailRecord): MailView {
 }
 
 function outboxOf(d: AdminDeps) {
-  if (!d.mail) throw new KeyturnError("not_found", "This site sends no mail (no --smtp-url).");
+  if (!d.mail) throw new KeyturnError("not_found", "No such mail: this site sends no mail (no --smtp-url).");
   return d.mail;
 }
 
@@ -52,7 +60,9 @@ function outboxOf(d: AdminDeps) {
 export async function listMail(d: AdminDeps, caller: AdminCaller, license?: string | null): Promise<MailView[]> {
   requireScope(caller.principal, "licenses:read");
   if (license && !LICENSE_ID.test(license)) throw new KeyturnError("invalid_request", "license must be a licence id (lic_…).");
-  const mails = await outboxOf(d).d.store.listMail({ ...(license ? { licenseId: license } : {}), limit: MAIL_PAGE });
+  // A site without --smtp-url has sent no mail.
+  if (!d.mail) return [];
+  const mails = await d.mail.d.store.listMail({ ...(license ? { licenseId: license } : {}), limit: MAIL_PAGE });
   return mails.map(mailView);
 }
 

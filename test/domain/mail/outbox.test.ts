@@ -226,6 +226,25 @@ test("smtps:// with the server's certificate authority from --smtp-ca", async ()
   await create({ email: "ada@example.org" });
   await worker!.tick();
   expect(smtp.received).toHaveLength(1);
+  expect(smtp.received[0]!.secure).toBe(true);
+});
+
+test("smtp:// upgrades with STARTTLS when the server offers it (the certificate checked against --smtp-ca)", async () => {
+  const { tempDir } = await import("../../helpers");
+  const ca = makePrivateCa(tempDir("keyturn-smtp-starttls-"));
+  const smtp = await startSmtpReceiver({ tls: { key: await Bun.file(ca.key).text(), cert: await Bun.file(ca.cert).text() } });
+  open.push(smtp);
+  const trusting = await mailSite(smtp, { "smtp-ca": ca.ca });
+  await trusting.create({ email: "ada@example.org" });
+  await trusting.worker!.tick();
+  expect(smtp.received.map((r) => r.secure)).toEqual([true]);
+  // Without the CA the server's certificate is not trusted: nothing is sent in clear instead.
+  const doubting = await mailSite(smtp);
+  await doubting.create({ email: "bob@example.org" });
+  await doubting.worker!.tick();
+  expect(smtp.received).toHaveLength(1);
+  const [m] = await doubting.site.composed.services.admin.mail!.d.store.listMail({ limit: 1 });
+  expect(m).toMatchObject({ status: "pending", attempts: 1 });
 });
 
 test("sent mail is kept (sealed) for the audit retention, then deleted; a pending one is never", async () => {
