@@ -183,10 +183,12 @@ export class KeyturnClient {
   /**
    * POST /trials/start: this device's trial, without a key (a site that offers trials). Answers like
    * activate; a second start answers the same trial. A trial that ended: license_expired; a site
-   * without trials: not_found.
+   * without trials: not_found. `email`, when the person gives one, is where the site announces
+   * the trial's end (a site that sends mail).
    */
-  startTrial(device: Device, signal?: AbortSignal): Promise<Activation> {
-    return this.activation("/trials/start", { device }, device, undefined, signal);
+  startTrial(device: Device, options: { email?: string; signal?: AbortSignal } = {}): Promise<Activation> {
+    const body = { device, ...(options.email !== undefined ? { email: options.email } : {}) };
+    return this.activation("/trials/start", body, device, undefined, options.signal);
   }
 
   /** POST /entitlements/usage: spends from a meter of the licence (see useMeter); over its limit: usage_limit. */

@@ -14,9 +14,11 @@ import { newId } from "./ids";
 import { generateLicenseKey, hashLicenseKey } from "./license-key";
 import type { ActivationAnswer, Licensing } from "./licensing";
 import { planFields } from "./plans";
+import { Email } from "./admin/model";
 import { decode } from "./decode";
 import { meterDefinitions, MetersInput, parseMeterOption } from "./meters";
 import { parseSeatLease } from "./seat-lease";
+import { TRIAL_MARK } from "./trial-mark";
 
 /**
  * Trials without a key (docs/trials-and-meters.md, "How to run a trial"): a device that asks gets a
@@ -25,8 +27,11 @@ import { parseSeatLease } from "./seat-lease";
  * device ends the trial's seat and counts a conversion (TrialConversion).
  */
 
-/** POST /trials/start's body. */
-export const TrialStartModel = Type.Object({ device: DeviceModel }, { additionalProperties: false });
+/**
+ * POST /trials/start's body. `email`, when the program asks the person for it, is where the trial's
+ * end is announced (the trial-ending mail, docs/mail.md); a trial is never reached by it otherwise.
+ */
+export const TrialStartModel = Type.Object({ device: DeviceModel, email: Type.Optional(Email) }, { additionalProperties: false });
 
 /** The licensee a trial licence shows in the admin API and console (its key is never shown to anyone). */
 const TRIAL_LICENSEE = "Trial";
@@ -86,11 +91,11 @@ export class Trials {
    * one (never a second trial for the same device hash). A trial that ended (its length ran out, or
    * a bought key was activated on the device) is refused license_expired.
    */
-  async start(input: { device: Parameters<typeof checkDevice>[1] }, ctx: RequestContext): Promise<ActivationAnswer> {
+  async start(input: { device: Parameters<typeof checkDevice>[1]; email?: string }, ctx: RequestContext): Promise<ActivationAnswer> {
     const trial = this.requireEnabled();
     const device = checkDevice(this.deps.variant, input.device);
     const now = this.deps.clock();
-    const made = this.trialLicense(trial, device, now);
+    const made = this.trialLicense(trial, device, now, input.email ?? null);
     const result = await this.deps.store.startTrial({ deviceHash: device.hash, licenseId: made.id, started: now, converted: null, convertedTo: null }, made, {
       audit: { ...this.deps.audit.okLine("trial-start", ctx, made.id), activationId: null },
       ...(this.meters.length > 0 ? { meters: { licenseId: made.id, meters: this.meters, now } } : {}),
@@ -111,7 +116,7 @@ export class Trials {
   }
 
   /** The licence a trial gets: the trial plan's fields but its seats, one device's worth of seats, ending after the trial's length. */
-  private trialLicense(trial: TrialConfig, device: Device, now: number): LicenseRecord {
+  private trialLicense(trial: TrialConfig, device: Device, now: number, email: string | null): LicenseRecord {
     const fields = planFields(trial.plan, now);
     const updatesUntil = fields.updatesUntil ? Date.parse(fields.updatesUntil) : null;
     return {
@@ -129,8 +134,8 @@ export class Trials {
       issued: now,
       expires: now + trial.lengthSeconds * 1000,
       revoked: null,
-      email: null,
-      metadata: { trial: "true" },
+      email,
+      metadata: { [TRIAL_MARK]: "true" },
       tokenTtl: fields.tokenTtl ?? null,
       seatLease: fields.seatLease === undefined ? null : parseSeatLease(fields.seatLease),
       ...(updatesUntil !== null ? { updatesUntil } : {}),

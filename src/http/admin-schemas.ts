@@ -405,7 +405,7 @@ export const AdminStats = Type.Object({
 // ---- mail (src/domain/mail/admin.ts) ----
 
 export { MailQuery as AdminMailQuery } from "../domain/mail/admin";
-const MAIL_KINDS = ["license-created", "key-reissued", "license-expiring", "updates-ending", "portal-link"] as const;
+const MAIL_KINDS = ["license-created", "key-reissued", "license-expiring", "trial-ending", "updates-ending", "portal-link"] as const;
 export const MailView = Type.Object({
   id: Type.String({ pattern: "^mail_", description: "Also the left part of the mail's Message-ID" }),
   kind: Type.Union(MAIL_KINDS.map((k) => Type.Literal(k))),

@@ -5,7 +5,7 @@ import type { AuditRecord, LicenseRecord } from "./types";
  * causes it (Journal.mail), then leased and sent by one worker at a time (src/domain/mail/worker.ts).
  * Times are milliseconds since the epoch, as in types.ts.
  */
-export type MailKind = "license-created" | "key-reissued" | "license-expiring" | "updates-ending" | "portal-link";
+export type MailKind = "license-created" | "key-reissued" | "license-expiring" | "trial-ending" | "updates-ending" | "portal-link";
 
 export type MailStatus = "pending" | "sent" | "failed";
 

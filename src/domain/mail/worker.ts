@@ -7,7 +7,8 @@ import type { Clock } from "../clock";
 import { randomBase32 } from "../ids";
 import { RETRY_DELAYS_MS } from "../webhooks/worker";
 import { facts, type MailOutbox } from "./outbox";
-import { licenceExpiring, updatesEnding } from "./templates";
+import { isTrialLicence } from "../trial-mark";
+import { licenceExpiring, trialEnding, updatesEnding } from "./templates";
 
 /** How often the worker looks for licences to remind (the reminders are once-only, so any process may). */
 const REMINDER_EVERY_MS = 3600_000;
@@ -179,8 +180,11 @@ export class MailWorker {
     const links = { portal: outbox.portalUrl };
     for (const l of ending) {
       if (!l.email || l.expires === null) continue;
-      const content = licenceExpiring(outbox.site, { ...facts(l), expires: l.expires }, links);
-      mails.push(await outbox.compose("license-expiring", l.id, l.email, content, { dedupe: `license-expiring:${l.id}:${l.expires}` }));
+      const ends = { ...facts(l), expires: l.expires };
+      const [kind, content] = isTrialLicence(l)
+        ? (["trial-ending", trialEnding(outbox.site, ends, links)] as const)
+        : (["license-expiring", licenceExpiring(outbox.site, ends, links)] as const);
+      mails.push(await outbox.compose(kind, l.id, l.email, content, { dedupe: `${kind}:${l.id}:${l.expires}` }));
     }
     // A licence that ends before its updates window needs no word about the window.
     for (const l of await this.o.mail.licensesUpdatesEnding(now, now + config.reminderDays * 86_400_000, REMINDERS_PER_ROUND)) {

@@ -20,12 +20,13 @@ afterEach(async () => {
   for (const o of open.splice(0).reverse()) await ("close" in o ? o.close() : o.stop());
 });
 
-async function mailSite(smtp: SmtpReceiver | null, settings: Record<string, string> = {}) {
+async function mailSite(smtp: SmtpReceiver | null, settings: Record<string, string> = {}, tables?: Record<string, unknown>) {
   const logLines: string[] = [];
   const log = createLogger("json", "debug", (l) => logLines.push(l));
   const site = await testSite("alpha", {
     log,
     settings: smtp ? { "smtp-url": smtp.url, "mail-from": "Example Software <licences@example.com>", "mail-timeout": "5s", ...settings } : settings,
+    ...(tables ? { tables } : {}),
   });
   open.push(site);
   const admin = site.composed.services.admin;
@@ -214,6 +215,35 @@ test("licence expiring soon: one reminder, --mail-reminder-days ahead, however o
   site.clock.advance(2 * 3600_000);
   await worker!.tick();
   expect(smtp.received.filter((r) => r.mail.subject?.includes("ends on"))).toHaveLength(1);
+});
+
+test("trial ending: a trial started with an address is told of its end as a trial, once; one without an address mails nothing", async () => {
+  const smtp = await startSmtpReceiver();
+  open.push(smtp);
+  const { site, worker } = await mailSite(
+    smtp,
+    { "mail-reminder-days": "10", "trial-plan": "eval", "trial-length": "14d" },
+    { plans: { eval: { title: "Evaluation", channels: ["stable"] } } },
+  );
+  const day = 86_400_000;
+  const started = site.clock();
+  const bad = await site.request("POST", "/trials/start", { body: { device: device("alpha"), email: "not an address" } });
+  expect(bad.status).toBe(400);
+  expect(((await bad.json()) as { error: string }).error).toBe("invalid_request");
+  expect((await site.request("POST", "/trials/start", { body: { device: device("alpha"), email: "eve@example.org" } })).status).toBe(200);
+  expect((await site.request("POST", "/trials/start", { body: { device: device("alpha") } })).status).toBe(200);
+  await worker!.tick();
+  expect(smtp.received).toHaveLength(0);
+  site.clock.advance(5 * day);
+  await worker!.tick();
+  const dayText = new Date(started + 14 * day).toISOString().slice(0, 10);
+  expect(smtp.received.map((r) => `${r.envelopeTo[0]} ${r.mail.subject}`)).toEqual([`eve@example.org Your trial of licenses.example.com ends on ${dayText}`]);
+  expect(smtp.received[0]!.mail.text).toContain("a licence key activated on the same computer takes over from the trial");
+  const [m] = await site.composed.services.admin.mail!.d.store.listMail({ limit: 5 });
+  expect(m).toMatchObject({ kind: "trial-ending", status: "sent" });
+  site.clock.advance(2 * 3600_000);
+  await worker!.tick();
+  expect(smtp.received).toHaveLength(1);
 });
 
 test("smtps:// with the server's certificate authority from --smtp-ca", async () => {
