@@ -98,7 +98,8 @@ describe.skipIf(SKIP_BROWSER)("console", () => {
     await p.keyboard.press("Tab");
     expect(await p.evaluate("document.activeElement.name")).toBe("token");
     await p.keyboard.type("kt_admin_wrong");
-    const [response] = await Promise.all([p.waitForResponse((r) => r.request().method() === "POST"), p.keyboard.press("Enter")]);
+    // The refusal is read once its page has loaded, not only once its answer arrived.
+    const [response] = await Promise.all([p.waitForResponse((r) => r.request().method() === "POST"), p.waitForEvent("load"), p.keyboard.press("Enter")]);
     expect(response.status()).toBe(401);
     await expect(p.getByRole("alert").textContent()).resolves.toContain("unknown, expired or revoked");
     expect(await context.cookies()).toHaveLength(0);

@@ -142,7 +142,9 @@ test("checkpoints stay small: 250 WAL pages of separate commits already reach th
   for (const l of many) await store.writeAudit(l);
   // Past 250 pages (SQLite's default would wait for 1,000), a commit has copied the WAL back.
   expect(refsInFileAlone(dir)).toEqual(expect.arrayContaining(few.map((l) => l.ref)));
-  expect(walFrames(dir)).toBeLessThan(250);
+  // The commit that crosses 250 pages checkpoints after it is written, so its own frames stay in the
+  // log until the next write starts it again: at most one commit's pages past 250, never SQLite's 1,000.
+  expect(walFrames(dir)).toBeLessThan(250 + 10);
 
   await store.close();
   expect(existsSync(join(dir, `${SQLITE_FILE}-wal`))).toBe(false);
