@@ -37,6 +37,25 @@ export function siteArgs(variant: VariantName, dirs: ReturnType<typeof siteDirs>
   return ["--variant", variant, "--base-url", BASE_URL, "--data", dirs.data, "--keys", dirs.keys, "--releases", dirs.releases];
 }
 
+/** The flags of a site whose records are in PostgreSQL at `databaseUrl`, its keys (with the variant's signing key) and releases under `root`. */
+export function postgresSiteArgs(root: string, variant: VariantName, databaseUrl: string): string[] {
+  const keys = join(root, "keys");
+  const releases = join(root, "releases");
+  generateKeyFiles(keys, VARIANTS[variant].defaultLicenseKid);
+  mkdirSync(releases, { recursive: true });
+  return ["--variant", variant, "--base-url", BASE_URL, "--database", databaseUrl, "--keys", keys, "--releases", releases];
+}
+
+/** A JSON POST to a serving process's API (`/api/v1` + path), with the bearer `token` if given: its status and JSON body. */
+export async function postJson(url: string, path: string, body: unknown, token?: string): Promise<{ status: number; body: Record<string, any> }> {
+  const r = await fetch(`${url}/api/v1${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(body),
+  });
+  return { status: r.status, body: (await r.json()) as Record<string, any> };
+}
+
 export interface ServeProcess {
   readonly url: string;
   readonly proc: ReturnType<typeof Bun.spawn>;
