@@ -1,9 +1,10 @@
 /** Real keyturn processes for end-to-end tests: `bun src/main.ts ...`, with a clean environment. */
-import { mkdirSync } from "node:fs";
+import { afterAll } from "bun:test";
+import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { generateKeyFiles } from "../src/domain/keys";
 import { VARIANTS, type VariantName } from "../src/config/variants";
-import { BASE_URL } from "./helpers";
+import { BASE_URL, tempDir } from "./helpers";
 
 const MAIN = join(import.meta.dir, "..", "src", "main.ts");
 
@@ -22,6 +23,27 @@ export async function runCli(args: string[], env: Record<string, string> = {}): 
   const p = Bun.spawn([process.execPath, MAIN, ...args], { env: cleanEnv(env), stdout: "pipe", stderr: "pipe", stdin: "ignore" });
   const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   return { code, stdout, stderr };
+}
+
+/**
+ * keyturn's commands run to their end in a fresh folder of their own (its ./data, ./keys …), on
+ * variant alpha: `keyturn` gives the exit code and output, `json` the `--json` output parsed (a
+ * non-zero exit throws). The folder is removed after the test file.
+ */
+export function cliFolder(prefix: string) {
+  const cwd = tempDir(prefix);
+  afterAll(() => rmSync(cwd, { recursive: true, force: true }));
+  const env = { PATH: process.env.PATH ?? "", KEYTURN_VARIANT: "alpha" };
+  const keyturn = (...args: string[]) => {
+    const p = Bun.spawnSync([process.execPath, MAIN, ...args], { cwd, env });
+    return { code: p.exitCode, stdout: p.stdout.toString(), stderr: p.stderr.toString() };
+  };
+  const json = (...args: string[]) => {
+    const r = keyturn(...args, "--json");
+    if (r.code !== 0) throw new Error(`${args.join(" ")}: ${r.stderr}`);
+    return JSON.parse(r.stdout);
+  };
+  return { cwd, keyturn, json };
 }
 
 /** A site directory laid out as `serve` wants it: data, keys (with the variant's signing key) and releases. */
