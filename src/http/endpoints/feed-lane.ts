@@ -76,7 +76,6 @@ export function feedLanes(feeds: FeedService, publicLanes: PublicLanes) {
     laneParams: [...productParam, channelParam] as ParamDoc[],
     /** `/feeds/<kind>/{product}/{channel}`. */
     lanePath: (kind: string) => `/feeds/${kind}/${withProduct ? "{product}/" : ""}{channel}`,
-    laneOf,
     /** The lane, its caller, and the lane's index (refusing a channel the caller does not hold). */
     open: async (call: LaneCall): Promise<FeedLane & { readonly index: ReleaseIndex }> => {
       const lane = laneOf(call);
