@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { generateKeyFiles } from "../src/domain/keys";
 import { lemon, paddle, stripe } from "./commerce-events";
 import { LEMON_SECRET, lemonHeader, PADDLE_SECRET, paddleHeader, STRIPE_SECRET, stripeHeader } from "./commerce-signers";
-import { executable } from "./executable";
+import { executable, untilListening } from "./executable";
 import { tempDir } from "./helpers";
 
 /**
@@ -52,13 +52,9 @@ async function serve(exe: string) {
     },
   });
   const reader = proc.stderr.getReader();
-  let err = "";
-  while (!err.includes('"keyturn listening"')) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`keyturn did not start:\n${err}`);
-    err += new TextDecoder().decode(value);
-  }
-  const url = (JSON.parse(err.split("\n").find((l) => l.includes('"keyturn listening"'))!) as { url: string }).url;
+  const started = await untilListening(reader);
+  const url = started.url;
+  let err = started.log;
   const rest = (async () => {
     for (;;) {
       const { value, done } = await reader.read();

@@ -3,7 +3,7 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { VARIANTS } from "../src/config/variants";
 import { generateKeyFiles } from "../src/domain/keys";
-import { executable } from "./executable";
+import { executable, untilListening } from "./executable";
 import { BASE_URL, device, tempDir } from "./helpers";
 import { ReleaseTree } from "./release-tree";
 
@@ -65,14 +65,7 @@ test("a plan in the configuration, a perpetual licence from it, and the update p
 
   const proc = Bun.spawn([exe, "serve", "--config", config, "--host", "127.0.0.1", "--port", "0", "--log-level", "info"], { stdout: "ignore", stderr: "pipe" });
   try {
-    const reader = proc.stderr.getReader();
-    let err = "";
-    while (!err.includes('"keyturn listening"')) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`serve exited: ${err}`);
-      err += new TextDecoder().decode(value);
-    }
-    const url = (JSON.parse(err.split("\n").find((l) => l.includes('"keyturn listening"'))!) as { url: string }).url;
+    const { url } = await untilListening(proc.stderr.getReader());
     const api = (path: string, init: RequestInit = {}) => fetch(`${url}/api/v1${path}`, init);
     const activated = (await (
       await api("/licenses/activate", {

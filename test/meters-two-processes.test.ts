@@ -6,20 +6,19 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { mkdirSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { VARIANTS } from "../src/config/variants";
 import { CLI_CALLER, type AdminDeps } from "../src/domain/admin/deps";
 import { createLicense, LicenseCreateInput } from "../src/domain/admin/licenses";
 import { systemClock } from "../src/domain/clock";
 import { decode } from "../src/domain/decode";
-import { generateKeyFiles } from "../src/domain/keys";
 import { openPostgresStore } from "../src/store/postgres";
 import { openSqliteStore, SQLITE_FILE } from "../src/store/sqlite";
 import type { Store } from "../src/store/types";
 import { announceSkip, freshSchema, PG_URL } from "./databases";
-import { BASE_URL, device, tempDir } from "./helpers";
-import { siteArgs, siteDirs, startServe, type ServeProcess } from "./processes";
+import { device, tempDir } from "./helpers";
+import { postgresSiteArgs, postJson as post, siteArgs, siteDirs, startServe, type ServeProcess } from "./processes";
 
 const roots: string[] = [];
 afterAll(() => {
@@ -52,12 +51,6 @@ async function licensesFor(store: Store): Promise<string[]> {
 }
 
 async function race(servers: readonly ServeProcess[], keys: readonly string[]): Promise<Array<{ licenseId: string }>> {
-  const post = (url: string, path: string, body: unknown, token?: string) =>
-    fetch(`${url}/api/v1${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: JSON.stringify(body),
-    }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> }));
   const ids: Array<{ licenseId: string }> = [];
   for (const [i, round] of ROUNDS.entries()) {
     const activated = await post(servers[0]!.url, "/licenses/activate", { key: keys[i], device: device("alpha") });
@@ -121,9 +114,7 @@ describe.skipIf(!PG_URL)("on PostgreSQL", () => {
     const schema = await freshSchema();
     const root = tempDir();
     roots.push(root);
-    generateKeyFiles(join(root, "keys"), VARIANTS.alpha.defaultLicenseKid);
-    mkdirSync(join(root, "releases"));
-    const args = ["--variant", "alpha", "--base-url", BASE_URL, "--database", schema.url, "--keys", join(root, "keys"), "--releases", join(root, "releases")];
+    const args = postgresSiteArgs(root, "alpha", schema.url);
     const store = await openPostgresStore(schema.url);
     try {
       const keys = await licensesFor(store);

@@ -1,9 +1,10 @@
 /** Real keyturn processes for end-to-end tests: `bun src/main.ts ...`, with a clean environment. */
-import { mkdirSync } from "node:fs";
+import { afterAll } from "bun:test";
+import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { generateKeyFiles } from "../src/domain/keys";
 import { VARIANTS, type VariantName } from "../src/config/variants";
-import { BASE_URL } from "./helpers";
+import { BASE_URL, tempDir } from "./helpers";
 
 const MAIN = join(import.meta.dir, "..", "src", "main.ts");
 
@@ -24,6 +25,27 @@ export async function runCli(args: string[], env: Record<string, string> = {}): 
   return { code, stdout, stderr };
 }
 
+/**
+ * keyturn's commands run to their end in a fresh folder of their own (its ./data, ./keys …), on
+ * variant alpha: `keyturn` gives the exit code and output, `json` the `--json` output parsed (a
+ * non-zero exit throws). The folder is removed after the test file.
+ */
+export function cliFolder(prefix: string) {
+  const cwd = tempDir(prefix);
+  afterAll(() => rmSync(cwd, { recursive: true, force: true }));
+  const env = { PATH: process.env.PATH ?? "", KEYTURN_VARIANT: "alpha" };
+  const keyturn = (...args: string[]) => {
+    const p = Bun.spawnSync([process.execPath, MAIN, ...args], { cwd, env });
+    return { code: p.exitCode, stdout: p.stdout.toString(), stderr: p.stderr.toString() };
+  };
+  const json = (...args: string[]) => {
+    const r = keyturn(...args, "--json");
+    if (r.code !== 0) throw new Error(`${args.join(" ")}: ${r.stderr}`);
+    return JSON.parse(r.stdout);
+  };
+  return { cwd, keyturn, json };
+}
+
 /** A site directory laid out as `serve` wants it: data, keys (with the variant's signing key) and releases. */
 export function siteDirs(root: string, variant: VariantName) {
   const dirs = { data: join(root, "data"), keys: join(root, "keys"), releases: join(root, "releases") };
@@ -35,6 +57,25 @@ export function siteDirs(root: string, variant: VariantName) {
 
 export function siteArgs(variant: VariantName, dirs: ReturnType<typeof siteDirs>): string[] {
   return ["--variant", variant, "--base-url", BASE_URL, "--data", dirs.data, "--keys", dirs.keys, "--releases", dirs.releases];
+}
+
+/** The flags of a site whose records are in PostgreSQL at `databaseUrl`, its keys (with the variant's signing key) and releases under `root`. */
+export function postgresSiteArgs(root: string, variant: VariantName, databaseUrl: string): string[] {
+  const keys = join(root, "keys");
+  const releases = join(root, "releases");
+  generateKeyFiles(keys, VARIANTS[variant].defaultLicenseKid);
+  mkdirSync(releases, { recursive: true });
+  return ["--variant", variant, "--base-url", BASE_URL, "--database", databaseUrl, "--keys", keys, "--releases", releases];
+}
+
+/** A JSON POST to a serving process's API (`/api/v1` + path), with the bearer `token` if given: its status and JSON body. */
+export async function postJson(url: string, path: string, body: unknown, token?: string): Promise<{ status: number; body: Record<string, any> }> {
+  const r = await fetch(`${url}/api/v1${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(body),
+  });
+  return { status: r.status, body: (await r.json()) as Record<string, any> };
 }
 
 export interface ServeProcess {

@@ -4,7 +4,7 @@ import { connect, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { VARIANTS } from "../src/config/variants";
 import { generateKeyFiles } from "../src/domain/keys";
-import { executable } from "./executable";
+import { executable, untilListening } from "./executable";
 import { tempDir } from "./helpers";
 
 // The documented CI flow (docs/releasing-from-ci.md, docs/examples/release-from-ci.yml) against a
@@ -84,13 +84,7 @@ beforeAll(async () => {
     { stdout: "ignore", stderr: "pipe" },
   );
   const reader = (serve.stderr as ReadableStream<Uint8Array>).getReader();
-  let err = "";
-  while (!err.includes('"keyturn listening"')) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`keyturn serve did not start: ${err}`);
-    err += new TextDecoder().decode(value);
-  }
-  url = JSON.parse(err.split("\n").find((l) => l.includes('"keyturn listening"'))!).url;
+  ({ url } = await untilListening(reader));
   // Keep reading, so the server never blocks on a full pipe.
   void (async () => {
     for (;;) if ((await reader.read()).done) break;

@@ -6,19 +6,18 @@
  * conversion once.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { VARIANTS } from "../src/config/variants";
 import { Admin } from "../src/domain/admin/operator";
 import { Audit } from "../src/domain/audit";
 import { systemClock } from "../src/domain/clock";
-import { generateKeyFiles } from "../src/domain/keys";
 import { openPostgresStore } from "../src/store/postgres";
 import { openSqliteStore } from "../src/store/sqlite";
 import type { Store } from "../src/store/types";
 import { announceSkip, freshSchema, PG_URL } from "./databases";
-import { BASE_URL, device, tempDir } from "./helpers";
-import { siteArgs, siteDirs, startServe, type ServeProcess } from "./processes";
+import { device, tempDir } from "./helpers";
+import { postgresSiteArgs, postJson as post, siteArgs, siteDirs, startServe, type ServeProcess } from "./processes";
 
 const roots: string[] = [];
 afterAll(() => {
@@ -31,13 +30,6 @@ function configFile(root: string): string {
   writeFileSync(file, `trial-plan = "eval"\ntrial-length = "14d"\n\n[plans.eval]\ntitle = "Pro (trial)"\nchannels = ["stable"]\n`);
   return file;
 }
-
-const post = (url: string, path: string, body: unknown, token?: string) =>
-  fetch(`${url}/api/v1${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify(body),
-  }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, any> }));
 
 const licenceOf = (token: string) => (JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()) as { lic: string }).lic;
 
@@ -94,9 +86,7 @@ describe.skipIf(!PG_URL)("on PostgreSQL", () => {
     const schema = await freshSchema();
     const root = tempDir();
     roots.push(root);
-    generateKeyFiles(join(root, "keys"), VARIANTS.alpha.defaultLicenseKid);
-    mkdirSync(join(root, "releases"));
-    const args = ["--variant", "alpha", "--base-url", BASE_URL, "--database", schema.url, "--keys", join(root, "keys"), "--releases", join(root, "releases")];
+    const args = postgresSiteArgs(root, "alpha", schema.url);
     const servers = [await startServe([...args, "--config", configFile(root)]), await startServe([...args, "--config", configFile(root)])];
     const store = await openPostgresStore(schema.url);
     try {

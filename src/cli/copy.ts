@@ -1,12 +1,11 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { parseUrl } from "../config/parse";
 import { KeyturnError } from "../domain/errors";
 import { copySqliteToPostgres, TargetNotEmptyError, type RowCounts } from "../store/copy";
 import { openPostgresStore } from "../store/postgres";
 import { openSqliteStore, SQLITE_FILE } from "../store/sqlite";
-import { out, printJson, UsageError } from "./io";
+import { out, printJson, parseFlags, UsageError } from "./io";
 
 export const USAGE = "keyturn copy --from DATA_DIR --to postgres://... [--merge] [--json]";
 
@@ -20,16 +19,11 @@ const describe = (c: RowCounts) =>
  * holds records unless --merge (rows present are overwritten with the source's values).
  */
 export async function copyCommand(args: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args,
-      options: { from: { type: "string" }, to: { type: "string" }, merge: { type: "boolean" }, json: { type: "boolean" } },
-      strict: true,
-    }));
-  } catch (e) {
-    throw new UsageError(USAGE, (e as Error).message.split("\n")[0]!);
-  }
+  const { values } = parseFlags(USAGE, {
+    args,
+    options: { from: { type: "string" }, to: { type: "string" }, merge: { type: "boolean" }, json: { type: "boolean" } },
+    strict: true,
+  });
   if (!values.from) throw new UsageError(USAGE, "--from DATA_DIR is required");
   if (!values.to) throw new UsageError(USAGE, "--to postgres://... is required");
   try {

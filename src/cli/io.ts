@@ -1,3 +1,4 @@
+import { parseArgs, type ParseArgsConfig } from "node:util";
 import { ConfigError } from "../config/parse";
 import { escapeControl, escapeJsonControl } from "../config/text";
 import { KeyturnError } from "../domain/errors";
@@ -9,6 +10,15 @@ export class UsageError extends Error {
     message: string,
   ) {
     super(message);
+  }
+}
+
+/** A command's flags read by node:util's parseArgs; what it refuses (an unknown flag, a missing value) is a UsageError of its first line. */
+export function parseFlags<T extends ParseArgsConfig>(usage: string, config: T): ReturnType<typeof parseArgs<T>> {
+  try {
+    return parseArgs(config);
+  } catch (e) {
+    throw new UsageError(usage, (e as Error).message.split("\n")[0]!);
   }
 }
 

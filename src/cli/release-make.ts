@@ -1,13 +1,12 @@
 import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { basename, join, relative, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { resolveSetting, type Environment } from "../config/settings";
 import { VARIANTS, type Variant, type VariantName } from "../config/variants";
 import { systemClock } from "../domain/clock";
 import { isInstallerName } from "../domain/releases/manifest";
 import { makeManifest, type ReleaseFacts } from "../domain/releases/manifest-make";
 import { ReleaseProblem } from "../domain/releases/problem";
-import { err, out, UsageError } from "./io";
+import { err, out, parseFlags, UsageError } from "./io";
 import { siteVariant } from "./release";
 import { loadReleaseKey, releaseKidOf, SigningKeyError, signManifestFile, type ReleaseSigningKey } from "./release-signing";
 
@@ -52,13 +51,7 @@ const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?(Z|[+-]\d{2}:\d{
  * entries), signed there when given the key, and renamed into place whole.
  */
 export async function makeCommand(args: string[], env: Environment): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({ args, options: OPTIONS, allowPositionals: false, strict: true });
-  } catch (e) {
-    throw new UsageError(USAGE, (e as Error).message.split("\n")[0]!);
-  }
-  const v = parsed.values;
+  const v = parseFlags(USAGE, { args, options: OPTIONS, allowPositionals: false, strict: true }).values;
   if (!v.installer) throw new UsageError(USAGE, "release make needs --installer FILE");
   if (!v.version) throw new UsageError(USAGE, "release make needs --version V");
   if (v.notes !== undefined && v["notes-file"] !== undefined) throw new UsageError(USAGE, "give --notes or --notes-file, not both");

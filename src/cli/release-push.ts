@@ -1,6 +1,5 @@
 import { lstatSync, readdirSync, readFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { resolveSetting, type Environment } from "../config/settings";
 import { escapeControl } from "../config/text";
 import { VARIANT_NAMES, VARIANTS, type Variant, type VariantName } from "../config/variants";
@@ -11,7 +10,7 @@ import { ReleaseProblem } from "../domain/releases/problem";
 import { laneName } from "../domain/releases/release-controls";
 import { checkInstallerHash, checkInstallerSize } from "../domain/releases/scan";
 import { UPLOAD_LIMITS } from "../domain/releases/upload-model";
-import { err, out, UsageError } from "./io";
+import { err, out, parseFlags, UsageError } from "./io";
 import { siteVariant } from "./release";
 
 export const USAGE = [
@@ -71,12 +70,7 @@ interface UploadState {
  * byte the site holds, so a push started again after a cut connection sends only the rest.
  */
 export async function pushCommand(args: string[], env: Environment): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({ args, options: OPTIONS, allowPositionals: true, strict: true });
-  } catch (e) {
-    throw new UsageError(USAGE, (e as Error).message.split("\n")[0]!);
-  }
+  const parsed = parseFlags(USAGE, { args, options: OPTIONS, allowPositionals: true, strict: true });
   const v = parsed.values;
   if (parsed.positionals.length !== 1) throw new UsageError(USAGE, "release push needs one FOLDER");
   if (!v.site) throw new UsageError(USAGE, "release push needs --site URL (the site's --base-url)");

@@ -1,6 +1,5 @@
 import { readdirSync } from "node:fs";
 import { basename, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { resolveSetting, type Environment } from "../config/settings";
 import { parseLaneList } from "../config/config";
 import { ConfigError } from "../config/parse";
@@ -9,7 +8,7 @@ import { loadKeyRing } from "../domain/keys";
 import { ReleaseProblem } from "../domain/releases/problem";
 import { placeOfManifestPath, ReleaseTreeUnreadable, scanReleaseTree, treeLevels } from "../domain/releases/scan";
 import { releaseKeysOf } from "../domain/releases/signature";
-import { err, out, UsageError } from "./io";
+import { err, out, parseFlags, UsageError } from "./io";
 import { releaseControlCommand } from "./release-controls";
 import { releaseWhyCommand } from "./release-why";
 import { makeCommand, USAGE as MAKE_USAGE } from "./release-make";
@@ -26,11 +25,7 @@ export const USAGE = [
 ].join("\n");
 
 function parse(args: string[], options: Record<string, { type: "string" }>) {
-  try {
-    return parseArgs({ args, options, allowPositionals: true, strict: true });
-  } catch (e) {
-    throw new UsageError(USAGE, (e as Error).message.split("\n")[0]!);
-  }
+  return parseFlags(USAGE, { args, options, allowPositionals: true, strict: true });
 }
 
 /** `keyturn release sign|check|halt|resume|withdraw|restore`. */

@@ -25,20 +25,28 @@ async function readLimited(request: Request): Promise<string> {
   // A declared length is the most the runtime reads (the framing ends the body there): read it in
   // one call. Chunked bodies are counted as they arrive.
   if (declared !== null) return decodeUtf8(new Uint8Array(await request.arrayBuffer().catch(unreadable)));
-  const reader = request.body.getReader();
+  return decodeUtf8(await readWithin(request.body, MAX_JSON_BODY, tooLarge));
+}
+
+/**
+ * A body's bytes counted as they arrive: past `limit` the rest is not read (`tooLarge`, 413); a
+ * connection that ends mid-body is the client's fault (invalid_request).
+ */
+export async function readWithin(body: ReadableStream<Uint8Array>, limit: number, tooLarge: () => KeyturnError): Promise<Uint8Array> {
+  const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
     const { done, value } = await reader.read().catch(unreadable);
     if (done) break;
     size += value.byteLength;
-    if (size > MAX_JSON_BODY) {
+    if (size > limit) {
       await reader.cancel();
       throw tooLarge();
     }
     chunks.push(value);
   }
-  return decodeUtf8(Buffer.concat(chunks));
+  return Buffer.concat(chunks);
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { VARIANTS, type VariantName } from "../../src/config/variants";
 import { generateKeyFiles } from "../../src/domain/keys";
-import { executable } from "../executable";
+import { executable, untilListening } from "../executable";
 import { freePort } from "../processes";
 import { ReleaseTree } from "../release-tree";
 
@@ -76,16 +76,10 @@ export async function startSite(variant: VariantName, o: { args?: string[]; prep
     stderr: "pipe",
   });
   const reader = proc.stderr.getReader();
-  let err = "";
-  while (!err.includes('"keyturn listening"')) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`keyturn did not start:\n${err}`);
-    err += new TextDecoder().decode(value);
-  }
+  const { url } = await untilListening(reader);
   void (async () => {
     while (!(await reader.read()).done);
   })();
-  const url = String(JSON.parse(err.split("\n").find((l) => l.includes('"keyturn listening"'))!).url);
   const cli = (args: string[]) => execFileSync(exe, [...args.slice(0, 2), ...common, ...args.slice(2)], { encoding: "utf8" });
   return {
     url,

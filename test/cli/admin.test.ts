@@ -1,25 +1,13 @@
-import { afterAll, expect, test } from "bun:test";
-import { readFileSync, rmSync } from "node:fs";
+import { expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { escapeControl } from "../../src/config/text";
 import { systemClock } from "../../src/domain/clock";
 import { ConsoleSessions } from "../../src/domain/console-sessions";
 import { openSqliteStore } from "../../src/store/sqlite";
-import { tempDir } from "../helpers";
+import { cliFolder } from "../processes";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-const cwd = tempDir("keyturn-admin-cli-");
-afterAll(() => rmSync(cwd, { recursive: true, force: true }));
-const env = { PATH: process.env.PATH ?? "", KEYTURN_VARIANT: "alpha" };
-function keyturn(...args: string[]) {
-  const p = Bun.spawnSync([process.execPath, MAIN, ...args], { cwd, env });
-  return { code: p.exitCode, stdout: p.stdout.toString(), stderr: p.stderr.toString() };
-}
-const json = (...args: string[]) => {
-  const r = keyturn(...args, "--json");
-  if (r.code !== 0) throw new Error(`${args.join(" ")}: ${r.stderr}`);
-  return JSON.parse(r.stdout);
-};
+const { cwd, keyturn, json } = cliFolder("keyturn-admin-cli-");
 
 test("admin-token create shows the secret once and stores its hash; list shows no secret; revoke; bad scopes exit 1", () => {
   const created = json("admin-token", "create", "--name", "ci", "--scopes", "licenses:read,audit:read", "--expires", "2099-01-01T00:00:00Z");

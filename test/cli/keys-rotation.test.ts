@@ -1,21 +1,14 @@
-import { afterAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { VARIANTS } from "../../src/config/variants";
 import { loadKeyRing } from "../../src/domain/keys";
-import { tempDir } from "../helpers";
+import { cliFolder } from "../processes";
 
 // `keyturn keys rotate` and `keys promote` (docs/operating.md "Rotating the license key"): the
 // next key is made without signing, the promotion makes it sign, each writes an audit line.
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-const cwd = tempDir("keyturn-keys-cli-");
-afterAll(() => rmSync(cwd, { recursive: true, force: true }));
-const env = { PATH: process.env.PATH ?? "", KEYTURN_VARIANT: "alpha" };
-function keyturn(...args: string[]) {
-  const p = Bun.spawnSync([process.execPath, MAIN, ...args], { cwd, env });
-  return { code: p.exitCode, stdout: p.stdout.toString(), stderr: p.stderr.toString() };
-}
+const { cwd, keyturn } = cliFolder("keyturn-keys-cli-");
 const signingKid = async () => (await loadKeyRing(join(cwd, "keys"), VARIANTS.alpha)).signing?.kid ?? null;
 
 test("rotate makes the next key without signing with it; promote makes it sign; each is an audit line; mistakes exit 1 naming them", async () => {

@@ -1,25 +1,12 @@
-import { afterAll, expect, test } from "bun:test";
-import { rmSync } from "node:fs";
+import { expect, test } from "bun:test";
 import { join } from "node:path";
-import { tempDir } from "../helpers";
+import { cliFolder } from "../processes";
 
 // `keyturn license create|update --meter NAME=LIMIT[/PERIOD],…` and `license show` with a licence's
 // meters (design.md "Licence models": meters set by the CLI as by the admin API), and `keyturn stats`
 // naming trials and metered use.
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-const cwd = tempDir("keyturn-meters-cli-");
-afterAll(() => rmSync(cwd, { recursive: true, force: true }));
-const env = { PATH: process.env.PATH ?? "", KEYTURN_VARIANT: "alpha" };
-function keyturn(...args: string[]) {
-  const p = Bun.spawnSync([process.execPath, MAIN, ...args], { cwd, env });
-  return { code: p.exitCode, stdout: p.stdout.toString(), stderr: p.stderr.toString() };
-}
-const json = (...args: string[]) => {
-  const r = keyturn(...args, "--json");
-  if (r.code !== 0) throw new Error(`${args.join(" ")}: ${r.stderr}`);
-  return JSON.parse(r.stdout);
-};
+const { cwd, keyturn, json } = cliFolder("keyturn-meters-cli-");
 
 test("--meter on create and update; show lists each meter's use; none removes them; a malformed one is a usage error", () => {
   const lic = json(

@@ -1,18 +1,9 @@
-import { afterAll, expect, test } from "bun:test";
-import { rmSync } from "node:fs";
-import { join } from "node:path";
-import { tempDir } from "../helpers";
+import { expect, test } from "bun:test";
+import { cliFolder } from "../processes";
 
 // `license create|update --seat-lease` and what `license show` and `stats` say of it (design.md
 // "Seats that come back"). A bad value is a usage error naming the flag: exit 2, nothing written.
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-const cwd = tempDir("keyturn-cli-lease-");
-afterAll(() => rmSync(cwd, { recursive: true, force: true }));
-const env = { PATH: process.env.PATH ?? "", KEYTURN_VARIANT: "alpha" };
-function keyturn(...args: string[]) {
-  const p = Bun.spawnSync([process.execPath, MAIN, ...args], { cwd, env });
-  return { code: p.exitCode, stdout: p.stdout.toString(), stderr: p.stderr.toString() };
-}
+const { keyturn } = cliFolder("keyturn-cli-lease-");
 const LICENSE = ["--licensee", "Ada", "--organization", "Engines", "--plan", "pro", "--plan-title", "Pro", "--seats", "2", "--channels", "stable"];
 
 test("--seat-lease on create and update; show prints it; too short or malformed exits 2 naming --seat-lease", () => {

@@ -12,6 +12,7 @@ import { deviceHash, KeyturnClient, KeyturnClientError, type Device } from "../.
 import { VARIANTS } from "../../src/config/variants";
 import { generateKeyFiles } from "../../src/domain/keys";
 import { tempDir } from "../helpers";
+import { untilListening } from "../executable";
 import { ISSUER, spkiOf } from "./kit-site";
 
 const dir = tempDir("keyturn-kit-models-");
@@ -31,15 +32,9 @@ beforeAll(async () => {
     { stdout: "ignore", stderr: "pipe", stdin: "ignore", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } },
   );
   const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader();
-  let err = "";
-  while (!err.includes('"keyturn listening"')) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`serve exited: ${err}`);
-    err += new TextDecoder().decode(value);
-  }
+  ({ url } = await untilListening(reader));
   reader.releaseLock();
   void (proc.stderr as ReadableStream<Uint8Array>).pipeTo(new WritableStream());
-  url = JSON.parse(err.split("\n").find((l) => l.includes('"keyturn listening"'))!).url as string;
 }, 180_000);
 
 afterAll(async () => {

@@ -12,6 +12,7 @@ import { VARIANTS, type VariantName } from "../../src/config/variants";
 import { generateKeyFiles } from "../../src/domain/keys";
 import { signManifest } from "../../src/domain/releases/signature";
 import { ReleaseTree } from "../release-tree";
+import { untilListening } from "../executable";
 import { tempDir } from "../helpers";
 
 export const ISSUER = "https://licenses.example.com";
@@ -83,12 +84,7 @@ export async function startKitSite(exe: string, variant: VariantName, dir = temp
     { stdout: "ignore", stderr: "pipe", stdin: "ignore", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } },
   );
   const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader();
-  let err = "";
-  while (!err.includes('"keyturn listening"')) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`serve exited: ${err}`);
-    err += new TextDecoder().decode(value);
-  }
+  const { url, log: err } = await untilListening(reader);
   let scans = err.split("\n").filter((l) => l.includes('"release index built"')).length;
   void (async () => {
     for (;;) {
@@ -97,7 +93,6 @@ export async function startKitSite(exe: string, variant: VariantName, dir = temp
       scans += new TextDecoder().decode(value).split('"release index built"').length - 1;
     }
   })();
-  const url = JSON.parse(err.split("\n").find((l) => l.includes('"keyturn listening"'))!).url as string;
   return {
     url,
     variant,

@@ -1,32 +1,9 @@
-import { afterAll, expect, test } from "bun:test";
-import { rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { readSettings, toConfig } from "../../src/config/config";
-import { ConfigError } from "../../src/config/parse";
-import { BASE_URL, tempDir } from "../helpers";
+import { expect, test } from "bun:test";
+import { tomlFiles } from "./toml-files";
 
 // design.md "From sale to key": products and prices are mapped to plans by configuration;
 // secrets come from the environment (or a flag, or the file).
-const dir = tempDir();
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-let files = 0;
-
-function configOf(toml: string, env: Record<string, string> = {}) {
-  const path = join(dir, `keyturn-${++files}.toml`);
-  writeFileSync(path, `variant = "alpha"\nbase-url = "${BASE_URL}"\ndata = "${join(dir, "data")}"\n${toml}`);
-  const read = readSettings(["--config", path], env);
-  return toConfig(read.settings, "admin", read.tables);
-}
-
-function refusal(toml: string): string {
-  try {
-    configOf(toml);
-  } catch (e) {
-    if (e instanceof ConfigError) return `${e.setting}: ${e.message}`;
-    throw e;
-  }
-  throw new Error(`accepted ${toml}`);
-}
+const { configOf, refusal } = tomlFiles();
 
 test("a product takes its plan's seats and channels, its own fields win; updatesFor makes renewals extend the updates window", () => {
   const config = configOf(

@@ -1,35 +1,13 @@
-import { afterAll, expect, test } from "bun:test";
-import { rmSync, writeFileSync } from "node:fs";
+import { expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { readSettings, toConfig } from "../../src/config/config";
-import { ConfigError } from "../../src/config/parse";
-import { BASE_URL, tempDir } from "../helpers";
+import { tomlFiles } from "./toml-files";
 import { runCli, siteArgs, siteDirs } from "../processes";
 
 // design.md "Licence models": plans are `[plans.NAME]` tables in the TOML configuration (seats,
 // channels, features, seatLease, tokenTtl, updatesFor, expiresAfter).
 
-const dir = tempDir();
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-let files = 0;
-
-/** The configuration a TOML file with these lines gives, read the way every command reads it. */
-function configOf(toml: string) {
-  const path = join(dir, `keyturn-${++files}.toml`);
-  writeFileSync(path, `variant = "alpha"\nbase-url = "${BASE_URL}"\ndata = "${join(dir, "data")}"\n${toml}`);
-  const read = readSettings(["--config", path], {});
-  return toConfig(read.settings, "admin", read.tables);
-}
-
-function refusal(toml: string): string {
-  try {
-    configOf(toml);
-  } catch (e) {
-    if (e instanceof ConfigError) return `${e.setting}: ${e.message}`;
-    throw e;
-  }
-  throw new Error(`accepted ${toml}`);
-}
+const { dir, configOf, refusal } = tomlFiles();
 
 test("every key of a plan is read, durations in seconds; a site without plans has none", () => {
   const config = configOf(`

@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from "node:http";
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { join } from "node:path";
 import { createApp } from "../../src/http/app";
 import { createLicense, device, tempDir } from "../helpers";
 import { releaseSite } from "../release-tree";
+import { electronUpdater, listen } from "./electron-updaters";
 
 /**
  * The maintenance window through electron-updater's own code (NsisUpdater, GenericProvider,
@@ -15,15 +14,6 @@ import { releaseSite } from "../release-tree";
  */
 const require = createRequire(import.meta.url);
 const { NsisUpdater } = require("electron-updater/out/NsisUpdater");
-const { ElectronHttpExecutor } = require("electron-updater/out/electronHttpExecutor");
-
-class NodeHttpExecutor extends ElectronHttpExecutor {
-  createRequest(options: RequestOptions, callback: (response: IncomingMessage) => void): ClientRequest {
-    const request = httpRequest(options);
-    request.on("response", callback);
-    return request;
-  }
-}
 
 const dir = tempDir("keyturn-electron-window-");
 
@@ -61,15 +51,10 @@ describe("electron-updater and a licence's maintenance window", () => {
       tokens[who] = ((await res.json()) as { token: string }).token;
     }
     const app = createApp(s.site.composed.services);
-    server = Bun.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      fetch: async (request) => {
-        const res = await app.handle(request);
-        seen.push({ path: new URL(request.url).pathname, status: res.status });
-        return res;
-      },
-    });
+    server = listen(
+      (request) => app.handle(request),
+      (request, res) => seen.push({ path: new URL(request.url).pathname, status: res.status }),
+    );
     base = `http://127.0.0.1:${server.port}/api/v1/feeds/electron/alpha/stable`;
   });
   afterAll(async () => {
@@ -78,30 +63,8 @@ describe("electron-updater and a licence's maintenance window", () => {
   });
 
   function updater(cacheName: string, version: string, token: string) {
-    const root = join(dir, cacheName);
-    const config = join(root, "app-update.yml");
-    mkdirSync(join(root, "cache", cacheName), { recursive: true });
-    writeFileSync(config, `provider: generic\nurl: ${base}\nupdaterCacheDirName: ${cacheName}\n`);
-    const app = {
-      version,
-      name: "alpha",
-      isPackaged: true,
-      appUpdateConfigPath: config,
-      userDataPath: join(root, "user-data"),
-      baseCachePath: join(root, "cache"),
-      whenReady: () => Promise.resolve(),
-      relaunch() {},
-      quit() {},
-      onQuit() {},
-    };
-    const u = new NsisUpdater(null, app);
-    u.httpExecutor = new NodeHttpExecutor();
-    u._testOnlyOptions = { platform: "win32", isUseDifferentialDownload: false };
-    u.autoDownload = false;
-    u.logger = { info: () => {}, warn: () => {}, error: () => {}, debug: () => {} };
-    u.setFeedURL({ provider: "generic", url: base });
-    u.addAuthHeader(`Bearer ${token}`);
-    return u;
+    return electronUpdater(NsisUpdater, dir, { name: cacheName, version, url: base, platform: "win32", differential: false, authorization: `Bearer ${token}` })
+      .u;
   }
 
   test("a licence whose updates ended before 1.1.0: offered 1.0.0, which it downloads and verifies", async () => {

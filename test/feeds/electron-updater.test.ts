@@ -1,39 +1,25 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from "node:http";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { createApp } from "../../src/http/app";
 import { tempDir } from "../helpers";
 import { feedFileEntry, releaseSite } from "../release-tree";
+import { appBuilder, electronUpdater, listen } from "./electron-updaters";
 
 /**
  * electron-updater's own code (NsisUpdater, its GenericProvider, DownloadedUpdateHelper and
  * differential downloader, builder-util-runtime's download with its sha512 check) against a real
- * keyturn over HTTP, as electron-builder's own tests drive it: an AppAdapter instead of Electron's
- * app, and an HttpExecutor whose createRequest is Node's http.request instead of Electron's net
- * (ElectronHttpExecutor's own download code is kept). No module is stubbed: none of these needs
- * `electron` until an install or a notification.
+ * keyturn over HTTP, as electron-builder's own tests drive it (./electron-updaters.ts). No module is
+ * stubbed: none of these needs `electron` until an install or a notification.
  */
 const require = createRequire(import.meta.url);
 const { NsisUpdater } = require("electron-updater/out/NsisUpdater");
-const { ElectronHttpExecutor } = require("electron-updater/out/electronHttpExecutor");
-const { appBuilderPath } = require("app-builder-bin");
-
-class NodeHttpExecutor extends ElectronHttpExecutor {
-  createRequest(options: RequestOptions, callback: (response: IncomingMessage) => void): ClientRequest {
-    const request = httpRequest(options);
-    request.on("response", callback);
-    return request;
-  }
-}
 
 const dir = tempDir("keyturn-electron-");
 /** app-builder's blockmap command, electron-builder's own generator (its package does not mark the binary executable). */
 function blockmap(installer: string): { size: number; sha512: string } {
-  const tool = join(dir, "app-builder");
-  copyFileSync(appBuilderPath, tool);
-  chmodSync(tool, 0o755);
+  const tool = appBuilder(dir);
   const run = Bun.spawnSync([tool, "blockmap", "--input", installer, "--output", `${installer}.blockmap`]);
   if (run.exitCode !== 0) throw new Error(`app-builder blockmap: ${run.stderr.toString()}`);
   return JSON.parse(run.stdout.toString());
@@ -82,15 +68,10 @@ describe("electron-updater against keyturn's electron feed", () => {
     token = await s.token(["stable"]);
     const app = createApp(s.site.composed.services);
     // Every request electron-updater makes, as keyturn answered it.
-    server = Bun.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      fetch: async (request) => {
-        const res = await app.handle(request);
-        seen.push({ path: new URL(request.url).pathname, range: request.headers.get("range"), status: res.status });
-        return res;
-      },
-    });
+    server = listen(
+      (request) => app.handle(request),
+      (request, res) => seen.push({ path: new URL(request.url).pathname, range: request.headers.get("range"), status: res.status }),
+    );
     base = `http://127.0.0.1:${server.port}/api/v1/feeds/electron/alpha/stable`;
   });
   afterAll(async () => {
@@ -100,39 +81,17 @@ describe("electron-updater against keyturn's electron feed", () => {
 
   function updater(cacheName: string, oldInstaller: Buffer | null, authorization: string | null) {
     // Differential when there is an installer to start from (in test mode its failures are thrown, not hidden by a full download).
-    const root = join(dir, cacheName);
-    const config = join(root, "app-update.yml");
-    mkdirSync(join(root, "cache", cacheName), { recursive: true });
-    writeFileSync(config, `provider: generic\nurl: ${base}\nupdaterCacheDirName: ${cacheName}\n`);
-    // The installer of the running version, where electron-updater keeps it after an update.
-    if (oldInstaller) writeFileSync(join(root, "cache", cacheName, "installer.exe"), oldInstaller);
-    const app = {
+    const { u, log, cache } = electronUpdater(NsisUpdater, dir, {
+      name: cacheName,
       version: "1.0.0",
-      name: "alpha",
-      isPackaged: true,
-      appUpdateConfigPath: config,
-      userDataPath: join(root, "user-data"),
-      baseCachePath: join(root, "cache"),
-      whenReady: () => Promise.resolve(),
-      relaunch() {},
-      quit() {},
-      onQuit() {},
-    };
-    const u = new NsisUpdater(null, app);
-    u.httpExecutor = new NodeHttpExecutor();
-    u._testOnlyOptions = { platform: "win32", isUseDifferentialDownload: oldInstaller !== null };
-    u.autoDownload = false;
-    const log: string[] = [];
-    u.logger = {
-      info: (m: unknown) => log.push(String(m)),
-      warn: (m: unknown) => log.push(String(m)),
-      error: (m: unknown) => log.push(String(m)),
-      debug: () => {},
-    };
-    // As docs/releases.md configures it.
-    u.setFeedURL({ provider: "generic", url: base });
-    if (authorization) u.addAuthHeader(authorization);
-    return { u, log, pending: join(root, "cache", cacheName, "pending") };
+      url: base,
+      platform: "win32",
+      differential: oldInstaller !== null,
+      authorization,
+    });
+    // The installer of the running version, where electron-updater keeps it after an update.
+    if (oldInstaller) writeFileSync(join(cache, "installer.exe"), oldInstaller);
+    return { u, log, pending: join(cache, "pending") };
   }
 
   test("reads latest.yml: the newest version, base64 SHA-512 and size as electron-builder's own tool computed them", async () => {

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, mock, test } from "bun:test";
 import { EventEmitter } from "node:events";
-import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from "node:http";
+import { readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { tempDir } from "../helpers";
 import { releaseSite } from "../release-tree";
+import { appBuilder, electronUpdater as updaterOf, listen } from "./electron-updaters";
 import { minisignKey, sparkleKey } from "./signers";
 import { velopackApp } from "./velopack-client";
 
@@ -35,16 +35,6 @@ mock.module("electron", () => ({ autoUpdater: nativeUpdater }));
 const require = createRequire(import.meta.url);
 const { AppImageUpdater } = require("electron-updater/out/AppImageUpdater");
 const { MacUpdater } = require("electron-updater/out/MacUpdater");
-const { ElectronHttpExecutor } = require("electron-updater/out/electronHttpExecutor");
-const { appBuilderPath } = require("app-builder-bin");
-
-class NodeHttpExecutor extends ElectronHttpExecutor {
-  createRequest(options: RequestOptions, callback: (response: IncomingMessage) => void): ClientRequest {
-    const request = httpRequest(options);
-    request.on("response", callback);
-    return request;
-  }
-}
 
 const dir = tempDir("keyturn-updaters-");
 const tauriKey = minisignKey();
@@ -54,9 +44,7 @@ const sha = (alg: "sha1" | "sha256", b: Uint8Array) => new Bun.CryptoHasher(alg)
 
 /** Two AppImages that differ in a few places, each with its blockmap embedded by app-builder (as electron-builder's AppImage target does). */
 function appImages(): { bytes: Buffer; blockMapSize: number }[] {
-  const tool = join(dir, "app-builder");
-  copyFileSync(appBuilderPath, tool);
-  chmodSync(tool, 0o755);
+  const tool = appBuilder(dir);
   const v1 = random(3 << 20);
   const v2 = Buffer.from(v1);
   for (const at of [300_000, 2_000_000]) v2.fill(0x5a, at, at + 200);
@@ -176,16 +164,13 @@ describe("issue 31: each updater, unmodified, across the numbered cases", () => 
     await s.holder.rescan();
     await s.holder.verified();
     token = await s.token(["stable", "preview"]);
-    server = Bun.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      fetch: async (request) => {
-        const res = await s.site.app.handle(request, "127.0.0.1");
+    server = listen(
+      (request) => s.site.app.handle(request, "127.0.0.1"),
+      (request, res) => {
         const url = new URL(request.url);
         seen.push({ path: url.pathname, query: url.search, range: request.headers.get("range"), status: res.status });
-        return res;
       },
-    });
+    );
     origin = `http://127.0.0.1:${server.port}`;
   });
   afterAll(async () => {
@@ -195,32 +180,7 @@ describe("issue 31: each updater, unmodified, across the numbered cases", () => 
 
   /** An electron-updater of `kind` for an app at `version`, on the feed URL `url`, with the token as its header. */
   function electronUpdater(Kind: any, name: string, version: string, url: string, platform: string) {
-    const root = join(dir, name);
-    mkdirSync(join(root, "cache"), { recursive: true });
-    const config = join(root, "app-update.yml");
-    writeFileSync(config, `provider: generic\nurl: ${url}\nupdaterCacheDirName: ${name}\n`);
-    const app = {
-      version,
-      name: "alpha",
-      isPackaged: true,
-      appUpdateConfigPath: config,
-      userDataPath: join(root, "user-data"),
-      baseCachePath: join(root, "cache"),
-      whenReady: () => Promise.resolve(),
-      relaunch() {},
-      quit() {},
-      onQuit() {},
-    };
-    const u = new Kind(null, app);
-    u.httpExecutor = new NodeHttpExecutor();
-    u._testOnlyOptions = { platform, isUseDifferentialDownload: true };
-    u.autoDownload = false;
-    u.autoInstallOnAppQuit = false;
-    const log: string[] = [];
-    u.logger = { info: (m: unknown) => log.push(String(m)), warn: (m: unknown) => log.push(String(m)), error: (m: unknown) => log.push(String(m)), debug() {} };
-    u.setFeedURL({ provider: "generic", url });
-    u.addAuthHeader(`Bearer ${token}`);
-    return { u, log, root };
+    return updaterOf(Kind, dir, { name, version, url, platform, differential: true, authorization: `Bearer ${token}` });
   }
 
   test("2. AppImageUpdater updates differentially: latest-linux.yml has blockMapSize, the embedded blockmap and the changed blocks come as ranges", async () => {

@@ -806,6 +806,17 @@ async function runVariant(variant: VariantName) {
 
 type Getter = (template: string, path: string, o: Send, label: string, status: number, code?: string) => Promise<{ code: string; body: any }>;
 
+/** Sends a request of any method (a GET through `GET`) and checks its answer against the document: the status and error code expected. */
+function sender(site: TestSite, c: Conformance, GET: Getter) {
+  return async (method: string, template: string, path: string, o: Send, label: string, status: number, expectCode?: string) => {
+    if (method === "GET") return (await GET(template, path, o, label, status, expectCode)).body;
+    const res = await send(site, method, path, o);
+    const out = await c.check(method, template, res, label);
+    expect({ label, method, path, status: res.status, code: out.code }).toEqual({ label, method, path, status, code: expectCode ?? "" });
+    return out.body;
+  };
+}
+
 /** Admin tokens of a site, made through the domain as the CLI does: any scopes, and one already expired. */
 async function adminTokens(site: TestSite, clock: ReturnType<typeof testClock>) {
   const d = site.composed.services.admin;
@@ -827,13 +838,7 @@ interface AdminCtx {
 /** Every admin operation's documented answers. */
 async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: AdminCtx) {
   const A = { token: x.adminToken };
-  const SEND = async (method: string, template: string, path: string, o: Send, label: string, status: number, expectCode?: string) => {
-    if (method === "GET") return (await GET(template, path, o, label, status, expectCode)).body;
-    const res = await send(site, method, path, o);
-    const out = await c.check(method, template, res, label);
-    expect({ label, method, path, status: res.status, code: out.code }).toEqual({ label, method, path, status, code: expectCode ?? "" });
-    return out.body;
-  };
+  const SEND = sender(site, c, GET);
   const admins = site.app.endpoints.filter((e) => typeof e.auth === "object");
   expect(admins.length).toBeGreaterThan(0);
 
@@ -1065,13 +1070,7 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
 /** The release upload API's documented answers (docs/releasing-from-ci.md). */
 async function uploadOperations(site: TestSite, c: Conformance, GET: Getter, tree: ReleaseTree, token: string, cleanups: (() => Promise<void> | void)[]) {
   const A = { token };
-  const SEND = async (method: string, template: string, path: string, o: Send, label: string, status: number, expectCode?: string) => {
-    if (method === "GET") return (await GET(template, path, o, label, status, expectCode)).body;
-    const res = await send(site, method, path, o);
-    const out = await c.check(method, template, res, label);
-    expect({ label, method, path, status: res.status, code: out.code }).toEqual({ label, method, path, status, code: expectCode ?? "" });
-    return out.body;
-  };
+  const SEND = sender(site, c, GET);
   const v = tree.v;
   const product = v.products[0] ?? null;
   const lane = [...(product ? [product] : []), "stable", "win-x64"].join("/");

@@ -1,35 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { startServe, type ServeProcess } from "../serve-process";
+import type { ServeProcess } from "../serve-process";
 import { deviceHash, tempDir } from "../helpers";
-import { FeedServer, foreignSigner, MIRROR_TOKEN, Vendor } from "./vendor";
+import { FeedServer, foreignSigner, MIRROR_TOKEN, startMirror, Vendor } from "./vendor";
 import type { WrittenRelease } from "../release-tree";
 
 const POLL_MS = 300;
 const DAY = 86_400_000;
 const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-
-/** `keyturn serve --mirror-of` as a real process: public keys only, the token in the environment. */
-function startMirror(vendor: Vendor, feed: FeedServer, dir: string, extra: string[] = []): Promise<ServeProcess> {
-  return startServe(
-    "alpha",
-    [
-      "--base-url",
-      "https://mirror.example.com",
-      "--keys",
-      vendor.mirrorKeys,
-      "--releases",
-      vendor.tree.root,
-      "--mirror-of",
-      feed.url,
-      "--mirror-poll",
-      `${POLL_MS}ms`,
-      ...extra,
-    ],
-    dir,
-    { KEYTURN_MIRROR_TOKEN: MIRROR_TOKEN },
-  );
-}
 
 async function errorOf(res: Response): Promise<string | null> {
   return res.status === 200 || res.status === 206 ? null : ((await res.json()) as { error: string }).error;
@@ -48,7 +26,7 @@ describe("keyturn serve --mirror-of, as a real process", () => {
     feed.start();
     vendor = await new Vendor("alpha", feed.url).init();
     release = vendor.tree.add({ version: "2.0.0", installerBytes: new Uint8Array(200_000).map((_, i) => i % 251) });
-    mirror = await startMirror(vendor, feed, dir);
+    mirror = await startMirror(vendor, feed, dir, [], POLL_MS);
   });
   afterAll(async () => {
     await mirror.cleanup();
@@ -132,7 +110,7 @@ describe("keyturn serve --mirror-of, as a real process", () => {
     feed.down();
     mirror.proc.kill("SIGTERM");
     expect(await mirror.proc.exited).toBe(0);
-    mirror = await startMirror(vendor, feed, dir);
+    mirror = await startMirror(vendor, feed, dir, [], POLL_MS);
     await mirror.waitFor("mirror feed refused: keeping what is known");
     expect(await errorOf(await get(manifest(), doomed))).toBe("entitlement_revoked");
     expect(await errorOf(await get(manifest(), sibling))).toBe("license_revoked");

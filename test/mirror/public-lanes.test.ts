@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startServe, type ServeProcess } from "../serve-process";
+import type { ServeProcess } from "../serve-process";
 import { tempDir } from "../helpers";
-import { FeedServer, MIRROR_TOKEN, Vendor } from "./vendor";
+import { FeedServer, startMirror, Vendor } from "./vendor";
 import type { WrittenRelease } from "../release-tree";
 
 /** design.md "Public lanes": a mirror serves the vendor's public lanes without a bearer too, as a real `serve --mirror-of` process. */
@@ -17,25 +17,7 @@ describe("a public lane through a mirror (keyturn serve --mirror-of --public-lan
     vendor = await new Vendor("alpha", feed.url).init();
     publicRelease = vendor.tree.add({ version: "1.0.0", channel: "preview", installerBytes: new Uint8Array(50_000).map((_, i) => i % 253) });
     privateRelease = vendor.tree.add({ version: "2.0.0" });
-    mirror = await startServe(
-      "alpha",
-      [
-        "--base-url",
-        "https://mirror.example.com",
-        "--keys",
-        vendor.mirrorKeys,
-        "--releases",
-        vendor.tree.root,
-        "--mirror-of",
-        feed.url,
-        "--mirror-poll",
-        "300ms",
-        "--public-lanes",
-        "alpha/preview",
-      ],
-      tempDir("keyturn-mirror-public-"),
-      { KEYTURN_MIRROR_TOKEN: MIRROR_TOKEN },
-    );
+    mirror = await startMirror(vendor, feed, tempDir("keyturn-mirror-public-"), ["--public-lanes", "alpha/preview"]);
   });
   afterAll(async () => {
     await mirror.cleanup();

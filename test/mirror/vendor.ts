@@ -5,6 +5,7 @@ import { generateKeyFiles, loadKeyRing } from "../../src/domain/keys";
 import { TokenSigner } from "../../src/domain/tokens";
 import { deviceHash, tempDir } from "../helpers";
 import { ReleaseTree } from "../release-tree";
+import { startServe, type ServeProcess } from "../serve-process";
 
 export const MIRROR_TOKEN = `kta_${"m".repeat(40)}`;
 const isoOf = (ms: number) => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "+00:00");
@@ -226,4 +227,26 @@ export async function foreignSigner(variant: VariantName, iss: string, sharedKey
   if (!sharedKeysDir) generateKeyFiles(dir, VARIANTS[variant].defaultLicenseKid);
   const ring = await loadKeyRing(dir, VARIANTS[variant]);
   return new TokenSigner(VARIANTS[variant], iss, ring.signing!);
+}
+
+/** `keyturn serve --mirror-of` the vendor's feed as a real process: public keys only, the token in the environment. */
+export function startMirror(vendor: Vendor, feed: FeedServer, dir: string, extra: string[] = [], pollMs = 300): Promise<ServeProcess> {
+  return startServe(
+    "alpha",
+    [
+      "--base-url",
+      "https://mirror.example.com",
+      "--keys",
+      vendor.mirrorKeys,
+      "--releases",
+      vendor.tree.root,
+      "--mirror-of",
+      feed.url,
+      "--mirror-poll",
+      `${pollMs}ms`,
+      ...extra,
+    ],
+    dir,
+    { KEYTURN_MIRROR_TOKEN: MIRROR_TOKEN },
+  );
 }

@@ -45,6 +45,20 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 const Seats = Type.Integer({ minimum: 1, maximum: SEATS_MAX });
 
+/** The terms a license is created with and changed by: optional in both (a plan fills them in on creation). */
+const LICENSE_TERMS = {
+  seats: Type.Optional(Seats),
+  channels: Type.Optional(Channels),
+  expires: Type.Optional(Nullable(TimeInput)),
+  email: Type.Optional(Nullable(Email)),
+  metadata: Type.Optional(Metadata),
+  tokenTtl: Type.Optional(TokenTtl),
+  seatLease: Type.Optional(SeatLease),
+  updatesUntil: Type.Optional(UpdatesUntil),
+  features: Type.Optional(Features),
+  meters: Type.Optional(MetersInput),
+};
+
 /** A new license, as the admin API, the console and `keyturn license create` give it. */
 export const LicenseCreateInput = closed(
   {
@@ -52,16 +66,7 @@ export const LicenseCreateInput = closed(
     organization: Type.Optional(Text(NAME_MAX, { description: 'Absent: none (""), as for a licence sold to a person' })),
     plan: Text(PLAN_MAX, { description: "A plan of the configuration ([plans.NAME]) fills in the fields left out; any other name is only a label" }),
     planTitle: Type.Optional(Text(NAME_MAX, { description: "Absent: the plan's title, else the plan" })),
-    seats: Type.Optional(Seats),
-    channels: Type.Optional(Channels),
-    expires: Type.Optional(Nullable(TimeInput)),
-    email: Type.Optional(Nullable(Email)),
-    metadata: Type.Optional(Metadata),
-    tokenTtl: Type.Optional(TokenTtl),
-    seatLease: Type.Optional(SeatLease),
-    updatesUntil: Type.Optional(UpdatesUntil),
-    features: Type.Optional(Features),
-    meters: Type.Optional(MetersInput),
+    ...LICENSE_TERMS,
   },
   "seats and channels are required unless the plan gives them",
 );
@@ -74,16 +79,7 @@ export const LicenseUpdateInput = closed(
     organization: Type.Optional(Text(NAME_MAX)),
     plan: Type.Optional(Text(PLAN_MAX)),
     planTitle: Type.Optional(Text(NAME_MAX)),
-    seats: Type.Optional(Seats),
-    channels: Type.Optional(Channels),
-    expires: Type.Optional(Nullable(TimeInput)),
-    email: Type.Optional(Nullable(Email)),
-    metadata: Type.Optional(Metadata),
-    tokenTtl: Type.Optional(TokenTtl),
-    seatLease: Type.Optional(SeatLease),
-    updatesUntil: Type.Optional(UpdatesUntil),
-    features: Type.Optional(Features),
-    meters: Type.Optional(MetersInput),
+    ...LICENSE_TERMS,
   },
   "Only the fields to change; metadata and meters are replaced whole (a meter kept by name keeps its use). Seats below those in use: 409 seats_in_use",
 );

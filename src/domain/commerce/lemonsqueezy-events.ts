@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { at, count, id, ids, isoTime, obj, text, type Json } from "./payload";
-import { ignoredEvent, type SaleEvent } from "./sale-event";
+import { ignoredEvent, saleEvent, type SaleAction, type SaleEvent } from "./sale-event";
 
 /**
  * Lemon Squeezy's events as sale events (https://docs.lemonsqueezy.com/help/webhooks/event-types):
@@ -22,6 +22,7 @@ export function lemonSqueezyEvent(payload: Json, rawBody: Uint8Array): SaleEvent
   const data = obj(payload.data)!;
   const a = obj(data.attributes) ?? {};
   const ignore = (why: string) => ignoredEvent("lemonsqueezy", eventId, type, why);
+  const act = (action: SaleAction) => saleEvent("lemonsqueezy", eventId, type, action);
   const custom = obj(at(payload, "meta", "custom_data")) ?? {};
   switch (type) {
     case "order_created": {
@@ -29,19 +30,14 @@ export function lemonSqueezyEvent(payload: Json, rawBody: Uint8Array): SaleEvent
       if (order === null) return ignore("no order id");
       if (a.status !== "paid") return ignore(`the order is ${JSON.stringify(text(a.status))}, not paid`);
       const item = obj(a.first_order_item) ?? {};
-      return {
-        provider: "lemonsqueezy",
-        id: eventId,
-        type,
-        action: {
-          kind: "purchase",
-          references: [`order:${order}`],
-          subscription: null,
-          items: [{ ids: ids(item.variant_id, item.product_id), quantity: count(item.quantity) ?? 1 }],
-          buyer: { email: text(a.user_email), name: text(a.user_name), organization: text(custom.organization) },
-          periodEnd: null,
-        },
-      };
+      return act({
+        kind: "purchase",
+        references: [`order:${order}`],
+        subscription: null,
+        items: [{ ids: ids(item.variant_id, item.product_id), quantity: count(item.quantity) ?? 1 }],
+        buyer: { email: text(a.user_email), name: text(a.user_name), organization: text(custom.organization) },
+        periodEnd: null,
+      });
     }
     case "subscription_created":
     case "subscription_updated": {
@@ -50,35 +46,30 @@ export function lemonSqueezyEvent(payload: Json, rawBody: Uint8Array): SaleEvent
       const active = a.status === "active" || a.status === "on_trial";
       const quantity = count(at(a, "first_subscription_item", "quantity"));
       const order = id(a.order_id);
-      return {
-        provider: "lemonsqueezy",
-        id: eventId,
-        type,
-        action: {
-          kind: "subscription",
-          subscription: `subscription:${subscription}`,
-          references: order === null ? [] : [`order:${order}`],
-          periodEnd: active ? isoTime(a.renews_at) : null,
-          items: quantity === null ? null : [{ ids: ids(a.variant_id, a.product_id), quantity }],
-          payments: [],
-        },
-      };
+      return act({
+        kind: "subscription",
+        subscription: `subscription:${subscription}`,
+        references: order === null ? [] : [`order:${order}`],
+        periodEnd: active ? isoTime(a.renews_at) : null,
+        items: quantity === null ? null : [{ ids: ids(a.variant_id, a.product_id), quantity }],
+        payments: [],
+      });
     }
     case "subscription_expired": {
       const subscription = id(data.id);
       if (subscription === null) return ignore("no subscription id");
-      return { provider: "lemonsqueezy", id: eventId, type, action: { kind: "cancellation", subscription: `subscription:${subscription}` } };
+      return act({ kind: "cancellation", subscription: `subscription:${subscription}` });
     }
     case "order_refunded": {
       const order = id(data.id);
       if (order === null) return ignore("no order id");
       if (a.status !== "refunded") return ignore("a partial refund: the licence is kept");
-      return { provider: "lemonsqueezy", id: eventId, type, action: { kind: "refund", references: [`order:${order}`] } };
+      return act({ kind: "refund", references: [`order:${order}`] });
     }
     case "subscription_payment_refunded": {
       const subscription = id(a.subscription_id);
       if (subscription === null) return ignore("no subscription id");
-      return { provider: "lemonsqueezy", id: eventId, type, action: { kind: "refund", references: [`subscription:${subscription}`] } };
+      return act({ kind: "refund", references: [`subscription:${subscription}`] });
     }
     default:
       return ignore("an event type the bridge does not act on");

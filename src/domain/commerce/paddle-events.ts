@@ -1,5 +1,5 @@
 import { at, count, id, ids, isoTime, list, obj, text, type Json } from "./payload";
-import { ignoredEvent, type SaleEvent, type SaleItem } from "./sale-event";
+import { ignoredEvent, saleEvent, type SaleAction, type SaleEvent, type SaleItem } from "./sale-event";
 
 /**
  * Paddle Billing's events as sale events (https://developer.paddle.com/webhooks/overview):
@@ -21,6 +21,7 @@ export function paddleEvent(payload: Json): SaleEvent {
   if (eventId === null || type === "") throw new Error("not a Paddle event (no event_id or event_type)");
   const o = obj(payload.data) ?? {};
   const ignore = (why: string) => ignoredEvent("paddle", eventId, type, why);
+  const act = (action: SaleAction) => saleEvent("paddle", eventId, type, action);
   switch (type) {
     case "transaction.completed": {
       const transaction = id(o.id);
@@ -32,26 +33,16 @@ export function paddleEvent(payload: Json): SaleEvent {
         .filter((i): i is SaleItem => i !== null);
       const origin = text(o.origin);
       if (subscription !== null && origin !== null && origin.startsWith("subscription_"))
-        return {
-          provider: "paddle",
-          id: eventId,
-          type,
-          action: { kind: "subscription", subscription, references: [], periodEnd, items: null, payments: [transaction] },
-        };
+        return act({ kind: "subscription", subscription, references: [], periodEnd, items: null, payments: [transaction] });
       const custom = obj(o.custom_data) ?? {};
-      return {
-        provider: "paddle",
-        id: eventId,
-        type,
-        action: {
-          kind: "purchase",
-          references: ids(transaction, subscription),
-          subscription,
-          items,
-          buyer: { email: text(custom.email), name: text(custom.name), organization: text(custom.organization), customer: id(o.customer_id) },
-          periodEnd: subscription === null ? null : periodEnd,
-        },
-      };
+      return act({
+        kind: "purchase",
+        references: ids(transaction, subscription),
+        subscription,
+        items,
+        buyer: { email: text(custom.email), name: text(custom.name), organization: text(custom.organization), customer: id(o.customer_id) },
+        periodEnd: subscription === null ? null : periodEnd,
+      });
     }
     case "customer.created":
     case "customer.updated": {
@@ -59,7 +50,7 @@ export function paddleEvent(payload: Json): SaleEvent {
       const email = text(o.email);
       if (customer === null || email === null) return ignore("no customer id or e-mail");
       const updated = isoTime(o.updated_at) ?? isoTime(payload.occurred_at) ?? 0;
-      return { provider: "paddle", id: eventId, type, action: { kind: "customer", customer, email, updated } };
+      return act({ kind: "customer", customer, email, updated });
     }
     case "subscription.updated": {
       const subscription = id(o.id);
@@ -67,21 +58,21 @@ export function paddleEvent(payload: Json): SaleEvent {
       const items = list(o.items)
         .map(transactionItem)
         .filter((i): i is SaleItem => i !== null);
-      return { provider: "paddle", id: eventId, type, action: { kind: "subscription", subscription, references: [], periodEnd: null, items, payments: [] } };
+      return act({ kind: "subscription", subscription, references: [], periodEnd: null, items, payments: [] });
     }
     case "subscription.canceled": {
       const subscription = id(o.id);
       if (subscription === null) return ignore("no subscription id");
-      return { provider: "paddle", id: eventId, type, action: { kind: "cancellation", subscription } };
+      return act({ kind: "cancellation", subscription });
     }
     case "adjustment.created":
     case "adjustment.updated": {
       const references = ids(o.transaction_id);
-      if (o.action === "chargeback") return { provider: "paddle", id: eventId, type, action: { kind: "dispute", references } };
+      if (o.action === "chargeback") return act({ kind: "dispute", references });
       if (o.action !== "refund") return ignore(`an adjustment of action ${JSON.stringify(text(o.action))}`);
       if (o.status !== "approved") return ignore(`a refund not approved (status ${JSON.stringify(text(o.status))})`);
       if (o.type === "partial") return ignore("a partial refund: the licence is kept");
-      return { provider: "paddle", id: eventId, type, action: { kind: "refund", references } };
+      return act({ kind: "refund", references });
     }
     default:
       return ignore("an event type the bridge does not act on");

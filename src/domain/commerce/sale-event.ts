@@ -82,4 +82,7 @@ export interface SaleEvent {
   readonly ignored?: string;
 }
 
+/** An event that means `action` for a licence. */
+export const saleEvent = (provider: Provider, id: string, type: string, action: SaleAction): SaleEvent => ({ provider, id, type, action });
+
 export const ignoredEvent = (provider: Provider, id: string, type: string, why: string): SaleEvent => ({ provider, id, type, action: null, ignored: why });

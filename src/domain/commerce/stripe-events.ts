@@ -1,5 +1,5 @@
 import { at, count, id, ids, list, obj, text, unixTime, type Json } from "./payload";
-import { ignoredEvent, type SaleEvent, type SaleItem } from "./sale-event";
+import { ignoredEvent, saleEvent, type SaleAction, type SaleEvent, type SaleItem } from "./sale-event";
 
 /**
  * Stripe's events as sale events (https://docs.stripe.com/api/events/types). Webhook events do not
@@ -23,6 +23,7 @@ export function stripeEvent(payload: Json): SaleEvent {
   if (eventId === null || type === "") throw new Error("not a Stripe event (no id or type)");
   const o = obj(at(payload, "data", "object")) ?? {};
   const ignore = (why: string) => ignoredEvent("stripe", eventId, type, why);
+  const act = (action: SaleAction) => saleEvent("stripe", eventId, type, action);
   switch (type) {
     case "checkout.session.completed":
     case "checkout.session.async_payment_succeeded": {
@@ -32,19 +33,14 @@ export function stripeEvent(payload: Json): SaleEvent {
       if (product === null) return ignore("the session's metadata names no keyturn_product");
       const seats = Number(text(at(o, "metadata", "seats")) ?? "1");
       const details = obj(o.customer_details) ?? {};
-      return {
-        provider: "stripe",
-        id: eventId,
-        type,
-        action: {
-          kind: "purchase",
-          references: ids(o.id, o.payment_intent),
-          subscription: null,
-          items: [{ ids: [product], quantity: count(seats) ?? 1 }],
-          buyer: { email: text(details.email), name: text(details.name), organization: text(details.business_name) },
-          periodEnd: null,
-        },
-      };
+      return act({
+        kind: "purchase",
+        references: ids(o.id, o.payment_intent),
+        subscription: null,
+        items: [{ ids: [product], quantity: count(seats) ?? 1 }],
+        buyer: { email: text(details.email), name: text(details.name), organization: text(details.business_name) },
+        periodEnd: null,
+      });
     }
     case "invoice.paid": {
       const subscription = id(at(o, "parent", "subscription_details", "subscription")) ?? id(o.subscription);
@@ -57,25 +53,15 @@ export function stripeEvent(payload: Json): SaleEvent {
       const periodEnd = ends.length > 0 ? Math.max(...ends) : null;
       const payments = ids(...list(at(o, "payments", "data")).map((p) => at(p, "payment", "payment_intent")), o.payment_intent, o.charge);
       if (o.billing_reason === "subscription_create")
-        return {
-          provider: "stripe",
-          id: eventId,
-          type,
-          action: {
-            kind: "purchase",
-            references: [subscription, ...ids(o.id), ...payments],
-            subscription,
-            items,
-            buyer: { email: text(o.customer_email), name: text(o.customer_name), organization: null },
-            periodEnd,
-          },
-        };
-      return {
-        provider: "stripe",
-        id: eventId,
-        type,
-        action: { kind: "subscription", subscription, references: [], periodEnd, items: null, payments: [...ids(o.id), ...payments] },
-      };
+        return act({
+          kind: "purchase",
+          references: [subscription, ...ids(o.id), ...payments],
+          subscription,
+          items,
+          buyer: { email: text(o.customer_email), name: text(o.customer_name), organization: null },
+          periodEnd,
+        });
+      return act({ kind: "subscription", subscription, references: [], periodEnd, items: null, payments: [...ids(o.id), ...payments] });
     }
     case "invoice_payment.paid": {
       // From API 2025-03-31 an invoice no longer names its payment intent (its `payments` are not in
@@ -83,7 +69,7 @@ export function stripeEvent(payload: Json): SaleEvent {
       const invoice = id(o.invoice);
       const payments = ids(at(o, "payment", "payment_intent"), at(o, "payment", "charge"));
       if (invoice === null || payments.length === 0) return ignore("no invoice or payment named");
-      return { provider: "stripe", id: eventId, type, action: { kind: "payment", of: invoice, payments } };
+      return act({ kind: "payment", of: invoice, payments });
     }
     case "customer.subscription.updated": {
       const subscription = id(o.id);
@@ -95,18 +81,18 @@ export function stripeEvent(payload: Json): SaleEvent {
           return quantity === null ? null : { ids: ids(price.id, price.product), quantity };
         })
         .filter((i): i is SaleItem => i !== null);
-      return { provider: "stripe", id: eventId, type, action: { kind: "subscription", subscription, references: [], periodEnd: null, items, payments: [] } };
+      return act({ kind: "subscription", subscription, references: [], periodEnd: null, items, payments: [] });
     }
     case "customer.subscription.deleted": {
       const subscription = id(o.id);
       if (subscription === null) return ignore("no subscription id");
-      return { provider: "stripe", id: eventId, type, action: { kind: "cancellation", subscription } };
+      return act({ kind: "cancellation", subscription });
     }
     case "charge.refunded":
       if (o.refunded !== true) return ignore("a partial refund: the licence is kept");
-      return { provider: "stripe", id: eventId, type, action: { kind: "refund", references: ids(o.payment_intent, o.id, o.invoice) } };
+      return act({ kind: "refund", references: ids(o.payment_intent, o.id, o.invoice) });
     case "charge.dispute.created":
-      return { provider: "stripe", id: eventId, type, action: { kind: "dispute", references: ids(o.payment_intent, o.charge) } };
+      return act({ kind: "dispute", references: ids(o.payment_intent, o.charge) });
     default:
       return ignore("an event type the bridge does not act on");
   }

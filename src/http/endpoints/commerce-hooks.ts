@@ -9,6 +9,7 @@ import { endpoint, type Endpoint } from "../endpoint";
 import { consolePage } from "./console";
 import { ADMIN_ERRORS } from "./shared";
 import { json } from "../respond";
+import { readWithin } from "../body";
 
 const BridgeAnswer = Type.Object({
   ok: Type.Literal(true),
@@ -79,22 +80,7 @@ async function readRaw(request: Request): Promise<Uint8Array> {
   const declared = request.headers.get("content-length");
   if (declared !== null && Number(declared) > MAX_BRIDGE_BODY) throw tooLarge();
   if (!request.body) throw new KeyturnError("invalid_request", "The request needs the provider's JSON body.");
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read().catch(() => {
-      throw new KeyturnError("invalid_request", "The body could not be read: the connection closed before its end.");
-    });
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_BRIDGE_BODY) {
-      await reader.cancel();
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks);
+  return readWithin(request.body, MAX_BRIDGE_BODY, tooLarge);
 }
 
 const tooLarge = () => new KeyturnError("payload_too_large", `A provider's event is limited to ${MAX_BRIDGE_BODY / 1024} KiB.`);

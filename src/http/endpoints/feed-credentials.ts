@@ -20,6 +20,11 @@ const CREDENTIAL_PARAM: ParamDoc = {
 
 const PATH_HEAD = `${API_PREFIX}/feeds/${FEED_CREDENTIAL_SEGMENT}/`;
 
+/** The base of the feed URLs that carry `credential` in their path: a feed's path below /feeds follows it. */
+export function credentialFeedsUrl(baseUrl: string, credential: string): string {
+  return `${baseUrl}${PATH_HEAD}${credential}`;
+}
+
 /** The credential of a path `/api/v1/feeds/credential/<credential>/…` (the auth macro's input), or "" when it has none. */
 export function credentialOfPath(path: string): string {
   if (!path.startsWith(PATH_HEAD)) return "";
@@ -67,7 +72,7 @@ export function feedCredentialEndpoints(credentials: FeedCredentials, baseUrl: s
     errors: [...BEARER_ERRORS, "licensing_unavailable"],
     handler: ({ principal }) => {
       const { credential, expires } = credentials.issue(principal);
-      return json({ ok: true, credential, expires, url: `${baseUrl}${API_PREFIX}/feeds/${FEED_CREDENTIAL_SEGMENT}/${credential}` }, 200, NO_STORE);
+      return json({ ok: true, credential, expires, url: credentialFeedsUrl(baseUrl, credential) }, 200, NO_STORE);
     },
   });
   const twins = feeds.filter((e) => URL_CREDENTIAL_FEEDS.includes(e.path.split("/")[2] ?? "")).map(withCredentialInPath);

@@ -1,29 +1,22 @@
 import { isLane } from "../../config/variants";
 import { KeyturnError } from "../../domain/errors";
 import { isSquirrelMacRelease } from "../../domain/releases/feed-formats";
-import { notesOf, type FeedCaller, type FeedService } from "../../domain/releases/feeds";
-import { visitorInstallation, type PublicLanes, type Visitor } from "../../domain/releases/public-lanes";
+import { notesOf, type FeedService } from "../../domain/releases/feeds";
+import type { PublicLanes, Visitor } from "../../domain/releases/public-lanes";
 import { laneName } from "../../domain/releases/release-controls";
-import { etagOf, installerEtag, type Release } from "../../domain/releases/release-index";
+import type { Release } from "../../domain/releases/release-index";
 import { squirrelEntries, squirrelMacJson, squirrelReleasesFile } from "../../domain/releases/squirrel";
 import { compareVersions } from "../../domain/releases/version-order";
 import type { Principal } from "../../domain/licensing";
-import { FEED_CREDENTIAL_SEGMENT, type FeedCredentials } from "../../domain/feed-credential";
-import { credentialOfPath } from "./feed-credentials";
-import { API_PREFIX, endpoint, type Endpoint, type ParamDoc } from "../endpoint";
-import { serveBytes, serveFileRanges } from "../file-serving";
+import type { FeedCredentials } from "../../domain/feed-credential";
+import { credentialFeedsUrl, credentialOfPath } from "./feed-credentials";
+import { endpoint, type Endpoint, type ParamDoc } from "../endpoint";
 import { jsonText } from "../respond";
-import { BEARER_ERRORS, NO_STORE } from "./shared";
+import { DOCUMENT_HEADERS, FEED_ERRORS, NOT_MODIFIED, VERSION, feedDocument, feedLanes, nothingHere, serveFeedFile, serveInstaller } from "./feed-lane";
+import { NO_STORE } from "./shared";
 
-const VERSION = /^v?([0-9A-Za-z][0-9A-Za-z.+-]{0,63})$/;
-const sha256Hex = (bytes: Uint8Array) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
-const FEED_ERRORS = [...BEARER_ERRORS, "channel_not_allowed", "not_found", "invalid_request"] as const;
-
-/** The feed's document: per installation, so revalidated; its ETag is its bytes' SHA-256. */
-const document = (request: Request, text: string, contentType: string) => {
-  const bytes = new TextEncoder().encode(text);
-  return serveBytes(request, bytes, etagOf(sha256Hex(bytes)), contentType);
-};
+/** Squirrel's feeds also refuse a malformed version (Squirrel.Mac's current_version). */
+const SQUIRREL_ERRORS = [...FEED_ERRORS, "invalid_request"] as const;
 
 /**
  * The feeds of Electron's built-in autoUpdater (Electron Forge's makers): Squirrel.Windows'
@@ -33,22 +26,10 @@ const document = (request: Request, text: string, contentType: string) => {
  */
 export function squirrelFeedEndpoints(feeds: FeedService, publicLanes: PublicLanes, credentials: FeedCredentials): Endpoint[] {
   const v = feeds.variant;
-  const withProduct = v.products.length > 0;
-  const productParam: ParamDoc[] = withProduct ? [{ name: "product", description: "A product of this variant", values: v.products }] : [];
-  const channelParam: ParamDoc = { name: "channel", description: "Update channel", values: v.channels };
-  const lanePath = (kind: string) => `/feeds/${kind}/${withProduct ? "{product}/" : ""}{channel}/{platform}`;
-  const laneOf = (p: Readonly<Record<string, string | null>>) => ({
-    product: withProduct ? (p.product ?? "") : null,
-    channel: p.channel ?? "",
-    platform: p.platform ?? "",
-  });
-  const callerOf = (principal: Principal, visitor: Visitor | null, product: string | null): FeedCaller =>
-    visitor
-      ? { who: visitorInstallation(visitor), channels: publicLanes.channelsOf(product) }
-      : { who: { dev: principal.claims.dev, kind: principal.claims.kind }, channels: principal.claims.chn };
-  /** The installer on the update path (a public lane's visitor downloads it there without a bearer). */
-  const updateUrl = (r: Release) =>
-    `${feeds.baseUrl}${API_PREFIX}/updates/${[r.manifest.product, r.manifest.channel, r.manifest.platform, r.manifest.installer].filter((x) => x !== null).join("/")}`;
+  const { laneParams, lanePath, open, updateUrl } = feedLanes(feeds, publicLanes);
+  /** A Squirrel lane's path names its platform: each platform's build reads its own feed. */
+  const platformPath = (kind: string) => `${lanePath(kind)}/{platform}`;
+  const platformParams = (description: string, values: readonly string[]): ParamDoc[] => [...laneParams, { name: "platform", description, values }];
   /**
    * Where Squirrel.Mac downloads the zip. It sends no header on that request (SQRLUpdater's
    * requestForDownload makes a bare request: https://github.com/Squirrel/Squirrel.Mac/blob/8d808803bc89ec0e2aa1450474856dfee3b00c6b/Squirrel/SQRLUpdater.m),
@@ -68,14 +49,14 @@ export function squirrelFeedEndpoints(feeds: FeedService, publicLanes: PublicLan
       }
     }
     const lane = [r.manifest.product, r.manifest.channel, r.manifest.platform].filter((x) => x !== null).join("/");
-    return `${feeds.baseUrl}${API_PREFIX}/feeds/${FEED_CREDENTIAL_SEGMENT}/${credential}/squirrel-mac/${lane}/zip/${r.manifest.installer}`;
+    return `${credentialFeedsUrl(feeds.baseUrl, credential)}/squirrel-mac/${lane}/zip/${r.manifest.installer}`;
   };
   const winPlatforms = v.platforms.filter((p) => p.startsWith("win-"));
   const macPlatforms = v.platforms.filter((p) => p.startsWith("mac-"));
 
   const squirrelWindows = endpoint({
     method: "GET",
-    path: `${lanePath("squirrel")}/{file}`,
+    path: `${platformPath("squirrel")}/{file}`,
     summary:
       "Squirrel.Windows (Electron's autoUpdater on Windows): RELEASES (SHA1 name size per line) of the packages this installation may install, and those -full.nupkg and -delta.nupkg files",
     auth: "entitlement",
@@ -83,49 +64,45 @@ export function squirrelFeedEndpoints(feeds: FeedService, publicLanes: PublicLan
     budget: "api",
     audit: "update",
     params: [
-      ...productParam,
-      channelParam,
-      { name: "platform", description: "A Windows platform of the site", values: winPlatforms },
+      ...platformParams("A Windows platform of the site", winPlatforms),
       { name: "file", description: "RELEASES (Squirrel adds ?id=&localVersion=&arch=), or a package RELEASES names" },
     ],
     answers: {
       "200": {
         description: "RELEASES (text), or a package",
         content: { "text/plain": { schema: { type: "string" } }, "application/octet-stream": { schema: { type: "string", format: "binary" } } },
-        headers: ["ETag", "Cache-Control"],
+        headers: DOCUMENT_HEADERS,
       },
       "206": { description: "A range of a full package", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } },
-      "304": { description: "If-None-Match matched the ETag", headers: ["ETag"] },
+      "304": NOT_MODIFIED,
     },
-    errors: [...FEED_ERRORS, "no_release", "unavailable", "range_not_satisfiable"],
-    handler: async ({ request, params: p, principal, visitor, query, sightedOn }) => {
-      const { product, channel, platform } = laneOf(p);
-      const file = p.file ?? "";
-      const caller = callerOf(principal, visitor, product);
-      const index = await feeds.lane(caller, product, channel);
+    errors: [...SQUIRREL_ERRORS, "no_release", "unavailable", "range_not_satisfiable"],
+    handler: async (call) => {
+      const { request, query, sightedOn } = call;
+      const { product, channel, platform, caller, index } = await open(call);
+      const file = call.params.file ?? "";
       if (file === "RELEASES") {
         const listed = await feeds.listed(index, caller, product, channel, [platform], (r) => r.manifest.feeds?.squirrel !== undefined);
         if (listed.length === 0) throw new KeyturnError("no_release", `Nothing has been released for Squirrel on ${laneName(product, channel, platform)}.`);
         sightedOn(laneName(product, channel, platform));
         const local = VERSION.exec(new URLSearchParams(query).get("localVersion") ?? "")?.[1] ?? null;
         const laneOf = (r: Release) => index.releasesOf(r.manifest.product, r.manifest.channel, r.manifest.platform);
-        return document(request, squirrelReleasesFile(squirrelEntries(listed, local, laneOf)), "text/plain;charset=utf-8");
+        return feedDocument(request, squirrelReleasesFile(squirrelEntries(listed, local, laneOf)), "text/plain;charset=utf-8");
       }
       if (file.toLowerCase().endsWith("-delta.nupkg")) {
         const found = await feeds.deltaOf(index, caller, product, channel, [platform], file);
-        if (!found || !found.release.manifest.feeds?.squirrel?.deltas.includes(found.delta))
-          throw new KeyturnError("not_found", "There is nothing at this address.");
-        return serveBytes(request, feeds.feedFile(found.release, found.delta), etagOf(found.delta.sha256), "application/octet-stream");
+        if (!found || !found.release.manifest.feeds?.squirrel?.deltas.includes(found.delta)) throw nothingHere();
+        return serveFeedFile(request, feeds, found.release, found.delta);
       }
       const release = await feeds.fileOf(index, caller, product, channel, [platform], file);
-      if (!release?.manifest.feeds?.squirrel) throw new KeyturnError("not_found", "There is nothing at this address.");
-      return serveFileRanges(request, feeds.installerPath(release), release.manifest.size, installerEtag(release), release.manifest.installer);
+      if (!release?.manifest.feeds?.squirrel) throw nothingHere();
+      return serveInstaller(request, feeds, release);
     },
   });
 
   const squirrelMac = endpoint({
     method: "GET",
-    path: `${lanePath("squirrel-mac")}/{current_version}`,
+    path: `${platformPath("squirrel-mac")}/{current_version}`,
     summary:
       "Squirrel.Mac (Electron's autoUpdater on macOS): the zip of the release this installation is served when newer than current_version ({ url, name, notes, pub_date }), else 204",
     auth: "entitlement",
@@ -133,9 +110,7 @@ export function squirrelFeedEndpoints(feeds: FeedService, publicLanes: PublicLan
     budget: "api",
     audit: "update",
     params: [
-      ...productParam,
-      channelParam,
-      { name: "platform", description: "A macOS platform of the site", values: macPlatforms },
+      ...platformParams("A macOS platform of the site", macPlatforms),
       { name: "current_version", description: "The running app's version (Electron's app.getVersion())" },
     ],
     answers: {
@@ -147,12 +122,11 @@ export function squirrelFeedEndpoints(feeds: FeedService, publicLanes: PublicLan
       },
       "204": { description: "Nothing newer than current_version for this installation" },
     },
-    errors: [...FEED_ERRORS],
-    handler: async ({ request, params: p, principal, visitor, sightedOn }) => {
-      const { product, channel, platform } = laneOf(p);
-      const caller = callerOf(principal, visitor, product);
-      const index = await feeds.lane(caller, product, channel);
-      if (!isLane(v, product, channel, platform)) throw new KeyturnError("not_found", "There is nothing at this address.");
+    errors: [...SQUIRREL_ERRORS],
+    handler: async (call) => {
+      const { request, params: p, principal, visitor, sightedOn } = call;
+      const { product, channel, platform, caller, index } = await open(call);
+      if (!isLane(v, product, channel, platform)) throw nothingHere();
       const current = VERSION.exec(p.current_version ?? "");
       if (!current) throw new KeyturnError("invalid_request", "current_version must be a version like 1.4.2.");
       sightedOn(laneName(product, channel, platform));
@@ -167,63 +141,50 @@ export function squirrelFeedEndpoints(feeds: FeedService, publicLanes: PublicLan
 
   const squirrelMacZip = endpoint({
     method: "GET",
-    path: `${lanePath("squirrel-mac")}/zip/{file}`,
+    path: `${platformPath("squirrel-mac")}/zip/{file}`,
     summary:
       "The zip a Squirrel.Mac answer names, of a release this installation may install (with a feed credential in the path: Squirrel.Mac sends no header here)",
     auth: "entitlement",
     publicLanes: true,
     budget: "api",
     audit: "update",
-    params: [
-      ...productParam,
-      channelParam,
-      { name: "platform", description: "A macOS platform of the site", values: macPlatforms },
-      { name: "file", description: "The release's zip" },
-    ],
+    params: [...platformParams("A macOS platform of the site", macPlatforms), { name: "file", description: "The release's zip" }],
     answers: {
       "200": { description: "The zip", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } }, headers: ["ETag"] },
       "206": { description: "A range of the zip", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } },
-      "304": { description: "If-None-Match matched the ETag", headers: ["ETag"] },
+      "304": NOT_MODIFIED,
     },
-    errors: [...FEED_ERRORS, "unavailable", "range_not_satisfiable"],
-    handler: async ({ request, params: p, principal, visitor }) => {
-      const { product, channel, platform } = laneOf(p);
-      const caller = callerOf(principal, visitor, product);
-      const index = await feeds.lane(caller, product, channel);
+    errors: [...SQUIRREL_ERRORS, "unavailable", "range_not_satisfiable"],
+    handler: async (call) => {
+      const { request, params: p } = call;
+      const { product, channel, platform, caller, index } = await open(call);
       const release = await feeds.fileOf(index, caller, product, channel, [platform], p.file ?? "");
-      if (!release || !isSquirrelMacRelease(release.manifest)) throw new KeyturnError("not_found", "There is nothing at this address.");
-      return serveFileRanges(request, feeds.installerPath(release), release.manifest.size, installerEtag(release), release.manifest.installer);
+      if (!release || !isSquirrelMacRelease(release.manifest)) throw nothingHere();
+      return serveInstaller(request, feeds, release);
     },
   });
 
   const sparkleDelta = endpoint({
     method: "GET",
     // `deltas/` keeps it apart from the appcast's `{file}` at the same depth (one parameter name per position).
-    path: `/feeds/sparkle/${withProduct ? "{product}/" : ""}{channel}/deltas/{platform}/{file}`,
+    path: `${lanePath("sparkle")}/deltas/{platform}/{file}`,
     summary: "A Sparkle delta the appcast names (<sparkle:deltas>), of a release this installation may install",
     auth: "entitlement",
     publicLanes: true,
     budget: "api",
     audit: "update",
-    params: [
-      ...productParam,
-      channelParam,
-      { name: "platform", description: "A macOS platform of the site", values: macPlatforms },
-      { name: "file", description: "The delta's file name" },
-    ],
+    params: [...platformParams("A macOS platform of the site", macPlatforms), { name: "file", description: "The delta's file name" }],
     answers: {
       "200": { description: "The delta archive", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } }, headers: ["ETag"] },
-      "304": { description: "If-None-Match matched the ETag", headers: ["ETag"] },
+      "304": NOT_MODIFIED,
     },
-    errors: [...FEED_ERRORS, "unavailable"],
-    handler: async ({ request, params: p, principal, visitor }) => {
-      const { product, channel, platform } = laneOf(p);
-      const caller = callerOf(principal, visitor, product);
-      const index = await feeds.lane(caller, product, channel);
+    errors: [...SQUIRREL_ERRORS, "unavailable"],
+    handler: async (call) => {
+      const { request, params: p } = call;
+      const { product, channel, platform, caller, index } = await open(call);
       const found = await feeds.deltaOf(index, caller, product, channel, [platform], p.file ?? "");
-      if (!found || !found.release.manifest.feeds?.sparkle?.deltas?.includes(found.delta as never))
-        throw new KeyturnError("not_found", "There is nothing at this address.");
-      return serveBytes(request, feeds.feedFile(found.release, found.delta), etagOf(found.delta.sha256), "application/octet-stream");
+      if (!found || !found.release.manifest.feeds?.sparkle?.deltas?.includes(found.delta as never)) throw nothingHere();
+      return serveFeedFile(request, feeds, found.release, found.delta);
     },
   });
 

@@ -1,5 +1,4 @@
 import { isLane } from "../../config/variants";
-import { installationOf } from "../../domain/releases/release-rules";
 import { KeyturnError } from "../../domain/errors";
 import { isoTime } from "../../domain/clock";
 import {
@@ -13,38 +12,21 @@ import {
   velopackJson,
   velopackPlatforms,
 } from "../../domain/releases/feed-formats";
-import { criticalOf, notesOf, type FeedCaller, type FeedService } from "../../domain/releases/feeds";
+import { criticalOf, notesOf, type FeedService } from "../../domain/releases/feeds";
 import { isInstallerName } from "../../domain/releases/manifest";
 import { laneName } from "../../domain/releases/release-controls";
-import { etagOf, installerEtag, type Release } from "../../domain/releases/release-index";
+import type { Release } from "../../domain/releases/release-index";
 import { compareVersions } from "../../domain/releases/version-order";
-import type { Principal } from "../../domain/licensing";
-import { visitorInstallation, type PublicLanes, type Visitor } from "../../domain/releases/public-lanes";
-import { API_PREFIX, endpoint, type Endpoint, type ExtraAnswer, type ParamDoc } from "../endpoint";
-import { serveBytes, serveFileRanges } from "../file-serving";
-import { BEARER_ERRORS } from "./shared";
+import type { PublicLanes } from "../../domain/releases/public-lanes";
+import { API_PREFIX, endpoint, type Endpoint } from "../endpoint";
+import { DOCUMENT_HEADERS, FEED_ERRORS, NOT_MODIFIED, VERSION, feedDocument, feedLanes, nothingHere, serveFeedFile, serveInstaller } from "./feed-lane";
 
-const VERSION = /^v?([0-9A-Za-z][0-9A-Za-z.+-]{0,63})$/;
 const VELOPACK_FILE = /^releases\.(win|osx|linux)\.json$/;
 /** `appcast.xml`, or `appcast-<arch>.xml` for the platform `mac-<arch>`. */
 const APPCAST = /^appcast(?:-([a-z0-9]{1,16}))?\.xml$/;
 /** electron-updater keeps a feed URL's query on every URL it derives from it (peers.md 1.3): `?arch=` names the architecture. */
 const ARCH = /^[a-z0-9]{1,16}$/;
 
-const sha256Hex = (bytes: Uint8Array) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
-/** The bearer's installation and channels; on a public lane without a bearer, the visitor holding the product's public channels. */
-const callerOf = (p: Principal, visitor: Visitor | null = null, lanes?: PublicLanes, product: string | null = null): FeedCaller =>
-  visitor && lanes ? { who: visitorInstallation(visitor), channels: lanes.channelsOf(product) } : { who: installationOf(p.claims), channels: p.claims.chn };
-/** A feed's document: generated per installation, so private and revalidated; its ETag is its bytes' SHA-256. */
-const feedDocument = (request: Request, text: string, contentType: string) => {
-  const bytes = new TextEncoder().encode(text);
-  return serveBytes(request, bytes, etagOf(sha256Hex(bytes)), contentType);
-};
-
-const DOCUMENT_HEADERS = ["ETag", "Cache-Control"];
-const NOT_MODIFIED: ExtraAnswer = { description: "If-None-Match matched the ETag", headers: ["ETag"] };
-/** Every feed: the bearer check, the licence's channels, and an address that names nothing. */
-const FEED_ERRORS = [...BEARER_ERRORS, "channel_not_allowed", "not_found"] as const;
 /** Feeds that answer one release: none released yet, or it is being verified or replaced. */
 const RELEASE_ERRORS = ["no_release", "unavailable"] as const;
 
@@ -53,18 +35,11 @@ const RELEASE_ERRORS = ["no_release", "unavailable"] as const;
  * /feeds: electron-updater's generic provider, Tauri v2, Sparkle and Velopack. Each needs the
  * entitlement token and answers from the same index, controls and rollouts as the update path.
  */
-export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): Endpoint[] {
+export function feedEndpoints(feeds: FeedService, publicLanes: PublicLanes): Endpoint[] {
   const v = feeds.variant;
-  const withProduct = v.products.length > 0;
-  const productParam: ParamDoc[] = withProduct ? [{ name: "product", description: "A product of this variant", values: v.products }] : [];
-  const channelParam: ParamDoc = { name: "channel", description: "Update channel", values: v.channels };
-  const lanePath = (kind: string) => `/feeds/${kind}/${withProduct ? "{product}/" : ""}{channel}`;
-  const laneOf = (p: Readonly<Record<string, string | null>>) => ({ product: withProduct ? (p.product ?? "") : null, channel: p.channel ?? "" });
-  /** The installer on the update path (Tauri, Sparkle and Velopack download from there, on keyturn's own origin). */
-  const updateUrl = (r: Release) =>
-    `${feeds.baseUrl}${API_PREFIX}/updates/${[r.manifest.product, r.manifest.channel, r.manifest.platform, r.manifest.installer].filter((x) => x !== null).join("/")}`;
+  const { laneParams, lanePath, open, updateUrl } = feedLanes(feeds, publicLanes);
   const electronPlatforms = v.platforms.filter((p) => electronSuffix(p) !== null);
-  /** A Sparkle delta, on keyturn's origin (feed-deltas.ts serves it). */
+  /** A Sparkle delta, on keyturn's origin (feeds-squirrel.ts serves it). */
   const sparkleDeltaUrl = (r: Release, file: string) =>
     `${feeds.baseUrl}${API_PREFIX}/feeds/sparkle/${[r.manifest.product, r.manifest.channel, "deltas", r.manifest.platform, file].filter((x) => x !== null).join("/")}`;
 
@@ -78,8 +53,7 @@ export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): En
     budget: "api",
     audit: "update",
     params: [
-      ...productParam,
-      channelParam,
+      ...laneParams,
       {
         name: "file",
         description:
@@ -113,17 +87,16 @@ export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): En
       "304": NOT_MODIFIED,
     },
     errors: [...FEED_ERRORS, ...RELEASE_ERRORS, "range_not_satisfiable", "updates_window_ended"],
-    handler: async ({ request, params: p, query, principal, visitor, sightedOn }) => {
-      const { product, channel } = laneOf(p);
-      const file = p.file ?? "";
-      const caller = callerOf(principal, visitor, publicLanes, product);
-      const index = await feeds.lane(caller, product, channel);
+    handler: async (call) => {
+      const { request, query, sightedOn } = call;
+      const { product, channel, caller, index } = await open(call);
+      const file = call.params.file ?? "";
       const arch = new URLSearchParams(query).get("arch");
       // With ?arch= (the feed URL's query, which electron-updater repeats on every request), the
       // channel file is of that architecture alone, so each gets its own newest release.
       const covered = electronChannelFile(file, channel, electronPlatforms);
       const platforms = covered && arch !== null ? covered.filter((p) => ARCH.test(arch) && p.endsWith(`-${arch}`)) : covered;
-      if (platforms?.length === 0) throw new KeyturnError("not_found", "There is nothing at this address.");
+      if (platforms?.length === 0) throw nothingHere();
       if (platforms) {
         const served = await feeds.servedCascading(index, caller, product, channel, platforms);
         const newest = served[0]!;
@@ -144,11 +117,11 @@ export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): En
       const blockmap = file.endsWith(".blockmap");
       const installer = blockmap ? file.slice(0, -".blockmap".length) : file;
       const release = isInstallerName(installer) ? await feeds.fileOf(index, caller, product, channel, electronPlatforms, installer) : null;
-      if (!release) throw new KeyturnError("not_found", "There is nothing at this address.");
-      if (!blockmap) return serveFileRanges(request, feeds.installerPath(release), release.manifest.size, installerEtag(release), release.manifest.installer);
+      if (!release) throw nothingHere();
+      if (!blockmap) return serveInstaller(request, feeds, release);
       const map = release.manifest.feeds?.electron?.blockmap;
-      if (!map) throw new KeyturnError("not_found", "There is nothing at this address.");
-      return serveBytes(request, feeds.feedFile(release, map), etagOf(map.sha256), "application/octet-stream");
+      if (!map) throw nothingHere();
+      return serveFeedFile(request, feeds, release, map);
     },
   });
 
@@ -162,8 +135,7 @@ export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): En
     budget: "api",
     audit: "update",
     params: [
-      ...productParam,
-      channelParam,
+      ...laneParams,
       { name: "target", description: "Tauri's {{target}}", values: ["windows", "darwin", "linux"] },
       { name: "arch", description: "Tauri's {{arch}}; with target, one of the site's platforms", values: ["x86_64", "aarch64", "i686", "armv7", "riscv64"] },
       { name: "current_version", description: "Tauri's {{current_version}}" },
@@ -178,12 +150,11 @@ export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): En
       "304": NOT_MODIFIED,
     },
     errors: [...FEED_ERRORS, "unavailable", "invalid_request"],
-    handler: async ({ request, params: p, principal, visitor, sightedOn }) => {
-      const { product, channel } = laneOf(p);
-      const caller = callerOf(principal, visitor, publicLanes, product);
-      const index = await feeds.lane(caller, product, channel);
+    handler: async (call) => {
+      const { request, params: p, sightedOn } = call;
+      const { product, channel, caller, index } = await open(call);
       const platform = tauriPlatform(p.target ?? "", p.arch ?? "");
-      if (platform === null || !isLane(v, product, channel, platform)) throw new KeyturnError("not_found", "There is nothing at this address.");
+      if (platform === null || !isLane(v, product, channel, platform)) throw nothingHere();
       const current = VERSION.exec(p.current_version ?? "");
       if (!current) throw new KeyturnError("invalid_request", "current_version must be a version like 1.4.2.");
       // Nothing for this installation is "no update" (204), never an error the plugin would report.
@@ -212,11 +183,7 @@ export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): En
     publicLanes: true,
     budget: "api",
     audit: "update",
-    params: [
-      ...productParam,
-      channelParam,
-      { name: "file", description: "appcast.xml (every macOS platform), or appcast-<arch>.xml for the platform mac-<arch> alone" },
-    ],
+    params: [...laneParams, { name: "file", description: "appcast.xml (every macOS platform), or appcast-<arch>.xml for the platform mac-<arch> alone" }],
     answers: {
       "200": {
         description: "An RSS 2.0 appcast with Sparkle's namespace",
@@ -226,16 +193,15 @@ export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): En
       "304": NOT_MODIFIED,
     },
     errors: [...FEED_ERRORS],
-    handler: async ({ request, params: p, principal, visitor, sightedOn }) => {
-      const { product, channel } = laneOf(p);
-      const caller = callerOf(principal, visitor, publicLanes, product);
+    handler: async (call) => {
+      const { request, params: p, sightedOn } = call;
       const mac = macPlatforms(v.platforms);
       if (mac.length === 0) throw new KeyturnError("not_found", "This site has no macOS platform (--platforms).");
       // Two items of one version cannot be told apart by Sparkle: each architecture's build reads its own appcast.
       const arch = APPCAST.exec(p.file ?? "");
       const platforms = arch ? mac.filter((m) => arch[1] === undefined || m === `mac-${arch[1]}`) : [];
-      if (platforms.length === 0) throw new KeyturnError("not_found", "There is nothing at this address.");
-      const index = await feeds.lane(caller, product, channel);
+      if (platforms.length === 0) throw nothingHere();
+      const { product, channel, caller, index } = await open(call);
       const listed = await feeds.listed(index, caller, product, channel, platforms, (r) => r.manifest.feeds?.sparkle !== undefined);
       if (listed[0]) sightedOn(laneName(product, channel, listed[0].manifest.platform));
       const items = listed.map((r) => {
@@ -264,8 +230,7 @@ export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): En
     budget: "api",
     audit: "update",
     params: [
-      ...productParam,
-      channelParam,
+      ...laneParams,
       { name: "file", description: "releases.win.json, releases.osx.json or releases.linux.json; or a package (-full.nupkg, -delta.nupkg) a feed names" },
     ],
     answers: {
@@ -285,29 +250,25 @@ export function feedEndpoints(feeds: FeedService, publicLanes?: PublicLanes): En
       "304": NOT_MODIFIED,
     },
     errors: [...FEED_ERRORS, "unavailable", "range_not_satisfiable"],
-    handler: async ({ request, params: p, principal, visitor, sightedOn }) => {
-      const { product, channel } = laneOf(p);
-      const caller = callerOf(principal, visitor, publicLanes, product);
-      const file = p.file ?? "";
+    handler: async (call) => {
+      const { request, sightedOn } = call;
+      const file = call.params.file ?? "";
       const os = VELOPACK_FILE.exec(file);
+      const platforms = os ? velopackPlatforms(os[1]!, v.platforms) : v.platforms;
+      if (os && platforms.length === 0) throw nothingHere();
+      const { product, channel, caller, index } = await open(call);
       if (!os && file.toLowerCase().endsWith("-delta.nupkg")) {
         // A delta, named relatively as the full package is: a release's of any system this installation may install.
-        const index = await feeds.lane(caller, product, channel);
         const found = await feeds.deltaOf(index, caller, product, channel, v.platforms, file);
-        if (!found || !found.release.manifest.feeds?.velopack?.deltas?.includes(found.delta))
-          throw new KeyturnError("not_found", "There is nothing at this address.");
-        return serveBytes(request, feeds.feedFile(found.release, found.delta), etagOf(found.delta.sha256), "application/octet-stream");
+        if (!found || !found.release.manifest.feeds?.velopack?.deltas?.includes(found.delta)) throw nothingHere();
+        return serveFeedFile(request, feeds, found.release, found.delta);
       }
       if (!os) {
         // A package the feed names: FileName is relative, because the client saves the package under it (velopack src/lib-rust/src/manager.rs).
-        const index = await feeds.lane(caller, product, channel);
         const release = isInstallerName(file) ? await feeds.fileOf(index, caller, product, channel, v.platforms, file) : null;
-        if (!release?.manifest.feeds?.velopack) throw new KeyturnError("not_found", "There is nothing at this address.");
-        return serveFileRanges(request, feeds.installerPath(release), release.manifest.size, installerEtag(release), release.manifest.installer);
+        if (!release?.manifest.feeds?.velopack) throw nothingHere();
+        return serveInstaller(request, feeds, release);
       }
-      const platforms = velopackPlatforms(os[1]!, v.platforms);
-      if (platforms.length === 0) throw new KeyturnError("not_found", "There is nothing at this address.");
-      const index = await feeds.lane(caller, product, channel);
       const listed = await feeds.listed(index, caller, product, channel, platforms, (r) => r.manifest.feeds?.velopack !== undefined);
       if (listed[0]) sightedOn(laneName(product, channel, listed[0].manifest.platform));
       const assets = listed.flatMap((r) => {
