@@ -50,16 +50,19 @@ function activationChart(stats: Stats): Html {
 /** Per release with reports (the first MAX_LANE_CHARTS): installed and failed installations per day, and the figures. */
 function installReportCharts(stats: Stats): Html {
   if (stats.installReports.length === 0) return html`<p>No install report in the window.</p>`;
+  // Every day of the window (the activations' days), zeros included, so the charts share one time axis.
+  const days = stats.activationsPerDay.map((d) => d.day);
   const charts = stats.installReports.slice(0, MAX_LANE_CHARTS).map((r, i) => {
     const id = `chart-reports-${i}`;
+    const byDay = new Map(r.days.map((d) => [d.day, d]));
     return html`<section aria-labelledby="${id}-h"><h3 id="${id}-h">${r.lane} ${r.version}</h3>
 ${jsonData(id, {
   kind: "lines",
   title: "",
-  x: r.days.map((d) => Date.parse(d.day) / 1000),
+  x: days.map((day) => Date.parse(day) / 1000),
   series: [
-    { label: "installed", values: r.days.map((d) => d.installed) },
-    { label: "failed or rolled back", values: r.days.map((d) => d.failed + d.rolledBack) },
+    { label: "installed", values: days.map((day) => byDay.get(day)?.installed ?? 0) },
+    { label: "failed or rolled back", values: days.map((day) => (byDay.get(day)?.failed ?? 0) + (byDay.get(day)?.rolledBack ?? 0)) },
   ],
 })}<div class="chart" data-chart="${id}" role="img" aria-label="Install outcomes per day of ${r.version} on ${r.lane}"></div></section>`;
   });
