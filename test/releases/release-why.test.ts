@@ -122,6 +122,24 @@ describe("release why", () => {
     await s.site.composed.services.selection.controls.apply("resume", lane, "2.0.0", s.holder.current);
   });
 
+  test("out of the licence's updates window: the updates-window rule passes over the newer release, naming both dates", async () => {
+    const { key, license } = await createLicense(s.site, { channels: ["stable"], plan: "perpetual", updatesUntil: "2026-11-10T00:00:00+00:00" });
+    const res = await s.site.request("POST", "/licenses/activate", { body: { key, device: device(variant) } });
+    const { token } = (await res.json()) as { token: string };
+    const { sub } = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()) as { sub: string };
+    const w = await why(`activation=${sub}`);
+    expect(w.installation.license).toBe(license.id);
+    expect(stable(w).served).toBe("1.0.0");
+    expect(stable(w).decidedBy).toEqual({
+      rule: "updates-window",
+      effect: "pass",
+      reason: "released at 2026-11-20T00:00:00+00:00, after the licence's updates ended at 2026-11-10T00:00:00+00:00",
+    });
+    // The manifest path agrees: the licence is offered what why says.
+    const manifest = await s.site.request("GET", `/updates/stable/win-x64/${v.manifestFile}`, { token });
+    expect(((await manifest.json()) as { version: string }).version).toBe("1.0.0");
+  });
+
   test("the compiled executable answers the same", async () => {
     const exe = await executable();
     const settings = ["--variant", variant, "--base-url", BASE_URL, "--data", join(s.site.dir, "data"), "--keys", s.tree.keysDir, "--releases", s.tree.root];
