@@ -101,7 +101,7 @@ describe("release why", () => {
 
     const r = await cli(targeted.activation);
     expect(r.stderr).toBe("");
-    expect(r.code).toBe(0);
+    expect(`${r.code} ${r.stderr}`).toBe("0 ");
     expect(r.stdout).toContain(`${lane}: 2.0.0 (target: licence ${targeted.license} is among the rollout's targets)`);
   });
 
@@ -113,7 +113,7 @@ describe("release why", () => {
     expect(stable(w).decidedBy.reason).toContain(`halted by itself at`);
     expect(stable(w).decidedBy.reason).toContain(`(${RULE}): offered only to installations already running it`);
     const r = await cli("--device", targeted.dev, "--license", targeted.license, "--json");
-    expect(r.code).toBe(0);
+    expect(`${r.code} ${r.stderr}`).toBe("0 ");
     const answer = JSON.parse(r.stdout) as Why;
     expect(stable(answer).decidedBy).toEqual(stable(w).decidedBy);
     const text = await cli(targeted.activation);
