@@ -163,6 +163,26 @@ describe("signature cache", () => {
     expect(result.problems.map((p) => p.folder)).toEqual(["alpha/stable/win-x64/1.0.0"]);
   });
 
+  test("between scans a cache with a file holds no keys, and the next scan reads them again from the file", async () => {
+    const t = newTree("alpha");
+    for (let i = 0; i < 3; i++) t.add({ version: `1.${i}.0` });
+    const file = join(t.dir, "release-signatures.cache");
+    const cache = SignatureCache.open(file);
+    await scan(t, { signatures: cache });
+    cache.finishScan();
+    expect(cache.size).toBe(0);
+    expect((await scan(t, { signatures: cache })).stats).toMatchObject({ verified: 0, cached: 3 });
+    cache.finishScan();
+    expect(readFileSync(file, "latin1").trim().split("\n")).toHaveLength(3);
+
+    // A file that cannot be written: the keys stay in memory, so the next scan still checks none.
+    const unwritable = SignatureCache.open(join(t.dir, "no-such-directory", "cache"));
+    await scan(t, { signatures: unwritable });
+    unwritable.finishScan();
+    expect(unwritable.size).toBe(3);
+    expect((await scan(t, { signatures: unwritable })).stats).toMatchObject({ verified: 0, cached: 3 });
+  });
+
   test("entries no longer met are dropped when the file is rewritten", async () => {
     const t = newTree("gamma");
     const a = t.add({ version: "1.0.0" });

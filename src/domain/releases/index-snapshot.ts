@@ -2,7 +2,7 @@ import { readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Variant } from "../../config/variants";
 import type { PublicKeyInfo } from "../keys";
-import { releaseFilesUnchanged, sameFile, sameIdentity, type ReleaseFiles } from "./files";
+import { identityIn, releaseFilesUnchanged, sameFile, sameFiles, type ReleaseFiles } from "./files";
 import type { InstallerVerifier } from "./installer-verification";
 import { isInstallerName, type Manifest, type ReleasePlace } from "./manifest";
 import { ReleaseProblem } from "./problem";
@@ -21,7 +21,7 @@ import { SignatureCache } from "./signature-cache";
  * scan that follows every start replaces the snapshot's index. Only each lane's newest release is
  * kept with its manifest and signature bytes, as in the index (release-index.ts).
  */
-const FORMAT = 4;
+const FORMAT = 5;
 
 interface SnapshotRelease {
   readonly folder: string;
@@ -154,7 +154,8 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
     return served;
   });
   const holds = (r: Release) =>
-    releaseFilesUnchanged(releasePaths(o.root, o.variant, r), files.get(r)!) && (!o.installers || o.installers.holds(files.get(r)![2], r.manifest.sha256));
+    releaseFilesUnchanged(releasePaths(o.root, o.variant, r), files.get(r)!) &&
+    (!o.installers || o.installers.holds(identityIn(files.get(r)!, 2), r.manifest.sha256));
   const reread = (r: Release) => {
     let found: Inspected;
     try {
@@ -163,7 +164,7 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
       if (e instanceof ReleaseProblem) return null;
       throw e;
     }
-    const same = found.files.every((id, i) => sameIdentity(id, files.get(r)![i]!));
+    const same = sameFiles(found.files, files.get(r)!);
     const m = found.release.manifest;
     const agrees =
       (["version", "released", "installer", "size", "sha256"] as const).every((k) => m[k] === r.manifest[k]) &&

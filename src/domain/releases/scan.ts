@@ -2,7 +2,7 @@ import { readdirSync, statSync, type Dirent, type Stats } from "node:fs";
 import { join } from "node:path";
 import type { Variant } from "../../config/variants";
 import type { PublicKeyInfo } from "../keys";
-import { hashFile, identityOf, readRegularFile, releaseFilesUnchanged, statInstaller, type FileIdentity, type ReleaseFiles } from "./files";
+import { hashFile, identityOf, readRegularFile, releaseFilesOf, releaseFilesUnchanged, statInstaller, type FileIdentity, type ReleaseFiles } from "./files";
 import { installerAdmitted, type InstallerVerifier } from "./installer-verification";
 import { parseManifest, type Manifest, type ReleasePlace } from "./manifest";
 import { checkFeedFiles } from "./feed-files";
@@ -93,6 +93,7 @@ export function treeLevels(variant: Variant): { readonly name: keyof ReleasePlac
 export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<ScanResult> {
   const started = performance.now();
   const signatures = opts.signatures ?? SignatureCache.open(null);
+  signatures.beginScan();
   const levels = treeLevels(opts.variant);
   const problems: ScanProblem[] = [];
   const counts = { folders: 0, reused: 0, verified: 0, cached: 0 };
@@ -324,7 +325,12 @@ export function inspectFolder(
   }
   if (opts.hashInstallers) checkInstallerHash(installerPath, manifest);
 
-  return { release: Object.freeze({ manifest, folder: rel, installerPath }), files: files as unknown as ReleaseFiles, manifestBytes, signatureBytes };
+  return {
+    release: Object.freeze({ manifest, folder: rel, installerPath }),
+    files: releaseFilesOf(files[0]!, files[1]!, files[2]!),
+    manifestBytes,
+    signatureBytes,
+  };
 }
 
 export function checkInstallerSize(path: string, manifest: Manifest): Stats {
