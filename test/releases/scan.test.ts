@@ -139,6 +139,20 @@ describe("what keeps a release folder out, one reason each", () => {
   });
 });
 
+describe("what the index keeps per release", () => {
+  test("one path string for the whole tree: each release joins its installer's path when asked, the same path as the folder's file", async () => {
+    const t = newTree("alpha");
+    const added = [t.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00" }), t.add({ version: "1.1.0", released: "2026-10-01T00:00:00+00:00" })];
+    const { index } = await scan(t);
+    for (const r of index.all) {
+      expect(Object.keys(r)).not.toContain("installerPath");
+      expect(r.installerPath).toBe(added.find((a) => r.folder.endsWith(`/${a.dir.split("/").at(-1)}`))!.installerPath);
+    }
+    // The newest, kept with its bytes, joins it the same way.
+    expect(index.latest("alpha", "stable", "win-x64")!.installerPath).toBe(added[1]!.installerPath);
+  });
+});
+
 describe("signature cache", () => {
   test("a second scan checks no signature again; a restart reads the cache file; a changed manifest is a miss", async () => {
     const t = newTree("alpha");

@@ -6,7 +6,7 @@ import { identityIn, releaseFilesUnchanged, sameFile, sameFiles, type ReleaseFil
 import type { InstallerVerifier } from "./installer-verification";
 import { isInstallerName, type Manifest, type ReleasePlace } from "./manifest";
 import { ReleaseProblem } from "./problem";
-import { isServed, ReleaseIndex, type Release } from "./release-index";
+import { isServed, releaseIn, ReleaseIndex, type Release } from "./release-index";
 import { inspectFolder, releasePaths, servedOf, treeLevels, type Inspected, type KnownRelease, type ScanResult } from "./scan";
 import { SignatureCache } from "./signature-cache";
 
@@ -145,7 +145,7 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
       feeds: m.feeds ?? null,
       ...(m.requiresFeature !== undefined ? { requiresFeature: m.requiresFeature } : {}),
     });
-    const release: Release = Object.freeze({ manifest, folder: r.folder, installerPath: join(o.root, r.folder, m.installer) });
+    const release: Release = releaseIn(o.root, r.folder, manifest);
     const served =
       r.manifestBytes !== undefined && r.signatureBytes !== undefined
         ? servedOf({ release, files: r.files, manifestBytes: Buffer.from(r.manifestBytes, "utf8"), signatureBytes: Buffer.from(r.signatureBytes, "latin1") })
@@ -159,7 +159,7 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
   const reread = (r: Release) => {
     let found: Inspected;
     try {
-      found = inspectFolder(join(o.root, r.folder), r.folder, r.manifest, o, o.signatures ?? SignatureCache.open(null), { verified: 0, cached: 0 });
+      found = inspectFolder(join(o.root, r.folder), r.folder, r.manifest, o, o.signatures ?? SignatureCache.open(null), { verified: 0, cached: 0 }, o.root);
     } catch (e) {
       if (e instanceof ReleaseProblem) return null;
       throw e;

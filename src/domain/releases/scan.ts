@@ -7,7 +7,18 @@ import { installerAdmitted, type InstallerVerifier } from "./installer-verificat
 import { parseManifest, type Manifest, type ReleasePlace } from "./manifest";
 import { checkFeedFiles } from "./feed-files";
 import { ReleaseProblem } from "./problem";
-import { etagOf, isServed, laneKey, newestFirst, ReleaseIndex, type Release, type ServedRelease } from "./release-index";
+import {
+  etagOf,
+  isServed,
+  laneKey,
+  newestFirst,
+  releaseIn,
+  ReleaseIndex,
+  ServedTreeRelease,
+  TreeRelease,
+  type Release,
+  type ServedRelease,
+} from "./release-index";
 import { checkSignature, parseSignature } from "./signature";
 import { SignatureCache } from "./signature-cache";
 
@@ -153,7 +164,7 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
   const read = (i: number): Inspected | null => {
     const folder = folders[i]!;
     try {
-      const found = inspectFolder(folder.dir, folder.rel, folder.place, opts, signatures, counts);
+      const found = inspectFolder(folder.dir, folder.rel, folder.place, opts, signatures, counts, root);
       live[i] = { release: found.release, files: found.files };
       return admitted(i, live[i]!) ? found : null;
     } catch (e) {
@@ -245,7 +256,7 @@ function rereaderOf(root: string, variant: Variant, releaseKeys: ScanOptions["re
 export function rereadRelease(root: string, r: Release, opts: ScanOptions, signatures: SignatureCache): ServedRelease | null {
   let found: Inspected;
   try {
-    found = inspectFolder(join(root, r.folder), r.folder, r.manifest, opts, signatures, { verified: 0, cached: 0 });
+    found = inspectFolder(join(root, r.folder), r.folder, r.manifest, opts, signatures, { verified: 0, cached: 0 }, root);
   } catch (e) {
     if (e instanceof ReleaseProblem) return null;
     throw e;
@@ -259,7 +270,11 @@ export function rereadRelease(root: string, r: Release, opts: ScanOptions, signa
 }
 
 function withoutBytes(r: Release): Release {
-  return isServed(r) ? Object.freeze({ manifest: r.manifest, folder: r.folder, installerPath: r.installerPath }) : r;
+  return isServed(r)
+    ? r instanceof TreeRelease
+      ? releaseIn(r.root, r.folder, r.manifest)
+      : Object.freeze({ manifest: r.manifest, folder: r.folder, installerPath: r.installerPath })
+    : r;
 }
 
 /** The newest live release among `indices` (the first in folder order among equals). */
@@ -285,13 +300,10 @@ export interface Inspected {
 
 /** The release with its bytes and their ETags, as the update path serves it. */
 export function servedOf(r: Inspected): ServedRelease {
-  return Object.freeze({
-    ...r.release,
-    manifestBytes: r.manifestBytes,
-    manifestEtag: etagOf(sha256Hex(r.manifestBytes)),
-    signatureBytes: r.signatureBytes,
-    signatureEtag: etagOf(sha256Hex(r.signatureBytes)),
-  });
+  const manifestEtag = etagOf(sha256Hex(r.manifestBytes));
+  const signatureEtag = etagOf(sha256Hex(r.signatureBytes));
+  if (r.release instanceof TreeRelease) return Object.freeze(new ServedTreeRelease(r.release, r.manifestBytes, manifestEtag, r.signatureBytes, signatureEtag));
+  return Object.freeze({ ...r.release, manifestBytes: r.manifestBytes, manifestEtag, signatureBytes: r.signatureBytes, signatureEtag });
 }
 
 /** One release folder → a live release, or the ReleaseProblem that keeps it out. */
@@ -302,6 +314,8 @@ export function inspectFolder(
   opts: ScanOptions,
   signatures: SignatureCache,
   counts: { verified: number; cached: number },
+  /** The tree's root, when `dir` is `rel` under it: one string all its releases share. */
+  root?: string,
 ): Inspected {
   const manifestFile = opts.variant.manifestFile;
   // The identities of the files as read (fstat of the descriptor read), for the index snapshot.
@@ -326,7 +340,8 @@ export function inspectFolder(
   if (opts.hashInstallers) checkInstallerHash(installerPath, manifest);
 
   return {
-    release: Object.freeze({ manifest, folder: rel, installerPath }),
+    // A folder of a tree (dir is root/rel): the installer's path is joined when asked, not kept.
+    release: root !== undefined && join(root, rel) === dir ? releaseIn(root, rel, manifest) : Object.freeze({ manifest, folder: rel, installerPath }),
     files: releaseFilesOf(files[0]!, files[1]!, files[2]!),
     manifestBytes,
     signatureBytes,
