@@ -7,7 +7,7 @@
  */
 import { heapStats } from "bun:jsc";
 import { createPrivateKey, generateKeyPairSync } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { VARIANTS } from "../src/config/variants";
@@ -26,8 +26,10 @@ const show = (when: string) => {
     .slice(0, 12)
     .map(([k, v]) => `${k} ${v}`)
     .join(", ");
+  const status = readFileSync("/proc/self/status", "utf8");
+  const kb = (field: string) => mb(Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) * 1024);
   console.log(
-    `${when}: rss ${mb(m.rss)}, heap ${mb(h.heapSize)} (capacity ${mb(h.heapCapacity)}), extra ${mb(h.extraMemorySize)}, objects ${h.objectCount}\n  ${top}`,
+    `${when}: rss ${mb(m.rss)} (anonymous ${kb("RssAnon")}, file-backed ${kb("RssFile")}), heap ${mb(h.heapSize)} (capacity ${mb(h.heapCapacity)}), extra ${mb(h.extraMemorySize)}, objects ${h.objectCount}\n  ${top}`,
   );
 };
 show("start");

@@ -139,6 +139,20 @@ describe("what keeps a release folder out, one reason each", () => {
   });
 });
 
+describe("what the index keeps per release", () => {
+  test("one path string for the whole tree: each release joins its installer's path when asked, the same path as the folder's file", async () => {
+    const t = newTree("alpha");
+    const added = [t.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00" }), t.add({ version: "1.1.0", released: "2026-10-01T00:00:00+00:00" })];
+    const { index } = await scan(t);
+    for (const r of index.all) {
+      expect(Object.keys(r)).not.toContain("installerPath");
+      expect(r.installerPath).toBe(added.find((a) => r.folder.endsWith(`/${a.dir.split("/").at(-1)}`))!.installerPath);
+    }
+    // The newest, kept with its bytes, joins it the same way.
+    expect(index.latest("alpha", "stable", "win-x64")!.installerPath).toBe(added[1]!.installerPath);
+  });
+});
+
 describe("signature cache", () => {
   test("a second scan checks no signature again; a restart reads the cache file; a changed manifest is a miss", async () => {
     const t = newTree("alpha");
@@ -161,6 +175,26 @@ describe("signature cache", () => {
     const result = await scan(t, { signatures: SignatureCache.open(file) });
     expect(result.stats).toMatchObject({ verified: 0, cached: 4 });
     expect(result.problems.map((p) => p.folder)).toEqual(["alpha/stable/win-x64/1.0.0"]);
+  });
+
+  test("between scans a cache with a file holds no keys, and the next scan reads them again from the file", async () => {
+    const t = newTree("alpha");
+    for (let i = 0; i < 3; i++) t.add({ version: `1.${i}.0` });
+    const file = join(t.dir, "release-signatures.cache");
+    const cache = SignatureCache.open(file);
+    await scan(t, { signatures: cache });
+    cache.finishScan();
+    expect(cache.size).toBe(0);
+    expect((await scan(t, { signatures: cache })).stats).toMatchObject({ verified: 0, cached: 3 });
+    cache.finishScan();
+    expect(readFileSync(file, "latin1").trim().split("\n")).toHaveLength(3);
+
+    // A file that cannot be written: the keys stay in memory, so the next scan still checks none.
+    const unwritable = SignatureCache.open(join(t.dir, "no-such-directory", "cache"));
+    await scan(t, { signatures: unwritable });
+    unwritable.finishScan();
+    expect(unwritable.size).toBe(3);
+    expect((await scan(t, { signatures: unwritable })).stats).toMatchObject({ verified: 0, cached: 3 });
   });
 
   test("entries no longer met are dropped when the file is rewritten", async () => {

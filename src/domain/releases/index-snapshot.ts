@@ -2,11 +2,11 @@ import { readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Variant } from "../../config/variants";
 import type { PublicKeyInfo } from "../keys";
-import { releaseFilesUnchanged, sameFile, sameIdentity, type ReleaseFiles } from "./files";
+import { identityIn, releaseFilesUnchanged, sameFile, sameFiles, type ReleaseFiles } from "./files";
 import type { InstallerVerifier } from "./installer-verification";
 import { isInstallerName, type Manifest, type ReleasePlace } from "./manifest";
 import { ReleaseProblem } from "./problem";
-import { isServed, ReleaseIndex, type Release } from "./release-index";
+import { isServed, releaseIn, ReleaseIndex, type Release } from "./release-index";
 import { inspectFolder, releasePaths, servedOf, treeLevels, type Inspected, type KnownRelease, type ScanResult } from "./scan";
 import { SignatureCache } from "./signature-cache";
 
@@ -21,7 +21,7 @@ import { SignatureCache } from "./signature-cache";
  * scan that follows every start replaces the snapshot's index. Only each lane's newest release is
  * kept with its manifest and signature bytes, as in the index (release-index.ts).
  */
-const FORMAT = 4;
+const FORMAT = 5;
 
 interface SnapshotRelease {
   readonly folder: string;
@@ -145,7 +145,7 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
       feeds: m.feeds ?? null,
       ...(m.requiresFeature !== undefined ? { requiresFeature: m.requiresFeature } : {}),
     });
-    const release: Release = Object.freeze({ manifest, folder: r.folder, installerPath: join(o.root, r.folder, m.installer) });
+    const release: Release = releaseIn(o.root, r.folder, manifest);
     const served =
       r.manifestBytes !== undefined && r.signatureBytes !== undefined
         ? servedOf({ release, files: r.files, manifestBytes: Buffer.from(r.manifestBytes, "utf8"), signatureBytes: Buffer.from(r.signatureBytes, "latin1") })
@@ -154,16 +154,17 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
     return served;
   });
   const holds = (r: Release) =>
-    releaseFilesUnchanged(releasePaths(o.root, o.variant, r), files.get(r)!) && (!o.installers || o.installers.holds(files.get(r)![2], r.manifest.sha256));
+    releaseFilesUnchanged(releasePaths(o.root, o.variant, r), files.get(r)!) &&
+    (!o.installers || o.installers.holds(identityIn(files.get(r)!, 2), r.manifest.sha256));
   const reread = (r: Release) => {
     let found: Inspected;
     try {
-      found = inspectFolder(join(o.root, r.folder), r.folder, r.manifest, o, o.signatures ?? SignatureCache.open(null), { verified: 0, cached: 0 });
+      found = inspectFolder(join(o.root, r.folder), r.folder, r.manifest, o, o.signatures ?? SignatureCache.open(null), { verified: 0, cached: 0 }, o.root);
     } catch (e) {
       if (e instanceof ReleaseProblem) return null;
       throw e;
     }
-    const same = found.files.every((id, i) => sameIdentity(id, files.get(r)![i]!));
+    const same = sameFiles(found.files, files.get(r)!);
     const m = found.release.manifest;
     const agrees =
       (["version", "released", "installer", "size", "sha256"] as const).every((k) => m[k] === r.manifest[k]) &&

@@ -1,6 +1,6 @@
 import { closeSync, constants, fstatSync, openSync, readFileSync, readSync, renameSync, writeFileSync } from "node:fs";
 import { open } from "node:fs/promises";
-import { identityOf, sameIdentity, type FileIdentity, type ReleaseFiles } from "./files";
+import { identityIn, identityOf, sameIdentity, type FileIdentity, type ReleaseFiles } from "./files";
 import type { Release } from "./release-index";
 
 /** Installers up to this size are hashed during the scan itself: that costs about what reading the manifest does. */
@@ -249,7 +249,7 @@ async function hashOpenedAsync(path: string, id: FileIdentity): Promise<Hashes |
 /** A scan's question: true when the release's installer is verified, "pending" while it is hashed, else why it is not served. */
 export function installerAdmitted(v: InstallerVerifier, r: { readonly release: Release; readonly files: ReleaseFiles }): true | "pending" | string {
   const m = r.release.manifest;
-  const verdict = v.verdict(r.release.installerPath, r.files[2], m.sha256);
+  const verdict = v.verdict(r.release.installerPath, identityIn(r.files, 2), m.sha256);
   if (verdict === "verified") return true;
   if (verdict === "pending") return "pending";
   return verdict === "mismatch" ? `installer ${m.installer} does not match the manifest's sha256` : `installer ${m.installer} cannot be read`;

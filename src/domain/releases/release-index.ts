@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import type { Manifest } from "./manifest";
 import { compareVersions } from "./version-order";
 
@@ -8,6 +9,40 @@ export interface Release {
   readonly folder: string;
   readonly installerPath: string;
 }
+
+/**
+ * A release of a tree, as scans and snapshots make them: the installer's path is joined when asked
+ * (a download, a feed, a scan) rather than kept, since the index holds every live release for good
+ * (10,000 paths were about 1 MB; bench/README.md, 4a). Frozen by its makers (releaseIn, servedOf).
+ */
+export class TreeRelease implements Release {
+  constructor(
+    readonly manifest: Manifest,
+    readonly folder: string,
+    /** The tree's root, one string shared by all its releases. */
+    readonly root: string,
+  ) {}
+
+  get installerPath(): string {
+    return join(this.root, this.folder, this.manifest.installer);
+  }
+}
+
+/** A tree's release with its manifest and signature bytes and their ETags. */
+export class ServedTreeRelease extends TreeRelease implements ServedRelease {
+  constructor(
+    r: TreeRelease,
+    readonly manifestBytes: Uint8Array,
+    readonly manifestEtag: string,
+    readonly signatureBytes: Uint8Array,
+    readonly signatureEtag: string,
+  ) {
+    super(r.manifest, r.folder, r.root);
+  }
+}
+
+/** The release in `folder` of the tree at `root`. */
+export const releaseIn = (root: string, folder: string, manifest: Manifest): TreeRelease => Object.freeze(new TreeRelease(manifest, folder, root));
 
 /**
  * A release with its manifest and signature as read and checked, and their strong ETags (the

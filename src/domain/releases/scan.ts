@@ -2,12 +2,23 @@ import { readdirSync, statSync, type Dirent, type Stats } from "node:fs";
 import { join } from "node:path";
 import type { Variant } from "../../config/variants";
 import type { PublicKeyInfo } from "../keys";
-import { hashFile, identityOf, readRegularFile, releaseFilesUnchanged, statInstaller, type FileIdentity, type ReleaseFiles } from "./files";
+import { hashFile, identityOf, readRegularFile, releaseFilesOf, releaseFilesUnchanged, statInstaller, type FileIdentity, type ReleaseFiles } from "./files";
 import { installerAdmitted, type InstallerVerifier } from "./installer-verification";
 import { parseManifest, type Manifest, type ReleasePlace } from "./manifest";
 import { checkFeedFiles } from "./feed-files";
 import { ReleaseProblem } from "./problem";
-import { etagOf, isServed, laneKey, newestFirst, ReleaseIndex, type Release, type ServedRelease } from "./release-index";
+import {
+  etagOf,
+  isServed,
+  laneKey,
+  newestFirst,
+  releaseIn,
+  ReleaseIndex,
+  ServedTreeRelease,
+  TreeRelease,
+  type Release,
+  type ServedRelease,
+} from "./release-index";
 import { checkSignature, parseSignature } from "./signature";
 import { SignatureCache } from "./signature-cache";
 
@@ -93,6 +104,7 @@ export function treeLevels(variant: Variant): { readonly name: keyof ReleasePlac
 export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<ScanResult> {
   const started = performance.now();
   const signatures = opts.signatures ?? SignatureCache.open(null);
+  signatures.beginScan();
   const levels = treeLevels(opts.variant);
   const problems: ScanProblem[] = [];
   const counts = { folders: 0, reused: 0, verified: 0, cached: 0 };
@@ -152,7 +164,7 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
   const read = (i: number): Inspected | null => {
     const folder = folders[i]!;
     try {
-      const found = inspectFolder(folder.dir, folder.rel, folder.place, opts, signatures, counts);
+      const found = inspectFolder(folder.dir, folder.rel, folder.place, opts, signatures, counts, root);
       live[i] = { release: found.release, files: found.files };
       return admitted(i, live[i]!) ? found : null;
     } catch (e) {
@@ -244,7 +256,7 @@ function rereaderOf(root: string, variant: Variant, releaseKeys: ScanOptions["re
 export function rereadRelease(root: string, r: Release, opts: ScanOptions, signatures: SignatureCache): ServedRelease | null {
   let found: Inspected;
   try {
-    found = inspectFolder(join(root, r.folder), r.folder, r.manifest, opts, signatures, { verified: 0, cached: 0 });
+    found = inspectFolder(join(root, r.folder), r.folder, r.manifest, opts, signatures, { verified: 0, cached: 0 }, root);
   } catch (e) {
     if (e instanceof ReleaseProblem) return null;
     throw e;
@@ -258,7 +270,11 @@ export function rereadRelease(root: string, r: Release, opts: ScanOptions, signa
 }
 
 function withoutBytes(r: Release): Release {
-  return isServed(r) ? Object.freeze({ manifest: r.manifest, folder: r.folder, installerPath: r.installerPath }) : r;
+  return isServed(r)
+    ? r instanceof TreeRelease
+      ? releaseIn(r.root, r.folder, r.manifest)
+      : Object.freeze({ manifest: r.manifest, folder: r.folder, installerPath: r.installerPath })
+    : r;
 }
 
 /** The newest live release among `indices` (the first in folder order among equals). */
@@ -284,13 +300,10 @@ export interface Inspected {
 
 /** The release with its bytes and their ETags, as the update path serves it. */
 export function servedOf(r: Inspected): ServedRelease {
-  return Object.freeze({
-    ...r.release,
-    manifestBytes: r.manifestBytes,
-    manifestEtag: etagOf(sha256Hex(r.manifestBytes)),
-    signatureBytes: r.signatureBytes,
-    signatureEtag: etagOf(sha256Hex(r.signatureBytes)),
-  });
+  const manifestEtag = etagOf(sha256Hex(r.manifestBytes));
+  const signatureEtag = etagOf(sha256Hex(r.signatureBytes));
+  if (r.release instanceof TreeRelease) return Object.freeze(new ServedTreeRelease(r.release, r.manifestBytes, manifestEtag, r.signatureBytes, signatureEtag));
+  return Object.freeze({ ...r.release, manifestBytes: r.manifestBytes, manifestEtag, signatureBytes: r.signatureBytes, signatureEtag });
 }
 
 /** One release folder → a live release, or the ReleaseProblem that keeps it out. */
@@ -301,6 +314,8 @@ export function inspectFolder(
   opts: ScanOptions,
   signatures: SignatureCache,
   counts: { verified: number; cached: number },
+  /** The tree's root, when `dir` is `rel` under it: one string all its releases share. */
+  root?: string,
 ): Inspected {
   const manifestFile = opts.variant.manifestFile;
   // The identities of the files as read (fstat of the descriptor read), for the index snapshot.
@@ -324,7 +339,13 @@ export function inspectFolder(
   }
   if (opts.hashInstallers) checkInstallerHash(installerPath, manifest);
 
-  return { release: Object.freeze({ manifest, folder: rel, installerPath }), files: files as unknown as ReleaseFiles, manifestBytes, signatureBytes };
+  return {
+    // A folder of a tree (dir is root/rel): the installer's path is joined when asked, not kept.
+    release: root !== undefined && join(root, rel) === dir ? releaseIn(root, rel, manifest) : Object.freeze({ manifest, folder: rel, installerPath }),
+    files: releaseFilesOf(files[0]!, files[1]!, files[2]!),
+    manifestBytes,
+    signatureBytes,
+  };
 }
 
 export function checkInstallerSize(path: string, manifest: Manifest): Stats {

@@ -9,30 +9,36 @@ import { readFileSync, renameSync, writeFileSync } from "node:fs";
  * signature), never in the release tree a mirror copies.
  */
 export class SignatureCache {
-  private known: Set<string>;
+  /** Null until first needed, and again between scans once the file holds it all (see finishScan). */
+  private knownNow: Set<string> | null = null;
   private seen = new Set<string>();
   private added = false;
+  /** Set after a scan that left the file holding every signature known: until the next scan, nothing is held. */
+  private resting = false;
 
   private constructor(
     private readonly file: string | null,
-    known: Iterable<string>,
+    known?: Iterable<string>,
   ) {
-    this.known = new Set(known);
+    if (known) this.knownNow = new Set(known);
   }
 
-  /** A cache held in `file` (read now, written after each scan), or in memory only when null. */
+  /** A cache held in `file` (read when a scan first needs it, written after each scan), or in memory only when null. */
   static open(file: string | null): SignatureCache {
+    return file ? new SignatureCache(file) : new SignatureCache(null, []);
+  }
+
+  private get known(): Set<string> {
+    if (this.knownNow) return this.knownNow;
     let lines: string[] = [];
-    if (file) {
-      try {
-        lines = readFileSync(file, "latin1")
-          .split("\n")
-          .filter((l) => /^[0-9a-f]{64}$/.test(l));
-      } catch {
-        // First start, or unreadable: every signature is checked once and the file written afresh.
-      }
+    try {
+      lines = readFileSync(this.file!, "latin1")
+        .split("\n")
+        .filter((l) => /^[0-9a-f]{64}$/.test(l));
+    } catch {
+      // First start, or unreadable: every signature is checked once and the file written afresh.
     }
-    return new SignatureCache(file, lines);
+    return (this.knownNow = new Set(lines));
   }
 
   static keyOf(spki: string, sigBytes: Uint8Array, manifestBytes: Uint8Array): string {
@@ -45,35 +51,55 @@ export class SignatureCache {
     return hasher.digest("hex");
   }
 
+  /** At the start of a whole scan: the file is read again if it was let go. */
+  beginScan(): void {
+    this.resting = false;
+  }
+
+  /**
+   * Between scans (resting) the cache answers no: a release read again then (a lane falling back to
+   * an older release, ReleaseIndex.withBytes) has its signature checked, once per index, rather than
+   * the process holding every signature's key for good (bench/README.md, 4a).
+   */
   has(key: string): boolean {
-    if (!this.known.has(key)) return false;
+    if (this.resting || !this.known.has(key)) return false;
     this.seen.add(key);
     return true;
   }
 
   add(key: string): void {
+    if (this.resting) return;
     this.known.add(key);
     this.seen.add(key);
     this.added = true;
   }
 
   get size(): number {
-    return this.known.size;
+    return this.resting ? 0 : this.known.size;
   }
 
-  /** After a whole scan: forgets what that scan did not meet, and writes the file when it changed. */
+  /**
+   * After a whole scan: forgets what that scan did not meet, and writes the file when it changed.
+   * A cache with a file then lets go of its keys until the next scan reads them again (once the
+   * file holds them all: when it cannot be written, they stay in memory).
+   */
   finishScan(): void {
     const changed = this.added || this.seen.size !== this.known.size;
-    this.known = this.seen;
+    this.knownNow = this.seen;
     this.seen = new Set();
     this.added = false;
-    if (!changed || !this.file) return;
-    const tmp = `${this.file}.${process.pid}.tmp`;
-    try {
-      writeFileSync(tmp, [...this.known].join("\n") + "\n", { mode: 0o600 });
-      renameSync(tmp, this.file);
-    } catch {
-      // A read-only data directory only costs the next start its signature checks.
+    if (!this.file) return;
+    if (changed) {
+      const tmp = `${this.file}.${process.pid}.tmp`;
+      try {
+        writeFileSync(tmp, [...this.knownNow].join("\n") + "\n", { mode: 0o600 });
+        renameSync(tmp, this.file);
+      } catch {
+        // A read-only data directory only costs the next start its signature checks.
+        return;
+      }
     }
+    this.knownNow = null;
+    this.resting = true;
   }
 }
