@@ -197,6 +197,55 @@ export function generateVectors(): Map<string, string> {
     },
   ];
 
+  // A licence's terms (docs/clients.md "Features and the maintenance window"): what hasFeature,
+  // feature, updatesUntil and updatesCover answer for a token, and two tokens whose terms are malformed.
+  const WINDOW = seconds("2026-09-15T00:00:00Z");
+  const withTerms = { ...claims, upd: WINDOW, ent: { "export-pdf": true, "max-projects": "50" } };
+  const terms = [
+    {
+      name: "perpetual-pro",
+      verdict: "valid",
+      why: "updates until 2026-09-15, features export-pdf and max-projects=50",
+      token: jws(header, JSON.stringify(withTerms), es256(license)),
+      answers: [
+        { call: "hasFeature", name: "export-pdf", answer: true },
+        { call: "hasFeature", name: "ai-credits", answer: false },
+        { call: "feature", name: "export-pdf", answer: true },
+        { call: "feature", name: "max-projects", answer: "50" },
+        { call: "feature", name: "ai-credits", answer: null },
+        { call: "updatesUntil", answer: "2026-09-15T00:00:00+00:00" },
+        { call: "updatesCover", released: "2026-09-15T00:00:00+00:00", answer: true },
+        { call: "updatesCover", released: "2026-09-15T00:00:01+00:00", answer: false },
+      ],
+    },
+    {
+      name: "no-terms",
+      verdict: "valid",
+      why: "the good token: no upd, no ent",
+      token: good,
+      answers: [
+        { call: "hasFeature", name: "export-pdf", answer: false },
+        { call: "feature", name: "export-pdf", answer: null },
+        { call: "updatesUntil", answer: null },
+        { call: "updatesCover", released: "2099-01-01T00:00:00+00:00", answer: true },
+      ],
+    },
+    {
+      name: "upd-text",
+      verdict: "invalid",
+      reason: "claims",
+      why: "upd is text, not seconds",
+      token: jws(header, JSON.stringify({ ...withTerms, upd: "2026-09-15" }), es256(license)),
+    },
+    {
+      name: "ent-list",
+      verdict: "invalid",
+      reason: "claims",
+      why: "ent is a list, not an object",
+      token: jws(header, JSON.stringify({ ...withTerms, ent: ["export-pdf"] }), es256(license)),
+    },
+  ];
+
   const devices = (Object.keys(CLIENT_VARIANTS) as VariantName[]).flatMap((variant) =>
     [deviceId, "0123456789abcdef0123456789abcdef"].map((id) => ({
       variant,
@@ -223,6 +272,7 @@ export function generateVectors(): Map<string, string> {
     lane,
     manifests,
     devices,
+    terms,
   };
   files.set("index.json", JSON.stringify(index, null, 2) + "\n");
   for (const [name, text] of installReportVectors()) files.set(name, text);

@@ -265,6 +265,7 @@ export async function compose(
         webhookDestinations: { allowHosts: config.webhookAllowHosts },
         seal,
         keys,
+        plans: config.plans,
       },
       selection,
       feeds: new FeedService(config.variant, config.baseUrl, releases, selection),

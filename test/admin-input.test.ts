@@ -31,7 +31,15 @@ const propertiesOf = (schema: unknown) => JSON.parse(JSON.stringify(schema)) as 
 const licenseBody = { licensee: "Ada", organization: "Engines", plan: "pro", planTitle: "Pro", seats: 3, channels: ["stable"] };
 /** A body each body endpoint accepts; the test fails for a body endpoint added without one. */
 const VALID_BODIES: Record<string, Record<string, unknown>> = {
-  "POST /admin/licenses": { ...licenseBody, expires: "2099-01-01T00:00:00Z", email: "ada@engines.example", metadata: { crm: "42" }, tokenTtl: 86_400 },
+  "POST /admin/licenses": {
+    ...licenseBody,
+    expires: "2099-01-01T00:00:00Z",
+    email: "ada@engines.example",
+    metadata: { crm: "42" },
+    tokenTtl: 86_400,
+    updatesUntil: "2098-01-01T00:00:00Z",
+    features: ["export-pdf"],
+  },
   "PATCH /admin/licenses/{id}": {
     seats: 4,
     expires: null,
@@ -43,6 +51,8 @@ const VALID_BODIES: Record<string, Record<string, unknown>> = {
     plan: "p",
     planTitle: "P",
     tokenTtl: null,
+    updatesUntil: null,
+    features: ["max-projects=50"],
   },
   // The key is that of the licence the first test creates; elsewhere any well-formed one will do.
   "POST /admin/activations/offline": { code: offlineRequestCode({ device: device("alpha") }), key: "AL-00000-00000-00000-00000-00000" },

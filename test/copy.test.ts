@@ -58,7 +58,16 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
     schema = await freshSchema();
     ({ key } = await createLicense(site, { seats: 3 }));
     // a license's own token lifetime and seat lease move with it
-    await createLicense(site, { seats: 1, licensee: "Grace Hopper", expires: Date.parse("2027-06-01T00:00:00Z"), tokenTtl: 3600, seatLease: "30d" });
+    await createLicense(site, {
+      seats: 1,
+      licensee: "Grace Hopper",
+      expires: Date.parse("2027-06-01T00:00:00Z"),
+      tokenTtl: 3600,
+      seatLease: "30d",
+      // A maintenance window and features (migration 15) travel with their licence.
+      updatesUntil: "2027-01-01T00:00:00Z",
+      features: ["export-pdf", "max-projects=50"],
+    });
     for (let i = 0; i < 2; i++) {
       const res = await site.request("POST", "/licenses/activate", { body: { key, device: device("alpha") } });
       expect(res.status).toBe(200);
@@ -114,7 +123,12 @@ describe.skipIf(!PG_URL)("keyturn copy (SQLite → PostgreSQL) and keyturn migra
     });
     expect(source.audit.length).toBeGreaterThanOrEqual(5);
     expect(source.events.length).toBeGreaterThanOrEqual(1);
-    expect(source.licenses.find((l) => l.licensee === "Grace Hopper")).toMatchObject({ tokenTtl: 3600, seatLease: 30 * 86_400_000 });
+    expect(source.licenses.find((l) => l.licensee === "Grace Hopper")).toMatchObject({
+      tokenTtl: 3600,
+      seatLease: 30 * 86_400_000,
+      updatesUntil: Date.parse("2027-01-01T00:00:00Z"),
+      features: ["export-pdf", "max-projects=50"],
+    });
     expect(source.activations.every((a) => typeof a.tokenExp === "number")).toBe(true);
     expect(source.attempts).toEqual([expect.objectContaining({ attempt: 1, error: "address not allowed" })]);
     const target = await openPostgresStore(schema.url);

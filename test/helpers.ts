@@ -65,6 +65,8 @@ export async function testSite(
   variant: VariantName,
   opts: {
     settings?: Record<string, string>;
+    /** The TOML file's tables (`plans`), as readSettings hands them to toConfig. */
+    tables?: Record<string, unknown>;
     withKey?: boolean;
     clock?: ReturnType<typeof testClock>;
     peerAddress?: (request: Request) => string | null;
@@ -88,6 +90,7 @@ export async function testSite(
       ...opts.settings,
     },
     "admin",
+    opts.tables,
   );
   const composed = await compose(config, {
     clock,

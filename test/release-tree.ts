@@ -103,10 +103,14 @@ export class ReleaseTree {
 }
 
 /** A test site serving a ReleaseTree (license key beside the release public key), and a way to get tokens. */
-export async function releaseSite(variant: VariantName, settings: Record<string, string> = {}) {
+export async function releaseSite(variant: VariantName, settings: Record<string, string> = {}, tables?: Record<string, unknown>) {
   const tree = new ReleaseTree(variant);
   generateKeyFiles(tree.keysDir, VARIANTS[variant].defaultLicenseKid);
-  const site: TestSite = await testSite(variant, { withKey: false, settings: { keys: tree.keysDir, releases: tree.root, ...settings } });
+  const site: TestSite = await testSite(variant, {
+    withKey: false,
+    settings: { keys: tree.keysDir, releases: tree.root, ...settings },
+    ...(tables ? { tables } : {}),
+  });
   const holder = site.composed.services.releases;
   // compose starts the first scan on the next turn; let it finish so tests' re-scans do not race it.
   await holder.ready();

@@ -36,7 +36,7 @@ export async function openAdmin(
     if (e instanceof ConfigError && e.setting === "arguments") throw new UsageError(usage, e.message);
     throw e;
   }
-  const config = toConfig(read.settings, "admin");
+  const config = toConfig(read.settings, "admin", read.tables);
   const store = await openStore(config);
   const admin = new Admin(config.variant, store, systemClock, new Audit(store, systemClock), config.tokenTtlSeconds);
   const deps: AdminDeps = {
@@ -46,6 +46,7 @@ export async function openAdmin(
     tokenTtlSeconds: config.tokenTtlSeconds,
     webhookDestinations: { allowHosts: config.webhookAllowHosts },
     seal: new RecordSeal(config.keysDir, store),
+    plans: config.plans,
   };
   return { config, store, admin, deps, flags: read.flags, positionals: read.positionals, settings: read.settings };
 }

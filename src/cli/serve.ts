@@ -38,7 +38,7 @@ export async function serveCommand(args: string[], env: Record<string, string | 
   if (settings.demo === "true") {
     await demoSettings(settings, read.explicit);
   }
-  const config = toConfig(settings, "serve");
+  const config = toConfig(settings, "serve", read.tables);
   if (config.mirror) {
     if (config.demo) throw new ConfigError("demo", "a mirror serves its vendor's tokens and tree: leave out --demo");
     const privates = privateKeyFiles(config.keysDir);

@@ -50,6 +50,10 @@ export interface Entitlement {
    * lapses unless the installation is seen again (any request with the token, or a refresh).
    */
   readonly seatLease?: { readonly lease: string; readonly seconds: number; readonly lapses: string };
+  /** Only on a licence with a maintenance window: releases released after it are not offered (terms.ts). */
+  readonly updatesUntil?: string;
+  /** Only on a licence with features: name → value, or true for a name alone (terms.ts: hasFeature, feature). */
+  readonly features?: Readonly<Record<string, string | true>>;
 }
 
 /** What activate, refresh and exchange give: the token (already verified offline) and the entitlement. */

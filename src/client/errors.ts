@@ -28,6 +28,7 @@ export type ClientErrorCode =
   | "rate_limited"
   | "not_found"
   | "unavailable"
+  | "updates_window_ended"
   // The kit's own.
   | "clock_rollback"
   | "signature_invalid"

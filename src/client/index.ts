@@ -21,5 +21,6 @@ export { KeySet, type PublicKeys } from "./keys.js";
 export { parseManifest, verifyManifestSignature, type Lane, type Release } from "./manifest.js";
 export { offlineRequestCode, readOfflineRequestCode, tokenOfAnswerCode, type OfflineRequest } from "./offline.js";
 export { verifyEntitlementToken, type EntitlementClaims, type TokenCheck, type VerifiedToken } from "./token.js";
+export { feature, hasFeature, updatesCover, updatesUntil, type Features, type TermsSource } from "./terms.js";
 export { CLIENT_VARIANTS, clientVariant, type ClientVariant, type VariantName } from "./variants.js";
 export { compareVersions } from "./versions.js";

@@ -21,6 +21,10 @@ export interface EntitlementClaims {
   readonly dev: string;
   /** The license's own expiry (seconds since the epoch); absent when the license has none. */
   readonly lex?: number;
+  /** The end of the licence's maintenance window (seconds since the epoch); absent when it has none (terms.ts). */
+  readonly upd?: number;
+  /** The licence's features, name → value or true (terms.ts); absent when it has none. */
+  readonly ent?: Readonly<Record<string, string | true>>;
 }
 
 export interface VerifiedToken {
@@ -69,6 +73,8 @@ function json(part: string, what: string): Record<string, unknown> {
 
 const isText = (v: unknown): v is string => typeof v === "string";
 const isTime = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
+const isFeatures = (v: unknown): boolean =>
+  typeof v === "object" && v !== null && !Array.isArray(v) && Object.values(v).every((x) => x === true || typeof x === "string");
 
 /**
  * Checks an entitlement token offline, in this order, stopping at the first failure: shape, alg
@@ -109,6 +115,8 @@ export async function verifyEntitlementToken(token: string, c: TokenCheck): Prom
   )
     refuse("claims", "token lacks a required claim (sub, iat, nbf, exp, kind, lic, chn, dev)");
   if (claims.lex !== undefined && !isTime(claims.lex)) refuse("claims", "token lex (the license's expiry) is not a time");
+  if (claims.upd !== undefined && !isTime(claims.upd)) refuse("claims", "token upd (the end of the licence's updates) is not a time");
+  if (claims.ent !== undefined && !isFeatures(claims.ent)) refuse("claims", "token ent (the licence's features) is not an object of names to text or true");
 
   const tol = c.toleranceSec * 1000;
   if (c.now >= claims.exp * 1000 + tol) refuse("exp", "The token is expired. Refresh it, or activate again.");

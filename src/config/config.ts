@@ -14,6 +14,7 @@ import {
   type Environment,
 } from "./settings";
 import { ConfigError, parseBoolean, parseCidr, parseDuration, parseHost, parseInteger, parseList, parseRate, parseUrl, type Rate } from "./parse";
+import { parsePlans, type Plans } from "./plans";
 
 export interface IdentityConfig {
   readonly issuer: string;
@@ -75,6 +76,8 @@ export interface Config {
   readonly demo: boolean;
   /** null unless this site is a mirror of a vendor's site. */
   readonly mirror: MirrorConfig | null;
+  /** The TOML file's `[plans.NAME]` tables (plans.ts); empty without. */
+  readonly plans: Plans;
 }
 
 export type Mode = "serve" | "admin";
@@ -87,6 +90,8 @@ export interface ReadSettings {
   readonly positionals: readonly string[];
   /** The settings given by a flag or the environment (not by the file or a default). */
   readonly explicit: ReadonlySet<string>;
+  /** The TOML file's tables that are not settings (TOML_TABLES), as parsed; toConfig checks them. */
+  readonly tables: Readonly<Record<string, unknown>>;
 }
 
 /**
@@ -106,7 +111,7 @@ export function readSettings(args: readonly string[], env: Environment, extra: P
   }
   const values = parsed.values as Record<string, string | boolean | undefined>;
   const configFile = (values.config as string | undefined) ?? env[CONFIG_FILE_ENV];
-  const file = configFile ? readToml(configFile) : {};
+  const { settings: file, tables } = configFile ? readToml(configFile) : { settings: {}, tables: {} };
 
   const settings: Record<string, string | undefined> = {};
   const explicit = new Set<string>();
@@ -120,10 +125,13 @@ export function readSettings(args: readonly string[], env: Environment, extra: P
   }
   const flags: Record<string, string | boolean | undefined> = {};
   for (const name of Object.keys(extra)) flags[name] = values[name];
-  return { settings, flags, positionals: parsed.positionals, explicit };
+  return { settings, flags, positionals: parsed.positionals, explicit, tables };
 }
 
-function readToml(path: string): Record<string, string> {
+/** The TOML file's tables that hold more than one value (not settings: no flag or environment variable). */
+export const TOML_TABLES: readonly string[] = ["plans"];
+
+function readToml(path: string): { settings: Record<string, string>; tables: Record<string, unknown> } {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -138,11 +146,13 @@ function readToml(path: string): Record<string, string> {
   }
   const known = new Set(SETTINGS.map((s) => s.flag));
   const out: Record<string, string> = {};
+  const tables: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(doc)) {
-    if (!known.has(key)) throw new ConfigError("config", `${path}: unknown setting "${key}"`);
-    out[key] = Array.isArray(value) ? value.join(",") : String(value);
+    if (TOML_TABLES.includes(key)) tables[key] = value;
+    else if (!known.has(key)) throw new ConfigError("config", `${path}: unknown setting "${key}"`);
+    else out[key] = Array.isArray(value) ? value.join(",") : String(value);
   }
-  return out;
+  return { settings: out, tables };
 }
 
 /**
@@ -164,7 +174,7 @@ export function parseLaneList(flag: "channels" | "platforms", text: string): str
  * A setting missing or blank in `settings` takes its default from SETTINGS (so tests may pass only
  * the settings they care about).
  */
-export function toConfig(settings: Readonly<Record<string, string | undefined>>, mode: Mode): Config {
+export function toConfig(settings: Readonly<Record<string, string | undefined>>, mode: Mode, tables: Readonly<Record<string, unknown>> = {}): Config {
   const get = (flag: string) => settings[flag]?.trim() || undefined;
   const value = (flag: string) => get(flag) ?? settingDefault(flag);
   const demo = parseBoolean("demo", value("demo"));
@@ -248,6 +258,7 @@ export function toConfig(settings: Readonly<Record<string, string | undefined>>,
     webhookAllowHosts: parseList(value("webhook-allow-hosts")).map((h) => parseHost("webhook-allow-hosts", h)),
     demo,
     mirror: mirrorConfig(get, databaseUrl !== null),
+    plans: parsePlans(tables.plans, variant.channels),
   };
   return deepFreeze(config);
 }

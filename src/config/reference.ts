@@ -46,6 +46,9 @@ export function configurationReference(): string {
     "`src/config/variants.ts` (key prefix, device text, token `typ` and `aud`, default kid, manifest file",
     "name, products, what makes one installation, how `seat_limit` names the holders).",
     "",
+    "Besides settings, the TOML file may hold `[plans.NAME]` tables: templates of licences",
+    "([licence-models.md](licence-models.md#plans)).",
+    "",
   ].join("\n");
 }
 

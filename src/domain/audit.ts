@@ -36,6 +36,8 @@ export type AuditAction =
   | "license-revoke"
   | "license-reinstate"
   | "license-rekey"
+  | "license-renew"
+  | "plan-list"
   | "activation-deactivate"
   | "reclaim"
   | "admin-token-create"

@@ -40,6 +40,8 @@ export const ERROR_CODES = [
   "seats_in_use",
   // A second deactivation by an operator is a conflict, not a refused token
   "already_deactivated",
+  // A download of a release released after the licence's maintenance window (design.md "Licence models")
+  "updates_window_ended",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -55,6 +55,10 @@ export interface LicenseView {
   readonly tokenTtl: number | null;
   /** The seat lease (`30d`), null when seats never lapse. */
   readonly seatLease: string | null;
+  /** The end of the maintenance window; null: every release is offered. */
+  readonly updatesUntil: string | null;
+  /** `name` or `name=value`; [] for none. */
+  readonly features: readonly string[];
 }
 
 export interface ActivationView {
@@ -89,6 +93,8 @@ export function licenseView(l: LicenseRecord, seatsUsed?: number): LicenseView {
     metadata: l.metadata ?? {},
     tokenTtl: l.tokenTtl ?? null,
     seatLease: l.seatLease == null ? null : formatSeatLease(l.seatLease),
+    updatesUntil: isoOrNull(l.updatesUntil ?? null),
+    features: l.features ?? [],
   };
 }
 

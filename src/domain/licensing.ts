@@ -7,6 +7,7 @@ import { type Static, Type } from "@sinclair/typebox";
 import { checkDevice, DeviceModel, installationOf, type Device, type DeviceInput } from "./device";
 import type { EntitlementStatusSource } from "./entitlement-status";
 import { KeyturnError } from "./errors";
+import { featureMap, type FeatureMap } from "./features";
 import { activationEvent, activationView, newEvent, reclaimEvents, revocationTtl, tokensValidUntil } from "./events";
 import { newId } from "./ids";
 import { findLicenseByTypedKey } from "./license-key";
@@ -46,6 +47,10 @@ export interface Entitlement {
   readonly seats: { readonly used: number; readonly total: number };
   /** Only on a license with a seat lease: the lease and when this seat lapses unless seen again. */
   readonly seatLease?: SeatLeaseView;
+  /** Only on a licence with a maintenance window: releases released after it are not offered. */
+  readonly updatesUntil?: string;
+  /** Only on a licence with features: name → value, or true for a name alone. */
+  readonly features?: FeatureMap;
 }
 
 export interface ActivationAnswer {
@@ -267,6 +272,7 @@ export class Licensing {
         chn: license.channels,
         dev: activation.deviceHash,
         ...(license.expires !== null ? { lex: Math.floor(license.expires / 1000) } : {}),
+        ...licenceTermClaims(license),
       },
       now,
       exp,
@@ -305,5 +311,16 @@ function entitlementOf(license: LicenseRecord, activationId: string, iat: number
     licenseExpires: license.expires === null ? null : isoTime(license.expires),
     seats: { used: seatsUsed, total: license.seats },
     ...(lease ? { seatLease: lease } : {}),
+    // Absent when unused, so the spec's answers are unchanged for licences without them.
+    ...(license.updatesUntil != null ? { updatesUntil: isoTime(license.updatesUntil) } : {}),
+    ...(license.features?.length ? { features: featureMap(license.features) } : {}),
+  };
+}
+
+/** The claims `upd` (NumericDate) and `ent` of a licence that has a maintenance window or features. */
+function licenceTermClaims(license: LicenseRecord): { upd?: number; ent?: FeatureMap } {
+  return {
+    ...(license.updatesUntil != null ? { upd: Math.floor(license.updatesUntil / 1000) } : {}),
+    ...(license.features?.length ? { ent: featureMap(license.features) } : {}),
   };
 }

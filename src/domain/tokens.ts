@@ -25,6 +25,10 @@ export interface EntitlementClaims {
   readonly dev: string;
   /** keyturn's addition: the license's own expiry (NumericDate); absent when the license has none. */
   readonly lex?: number;
+  /** keyturn's addition: the end of the licence's maintenance window (NumericDate); absent when it has none. */
+  readonly upd?: number;
+  /** keyturn's addition: the licence's features, name → value or true (domain/features.ts); absent when it has none. */
+  readonly ent?: Readonly<Record<string, string | true>>;
 }
 
 export type ClaimsInput = Omit<EntitlementClaims, "iss" | "aud" | "jti" | "iat" | "nbf" | "exp">;
@@ -74,6 +78,8 @@ export class TokenSigner {
       chn: input.chn,
       dev: input.dev,
       ...(input.lex !== undefined ? { lex: input.lex } : {}),
+      ...(input.upd !== undefined ? { upd: input.upd } : {}),
+      ...(input.ent !== undefined ? { ent: input.ent } : {}),
     };
     const signingInput = `${this.headerPart}.${b64url(JSON.stringify(claims))}`;
     const signature = signDigest("sha256", Buffer.from(signingInput), { key: this.signing.privateKey, dsaEncoding: "ieee-p1363" });
@@ -168,6 +174,9 @@ export class TokenVerifier {
       });
       const p = payload as unknown as EntitlementClaims;
       if (typeof p.sub !== "string" || !p.sub.startsWith("act_") || !Array.isArray(p.chn) || typeof p.dev !== "string") throw invalid();
+      // The offering rules read these (releases/licence-terms.ts): a token must not make them throw.
+      if (p.upd !== undefined && !Number.isSafeInteger(p.upd)) throw invalid();
+      if (p.ent !== undefined && (typeof p.ent !== "object" || p.ent === null || Array.isArray(p.ent))) throw invalid();
       return p;
     } catch (e) {
       if (e instanceof joseErrors.JWTExpired) throw new KeyturnError("entitlement_expired", "The token is expired. Activate again.");

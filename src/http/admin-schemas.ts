@@ -56,6 +56,8 @@ export const LicenseView = Type.Object({
   metadata: Type.Record(Type.String(), Type.String()),
   tokenTtl: Nullable(Type.Integer({ description: "Token lifetime in seconds; null: the site's" })),
   seatLease: Nullable(Type.String({ description: "The seat lease (e.g. 30d); null when seats never lapse" })),
+  updatesUntil: Nullable(Timestamp),
+  features: Type.Array(Type.String({ description: "name or name=value" })),
 });
 
 export const ActivationView = Type.Object({

@@ -49,6 +49,16 @@ export const Entitlement = Type.Object({
       { description: "Only on a license with a seat lease: the seat lapses at `lapses` unless the installation is seen again (refresh before)" },
     ),
   ),
+  updatesUntil: Type.Optional({
+    ...Timestamp,
+    description:
+      "Only on a licence with a maintenance window (claim upd): releases released after it are not offered, and their installers are refused (updates_window_ended)",
+  }),
+  features: Type.Optional(
+    Type.Record(Type.String(), Type.Union([Type.String(), Type.Literal(true)]), {
+      description: "Only on a licence with features (claim ent): each name with its value, or true for a name alone",
+    }),
+  ),
 });
 
 export const ActivationAnswer = Type.Object({

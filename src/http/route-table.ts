@@ -3,6 +3,7 @@ import type { AppServices } from "./deps";
 import type { Endpoint } from "./endpoint";
 import { adminLicenseEndpoints } from "./endpoints/admin-licenses";
 import { adminOfflineEndpoints } from "./endpoints/admin-offline";
+import { adminPlanEndpoints } from "./endpoints/admin-plans";
 import { adminRecordEndpoints } from "./endpoints/admin-records";
 import { adminReleaseEndpoints } from "./endpoints/admin-releases";
 import { adminReleaseWhyEndpoints } from "./endpoints/admin-release-why";
@@ -51,6 +52,7 @@ export function routeTable(services: AppServices, openapi: () => string): Record
     site: siteEndpoints(services.site, openapi),
     admin: [
       ...adminLicenseEndpoints(services.admin),
+      ...adminPlanEndpoints(services.admin),
       ...adminOfflineEndpoints(services.licensing),
       ...adminRecordEndpoints(services.admin),
       ...adminWebhookEndpoints(services.admin),

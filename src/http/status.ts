@@ -35,4 +35,5 @@ export const STATUS_OF: Readonly<Record<ErrorCode, number>> = Object.freeze({
   idempotency_conflict: 409,
   seats_in_use: 409,
   already_deactivated: 409,
+  updates_window_ended: 403,
 });

@@ -46,6 +46,8 @@ const TABLES = [
       "metadata",
       "token_ttl",
       "seat_lease",
+      "updates_until",
+      "features",
     ],
   },
   {

@@ -686,6 +686,20 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    version: 15,
+    name: "licenses.updates_until and licenses.features: a maintenance window and features (docs/licence-models.md)",
+    // Both NULL on every licence so far: such a licence answers exactly as before (no claim, no field).
+    // features holds the list as typed, in JSON, since it is read and written whole with its licence.
+    sqlite: `
+      ALTER TABLE licenses ADD COLUMN updates_until INTEGER;
+      ALTER TABLE licenses ADD COLUMN features TEXT;
+    `,
+    postgres: `
+      ALTER TABLE licenses ADD COLUMN updates_until BIGINT;
+      ALTER TABLE licenses ADD COLUMN features TEXT;
+    `,
+  },
+  {
     version: 22,
     name: "install outcome reports per installation and release; the rule that halted a release by itself",
     // One row per installation and release: its latest outcome (a retried install is one

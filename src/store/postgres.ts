@@ -23,6 +23,7 @@ import {
   subscribers,
   type EventHead,
   type Row,
+  featuresColumn,
 } from "./rows";
 import { applyControl, noControl } from "./release-controls";
 import type {
@@ -985,6 +986,8 @@ export function licenseRow(l: LicenseRecord) {
     metadata: JSON.stringify(l.metadata ?? {}),
     token_ttl: l.tokenTtl ?? null,
     seat_lease: l.seatLease ?? null,
+    updates_until: l.updatesUntil ?? null,
+    features: featuresColumn(l.features),
   };
 }
 
@@ -1042,7 +1045,8 @@ const FEED_STATE_SQL = {
 
 const ACTIVATION_WITH_LICENSE_COLUMNS = `a.*, l.kind AS l_kind, l.key_hash AS l_key_hash, l.licensee AS l_licensee,
   l.organization AS l_organization, l.plan AS l_plan, l.plan_title AS l_plan_title, l.channels AS l_channels,
-  l.seats AS l_seats, l.issued AS l_issued, l.expires AS l_expires, l.revoked AS l_revoked, l.active_seats AS l_active_seats, l.token_ttl AS l_token_ttl, l.seat_lease AS l_seat_lease`;
+  l.seats AS l_seats, l.issued AS l_issued, l.expires AS l_expires, l.revoked AS l_revoked, l.active_seats AS l_active_seats, l.token_ttl AS l_token_ttl, l.seat_lease AS l_seat_lease,
+  l.updates_until AS l_updates_until, l.features AS l_features`;
 
 const activationWithLicenseFromRow = (r: Row): ActivationWithLicense => ({
   activation: activationFromRow(r),
@@ -1061,6 +1065,8 @@ const activationWithLicenseFromRow = (r: Row): ActivationWithLicense => ({
     revoked: r.l_revoked,
     token_ttl: r.l_token_ttl,
     seat_lease: r.l_seat_lease,
+    updates_until: r.l_updates_until,
+    features: r.l_features,
   }),
   seatsUsed: num(r.l_active_seats),
 });

@@ -38,6 +38,9 @@ export const licenseFromRow = (r: Row): LicenseRecord => ({
   tokenTtl: numOrNull(r.token_ttl),
   // Absent without a lease, so such a record reads back exactly as before migration 9.
   ...(r.seat_lease === null || r.seat_lease === undefined ? {} : { seatLease: num(r.seat_lease) }),
+  // Absent when unused, as seatLease: a licence without them reads back exactly as before migration 15.
+  ...(r.updates_until === null || r.updates_until === undefined ? {} : { updatesUntil: num(r.updates_until) }),
+  ...(r.features === null || r.features === undefined ? {} : { features: JSON.parse(r.features) }),
 });
 
 export const activationFromRow = (r: Row): ActivationRecord => ({
@@ -152,6 +155,10 @@ export function subscribers(endpoints: readonly WebhookEndpointRecord[], event: 
   return endpoints.filter((e) => e.enabled && e.afterSeq < event.seq && e.types.includes(event.type));
 }
 
+/** A licence's features as kept: JSON, or NULL for none (the column of a licence from before migration 15). */
+export const featuresColumn = (features: readonly string[] | undefined): string | null =>
+  features === undefined || features.length === 0 ? null : JSON.stringify(features);
+
 /** The columns a license patch sets, with their values as both stores bind them. */
 export function patchColumns(patch: LicensePatch): { sets: string[]; params: Record<string, string | number | null> } {
   const params: Record<string, string | number | null> = {};
@@ -167,6 +174,8 @@ export function patchColumns(patch: LicensePatch): { sets: string[]; params: Rec
   if (patch.metadata !== undefined) params.metadata = JSON.stringify(patch.metadata);
   if (patch.tokenTtl !== undefined) params.token_ttl = patch.tokenTtl;
   if (patch.seatLease !== undefined) params.seat_lease = patch.seatLease;
+  if (patch.updatesUntil !== undefined) params.updates_until = patch.updatesUntil;
+  if (patch.features !== undefined) params.features = featuresColumn(patch.features);
   return { sets: Object.keys(params), params };
 }
 export const releaseControlFromRow = (r: Row): ReleaseControlRecord => ({

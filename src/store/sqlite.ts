@@ -23,6 +23,7 @@ import {
   type EventHead,
   storedBucket,
   type Row,
+  featuresColumn,
 } from "./rows";
 import { applyControl, noControl } from "./release-controls";
 import { GroupCommit } from "./sqlite-group-commit";
@@ -168,8 +169,8 @@ export class SqliteStore implements Store {
     const s = (sql: string): Statement => db.prepare(sql);
     return {
       insertLicense: s(`INSERT INTO licenses (id, kind, key_hash, licensee, organization, plan, plan_title,
-        channels, seats, issued, expires, revoked, email, metadata, token_ttl, seat_lease) VALUES ($id, $kind, $keyHash, $licensee, $organization,
-        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata, $tokenTtl, $seatLease)`),
+        channels, seats, issued, expires, revoked, email, metadata, token_ttl, seat_lease, updates_until, features) VALUES ($id, $kind, $keyHash, $licensee, $organization,
+        $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata, $tokenTtl, $seatLease, $updatesUntil, $features)`),
       upsertStaff: s(`INSERT INTO licenses (id, kind, key_hash, licensee, organization, plan, plan_title,
         channels, seats, issued, expires, revoked, email, metadata, token_ttl) VALUES ($id, $kind, $keyHash, $licensee, $organization,
         $plan, $planTitle, $channels, $seats, $issued, $expires, $revoked, $email, $metadata, $tokenTtl)
@@ -1058,6 +1059,8 @@ function licenseParams(l: LicenseRecord) {
     metadata: JSON.stringify(l.metadata ?? {}),
     tokenTtl: l.tokenTtl ?? null,
     seatLease: l.seatLease ?? null,
+    updatesUntil: l.updatesUntil ?? null,
+    features: featuresColumn(l.features),
   };
 }
 

@@ -29,6 +29,10 @@ export interface LicenseRecord {
    * lapse. A full license's activation reclaims the seat seen longest ago whose lease ran out.
    */
   readonly seatLease?: number | null;
+  /** The end of the maintenance window (ms): releases released after it are not offered. Absent or null: none. */
+  readonly updatesUntil?: number | null;
+  /** `name` or `name=value` (src/domain/features.ts). Absent: none. */
+  readonly features?: readonly string[];
 }
 
 export interface ActivationRecord {
@@ -235,6 +239,10 @@ export interface LicensePatch {
   /** null: back to the site's token lifetime. */
   readonly tokenTtl?: number | null;
   readonly seatLease?: number | null;
+  /** null: no maintenance window. */
+  readonly updatesUntil?: number | null;
+  /** [] : none. */
+  readonly features?: readonly string[];
 }
 
 export type UpdateLicenseResult =

@@ -81,5 +81,11 @@ out = {
     "manifests": {m["name"]: judge_manifest(read(m["manifest"], "rb"), read(m["signature"])) for m in index["manifests"]},
     "devices": [base64.urlsafe_b64encode(hashlib.sha256((VARIANT_PREFIX[d["variant"]] + d["id"]).encode()).digest()).decode().rstrip("=")
                 for d in index["devices"]],
+    # The terms tokens: each signature's verdict, and the upd and ent claims PyJWT reads (the
+    # claims' own shape is the kit's check, not PyJWT's).
+    "terms": {t["name"]: {"signature": judge_token(t["token"], index["device"]["hash"]),
+                          "upd": jwt.decode(t["token"], options={"verify_signature": False}).get("upd"),
+                          "ent": jwt.decode(t["token"], options={"verify_signature": False}).get("ent")}
+              for t in index.get("terms", [])},
 }
 print(json.dumps(out))

@@ -2,7 +2,19 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { clientVariant, deviceHash, KeySet, KeyturnClientError, parseManifest, verifyEntitlementToken, verifyManifestSignature } from "../../src/client";
+import {
+  clientVariant,
+  deviceHash,
+  feature,
+  hasFeature,
+  KeySet,
+  KeyturnClientError,
+  parseManifest,
+  updatesCover,
+  updatesUntil,
+  verifyEntitlementToken,
+  verifyManifestSignature,
+} from "../../src/client";
 import { generateVectors, VECTORS_DIR } from "../../scripts/client-vectors";
 import { tempDir } from "../helpers";
 
@@ -16,6 +28,13 @@ interface Index {
   lane: { product: string; channel: string; platform: string };
   manifests: { name: string; manifest: string; signature: string; verdict: "valid" | "invalid"; reason?: string }[];
   devices: { variant: "alpha" | "beta" | "gamma"; id: string; text: string; hash: string }[];
+  terms: {
+    name: string;
+    token: string;
+    verdict: "valid" | "invalid";
+    reason?: string;
+    answers?: { call: "hasFeature" | "feature" | "updatesUntil" | "updatesCover"; name?: string; released?: string; answer: unknown }[];
+  }[];
 }
 
 const index = JSON.parse(readFileSync(join(VECTORS_DIR, "index.json"), "utf8")) as Index;
@@ -75,6 +94,40 @@ describe("the kit's verdicts", () => {
     expect(verdict).toBe(expected(m));
   });
 
+  test.each(index.terms.map((t) => [t.name, t] as const))(
+    "terms %s: the token's verdict, then what hasFeature, feature, updatesUntil and updatesCover answer",
+    async (_name, t) => {
+      let verified;
+      try {
+        verified = await verifyEntitlementToken(t.token, {
+          variant,
+          issuer: index.site.iss,
+          keys: licenseKeys,
+          deviceHash: index.device.hash,
+          now: index.nowSeconds * 1000,
+          toleranceSec: index.toleranceSec,
+        });
+      } catch (e) {
+        expect((e as KeyturnClientError).reason).toBe(t.reason!);
+        expect(t.verdict).toBe("invalid");
+        return;
+      }
+      expect(t.verdict).toBe("valid");
+      const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString().replace(".000Z", "+00:00"));
+      for (const a of t.answers!) {
+        const got =
+          a.call === "hasFeature"
+            ? hasFeature(verified, a.name!)
+            : a.call === "feature"
+              ? feature(verified, a.name!)
+              : a.call === "updatesUntil"
+                ? iso(updatesUntil(verified))
+                : updatesCover(verified, a.released!);
+        expect({ ...a, got } as Record<string, unknown>).toEqual({ ...a, got: a.answer });
+      }
+    },
+  );
+
   test("device hashes", async () => {
     for (const d of index.devices) {
       expect(d.text).toBe(clientVariant(d.variant).deviceTextPrefix + d.id);
@@ -96,6 +149,14 @@ test.skipIf(!hasPyJwt)("PyJWT (python3-jwt) agrees with every verdict", () => {
   expect(out.tokens).toEqual(byName(index.tokens));
   expect(out.manifests).toEqual(byName(index.manifests));
   expect(out.devices).toEqual(index.devices.map((d) => d.hash));
+  // Every terms token is signed right; PyJWT reads the same upd and ent the kit answers from.
+  for (const t of index.terms) expect(out.terms[t.name].signature).toBe("valid");
+  expect(out.terms["perpetual-pro"]).toEqual({
+    signature: "valid",
+    upd: Date.parse("2026-09-15T00:00:00Z") / 1000,
+    ent: { "export-pdf": true, "max-projects": "50" },
+  });
+  expect(out.terms["no-terms"]).toEqual({ signature: "valid", upd: null, ent: null });
 });
 
 /** A JOSE ES256 signature (r || s) as the DER ECDSA-Sig-Value openssl reads. */

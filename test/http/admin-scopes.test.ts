@@ -81,6 +81,10 @@ const FIXTURES: Record<string, () => Promise<{ path: string; body?: unknown }>> 
   "PATCH /admin/licenses/{id}": async () => ({ path: `/admin/licenses/${(await freshLicense()).license.id}`, body: { seats: 5 } }),
   "POST /admin/licenses/{id}/revoke": async () => ({ path: `/admin/licenses/${(await freshLicense()).license.id}/revoke` }),
   "POST /admin/licenses/{id}/rekey": async () => ({ path: `/admin/licenses/${(await freshLicense()).license.id}/rekey` }),
+  "GET /admin/plans": async () => ({ path: "/admin/plans" }),
+  "POST /admin/licenses/{id}/renew": async () => ({
+    path: `/admin/licenses/${(await adminCreateLicense(d(), CLI_CALLER, { ...licenseBody, plan: "maintained" })).license.id}/renew`,
+  }),
   "POST /admin/licenses/{id}/reinstate": async () => {
     const { license } = await freshLicense();
     await revokeLicense(d(), CLI_CALLER, license.id);
@@ -121,7 +125,10 @@ let revoked: { secret: string };
 let entitlementToken: string;
 
 beforeAll(async () => {
-  site = await testSite("alpha", { log: createLogger("json", "debug", (line) => logLines.push(line)) });
+  site = await testSite("alpha", {
+    log: createLogger("json", "debug", (line) => logLines.push(line)),
+    tables: { plans: { maintained: { updatesFor: "365d" } } },
+  });
   admins = site.app.endpoints.filter((e) => typeof e.auth === "object");
   expired = await mint("expiring", ["admin"], isoTime(site.clock() + 1000));
   site.clock.advance(2000);

@@ -191,6 +191,8 @@ async function runVariant(variant: VariantName) {
       withKey: false,
       clock,
       settings: { keys: tree.keysDir, releases: tree.root, ...identity, ...lanes, "staff-seats": "1" },
+      // A plan to renew on (POST /admin/licenses/{id}/renew); the licences here name other plans.
+      tables: { plans: { maintained: { updatesFor: "365d" } } },
     });
     cleanups.push(
       () => site.close(),
@@ -385,6 +387,17 @@ async function runVariant(variant: VariantName) {
     await GET(U, `/updates/${lane}/nothing-here.txt`, auth, "unknown file", 404, "not_found");
     await GET(U, `/updates/${preview}/${v.manifestFile}`, auth, "nothing released on preview", 404, "no_release");
     await GET(U, `/updates/${preview}/${v.manifestFile}`, { token: stableOnly.token }, "channel not in the entitlement", 403, "channel_not_allowed");
+    // A maintenance window that ended before 1.0.0 was released (design.md "Licence models").
+    const windowed = await activate(["stable"], { updatesUntil: "2026-09-15T00:00:00Z" });
+    await GET(U, installerPath, { token: windowed.token }, "installer released after the window", 403, "updates_window_ended");
+    await GET(
+      FE,
+      `/feeds/electron/${laneOfFeed}/${release.installer}`,
+      { token: windowed.token },
+      "electron installer after the window",
+      403,
+      "updates_window_ended",
+    );
 
     // --- install outcome reports
     const RP = "/updates/report";
@@ -653,6 +666,16 @@ async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: A
   expect(rekeyed.key).not.toBe(created.key);
   await SEND("POST", REK, `/admin/licenses/${created.key}/rekey`, A, "rekey by the old key", 404, "not_found");
   await SEND("POST", REK, `/admin/licenses/${encodeURIComponent("staff:00u-grace")}/rekey`, A, "a staff entitlement has no key", 400, "invalid_request");
+
+  // --- plans and renewals (docs/licence-models.md)
+  const plans = await SEND("GET", "/admin/plans", "/admin/plans", A, "plans", 200);
+  expect(plans.plans.map((p: { name: string }) => p.name)).toEqual(["maintained"]);
+  const REN = "/admin/licenses/{id}/renew";
+  const maintained = await SEND("POST", L, L, { ...A, body: { ...licenseBody, plan: "maintained" } }, "create on a plan", 201);
+  const renewed = await SEND("POST", REN, `/admin/licenses/${maintained.license.id}/renew`, A, "renew", 200);
+  expect(renewed.changed).toEqual(["updatesUntil"]);
+  await SEND("POST", REN, `/admin/licenses/${id}/renew`, A, "renew a licence whose plan is not configured", 400, "invalid_request");
+  await SEND("POST", REN, "/admin/licenses/lic_unknown/renew", A, "unknown license", 404, "not_found");
 
   // --- activations
   const ACTS = "/admin/activations";

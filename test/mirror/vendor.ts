@@ -185,7 +185,17 @@ export class Vendor {
   }
 
   /** A token as the vendor issues it (exp `ttlMs` from `nowMs`); `iss` when the vendor answers at another address. */
-  token(o: { activation: string; license: string; channels?: string[]; nowMs?: number; ttlMs?: number; iss?: string }): string {
+  token(o: {
+    activation: string;
+    license: string;
+    channels?: string[];
+    nowMs?: number;
+    ttlMs?: number;
+    iss?: string;
+    /** A licence's terms: the end of its maintenance window (seconds) and its features. */
+    upd?: number;
+    ent?: Record<string, string | true>;
+  }): string {
     const now = o.nowMs ?? Date.now();
     return new TokenSigner(VARIANTS[this.variant], o.iss ?? this.url, this.ring.signing!).sign(
       {
@@ -197,6 +207,8 @@ export class Vendor {
         plan: "pro",
         chn: o.channels ?? ["stable"],
         dev: deviceHash(this.variant),
+        ...(o.upd !== undefined ? { upd: o.upd } : {}),
+        ...(o.ent !== undefined ? { ent: o.ent } : {}),
       },
       now,
       now + (o.ttlMs ?? 7 * 86_400_000),

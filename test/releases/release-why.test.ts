@@ -30,16 +30,16 @@ interface Why {
 describe("release why", () => {
   let s: Awaited<ReturnType<typeof releaseSite>>;
   let admin: string;
-  let targeted: { activation: string; license: string; dev: string };
-  let other: { activation: string; license: string; dev: string };
+  let targeted: { activation: string; license: string; dev: string; token: string };
+  let other: { activation: string; license: string; dev: string; token: string };
 
-  const activate = async (plan: string) => {
-    const { key, license } = await createLicense(s.site, { channels: ["stable"], plan });
+  const activate = async (plan: string, extra: { updatesUntil?: string } = {}) => {
+    const { key, license } = await createLicense(s.site, { channels: ["stable"], plan, ...extra });
     const d = device(variant);
     const res = await s.site.request("POST", "/licenses/activate", { body: { key, device: d } });
     const { token } = (await res.json()) as { token: string };
     const claims = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()) as { sub: string };
-    return { activation: claims.sub, license: license.id, dev: d.hash };
+    return { activation: claims.sub, license: license.id, dev: d.hash, token };
   };
   const why = async (query: string) => {
     const res = await s.site.request("GET", `/admin/releases/why?${query}`, { token: admin });
@@ -81,7 +81,14 @@ describe("release why", () => {
     expect(stable(w).served).toBe("2.0.0");
     expect(stable(w).decidedBy).toEqual({ rule: "target", effect: "admit", reason: `licence ${targeted.license} is among the rollout's targets` });
     // Every rule asked, in order, up to the one that decided.
-    expect(stable(w).releases[0]!.steps.map((x) => `${x.rule}:${x.effect}`)).toEqual(["withdraw:next", "halt:next", "staff:next", "target:admit"]);
+    expect(stable(w).releases[0]!.steps.map((x) => `${x.rule}:${x.effect}`)).toEqual([
+      "withdraw:next",
+      "halt:next",
+      "window:next",
+      "feature:next",
+      "staff:next",
+      "target:admit",
+    ]);
 
     const o = await why(`device=${encodeURIComponent(other.dev)}&license=${other.license}`);
     expect(o.installation.activation).toBe(other.activation);
@@ -123,6 +130,19 @@ describe("release why", () => {
     expect(code).toBe(0);
     expect(stable(JSON.parse(stdout) as Why)).toEqual(stable(await why(`activation=${other.activation}`)));
   }, 120_000);
+
+  test("an installation whose licence's updates ended before the release: the window rule names both dates", async () => {
+    const ended = await activate("basic", { updatesUntil: "2026-11-10T00:00:00Z" });
+    const w = await why(`activation=${ended.activation}`);
+    expect(stable(w).served).toBe("1.0.0");
+    expect(stable(w).decidedBy).toEqual({ rule: "window", effect: "pass", reason: "released on 2026-11-20, after the licence's updates ended on 2026-11-10" });
+    expect(stable(w).releases[1]!.steps.find((x) => x.rule === "window")).toMatchObject({ effect: "next" });
+    // The update path agrees.
+    const res = await s.site.request("GET", `/updates/${lane}/${v.manifestFile}`, { token: ended.token });
+    expect((JSON.parse(await res.text()) as { version: string }).version).toBe("1.0.0");
+    const text = await cli(ended.activation);
+    expect(text.stdout).toContain(`${lane}: 1.0.0 (window: released on 2026-11-20, after the licence's updates ended on 2026-11-10)`);
+  });
 
   test("a withdrawn release, and refusals in words", async () => {
     await s.site.composed.services.selection.controls.apply("withdraw", lane, "2.0.0", s.holder.current);

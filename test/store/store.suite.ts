@@ -235,6 +235,28 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       expect(await store.getActivationWithLicense("act_none")).toBeNull();
     });
 
+    test("a maintenance window and features (migration 15): kept whole, read back by every read, changed and cleared by a patch; absent when unused", async () => {
+      const lic = license({ updatesUntil: T0 + 365 * 86_400_000, features: ["export-pdf", "max-projects=50"] });
+      const plain = license();
+      await store.createLicense(lic);
+      await store.createLicense(plain);
+      expect(await store.getLicense(lic.id)).toEqual(lic);
+      expect(await store.findLicenseByKeyHash(lic.keyHash!)).toEqual(lic);
+      const a = seat(lic.id);
+      await store.activate(a);
+      expect((await store.getActivationWithLicense(a.newId))!.license).toEqual(lic);
+      const found = (await store.searchLicenses({ now: T0, limit: 10 })).map((r) => r.license);
+      expect(found.find((l) => l.id === lic.id)).toEqual(lic);
+      // A licence that uses neither reads back exactly as before: no field at all.
+      const back = (await store.getLicense(plain.id))!;
+      expect("updatesUntil" in back || "features" in back).toBe(false);
+      const changed = await store.updateLicense(lic.id, { updatesUntil: T0, features: ["ai"] }, {});
+      expect(changed.outcome === "updated" && [changed.license.updatesUntil, changed.license.features]).toEqual([T0, ["ai"]]);
+      await store.updateLicense(lic.id, { updatesUntil: null, features: [] }, {});
+      const cleared = (await store.getLicense(lic.id))!;
+      expect("updatesUntil" in cleared || "features" in cleared).toBe(false);
+    });
+
     test("a granted seat's audit line is written with it, carrying the seat's activation id; a refused one writes none", async () => {
       const lic = license({ seats: 1 });
       await store.createLicense(lic);

@@ -41,18 +41,41 @@ function channelBoxes(channels: readonly string[], checked: readonly string[]): 
   )}</fieldset>`;
 }
 
+/**
+ * The create form. On a site with plans (the configuration's [plans.NAME]) the plan fills in every
+ * field left empty, so nothing else is required or filled in beforehand; without plans it is as it
+ * always was.
+ */
 function createForm(deps: ConsoleDeps, session: Session): Html {
+  const plans = [...(deps.admin.plans?.values() ?? [])];
+  const planned = plans.length > 0;
   return html`<h2>Create a licence</h2><form class="stack" method="post" action="/console/licenses">${csrfField(session)}
 <label>Licensee <input name="licensee" required maxlength="200" autocomplete="off"></label>
 <label>Organisation <input name="organization" required maxlength="200" autocomplete="off"></label>
 <label>Email <input name="email" type="email" maxlength="254" autocomplete="off"></label>
-<label>Plan <input name="plan" required maxlength="64" value="standard"></label>
+${
+  planned
+    ? html`<label>Plan (its values fill in every field left empty) <input name="plan" required maxlength="64" list="plans" value="${plans[0]!.name}"></label>
+<datalist id="plans">${plans.map((p) => html`<option value="${p.name}">${p.title ?? p.name}</option>`)}</datalist>
+<label>Plan title (empty: the plan's) <input name="planTitle" maxlength="200"></label>
+<label>Seats (empty: the plan's) <input name="seats" type="number" min="1"></label>`
+    : html`<label>Plan <input name="plan" required maxlength="64" value="standard"></label>
 <label>Plan title <input name="planTitle" required maxlength="200" value="Standard"></label>
-<label>Seats <input name="seats" type="number" min="1" required value="1"></label>
-<label>Expires (empty: never) <input name="expires" type="date"></label>
-<label>Seat lease (empty: none; e.g. 30d: a seat not seen that long is freed) <input name="seatLease" maxlength="16" autocomplete="off"></label>
-${channelBoxes(deps.variant.channels, [deps.variant.channels[0]!])}<button type="submit">Create licence</button></form>`;
+<label>Seats <input name="seats" type="number" min="1" required value="1"></label>`
 }
+<label>Expires (empty: ${planned ? "the plan's, else never" : "never"}) <input name="expires" type="date"></label>
+<label>Updates until (empty: ${planned ? "the plan's, else every release" : "every release"}; a perpetual licence's maintenance window) <input name="updatesUntil" type="date"></label>
+<label>Features (comma-separated, e.g. export-pdf, max-projects=50; empty: ${planned ? "the plan's" : "none"}) <input name="features" maxlength="2700" autocomplete="off"></label>
+<label>Seat lease (empty: ${planned ? "the plan's, else none" : "none"}; e.g. 30d: a seat not seen that long is freed) <input name="seatLease" maxlength="16" autocomplete="off"></label>
+${channelBoxes(deps.variant.channels, planned ? [] : [deps.variant.channels[0]!])}${planned ? html`<p class="muted">No channel ticked: the plan's.</p>` : ""}<button type="submit">Create licence</button></form>`;
+}
+
+/** A features field: comma-separated `name` or `name=value`; empty is none. */
+const featuresField = (f: Form): string[] =>
+  (field(f, "features") ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 /** Licences (scope licenses:read): search by key, licensee, organisation or email; the create form with licenses:write. */
 export async function licensesPage(deps: ConsoleDeps, session: Session, address: string | null, query: URLSearchParams): Promise<Outcome> {
@@ -85,16 +108,24 @@ ${sessionHas(session, "licenses:write") ? createForm(deps, session) : ""}`;
 export async function createLicenseAction(deps: ConsoleDeps, session: Session, address: string | null, f: Form): Promise<Outcome> {
   const expires = dateField(f, "expires");
   const email = field(f, "email");
+  const updatesUntil = dateField(f, "updatesUntil");
+  const features = featuresField(f);
+  // On a site with plans an empty field is the plan's (left out); without, as it always was.
+  const planned = (deps.admin.plans?.size ?? 0) > 0;
+  const seats = numberField(f, "seats");
+  const channels = f.getAll("channels");
   const input = decode(LicenseCreateInput, {
     licensee: f.get("licensee") ?? "",
     organization: f.get("organization") ?? "",
     plan: f.get("plan") ?? "",
-    planTitle: f.get("planTitle") ?? "",
-    seats: numberField(f, "seats") ?? 0,
-    channels: f.getAll("channels"),
+    ...(planned && !field(f, "planTitle") ? {} : { planTitle: f.get("planTitle") ?? "" }),
+    ...(planned && seats === undefined ? {} : { seats: seats ?? 0 }),
+    ...(planned && channels.length === 0 ? {} : { channels }),
     ...(expires ? { expires } : {}),
     ...(email ? { email } : {}),
     ...(field(f, "seatLease") ? { seatLease: field(f, "seatLease") } : {}),
+    ...(updatesUntil ? { updatesUntil } : {}),
+    ...(features.length > 0 ? { features } : {}),
   });
   const created = await createLicense(deps.admin, callerOf(session, address), input);
   const body = html`${notice("The licence was created. Its key is shown this once: copy it now and give it to the customer.")}
@@ -119,6 +150,8 @@ function editForm(deps: ConsoleDeps, session: Session, l: LicenseView): Html {
 <label>Seats <input name="seats" type="number" min="1" required value="${l.seats}"></label>
 <label>Expires (empty: never) <input name="expires" type="date" value="${l.expires ? l.expires.slice(0, 10) : ""}"></label>
 <label>Seat lease (empty: none) <input name="seatLease" maxlength="16" value="${l.seatLease ?? ""}" autocomplete="off"></label>
+<label>Updates until (empty: every release) <input name="updatesUntil" type="date" value="${l.updatesUntil ? l.updatesUntil.slice(0, 10) : ""}"></label>
+<label>Features (comma-separated; empty: none) <input name="features" maxlength="2700" value="${l.features.join(", ")}" autocomplete="off"></label>
 ${channelBoxes(deps.variant.channels, l.channels)}<button type="submit">Save changes</button></form>`;
 }
 
@@ -148,6 +181,7 @@ export async function licensePage(deps: ConsoleDeps, session: Session, address: 
 <div><dt>Email</dt><dd>${l.email ?? "—"}</dd></div><div><dt>Plan</dt><dd>${l.planTitle} (${l.plan})</dd></div>
 <div><dt>Seats used</dt><dd id="seats">${l.seatsUsed ?? 0} / ${l.seats}</dd></div><div><dt>Channels</dt><dd>${l.channels.join(", ")}</dd></div>
 <div><dt>Seat lease</dt><dd id="seat-lease">${l.seatLease ?? "none"}</dd></div><div><dt>Token lifetime</dt><dd id="token-ttl">${l.tokenTtl === null ? "the site's" : `${lifetimeText(l.tokenTtl)} (this licence's own)`}</dd></div><div><dt>Issued</dt><dd>${when(l.issued)}</dd></div><div><dt>Expires</dt><dd>${when(l.expires)}</dd></div>
+<div><dt>Updates until</dt><dd id="updates-until">${l.updatesUntil === null ? "every release" : when(l.updatesUntil)}</dd></div><div><dt>Features</dt><dd id="features">${l.features.length ? l.features.join(", ") : "none"}</dd></div>
 <div><dt>Status</dt><dd id="status">${statusOf(l, deps.clock())}</dd></div><div><dt>Id</dt><dd><code>${l.id}</code></dd></div></dl>
 ${write ? (l.revoked ? actionForm(session, `${licensePath(l.id)}/reinstate`, "Reinstate licence") : confirmButton(`${licensePath(l.id)}/revoke`, "Revoke licence")) : ""}
 <h2>Installations</h2>${installationRows(session, activations)}
@@ -158,11 +192,19 @@ ${write ? editForm(deps, session, l) : ""}${write ? tokenLifetimeForm(session, l
 }
 
 export async function updateLicenseAction(deps: ConsoleDeps, session: Session, address: string | null, id: string, f: Form): Promise<Outcome> {
+  // The form shows times as days: a day left as shown keeps the time it stands for (a plan's
+  // window ends at the time of day it was sold), rather than moving it to that day's start.
+  const current = await deps.admin.store.getLicense(id);
+  const day = (ms: number | null | undefined) => (ms == null ? undefined : new Date(ms).toISOString().slice(0, 10));
+  const unlessSameDay = (name: "expires" | "updatesUntil") =>
+    field(f, name) !== undefined && field(f, name) === day(current?.[name]) ? {} : { [name]: dateField(f, name) ?? null };
   const input = decode(LicenseUpdateInput, {
     seats: numberField(f, "seats"),
     channels: f.getAll("channels"),
-    expires: dateField(f, "expires") ?? null,
+    ...unlessSameDay("expires"),
     seatLease: field(f, "seatLease") ?? null,
+    ...unlessSameDay("updatesUntil"),
+    features: featuresField(f),
   });
   await updateLicense(deps.admin, callerOf(session, address), id, input);
   return { redirect: doneAt(licensePath(id), "license-saved") };

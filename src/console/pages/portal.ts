@@ -7,6 +7,7 @@ import { KeyturnError } from "../../domain/errors";
 import { answerLastsUntil, answerOfflineRequestOf } from "../../domain/offline-activation";
 import { portalDeactivate, portalLicense } from "../../domain/portal";
 import type { Release } from "../../domain/releases/release-index";
+import { termsOfLicence } from "../../domain/releases/licence-terms";
 import type { ConsoleDeps, Outcome } from "../deps";
 import { html, type Html } from "../html";
 import { actionForm, labelFor, csrfField, notice, portalPage, when } from "../layout";
@@ -16,7 +17,12 @@ const downloadPath = (product: string | null, channel: string, platform: string)
   `/portal/download/${encodeURIComponent(product ?? "-")}/${encodeURIComponent(channel)}/${encodeURIComponent(platform)}`;
 
 /** The installation a portal download is chosen for: the license itself, so a staged rollout treats it as one steady installation. */
-const portalInstallation = (licenseId: string) => ({ dev: `portal:${licenseId}`, kind: "license" as const });
+/** The portal's downloads are offered as an installation of the licence would be: its terms included. */
+const portalInstallation = (l: { id: string; updatesUntil?: number | null; features?: readonly string[] }) => ({
+  dev: `portal:${l.id}`,
+  kind: "license" as const,
+  ...termsOfLicence(l),
+});
 
 export function portalSignInPage(message?: string, ref?: string): Outcome {
   const body = html`${message ? notice(message, true) : ""}${ref ? html`<p class="muted">Reference: <code>${ref}</code> (license_unknown)</p>` : ""}<p>Sign in with your licence key to see your installations, free a seat, download the newest installer or activate a computer offline.</p>
@@ -28,7 +34,7 @@ export function portalSignInPage(message?: string, ref?: string): Outcome {
 /** The newest installer of each lane of the license's channels (the one the update path would serve it). */
 async function downloads(
   deps: ConsoleDeps,
-  licenseId: string,
+  license: { id: string; updatesUntil: number | null; features: readonly string[] },
   channels: readonly string[],
 ): Promise<{ product: string | null; channel: string; platform: string; release: Release }[]> {
   const index = deps.releases.current;
@@ -38,7 +44,7 @@ async function downloads(
   for (const product of products)
     for (const channel of channels)
       for (const platform of deps.variant.platforms) {
-        const release = await deps.selection.served(index, portalInstallation(licenseId), product, channel, platform);
+        const release = await deps.selection.served(index, portalInstallation(license), product, channel, platform);
         if (release) out.push({ product, channel, platform, release });
       }
   return out;
@@ -46,10 +52,14 @@ async function downloads(
 
 export async function portalHome(deps: ConsoleDeps, session: Session, message?: string, answer?: Html): Promise<Outcome> {
   const { license: l, activations } = await portalLicense(deps.admin, session.licenseId!);
-  const files = await downloads(deps, l.id, l.channels);
+  const files = await downloads(
+    deps,
+    { id: l.id, updatesUntil: l.updatesUntil === null ? null : Date.parse(l.updatesUntil), features: l.features },
+    l.channels,
+  );
   const live = activations.filter((a) => !a.deactivated);
   const body = html`${message ? notice(message) : ""}
-<p>Licence of <strong id="licensee">${l.licensee}</strong> (${l.organization}). Seats used: <span id="seats">${l.seatsUsed ?? 0} / ${l.seats}</span>. Expires: ${when(l.expires)}.${l.revoked ? html` <strong class="status-bad">Revoked.</strong>` : ""}</p>
+<p>Licence of <strong id="licensee">${l.licensee}</strong> (${l.organization}). Seats used: <span id="seats">${l.seatsUsed ?? 0} / ${l.seats}</span>. Expires: ${when(l.expires)}.${l.updatesUntil ? html` Updates until: <span id="updates-until">${when(l.updatesUntil)}</span>.` : ""}${l.revoked ? html` <strong class="status-bad">Revoked.</strong>` : ""}</p>
 <h2>Your installations</h2><div class="table-wrap"><table id="installations" class="cards"><thead><tr><th scope="col">Name</th><th scope="col">Platform</th><th scope="col">Version</th><th scope="col">Last seen</th><th scope="col"><span class="muted">Action</span></th></tr></thead>
 <tbody>${live.map((a) => html`<tr data-activation="${a.id}"><td data-label="Name">${a.name}</td><td data-label="Platform">${a.platform}</td><td data-label="Version">${a.version}</td><td data-label="Last seen">${when(a.lastSeen)}</td><td data-label="">${actionForm(session, `/portal/installations/${encodeURIComponent(a.id)}/deactivate`, labelFor("Deactivate", a.name), true)}</td></tr>`)}</tbody></table></div>
 ${live.length === 0 ? html`<p>No computer holds a seat.</p>` : ""}
@@ -87,7 +97,7 @@ export async function portalInstaller(deps: ConsoleDeps, session: Session, produ
   const p = product === "-" ? null : product;
   const known = isLane(deps.variant, p, channel, platform) && license.channels.includes(channel);
   const index = known ? await deps.releases.ready() : null;
-  const release = index ? await deps.selection.served(index, portalInstallation(license.id), p, channel, platform) : null;
+  const release = index ? await deps.selection.served(index, portalInstallation(license), p, channel, platform) : null;
   if (!release) throw new KeyturnError("not_found", "There is no installer here for your licence.");
   return release;
 }

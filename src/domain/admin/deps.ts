@@ -1,5 +1,6 @@
 import type { KeyRing } from "../keys";
 import type { Variant } from "../../config/variants";
+import type { Plans } from "../../config/plans";
 import type { AuditRecord, Store } from "../../store/types";
 import type { AuditAction } from "../audit";
 import type { Clock } from "../clock";
@@ -54,6 +55,8 @@ export interface AdminDeps {
   readonly seal?: RecordSeal;
   /** The license public keys the feed publishes to mirrors; none when absent (commands that do not serve). */
   readonly keys?: KeyRing;
+  /** The configuration's plans (`[plans.NAME]`); none when absent. */
+  readonly plans?: Plans;
 }
 
 /** `admin` holds every scope. */

@@ -16,6 +16,7 @@ import {
   closed,
   Cursor,
   Email,
+  Features,
   futureTime,
   Limit,
   Metadata,
@@ -26,7 +27,11 @@ import {
   TimeInput,
   TokenTtl,
   trimmed,
+  timeOf,
+  UpdatesUntil,
 } from "./model";
+import { checkFeatures } from "../features";
+import { withPlan } from "../plans";
 
 const NAME_MAX = 200;
 const PLAN_MAX = 64;
@@ -39,19 +44,24 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 const Seats = Type.Integer({ minimum: 1, maximum: SEATS_MAX });
 
 /** A new license, as the admin API, the console and `keyturn license create` give it. */
-export const LicenseCreateInput = closed({
-  licensee: Text(NAME_MAX),
-  organization: Type.Optional(Text(NAME_MAX, { description: 'Absent: none (""), as for a licence sold to a person' })),
-  plan: Text(PLAN_MAX),
-  planTitle: Type.Optional(Text(NAME_MAX, { description: "Absent: the plan" })),
-  seats: Seats,
-  channels: Channels,
-  expires: Type.Optional(Nullable(TimeInput)),
-  email: Type.Optional(Nullable(Email)),
-  metadata: Type.Optional(Metadata),
-  tokenTtl: Type.Optional(TokenTtl),
-  seatLease: Type.Optional(SeatLease),
-});
+export const LicenseCreateInput = closed(
+  {
+    licensee: Text(NAME_MAX),
+    organization: Type.Optional(Text(NAME_MAX, { description: 'Absent: none (""), as for a licence sold to a person' })),
+    plan: Text(PLAN_MAX, { description: "A plan of the configuration ([plans.NAME]) fills in the fields left out; any other name is only a label" }),
+    planTitle: Type.Optional(Text(NAME_MAX, { description: "Absent: the plan's title, else the plan" })),
+    seats: Type.Optional(Seats),
+    channels: Type.Optional(Channels),
+    expires: Type.Optional(Nullable(TimeInput)),
+    email: Type.Optional(Nullable(Email)),
+    metadata: Type.Optional(Metadata),
+    tokenTtl: Type.Optional(TokenTtl),
+    seatLease: Type.Optional(SeatLease),
+    updatesUntil: Type.Optional(UpdatesUntil),
+    features: Type.Optional(Features),
+  },
+  "seats and channels are required unless the plan gives them",
+);
 export type LicenseCreateInput = Static<typeof LicenseCreateInput>;
 
 /** The fields of a license to change. */
@@ -68,6 +78,8 @@ export const LicenseUpdateInput = closed(
     metadata: Type.Optional(Metadata),
     tokenTtl: Type.Optional(TokenTtl),
     seatLease: Type.Optional(SeatLease),
+    updatesUntil: Type.Optional(UpdatesUntil),
+    features: Type.Optional(Features),
   },
   "Only the fields to change; metadata is replaced whole. Seats below those in use: 409 seats_in_use",
 );
@@ -106,6 +118,9 @@ export async function createLicense(d: AdminDeps, caller: AdminCaller, input: Li
   const now = d.clock();
   const key = generateLicenseKey(d.variant);
   const plan = trimmed(input.plan);
+  const fields = withPlan(d.plans, input, now);
+  const features = fields.features === undefined ? [] : checkFeatures(fields.features);
+  const updatesUntil = timeOf(fields.updatesUntil ?? null);
   const license: LicenseRecord = {
     id: newId("lic", now),
     kind: "license",
@@ -114,16 +129,19 @@ export async function createLicense(d: AdminDeps, caller: AdminCaller, input: Li
     // A licence sold to a person has no organisation (""), and a plan may need no title of its own.
     organization: trimmed(input.organization) ?? "",
     plan,
-    planTitle: trimmed(input.planTitle) ?? plan,
-    channels: amongAllowed(input.channels, d.variant.channels, "channels"),
-    seats: input.seats,
+    planTitle: trimmed(fields.planTitle) ?? plan,
+    channels: amongAllowed(fields.channels, d.variant.channels, "channels"),
+    seats: fields.seats,
     issued: now,
-    expires: futureTime(input.expires, "expires", now),
+    expires: futureTime(fields.expires, "expires", now),
     revoked: null,
     email: input.email ?? null,
     metadata: input.metadata ?? {},
-    tokenTtl: input.tokenTtl ?? null,
-    seatLease: seatLease(input.seatLease) ?? null,
+    tokenTtl: fields.tokenTtl ?? null,
+    seatLease: seatLease(fields.seatLease) ?? null,
+    // Kept absent when unused, as the records read them back.
+    ...(updatesUntil !== null ? { updatesUntil } : {}),
+    ...(features.length > 0 ? { features } : {}),
   };
   const answer: CreatedLicense = { license: licenseView(license, 0), key };
   const journal = {
@@ -216,6 +234,8 @@ export async function updateLicense(
     metadata: input.metadata,
     tokenTtl: input.tokenTtl,
     seatLease: seatLease(input.seatLease),
+    updatesUntil: input.updatesUntil === undefined ? undefined : timeOf(input.updatesUntil),
+    features: input.features === undefined ? undefined : checkFeatures(input.features),
   };
   const current = await findLicense(d, keyOrId);
   if (current.kind !== "license") throw new KeyturnError("invalid_request", "Staff entitlements follow the identity provider and are not edited.");
@@ -225,6 +245,8 @@ export async function updateLicense(
     metadata: current.metadata ?? {},
     tokenTtl: current.tokenTtl ?? null,
     seatLease: current.seatLease ?? null,
+    updatesUntil: current.updatesUntil ?? null,
+    features: current.features ?? [],
   };
   const changed = UPDATE_FIELDS.filter((f) => patch[f] !== undefined && canonicalJson(patch[f]) !== canonicalJson(before[f]));
   const effective = Object.fromEntries(changed.map((f) => [f, patch[f]])) as LicensePatch;

@@ -3,6 +3,7 @@ import { Type, type TSchema } from "@sinclair/typebox";
 import { parseDuration } from "../../config/parse";
 import { MAX_TOKEN_TTL } from "../../config/settings";
 import { LANE_LIST_MAX, LANE_WORD, LANE_WORD_MAX } from "../../config/variants";
+import { FEATURE_TEXT, FEATURE_TEXT_MAX, FEATURES_MAX } from "../../config/features";
 import { KeyturnError } from "../errors";
 
 /**
@@ -65,6 +66,25 @@ export const SeatLease = Nullable(
   Type.String({
     maxLength: 12,
     description: "How long an installation keeps its seat unless seen (10m, 12h, 30d; at least 60s); null: seats never lapse",
+  }),
+);
+
+/** A licence's features (src/config/features.ts); each name once is the use case's rule (domain/features.ts). */
+export const Features = Type.Array(
+  Type.String({
+    maxLength: FEATURE_TEXT_MAX,
+    pattern: FEATURE_TEXT.source,
+    description: "a feature: a name of lower-case letters and digits joined by . _ or -, and an optional =value (export-pdf, max-projects=50)",
+  }),
+  { maxItems: FEATURES_MAX, description: `At most ${FEATURES_MAX} features, each name once, signed into the licence's tokens (claim ent)` },
+);
+
+/** The end of a licence's maintenance window: releases released after it are not offered. */
+export const UpdatesUntil = Nullable(
+  Type.String({
+    maxLength: 40,
+    format: "date-time",
+    description: "RFC 3339; releases released after it are not offered to this licence (may be past); null: every release",
   }),
 );
 

@@ -21,6 +21,10 @@ export interface NewLicense {
   readonly seatLease?: string | null;
   /** This license's token lifetime in seconds, or null/absent for the site's. */
   readonly tokenTtl?: number | null;
+  /** The end of the maintenance window (RFC 3339), or null/absent for none. */
+  readonly updatesUntil?: string | null;
+  /** `name` or `name=value`. */
+  readonly features?: readonly string[];
 }
 
 /**
@@ -46,6 +50,7 @@ export class Admin {
     const created = decode(LicenseCreateInput, {
       ...input,
       channels: [...input.channels],
+      ...(input.features ? { features: [...input.features] } : {}),
       expires: input.expires === null ? null : new Date(input.expires).toISOString(),
     });
     const { key, license } = await createLicense(this.deps, CLI_CALLER, created);

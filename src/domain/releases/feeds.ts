@@ -5,6 +5,7 @@ import type { ReleaseHolder } from "./holder";
 import { laneName } from "./release-controls";
 import { isServed, newestFirst, type Release, type ReleaseIndex, type ServedRelease } from "./release-index";
 import type { Installation, ReleaseSelection } from "./release-selection";
+import { refuseOutsideWindow } from "./licence-terms";
 import { compareVersions } from "./version-order";
 
 /** An entitled installation as the feeds see it: who it is and which channels its licence holds. */
@@ -107,7 +108,8 @@ export class FeedService {
 
   /**
    * A release of the installation's cascade of lanes (see servedCascading) that names the file
-   * `name` (its installer, or `<installer>.blockmap`), if the installation may download it.
+   * `name` (its installer, or `<installer>.blockmap`), if the installation may download it;
+   * updates_window_ended for one released after the licence's maintenance window.
    */
   async fileOf(
     index: ReleaseIndex,
@@ -121,6 +123,7 @@ export class FeedService {
     for (const c of channels)
       for (const platform of platforms) {
         const release = index.installer(product, c, platform, installer);
+        if (release) refuseOutsideWindow(caller.who, release.manifest);
         if (release && (await this.selection.installerAllowed(index, caller.who, release))) return release;
       }
     return null;

@@ -21,7 +21,7 @@ import { SignatureCache } from "./signature-cache";
  * scan that follows every start replaces the snapshot's index. Only each lane's newest release is
  * kept with its manifest and signature bytes, as in the index (release-index.ts).
  */
-const FORMAT = 3;
+const FORMAT = 4;
 
 interface SnapshotRelease {
   readonly folder: string;
@@ -143,6 +143,7 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
       sha256: m.sha256,
       rollout: m.rollout ?? null,
       feeds: m.feeds ?? null,
+      ...(m.requiresFeature !== undefined ? { requiresFeature: m.requiresFeature } : {}),
     });
     const release: Release = Object.freeze({ manifest, folder: r.folder, installerPath: join(o.root, r.folder, m.installer) });
     const served =
@@ -167,7 +168,8 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
     const agrees =
       (["version", "released", "installer", "size", "sha256"] as const).every((k) => m[k] === r.manifest[k]) &&
       JSON.stringify(m.rollout) === JSON.stringify(r.manifest.rollout) &&
-      JSON.stringify(m.feeds) === JSON.stringify(r.manifest.feeds);
+      JSON.stringify(m.feeds) === JSON.stringify(r.manifest.feeds) &&
+      m.requiresFeature === r.manifest.requiresFeature;
     return same && agrees ? servedOf(found) : null;
   };
   const index = ReleaseIndex.of(releases, { holds, reread });

@@ -1,5 +1,6 @@
 import type { Variant } from "../../config/variants";
 import { parseFeeds, type Feeds } from "./feed-files";
+import { FEATURE_NAME, FEATURE_NAME_MAX } from "../../config/features";
 import { ReleaseProblem } from "./problem";
 import { parseRollout, type Rollout } from "./rollout";
 
@@ -26,6 +27,8 @@ export interface Manifest extends ReleasePlace {
   readonly rollout: Rollout | null;
   /** The existing updaters' feeds that offer the release (feed-files.ts); null: the update path only. */
   readonly feeds: Feeds | null;
+  /** A feature the licence must carry to be offered the release (a paid add-on, licence-terms.ts); absent: none. */
+  readonly requiresFeature?: string;
 }
 
 const VERSION = /^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/;
@@ -74,6 +77,12 @@ export function parseManifest(bytes: Uint8Array, variant: Variant, place: Releas
   if (m.minimumVersion !== undefined) field("minimumVersion", isText(m.minimumVersion) && VERSION.test(m.minimumVersion), "must be a version");
   if (m.critical !== undefined) field("critical", typeof m.critical === "boolean", "must be true or false");
   const rollout = parseRollout(m.rollout);
+  if (m.requiresFeature !== undefined)
+    field(
+      "requiresFeature",
+      isText(m.requiresFeature) && m.requiresFeature.length <= FEATURE_NAME_MAX && FEATURE_NAME.test(m.requiresFeature),
+      "must be a feature's name (lower-case letters and digits joined by . _ or -)",
+    );
 
   const installer = m.installer as string;
   if (installer === variant.manifestFile || installer === `${variant.manifestFile}.sig`)
@@ -96,5 +105,6 @@ export function parseManifest(bytes: Uint8Array, variant: Variant, place: Releas
     sha256: m.sha256 as string,
     rollout,
     feeds,
+    ...(m.requiresFeature !== undefined ? { requiresFeature: m.requiresFeature as string } : {}),
   });
 }

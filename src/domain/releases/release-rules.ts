@@ -1,11 +1,13 @@
 import type { EntitlementKind, ReleaseControlRecord } from "../../store/types";
 import { isoTime } from "../clock";
+import type { EntitlementClaims } from "../tokens";
+import { termsOfClaims, type LicenceTerms } from "./licence-terms";
 import type { Manifest } from "./manifest";
 import { thresholdNow } from "./release-controls";
 import { admittedAfterMs, bucketOf, FULL, percentOf } from "./rollout";
 
-/** Who asks, as the entitlement token says, and what the request states of it. */
-export interface Installation {
+/** Who asks, as the entitlement token says (its licence's terms included: licence-terms.ts), and what the request states of it. */
+export interface Installation extends LicenceTerms {
   /** Its device hash (`dev`). */
   readonly dev: string;
   /** staff installations are always admitted. */
@@ -18,7 +20,7 @@ export interface Installation {
 }
 
 /** The rules that decide whether a lane's release is served to an installation, in the order they are asked. */
-export type RuleName = "withdraw" | "halt" | "staff" | "target" | "rollout";
+export type RuleName = "withdraw" | "halt" | "window" | "feature" | "staff" | "target" | "rollout";
 
 /**
  * A rule's word on one release for one installation: `admit` serves it (if its files read), `pass`
@@ -83,6 +85,37 @@ const halt: ReleaseRule = {
   },
 };
 
+/** A licence's updates window (its token's `upd`): nothing released after it ends (licence-terms.ts's offeredUnder). */
+const window: ReleaseRule = {
+  name: "window",
+  decide: (i) => {
+    const until = i.who.updatesUntil;
+    if (i.who.kind === "staff") return { rule: "window", effect: "next", reason: say(i, () => "staff installations have no updates window") };
+    if (until === undefined) return { rule: "window", effect: "next", reason: say(i, () => "the licence has no updates window") };
+    const day = (ms: number) => time(ms).slice(0, 10);
+    return i.manifest.released > until
+      ? {
+          rule: "window",
+          effect: "pass",
+          reason: say(i, () => `released on ${day(i.manifest.released)}, after the licence's updates ended on ${day(until)}`),
+        }
+      : { rule: "window", effect: "next", reason: say(i, () => `released within the licence's updates window (until ${day(until)})`) };
+  },
+};
+
+/** A manifest's `requiresFeature`: offered only to licences with that feature (their token's `ent`). */
+const feature: ReleaseRule = {
+  name: "feature",
+  decide: (i) => {
+    const needed = i.manifest.requiresFeature;
+    if (needed === undefined) return { rule: "feature", effect: "next", reason: say(i, () => "the release requires no feature") };
+    if (i.who.kind === "staff") return { rule: "feature", effect: "next", reason: say(i, () => `staff installations have every feature (${needed})`) };
+    return i.who.features !== undefined && Object.hasOwn(i.who.features, needed)
+      ? { rule: "feature", effect: "next", reason: say(i, () => `the licence has the feature ${needed} the release requires`) }
+      : { rule: "feature", effect: "pass", reason: say(i, () => `the release requires the feature ${needed}, which the licence lacks`) };
+  },
+};
+
 /** Staff installations are always admitted. */
 const staff: ReleaseRule = {
   name: "staff",
@@ -131,10 +164,10 @@ const rollout: ReleaseRule = {
 
 /**
  * The rules, in the order asked; the first `admit` or `pass` decides. A rule that takes a release
- * away from an installation whatever its share (an updates window, a required feature) goes before
- * `staff`, beside `withdraw` and `halt`.
+ * away from an installation whatever its share (as the updates window and a required feature do)
+ * goes before `staff`, beside `withdraw` and `halt`.
  */
-export const RELEASE_RULES: readonly ReleaseRule[] = [withdraw, halt, staff, target, rollout];
+export const RELEASE_RULES: readonly ReleaseRule[] = [withdraw, halt, window, feature, staff, target, rollout];
 
 /** One release's decision for one installation: whether it is admitted, and the verdicts that decided (all of them when explaining). */
 export function decide(input: RuleInput, rules: readonly ReleaseRule[] = RELEASE_RULES): { admitted: boolean; verdicts: Verdict[]; until: number } {
@@ -150,7 +183,14 @@ export function decide(input: RuleInput, rules: readonly ReleaseRule[] = RELEASE
   return { admitted: true, verdicts, until: Infinity };
 }
 
-/** The installation an entitlement token names (its claims), and the version its request says it runs. */
-export function installationOf(claims: { dev: string; kind: EntitlementKind; lic: string; plan: string }, running?: string): Installation {
-  return { dev: claims.dev, kind: claims.kind, license: claims.lic, plan: claims.plan, ...(running !== undefined ? { running } : {}) };
+/** The installation an entitlement token names (its claims, its licence's terms included), and the version its request says it runs. */
+export function installationOf(claims: Pick<EntitlementClaims, "dev" | "kind" | "lic" | "plan" | "upd" | "ent">, running?: string): Installation {
+  return {
+    dev: claims.dev,
+    kind: claims.kind,
+    license: claims.lic,
+    plan: claims.plan,
+    ...termsOfClaims(claims),
+    ...(running !== undefined ? { running } : {}),
+  };
 }

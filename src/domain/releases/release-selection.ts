@@ -5,6 +5,7 @@ import { thresholdNow, laneName, type ControlsView, type ReleaseControls } from 
 import { laneKey, newestFirst, type Release, type ReleaseIndex, type ServedRelease } from "./release-index";
 import { decide, RELEASE_RULES, type Installation, type ReleaseRule, type Verdict } from "./release-rules";
 import { percentOf } from "./rollout";
+import { offeredUnder, termsKey } from "./licence-terms";
 
 export type { Installation } from "./release-rules";
 
@@ -175,9 +176,9 @@ export class ReleaseSelection {
   }
 
   private choiceOf(index: ReleaseIndex, state: LaneState, controls: ControlsView, runners: Runners, who: Installation): Choice {
-    if (!state.conditional) return { at: state.releases.length > 0 ? 0 : -1, until: Infinity };
-    // Targets and the request's version make the choice depend on more than the device.
-    const id = who.kind === "staff" ? STAFF : `${who.dev}\n${who.license ?? ""}\n${who.plan ?? ""}\n${who.running ?? ""}`;
+    if (!state.conditional) return { at: state.releases.findIndex((r) => offeredUnder(who, r.manifest)), until: Infinity };
+    // Targets, the licence's terms and the request's version make the choice depend on more than the device.
+    const id = (who.kind === "staff" ? STAFF : `${who.dev}\n${who.license ?? ""}\n${who.plan ?? ""}\n${who.running ?? ""}`) + termsKey(who);
     const now = this.clock();
     let choice = state.choices.get(id);
     if (!choice || now >= choice.until) {
@@ -235,6 +236,7 @@ export class ReleaseSelection {
     if (!state.conditional) {
       // No rollout or control: the newest that reads (a snapshot's may not, once its files changed).
       for (const r of state.releases) {
+        if (!offeredUnder(who, r.manifest)) continue;
         const bytes = index.withBytes(r);
         if (bytes) return bytes;
       }
@@ -251,6 +253,7 @@ export class ReleaseSelection {
    */
   async installerAllowed(index: ReleaseIndex, who: Installation, release: Release): Promise<boolean> {
     const m = release.manifest;
+    if (!offeredUnder(who, m)) return false;
     const { controls, runners } = await this.current();
     const state = this.laneState(index, controls, runners, m.product, m.channel, m.platform);
     if (controls.get(state.lane, m.version)?.withdrawn != null) return false;
@@ -268,19 +271,21 @@ export class ReleaseSelection {
     const states = products.flatMap((p) =>
       channels.flatMap((channel) => this.variant.platforms.map((platform) => this.laneState(index, controls, runners, p, channel, platform))),
     );
-    const base = `${controls.generation}|${channels.join(",")}|${product ?? ""}`;
+    const base = `${controls.generation}|${channels.join(",")}|${product ?? ""}${termsKey(who)}`;
     if (!states.some((s) => s.conditional)) {
       // As before rollouts: the index's own order (newest first, ties in folder order).
       return {
         key: base,
         build: () => ({
-          releases: index.all.filter((r) => channels.includes(r.manifest.channel) && (product === null || r.manifest.product === product)),
+          releases: index.all.filter(
+            (r) => channels.includes(r.manifest.channel) && (product === null || r.manifest.product === product) && offeredUnder(who, r.manifest),
+          ),
           notYetAvailable: [],
         }),
       };
     }
     const now = this.clock();
-    const open = (state: LaneState) => (r: Release) => controls.get(state.lane, r.manifest.version)?.withdrawn == null;
+    const open = (state: LaneState) => (r: Release) => offeredUnder(who, r.manifest) && controls.get(state.lane, r.manifest.version)?.withdrawn == null;
     const lanes = states.map((state) => {
       if (!state.conditional) return { state, from: 0, pending: undefined, share: 0 };
       const { at } = this.choiceOf(index, state, controls, runners, who);
@@ -292,7 +297,9 @@ export class ReleaseSelection {
     return {
       key: `${base}|${lanes.map((l) => (l.state.conditional ? `${l.from}:${l.share}` : "")).join(",")}`,
       build: () => {
-        const releases = lanes.flatMap((l) => (l.state.conditional ? l.state.releases.slice(l.from).filter(open(l.state)) : l.state.releases));
+        const releases = lanes.flatMap((l) =>
+          l.state.conditional ? l.state.releases.slice(l.from).filter(open(l.state)) : l.state.releases.filter((r) => offeredUnder(who, r.manifest)),
+        );
         releases.sort(newestFirst);
         const notYetAvailable = lanes.flatMap((l) => (l.pending ? [{ release: l.pending, share: l.share }] : []));
         return { releases, notYetAvailable };

@@ -4,6 +4,7 @@ import type { AdminDeps } from "../admin/deps";
 import { findLicense } from "../admin/licenses";
 import { closed, IdText } from "../admin/model";
 import { KeyturnError } from "../errors";
+import { termsOfLicence } from "./licence-terms";
 import { laneName } from "./release-controls";
 import type { ReleaseIndex } from "./release-index";
 import type { Installation, RuleName, Verdict } from "./release-rules";
@@ -73,8 +74,8 @@ async function whoIs(
 /**
  * For one installation, the release each of its lanes gives it and every rule that decided it:
  * the channel (the licence's channels), then per release, newest first, the release rules in their
- * order (withdraw, halt, staff, target, rollout: release-rules.ts, where an updates window or a
- * required feature is one more rule) and whether its files read.
+ * order (withdraw, halt, window, feature, staff, target, rollout: release-rules.ts) and whether its
+ * files read.
  */
 export async function explainReleases(
   d: { store: Store; admin: AdminDeps; selection: ReleaseSelection; index: ReleaseIndex },
@@ -82,7 +83,7 @@ export async function explainReleases(
 ): Promise<WhyAnswer> {
   const { license, activation, device } = await whoIs(d, q);
   const variant = d.admin.variant;
-  const who: Installation = { dev: device, kind: license.kind, license: license.id, plan: license.plan };
+  const who: Installation = { dev: device, kind: license.kind, license: license.id, plan: license.plan, ...termsOfLicence(license) };
   const products = activation ? [activation.product] : variant.products.length ? variant.products : [null];
   const platforms = activation ? [activation.platform] : variant.platforms;
   const lanes: WhyAnswer["lanes"][number][] = [];

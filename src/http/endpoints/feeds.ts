@@ -94,7 +94,7 @@ export function feedEndpoints(feeds: FeedService): Endpoint[] {
       },
       "304": NOT_MODIFIED,
     },
-    errors: [...FEED_ERRORS, ...RELEASE_ERRORS, "range_not_satisfiable"],
+    errors: [...FEED_ERRORS, ...RELEASE_ERRORS, "range_not_satisfiable", "updates_window_ended"],
     handler: async ({ request, params: p, principal, sightedOn }) => {
       const { product, channel } = laneOf(p);
       const file = p.file ?? "";

@@ -5,6 +5,7 @@ import type { ReleaseHolder } from "../../domain/releases/holder";
 import { laneName } from "../../domain/releases/release-controls";
 import { installationOf } from "../../domain/releases/release-rules";
 import type { ReleaseSelection } from "../../domain/releases/release-selection";
+import { refuseOutsideWindow } from "../../domain/releases/licence-terms";
 import { isInstallerName } from "../../domain/releases/manifest";
 import { installerEtag } from "../../domain/releases/release-index";
 import { endpoint, type Endpoint, type ExtraAnswer, type ParamDoc } from "../endpoint";
@@ -84,7 +85,7 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
       params,
       querySchema: UpdateQuery,
       answers: UPDATE_ANSWERS,
-      errors: [...BEARER_ERRORS, "channel_not_allowed", "no_release", "not_found", "range_not_satisfiable", "unavailable"],
+      errors: [...BEARER_ERRORS, "channel_not_allowed", "no_release", "not_found", "range_not_satisfiable", "unavailable", "updates_window_ended"],
       handler: async ({ request, params: p, queryValues, principal, sightedOn }) => {
         // The product, channel and platform are among their declared values (the lifecycle refused others).
         const { channel, platform, file } = p;
@@ -117,6 +118,7 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
 
         // The installer of the release served to this installation, or of an older one not withdrawn.
         const release = index.installer(product, channel, platform, file);
+        if (release) refuseOutsideWindow(who, release.manifest);
         if (!release || !(await selection.installerAllowed(index, who, release))) throw new KeyturnError("not_found", "There is nothing at this address.");
         return serveFile(request, releases.verifiedInstaller(release), release.manifest.size, installerEtag(release), release.manifest.installer);
       },
