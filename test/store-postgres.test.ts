@@ -102,6 +102,7 @@ describe.skipIf(!PG_URL)("PostgreSQL store", () => {
         "events",
         "feed_epoch",
         "idempotency",
+        "install_reports",
         "known_releases",
         "known_releases_baseline",
         "licenses",
