@@ -30,16 +30,16 @@ interface Why {
 describe("release why", () => {
   let s: Awaited<ReturnType<typeof releaseSite>>;
   let admin: string;
-  let targeted: { activation: string; license: string; dev: string };
-  let other: { activation: string; license: string; dev: string };
+  let targeted: { activation: string; license: string; dev: string; token: string };
+  let other: { activation: string; license: string; dev: string; token: string };
 
-  const activate = async (plan: string) => {
-    const { key, license } = await createLicense(s.site, { channels: ["stable"], plan });
+  const activate = async (plan: string, extra: { updatesUntil?: string } = {}) => {
+    const { key, license } = await createLicense(s.site, { channels: ["stable"], plan, ...extra });
     const d = device(variant);
     const res = await s.site.request("POST", "/licenses/activate", { body: { key, device: d } });
     const { token } = (await res.json()) as { token: string };
     const claims = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()) as { sub: string };
-    return { activation: claims.sub, license: license.id, dev: d.hash };
+    return { activation: claims.sub, license: license.id, dev: d.hash, token };
   };
   const why = async (query: string) => {
     const res = await s.site.request("GET", `/admin/releases/why?${query}`, { token: admin });
@@ -122,24 +122,6 @@ describe("release why", () => {
     await s.site.composed.services.selection.controls.apply("resume", lane, "2.0.0", s.holder.current);
   });
 
-  test("out of the licence's updates window: the updates-window rule passes over the newer release, naming both dates", async () => {
-    const { key, license } = await createLicense(s.site, { channels: ["stable"], plan: "perpetual", updatesUntil: "2026-11-10T00:00:00+00:00" });
-    const res = await s.site.request("POST", "/licenses/activate", { body: { key, device: device(variant) } });
-    const { token } = (await res.json()) as { token: string };
-    const { sub } = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()) as { sub: string };
-    const w = await why(`activation=${sub}`);
-    expect(w.installation.license).toBe(license.id);
-    expect(stable(w).served).toBe("1.0.0");
-    expect(stable(w).decidedBy).toEqual({
-      rule: "updates-window",
-      effect: "pass",
-      reason: "released at 2026-11-20T00:00:00+00:00, after the licence's updates ended at 2026-11-10T00:00:00+00:00",
-    });
-    // The manifest path agrees: the licence is offered what why says.
-    const manifest = await s.site.request("GET", `/updates/stable/win-x64/${v.manifestFile}`, { token });
-    expect(((await manifest.json()) as { version: string }).version).toBe("1.0.0");
-  });
-
   test("the compiled executable answers the same", async () => {
     const exe = await executable();
     const settings = ["--variant", variant, "--base-url", BASE_URL, "--data", join(s.site.dir, "data"), "--keys", s.tree.keysDir, "--releases", s.tree.root];
@@ -148,6 +130,23 @@ describe("release why", () => {
     expect(code).toBe(0);
     expect(stable(JSON.parse(stdout) as Why)).toEqual(stable(await why(`activation=${other.activation}`)));
   }, 120_000);
+
+  test("an installation whose licence's updates ended before the release: the updates-window rule names both dates", async () => {
+    const ended = await activate("basic", { updatesUntil: "2026-11-10T00:00:00Z" });
+    const w = await why(`activation=${ended.activation}`);
+    expect(stable(w).served).toBe("1.0.0");
+    expect(stable(w).decidedBy).toEqual({
+      rule: "updates-window",
+      effect: "pass",
+      reason: "released on 2026-11-20, after the licence's updates ended on 2026-11-10",
+    });
+    expect(stable(w).releases[1]!.steps.find((x) => x.rule === "updates-window")).toMatchObject({ effect: "next" });
+    // The update path agrees.
+    const res = await s.site.request("GET", `/updates/${lane}/${v.manifestFile}`, { token: ended.token });
+    expect((JSON.parse(await res.text()) as { version: string }).version).toBe("1.0.0");
+    const text = await cli(ended.activation);
+    expect(text.stdout).toContain(`${lane}: 1.0.0 (updates-window: released on 2026-11-20, after the licence's updates ended on 2026-11-10)`);
+  });
 
   test("a withdrawn release, and refusals in words", async () => {
     await s.site.composed.services.selection.controls.apply("withdraw", lane, "2.0.0", s.holder.current);

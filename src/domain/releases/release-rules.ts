@@ -55,6 +55,7 @@ export interface ReleaseRule {
 
 const say = (input: RuleInput, text: () => string) => (input.explain ? text() : "");
 const time = (ms: number) => isoTime(ms);
+const day = (ms: number) => isoTime(ms).slice(0, 10);
 
 /** A withdrawn release is never served. */
 const withdraw: ReleaseRule = {
@@ -76,9 +77,9 @@ const updatesWindow: ReleaseRule = {
       ? {
           rule: "updates-window",
           effect: "pass",
-          reason: say(i, () => `released at ${time(i.manifest.released)}, after the licence's updates ended at ${time(until)}`),
+          reason: say(i, () => `released on ${day(i.manifest.released)}, after the licence's updates ended on ${day(until)}`),
         }
-      : { rule: "updates-window", effect: "next", reason: say(i, () => `released within the licence's updates, which end at ${time(until)}`) };
+      : { rule: "updates-window", effect: "next", reason: say(i, () => `released within the licence's updates, which end on ${day(until)}`) };
   },
 };
 

@@ -8,7 +8,7 @@ import { endpoint, type Endpoint } from "../endpoint";
 import { json } from "../respond";
 import { ADMIN_ERRORS } from "./shared";
 
-const RULES = ["channel", "lane", "withdraw", "halt", "staff", "target", "rollout", "files"];
+const RULES = ["channel", "lane", "withdraw", "updates-window", "feature", "halt", "staff", "target", "rollout", "files"];
 const Step = Type.Object({
   rule: Type.String({ description: `The rule: ${RULES.join(", ")} (more as the release rules grow)` }),
   effect: Type.Union([Type.Literal("admit"), Type.Literal("pass"), Type.Literal("next")], {
@@ -49,7 +49,7 @@ export function adminReleaseWhyEndpoints(admin: AdminDeps, releases: ReleaseHold
       method: "GET",
       path: "/admin/releases/why",
       summary:
-        "For an installation (activation, or device hash and licence): the release each of its lanes gives it and every rule that decided it (channel, withdraw, halt, staff, target, rollout)",
+        "For an installation (activation, or device hash and licence): the release each of its lanes gives it and every rule that decided it (channel, withdraw, updates window, feature, halt, staff, target, rollout)",
       auth: { scope: "releases:read" },
       budget: "admin",
       audit: "release-why",
