@@ -3,17 +3,17 @@ import { html } from "../../console/html";
 import { notice, portalPage } from "../../console/layout";
 import { portalInstaller, portalSignInPage } from "../../console/pages/portal";
 import { portalRekeyAction, portalRekeyConfirm } from "../../console/pages/portal-email";
-import type { Audit, AuditAction } from "../../domain/audit";
-import type { Session } from "../../domain/console-sessions";
+import type { Audit } from "../../domain/audit";
 import { KeyturnError } from "../../domain/errors";
 import { PORTAL_LINK_MS } from "../../domain/console-sessions";
 import { emailAddressOf, requestPortalLink } from "../../domain/portal-link";
 import type { Logger } from "../../config/log";
 import { installerEtag } from "../../domain/releases/release-index";
-import { endpoint, type Budget, type Call, type Endpoint, type ParamsOf } from "../endpoint";
+import { endpoint, type Endpoint } from "../endpoint";
 import { serveFile } from "../file-serving";
 import { PORTAL_HOME as HOME } from "../sessions";
-import { setSessionCookie, signedIn, webAnswer } from "../web";
+import { setSessionCookie, webAnswer } from "../web";
+import { portalSessionPage } from "./portal";
 
 const LINK_PATH = "/portal/link";
 
@@ -43,29 +43,7 @@ function linkSpentPage(ref?: string): Outcome {
  */
 export function portalEmailEndpoints(deps: ConsoleDeps, audit: Audit, log: Logger): Endpoint[] {
   const baseUrl = deps.site.baseUrl;
-  const page = <const P extends string>(
-    method: "GET" | "POST",
-    path: P,
-    summary: string,
-    action: AuditAction,
-    budget: Budget,
-    run: (call: Call<undefined, ParamsOf<P>>, session: Session) => Promise<Outcome | Response>,
-  ): Endpoint =>
-    endpoint({
-      method,
-      path,
-      prefix: "",
-      summary,
-      auth: "portal-session",
-      page: { back: HOME },
-      budget,
-      audit: action,
-      errors: [],
-      handler: async (call) => {
-        const out = await run(call, signedIn(call.session));
-        return out instanceof Response ? out : webAnswer(out);
-      },
-    });
+  const page = portalSessionPage;
   return [
     endpoint({
       method: "POST",

@@ -10,37 +10,38 @@ import { serveFile } from "../file-serving";
 import { PORTAL_HOME as HOME } from "../sessions";
 import { setSessionCookie, signedIn, webAnswer } from "../web";
 
+/** A page or an action behind the portal's session (auth `portal-session`): its refusals are pages, audited naming the licence. */
+export const portalSessionPage = <const P extends string>(
+  method: "GET" | "POST",
+  path: P,
+  summary: string,
+  action: AuditAction,
+  budget: Budget,
+  run: (call: Call<undefined, ParamsOf<P>>, session: Session) => Promise<Outcome | Response>,
+): Endpoint =>
+  endpoint({
+    method,
+    path,
+    prefix: "",
+    summary,
+    auth: "portal-session",
+    page: { back: HOME },
+    budget,
+    audit: action,
+    errors: [],
+    handler: async (call) => {
+      const out = await run(call, signedIn(call.session));
+      return out instanceof Response ? out : webAnswer(out);
+    },
+  });
+
 /**
  * The customers' portal at /portal/ (prefix ""): signed in with their license key into a short
  * server-side session (the browser keeps only the session cookie), they see and free their seats,
  * download their channels' newest installers and activate a computer offline.
  */
 export function portalEndpoints(deps: ConsoleDeps, audit: Audit): Endpoint[] {
-  /** A page or an action behind the portal's session (auth `portal-session`): its refusals are pages, audited naming the licence. */
-  const page = <const P extends string>(
-    method: "GET" | "POST",
-    path: P,
-    summary: string,
-    action: AuditAction,
-    budget: Budget,
-    run: (call: Call<undefined, ParamsOf<P>>, session: Session) => Promise<Outcome | Response>,
-  ): Endpoint =>
-    endpoint({
-      method,
-      path,
-      prefix: "",
-      summary,
-      auth: "portal-session",
-      page: { back: HOME },
-      budget,
-      audit: action,
-      errors: [],
-      handler: async (call) => {
-        const out = await run(call, signedIn(call.session));
-        return out instanceof Response ? out : webAnswer(out);
-      },
-    });
-
+  const page = portalSessionPage;
   return [
     endpoint({
       method: "GET",
