@@ -216,9 +216,13 @@ export function feedFilesOf(feeds: Feeds | null): FeedFile[] {
   ].filter((f): f is FeedFile => f != null);
 }
 
-/** The delta named `file` among a release's feeds (Velopack, Sparkle, Squirrel), or null. */
-export function deltaOf(feeds: Feeds | null, file: string): FeedFile | null {
-  return [...(feeds?.velopack?.deltas ?? []), ...(feeds?.sparkle?.deltas ?? []), ...(feeds?.squirrel?.deltas ?? [])].find((d) => d.file === file) ?? null;
+/** The feeds whose manifests declare deltas. */
+export type DeltaFeed = "velopack" | "sparkle" | "squirrel";
+
+/** The delta named `file` among the deltas one feed of a release declares, or null. */
+export function deltaOf(feeds: Feeds | null, feed: DeltaFeed, file: string): FeedFile | null {
+  const deltas: readonly FeedFile[] = feeds?.[feed]?.deltas ?? [];
+  return deltas.find((d) => d.file === file) ?? null;
 }
 
 /**

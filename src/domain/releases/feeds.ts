@@ -1,6 +1,6 @@
 import { isLane, type Variant } from "../../config/variants";
 import { KeyturnError } from "../errors";
-import { deltaOf, type FeedFile } from "./feed-files";
+import { deltaOf, type DeltaFeed, type FeedFile } from "./feed-files";
 import type { ReleaseHolder } from "./holder";
 import { laneName } from "./release-controls";
 import { isServed, newestFirst, type Release, type ReleaseIndex, type ServedRelease } from "./release-index";
@@ -165,13 +165,14 @@ export class FeedService {
     product: string | null,
     channel: string,
     platforms: readonly string[],
+    feed: DeltaFeed,
     file: string,
   ): Promise<{ release: Release; delta: FeedFile } | null> {
     const channels = this.variant.channels.slice(0, this.variant.channels.indexOf(channel) + 1).filter((c) => caller.channels.includes(c));
     for (const c of channels)
       for (const platform of platforms)
         for (const release of index.releasesOf(product, c, platform)) {
-          const delta = deltaOf(release.manifest.feeds, file);
+          const delta = deltaOf(release.manifest.feeds, feed, file);
           if (delta && (await this.selection.installerAllowed(index, caller.who, release))) return { release, delta };
         }
     return null;

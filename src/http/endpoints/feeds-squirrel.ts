@@ -90,8 +90,8 @@ export function squirrelFeedEndpoints(feeds: FeedService, publicLanes: PublicLan
         return feedDocument(request, squirrelReleasesFile(squirrelEntries(listed, local, laneOf)), "text/plain;charset=utf-8");
       }
       if (file.toLowerCase().endsWith("-delta.nupkg")) {
-        const found = await feeds.deltaOf(index, caller, product, channel, [platform], file);
-        if (!found || !found.release.manifest.feeds?.squirrel?.deltas.includes(found.delta)) throw nothingHere();
+        const found = await feeds.deltaOf(index, caller, product, channel, [platform], "squirrel", file);
+        if (!found) throw nothingHere();
         return serveFeedFile(request, feeds, found.release, found.delta);
       }
       const release = await feeds.fileOf(index, caller, product, channel, [platform], file);
@@ -182,8 +182,8 @@ export function squirrelFeedEndpoints(feeds: FeedService, publicLanes: PublicLan
     handler: async (call) => {
       const { request, params: p } = call;
       const { product, channel, platform, caller, index } = await open(call);
-      const found = await feeds.deltaOf(index, caller, product, channel, [platform], p.file ?? "");
-      if (!found || !found.release.manifest.feeds?.sparkle?.deltas?.includes(found.delta as never)) throw nothingHere();
+      const found = await feeds.deltaOf(index, caller, product, channel, [platform], "sparkle", p.file ?? "");
+      if (!found) throw nothingHere();
       return serveFeedFile(request, feeds, found.release, found.delta);
     },
   });

@@ -259,8 +259,8 @@ export function feedEndpoints(feeds: FeedService, publicLanes: PublicLanes): End
       const { product, channel, caller, index } = await open(call);
       if (!os && file.toLowerCase().endsWith("-delta.nupkg")) {
         // A delta, named relatively as the full package is: a release's of any system this installation may install.
-        const found = await feeds.deltaOf(index, caller, product, channel, v.platforms, file);
-        if (!found || !found.release.manifest.feeds?.velopack?.deltas?.includes(found.delta)) throw nothingHere();
+        const found = await feeds.deltaOf(index, caller, product, channel, v.platforms, "velopack", file);
+        if (!found) throw nothingHere();
         return serveFeedFile(request, feeds, found.release, found.delta);
       }
       if (!os) {
