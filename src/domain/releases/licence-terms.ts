@@ -28,11 +28,21 @@ export function termsOfClaims(claims: Pick<EntitlementClaims, "upd" | "ent">): {
   };
 }
 
-/** Whether the licence lets the installation be offered a release with this manifest. */
+/** Whether the release was released after the licence's maintenance window (staff have none). */
+export function afterWindow(who: LicenceTerms, m: Pick<Manifest, "released">): boolean {
+  return who.kind !== "staff" && who.updatesUntil !== undefined && m.released > who.updatesUntil;
+}
+
+/** The feature the release requires and the licence lacks, or null (staff lack none). */
+export function missingFeature(who: LicenceTerms, m: Pick<Manifest, "requiresFeature">): string | null {
+  const needed = m.requiresFeature;
+  if (needed === undefined || who.kind === "staff") return null;
+  return who.features !== undefined && Object.hasOwn(who.features, needed) ? null : needed;
+}
+
+/** Whether the licence lets the installation be offered a release with this manifest (release-rules.ts words the same two checks). */
 export function offeredUnder(who: LicenceTerms, m: Pick<Manifest, "released" | "requiresFeature">): boolean {
-  if (who.kind === "staff") return true;
-  if (who.updatesUntil !== undefined && m.released > who.updatesUntil) return false;
-  return m.requiresFeature === undefined || (who.features !== undefined && Object.hasOwn(who.features, m.requiresFeature));
+  return !afterWindow(who, m) && missingFeature(who, m) === null;
 }
 
 /**
@@ -49,7 +59,7 @@ export function termsKey(who: LicenceTerms): string {
  * the dates, so the person knows why and what to renew. Nothing for a release within it.
  */
 export function refuseOutsideWindow(who: LicenceTerms, m: Pick<Manifest, "released" | "version">): void {
-  if (who.kind === "staff" || who.updatesUntil === undefined || m.released <= who.updatesUntil) return;
+  if (!afterWindow(who, m) || who.updatesUntil === undefined) return;
   throw new KeyturnError(
     "updates_window_ended",
     `This licence's updates ended on ${isoTime(who.updatesUntil).slice(0, 10)}; version ${m.version} was released on ${isoTime(m.released).slice(0, 10)}. Renew the licence's updates to install it.`,

@@ -2,7 +2,7 @@ import type { EntitlementKind, ReleaseControlRecord } from "../../store/types";
 import { isoTime } from "../clock";
 import type { Manifest } from "./manifest";
 import { thresholdNow } from "./release-controls";
-import { termsOfClaims, type LicenceTerms } from "./licence-terms";
+import { afterWindow, missingFeature, termsOfClaims, type LicenceTerms } from "./licence-terms";
 import { NO_DEVICE } from "./public-lanes";
 import { admittedAfterMs, bucketOf, FULL, percentOf } from "./rollout";
 
@@ -71,9 +71,9 @@ const updatesWindow: ReleaseRule = {
   name: "updates-window",
   decide: (i) => {
     const until = i.who.updatesUntil;
-    if (i.who.kind === "staff" || until === undefined)
+    if (until === undefined || i.who.kind === "staff")
       return { rule: "updates-window", effect: "next", reason: say(i, () => "the licence has no maintenance window") };
-    return i.manifest.released > until
+    return afterWindow(i.who, i.manifest)
       ? {
           rule: "updates-window",
           effect: "pass",
@@ -89,7 +89,7 @@ const feature: ReleaseRule = {
   decide: (i) => {
     const needed = i.manifest.requiresFeature;
     if (needed === undefined || i.who.kind === "staff") return { rule: "feature", effect: "next", reason: say(i, () => "it requires no feature") };
-    return i.who.features !== undefined && Object.hasOwn(i.who.features, needed)
+    return missingFeature(i.who, i.manifest) === null
       ? { rule: "feature", effect: "next", reason: say(i, () => `it requires feature ${needed}, which the licence carries`) }
       : { rule: "feature", effect: "pass", reason: say(i, () => `it requires feature ${needed}, which the licence lacks`) };
   },
