@@ -9,6 +9,7 @@
  * --only 1,4b (only these scenarios: 1, 2, 3, 4a, 4b, 5; the table is then only printed unless
  * --out is given, so a partial run never replaces the last whole one), --rollout P (the big release
  * carries a staged rollout of P percent: the update path then chooses per installation).
+ * 4a is followed by the same mix against 4a's floor (bench/lib/elysia-floor.ts), for keyturn's own share of the peak.
  */
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, release, tmpdir } from "node:os";
@@ -16,9 +17,10 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { buildExecutable } from "../build";
 import { createLicense, devicePrefix, INSTALLER_PATH, makeKeys, makeReleaseTree, MANIFEST_PATH, NGINX_INSTALLER, NGINX_MANIFEST } from "./lib/fixture";
-import { startKeyturn, serveArgs, type ServeOptions } from "./lib/keyturn";
+import { startKeyturn, serveArgs, type Running, type ServeOptions } from "./lib/keyturn";
 import { startNginx } from "./lib/nginx";
 import { startBunFloor } from "./lib/bun-floor";
+import { recordAnswers, startElysiaFloor } from "./lib/elysia-floor";
 import { CPUS, ensureTools, freePort, pinned } from "./lib/tools";
 import { measure, median, wrk } from "./lib/wrk";
 
@@ -192,7 +194,17 @@ async function main() {
 
   if (wanted("4a")) {
     log("4a. RSS during a mixed load paced at 10,000 req/s");
-    const mixed = await mixedLoad(kt, token, keysFile);
+    const mixed = await mixedLoad(kt, token, keysFile, "4a");
+    const answers = await recordAnswers(kt.url, token, MANIFEST_PATH, join(dir, "floor-answers"));
+    await kt.stop();
+    cleanup = cleanup.filter((c) => c !== kt.stop);
+    // The same mix, with the same answers, against the parts keyturn is built from doing none of its
+    // own work (bench/lib/elysia-floor-server.ts): what of the peak is keyturn's own.
+    const floor = await startElysiaFloor(join(dir, "floor"), answers, freePort());
+    cleanup.push(floor.stop);
+    const floorMixed = await mixedLoad(floor, "floor", keysFile, "4a floor");
+    await floor.stop();
+    cleanup = cleanup.filter((c) => c !== floor.stop);
     rows.push({
       scenario: "4a. peak RSS, mixed load (MB)",
       keyturn: mixed.peakMb,
@@ -205,9 +217,24 @@ async function main() {
       runs: mixed.runs,
       note: "65% manifest, 10% signature, 20% current, 4% activation, 1% releases list (of 10,000 releases)",
     });
+    row(
+      "   4a floor: Elysia + node:crypto + bun:sqlite, same mix and answers (MB)",
+      floorMixed.peakMb,
+      null,
+      "MB",
+      "",
+      "(information)",
+      () => true,
+      floorMixed.runs,
+    );
+    row("   keyturn's own share of the peak (MB)", mixed.peakMb - floorMixed.peakMb, null, "MB", "", "(information)", () => true, [
+      mixed.peakMb - floorMixed.peakMb,
+    ]);
   }
-  await kt.stop();
-  cleanup = cleanup.filter((c) => c !== kt.stop);
+  if (cleanup.includes(kt.stop)) {
+    await kt.stop();
+    cleanup = cleanup.filter((c) => c !== kt.stop);
+  }
 
   if (wanted("4b")) {
     log("4b. process start to a healthy answer, 10,000 release folders");
@@ -288,10 +315,10 @@ function rssSplit(pid: number): string {
 }
 
 /** wrk with a per-request pause (Lua delay) tuned so 64 connections send about 10k req/s. */
-async function mixedLoad(kt: Awaited<ReturnType<typeof startKeyturn>>, token: string, keysFile: string) {
+async function mixedLoad(server: Pick<Running, "url" | "pid" | "rssBytes">, token: string, keysFile: string, label: string) {
   const connections = 64;
-  const idle = kt.rssBytes();
-  const run = { url: kt.url, script: "mixed.lua", args: [token, keysFile, devicePrefix(), MANIFEST_PATH, "5"], connections, seconds: SECONDS };
+  const idle = server.rssBytes();
+  const run = { url: server.url, script: "mixed.lua", args: [token, keysFile, devicePrefix(), MANIFEST_PATH, "5"], connections, seconds: SECONDS };
   await wrk({ ...run, seconds: WARMUP });
   const peaks: number[] = [];
   const rates: number[] = [];
@@ -299,15 +326,17 @@ async function mixedLoad(kt: Awaited<ReturnType<typeof startKeyturn>>, token: st
   for (let i = 0; i < RUNS; i++) {
     let peak = 0;
     const sampler = setInterval(() => {
-      const rss = kt.rssBytes();
-      if (rss > peak) (peak = rss), (split = rssSplit(kt.pid));
+      const rss = server.rssBytes();
+      if (rss > peak) (peak = rss), (split = rssSplit(server.pid));
     }, 50);
     const r = await wrk(run);
     clearInterval(sampler);
     peaks.push(peak / 1e6);
     rates.push(r.rps);
   }
-  extraNotes.push(`4a: at the highest peak, ${split}; idle before the mix ${(idle / 1e6).toFixed(1)} MB`);
+  extraNotes.push(
+    `${label}: at the highest peak, ${split}; idle before the mix ${(idle / 1e6).toFixed(1)} MB; achieved ${rates.map((r) => r.toFixed(0)).join(", ")} req/s`,
+  );
   return { peakMb: Math.max(...peaks), rps: median(rates), runs: peaks };
 }
 
