@@ -1,5 +1,4 @@
 import { join } from "node:path";
-import { Gauge } from "prom-client";
 import type { Config } from "./config/config";
 import { createLogger, type Logger } from "./config/log";
 import { siteOrigin } from "./config/site-origin";
@@ -255,16 +254,8 @@ export async function compose(
   if (opts.watchReleases) installReports.start();
   const seal = new RecordSeal(config.keysDir, store);
   const metrics = config.metricsListen
-    ? createMetrics({ clock, releases, tokenLookups: verifier.lookups, pingRecords: () => store.ping(), rateLimits })
+    ? createMetrics({ clock, releases, tokenLookups: verifier.lookups, pingRecords: () => store.ping(), rateLimits, version: VERSION })
     : undefined;
-  // Prometheus' info-metric idiom: a scrape says which build answers (after an upgrade, or across a fleet).
-  if (metrics)
-    new Gauge({
-      name: "keyturn_build_info",
-      help: "The version and build id of this process (value 1)",
-      labelNames: ["version"],
-      registers: [metrics.registry],
-    }).set({ version: VERSION }, 1);
   const admin: AdminDeps = {
     variant: config.variant,
     store,

@@ -1,4 +1,3 @@
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Clock } from "../domain/clock";
 import type { ReleaseHolder } from "../domain/releases/holder";
 import type { Endpoint } from "./endpoint";
@@ -12,6 +11,8 @@ export interface MetricsSources {
   readonly pingRecords: () => Promise<void>;
   /** Where rate-limit counters live now ("shared", "per-process", or a degraded shared store). */
   readonly rateLimits: () => string;
+  /** keyturn's version and build id, for `keyturn_build_info`. */
+  readonly version: string;
 }
 
 const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5];
@@ -23,6 +24,9 @@ const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 
  * resolved once per endpoint and status.
  */
 export function createMetrics(sources: MetricsSources) {
+  // Loaded here, by the sites that serve /metrics (--metrics-listen), rather than by every process:
+  // evaluating prom-client holds about 2 MB of heap (bench/README.md, "4a and 5a, third round").
+  const { Counter, Gauge, Histogram, Registry } = require("prom-client") as typeof import("prom-client");
   const registry = new Registry();
   const registers = [registry];
   const requests = new Counter({
@@ -46,6 +50,13 @@ export function createMetrics(sources: MetricsSources) {
     registers,
   });
 
+  // Prometheus' info-metric idiom: a scrape says which build answers (after an upgrade, or across a fleet).
+  new Gauge({
+    name: "keyturn_build_info",
+    help: "The version and build id of this process (value 1)",
+    labelNames: ["version"],
+    registers,
+  }).set({ version: sources.version }, 1);
   new Gauge({
     name: "keyturn_release_index_releases",
     help: "Live releases in the index being served",

@@ -1,4 +1,4 @@
-import nodemailer, { type Transporter } from "nodemailer";
+import type { Transporter } from "nodemailer";
 import type { Logger } from "../../config/log";
 import type { MailConfig } from "../../config/mail-config";
 import type { MailOutcome, MailRecord, MailStore } from "../../store/mail-types";
@@ -62,7 +62,10 @@ function describe(error: { responseCode?: number; message?: string }): string {
 }
 
 export function smtpTransport(c: MailConfig): Transporter {
-  return nodemailer.createTransport({
+  // Loaded here, by the sites that send mail (--smtp-url), rather than by every process:
+  // evaluating nodemailer holds about 2.7 MB of heap (bench/README.md, "4a and 5a, third round").
+  const { createTransport } = require("nodemailer") as typeof import("nodemailer");
+  return createTransport({
     host: c.host,
     port: c.port,
     secure: c.implicitTls,
