@@ -26,10 +26,12 @@ export { API_PREFIX };
  * `more`: declarations beyond the route table, registered the same way (tests of the contract).
  */
 export function createApp(services: AppServices, more: readonly Endpoint[] = []) {
-  let openapi = "";
-  const areas: Record<string, readonly Endpoint[]> = { ...routeTable(services, () => openapi), ...(more.length > 0 ? { more } : {}) };
+  // The document is made when first asked for, not at start: it is 0.8 MB of string (and more of
+  // objects while it is made) that most processes never send (bench/README.md, "4a and 5a, third round").
+  let openapi: string | undefined;
+  const document = () => (openapi ??= JSON.stringify(openApiDocument(services.variant, endpoints, VERSION)));
+  const areas: Record<string, readonly Endpoint[]> = { ...routeTable(services, document), ...(more.length > 0 ? { more } : {}) };
   const endpoints = Object.values(areas).flat();
-  openapi = JSON.stringify(openApiDocument(services.variant, endpoints, VERSION));
   const life = lifecycle({
     front: frontDoor(services),
     refuse: refusals(services),
