@@ -84,7 +84,7 @@ export class ReleaseControls {
       try {
         // The list is read after the generation: it is at least as new as the generation it is filed under.
         const records = await this.store.listReleaseControls();
-        if (generation !== this.view.generation) this.view = viewOf(generation, Object.freeze(records));
+        if (generation !== this.view.generation) this.view = viewOf(generation, records);
         return this.view;
       } finally {
         this.loading = null;
