@@ -139,31 +139,14 @@ export class ConsoleSessions {
    */
   async beginPortalLink(email: string): Promise<string> {
     const secret = newSecret();
-    const now = this.deps.clock();
-    await this.deps.store.createConsoleSession({
-      idHash: hashOf(secret),
-      kind: "pending",
-      tokenId: null,
-      subject: null,
-      licenseId: null,
-      name: "",
-      scopes: [],
-      detail: JSON.stringify({ portalEmail: email }),
-      created: now,
-      expires: now + PORTAL_LINK_MS,
-      revoked: null,
-    });
+    await this.keepPending(hashOf(secret), { portalEmail: email }, PORTAL_LINK_MS);
     return secret;
   }
 
   /** Uses a sign-in link once: its address, or null when unknown, expired or used (of racing uses, one wins). */
   async takePortalLink(secret: string | null): Promise<string | null> {
-    if (secret === null || !SECRET.test(secret)) return null;
-    const r = await this.deps.store.findConsoleSession(hashOf(secret));
-    if (!r || r.kind !== "pending" || r.revoked !== null || r.expires <= this.deps.clock() || r.detail === null) return null;
-    const email = (JSON.parse(r.detail) as { portalEmail?: unknown }).portalEmail;
-    if (typeof email !== "string") return null;
-    return (await this.deps.store.revokeConsoleSession(r.idHash, this.deps.clock())) ? email : null;
+    const detail = await this.takeOnce(secret, (d) => typeof (d as { portalEmail?: unknown }).portalEmail === "string");
+    return detail && (detail as { portalEmail: string }).portalEmail;
   }
 
   /**
@@ -201,31 +184,44 @@ export class ConsoleSessions {
 
   /** Keeps an OpenID sign-in's PKCE verifier and nonce under the hash of its `state`. */
   async beginPending(state: string, pending: PendingSignIn): Promise<void> {
+    await this.keepPending(hashOf(state), pending, PENDING_SIGN_IN_MS);
+  }
+
+  /** Takes a pending sign-in once (a replayed callback finds nothing); null when unknown or expired. */
+  async takePending(state: string | null): Promise<PendingSignIn | null> {
+    // A portal sign-in link is no OpenID state: it is left for the portal.
+    return (await this.takeOnce(state, (d) => !("portalEmail" in d))) as PendingSignIn | null;
+  }
+
+  /** A pending record (an OpenID sign-in's state, a portal link) under `idHash`, with what it stands for, for `ttlMs`. */
+  private async keepPending(idHash: string, detail: object, ttlMs: number): Promise<void> {
     const now = this.deps.clock();
     await this.deps.store.createConsoleSession({
-      idHash: hashOf(state),
+      idHash,
       kind: "pending",
       tokenId: null,
       subject: null,
       licenseId: null,
       name: "",
       scopes: [],
-      detail: JSON.stringify(pending),
+      detail: JSON.stringify(detail),
       created: now,
-      expires: now + PENDING_SIGN_IN_MS,
+      expires: now + ttlMs,
       revoked: null,
     });
   }
 
-  /** Takes a pending sign-in once (a replayed callback finds nothing); null when unknown or expired. */
-  async takePending(state: string | null): Promise<PendingSignIn | null> {
-    if (state === null || !SECRET.test(state)) return null;
-    const r = await this.deps.store.findConsoleSession(hashOf(state));
-    if (!r || r.kind !== "pending" || r.expires <= this.deps.clock() || r.detail === null) return null;
-    // A portal sign-in link is no OpenID state: it is left for the portal.
-    if ("portalEmail" in (JSON.parse(r.detail) as object)) return null;
-    if (!(await this.deps.store.revokeConsoleSession(r.idHash, this.deps.clock()))) return null;
-    return JSON.parse(r.detail) as PendingSignIn;
+  /**
+   * The detail of the live pending record of `secret` when `wanted` accepts it, ended in the same
+   * step (of racing takes, one wins); null when unknown, expired, already taken or not wanted.
+   */
+  private async takeOnce(secret: string | null, wanted: (detail: object) => boolean): Promise<object | null> {
+    if (secret === null || !SECRET.test(secret)) return null;
+    const r = await this.deps.store.findConsoleSession(hashOf(secret));
+    if (!r || r.kind !== "pending" || r.revoked !== null || r.expires <= this.deps.clock() || r.detail === null) return null;
+    const detail = JSON.parse(r.detail) as object;
+    if (!wanted(detail)) return null;
+    return (await this.deps.store.revokeConsoleSession(r.idHash, this.deps.clock())) ? detail : null;
   }
 
   private async open(s: Omit<ConsoleSessionRecord, "idHash" | "created" | "revoked">): Promise<{ secret: string; session: Session }> {
