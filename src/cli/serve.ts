@@ -18,6 +18,7 @@ import type { Licensing } from "../domain/licensing";
 import { demoSettings, ensureDemoAdminToken, ensureDemoKeys, ensureDemoLicense, printDemoBanner } from "./demo";
 import { out } from "./io";
 import { startTransport, transportMode } from "./transport";
+import { CollectionPacing } from "./collection-pacing";
 
 export const SERVE_USAGE = "keyturn serve --variant alpha|beta|gamma --base-url https://... [options]  (keyturn serve --help)";
 
@@ -94,7 +95,15 @@ export async function serveCommand(args: string[], env: Record<string, string | 
         })
       : null;
   const app = createApp(services);
-  const transport = startTransport(config, app.handle, log);
+  const pacing = new CollectionPacing();
+  const transport = startTransport(
+    config,
+    (request, peer) => {
+      pacing.request();
+      return app.handle(request, peer);
+    },
+    log,
+  );
   const metricsListener = config.metricsListen && services.metrics ? startMetricsListener(config.metricsListen, services.metrics, log) : null;
 
   // The signal handlers come first, before anything is awaited or printed: from the moment the
