@@ -9,7 +9,8 @@
  * --only 1,4b (only these scenarios: 1, 2, 3, 4a, 4b, 5; the table is then only printed unless
  * --out is given, so a partial run never replaces the last whole one), --rollout P (the big release
  * carries a staged rollout of P percent: the update path then chooses per installation).
- * 4a is followed by the same mix against 4a's floor (bench/lib/elysia-floor.ts), for keyturn's own share of the peak.
+ * 4a is followed by the same mix against 4a's floor (bench/lib/elysia-floor.ts), for keyturn's own share of the peak;
+ * 5a by the same activations on the same records through a bare Bun.serve (bench/lib/records-floor.ts).
  */
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, release, tmpdir } from "node:os";
@@ -21,6 +22,7 @@ import { startKeyturn, serveArgs, type Running, type ServeOptions } from "./lib/
 import { startNginx } from "./lib/nginx";
 import { startBunFloor } from "./lib/bun-floor";
 import { recordAnswers, startElysiaFloor } from "./lib/elysia-floor";
+import { startRecordsFloor } from "./lib/records-floor";
 import { CPUS, ensureTools, freePort, pinned } from "./lib/tools";
 import { measure, median, wrk } from "./lib/wrk";
 
@@ -398,11 +400,8 @@ async function scale(exe: string, keys: string, releases: string) {
   // tree watch), and 5,000 tokens drawn at random take about 7 s to be all seen (each one's first
   // use is a signature check and a cold read). p99 is meant of the steady state.
   const scaleRounds = { ...rounds, warmupSeconds: Math.max(WARMUP, SCALE_WARMUP) };
-  const act = await measure(
-    { url: kt.url, script: "activate.lua", args: [join(data, "sample-keys.txt"), devicePrefix()], connections: conns, seconds: SECONDS },
-    scaleRounds,
-    (r) => r.latencyUs.p99,
-  );
+  const activations = { url: kt.url, script: "activate.lua", args: [join(data, "sample-keys.txt"), devicePrefix()], connections: conns, seconds: SECONDS };
+  const act = await measure(activations, scaleRounds, (r) => r.latencyUs.p99);
   const cur = await measure(
     { url: kt.url, script: "tokens.lua", args: [join(data, "sample-tokens.txt"), "/api/v1/entitlements/current"], connections: conns, seconds: SECONDS },
     scaleRounds,
@@ -430,6 +429,23 @@ async function scale(exe: string, keys: string, releases: string) {
   );
   await kt.stop();
   cleanup = cleanup.filter((c) => c !== kt.stop);
+  // The same activations on the same records with none of keyturn's work (bench/lib/records-floor-server.ts).
+  log("5. the records' own tail: the same writes through a bare Bun.serve");
+  const floor = await startRecordsFloor(join(data, "keyturn.sqlite"), freePort());
+  cleanup.push(floor.stop);
+  const floorAct = await measure({ ...activations, url: floor.url }, scaleRounds, (r) => r.latencyUs.p99);
+  await floor.stop();
+  cleanup = cleanup.filter((c) => c !== floor.stop);
+  row(
+    "   5a floor: the same writes on the same records, bare Bun.serve + bun:sqlite (ms)",
+    floorAct.value / 1000,
+    null,
+    "ms",
+    "",
+    "(information)",
+    () => true,
+    floorAct.values.map((v) => v / 1000),
+  );
   await tailReference(releases, conns);
   extraNotes.push(
     `5: ${conns} connections, ${scaleRounds.warmupSeconds} s warm-up each; activate ${median(act.results.map((r) => r.rps)).toFixed(0)} req/s, current ${median(cur.results.map((r) => r.rps)).toFixed(0)} req/s (medians)`,
