@@ -43,9 +43,15 @@ let batch: (() => void)[] = [];
 const commitTurn = () => {
   const writes = batch;
   batch = [];
-  db.exec("BEGIN IMMEDIATE");
-  for (const write of writes) write();
-  db.exec("COMMIT");
+  try {
+    db.exec("BEGIN IMMEDIATE");
+    for (const write of writes) write();
+    db.exec("COMMIT");
+  } catch (error) {
+    // A floor that cannot write measures nothing: it stops, and the bench fails on the refused connections.
+    console.error(error);
+    process.exit(1);
+  }
 };
 
 Bun.serve({
