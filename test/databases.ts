@@ -43,6 +43,8 @@ export async function privateRedis(port: number): Promise<Subprocess> {
   });
   const probe = new RedisClient(`redis://127.0.0.1:${port}`, { enableOfflineQueue: false, connectionTimeout: 200 });
   for (let i = 0; i < 100; i++) {
+    // It exits at once when the port is taken: said now, not after a hundred refused connections.
+    if (proc.exitCode !== null) throw new Error(`redis-server exited (${proc.exitCode}) on port ${port}`);
     try {
       await probe.connect();
       await probe.send("PING", []);

@@ -7,6 +7,7 @@ import { VARIANTS } from "../src/config/variants";
 import { generateKeyFiles } from "../src/domain/keys";
 import { announceSkip, freshSchema, PG_URL, privateRedis, REDIS_URL, type TestSchema } from "./databases";
 import { BASE_URL, device, tempDir } from "./helpers";
+import { freePort } from "./processes";
 import { CLIENT_ID, STAFF_GROUP, startIssuer, type LocalIssuer } from "./identity-issuer";
 import { serve, type Serving } from "./serve-bare";
 
@@ -111,7 +112,8 @@ describe.skipIf(!PG_URL || !REDIS_URL)("two keyturn processes sharing PostgreSQL
   });
 
   test("Redis stopped in the middle: requests keep being answered, with per-process limits said in health", async () => {
-    const port = 40000 + Math.floor(Math.random() * 20000);
+    // A port the system says is free: a random one could be any process's own (the ephemeral range).
+    const port = await freePort();
     let redis: Subprocess | null = await privateRedis(port);
     const c = await serve([...common, "--rate-limit-store", `redis://127.0.0.1:${port}`]);
     try {
