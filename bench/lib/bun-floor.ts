@@ -10,7 +10,7 @@
  *   the token, the revocation read, the lane lookup.
  * keyturn's ratio to these is what keyturn's own work costs.
  */
-import { CPUS, pinned } from "./tools";
+import { startPinnedServer } from "./tools";
 
 export type FloorKind = "bare" | "io";
 
@@ -44,16 +44,5 @@ console.log("ready");
 
 /** Starts a floor server; `io` logs to `logFile` (as keyturn's log goes to a file in the bench). */
 export async function startBunFloor(file: string, port: number, kind: FloorKind = "bare", logFile = "/dev/null") {
-  const proc = Bun.spawn(pinned(CPUS.server, [process.execPath, "-e", SERVER, kind, file, String(port)]), { stdout: "pipe", stderr: Bun.file(logFile) });
-  const reader = proc.stdout.getReader();
-  const first = await reader.read();
-  if (!new TextDecoder().decode(first.value).includes("ready")) throw new Error(`the Bun.serve ${kind} floor did not start`);
-  reader.releaseLock();
-  return {
-    url: `http://127.0.0.1:${port}`,
-    stop: async () => {
-      proc.kill();
-      await proc.exited;
-    },
-  };
+  return startPinnedServer(`the Bun.serve ${kind} floor`, [process.execPath, "-e", SERVER, kind, file, String(port)], port, Bun.file(logFile));
 }

@@ -5,7 +5,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { rssOf, type Running } from "./keyturn";
-import { CPUS, pinned } from "./tools";
+import { startPinnedServer } from "./tools";
 
 /** The answers the floor gives, fetched from a running keyturn with a token of its. */
 export async function recordAnswers(url: string, token: string, manifestPath: string, dir: string): Promise<string> {
@@ -29,19 +29,6 @@ export async function startElysiaFloor(dir: string, answers: string, port: numbe
   const exe = join(dir, "keyturn-floor");
   const built = await Bun.build({ entrypoints: [join(import.meta.dir, "elysia-floor-server.ts")], compile: { outfile: exe }, minify: true });
   if (!built.success) throw new AggregateError(built.logs, "the Elysia floor did not build");
-  const args = [exe, String(port), answers, join(dir, "floor.sqlite"), join(dir, "floor.log")];
-  const proc = Bun.spawn(pinned(CPUS.server, args), { stdout: "pipe", stderr: "inherit" });
-  const reader = proc.stdout.getReader();
-  const first = await reader.read();
-  if (!new TextDecoder().decode(first.value).includes("ready")) throw new Error("the Elysia floor did not start");
-  reader.releaseLock();
-  return {
-    url: `http://127.0.0.1:${port}`,
-    pid: proc.pid,
-    rssBytes: () => rssOf(proc.pid),
-    stop: async () => {
-      proc.kill();
-      await proc.exited;
-    },
-  };
+  const floor = await startPinnedServer("the Elysia floor", [exe, String(port), answers, join(dir, "floor.sqlite"), join(dir, "floor.log")], port);
+  return { ...floor, rssBytes: () => rssOf(floor.pid) };
 }

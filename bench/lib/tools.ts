@@ -1,5 +1,6 @@
 /** wrk and nginx come from Debian packages; a fresh machine gets them through apt-get. */
 import { existsSync } from "node:fs";
+import type { BunFile } from "bun";
 
 const TOOLS = [
   { bin: "/usr/bin/wrk", pkg: "wrk" },
@@ -37,4 +38,24 @@ export function freePort(): number {
   const port = server.port!;
   server.stop(true);
   return port;
+}
+
+/**
+ * Starts a server the bench measures against, pinned to the server core as keyturn is, and waits
+ * for the "ready" line it prints once it listens on `port`.
+ */
+export async function startPinnedServer(name: string, cmd: string[], port: number, stderr: BunFile | "inherit" = "inherit") {
+  const proc = Bun.spawn(pinned(CPUS.server, cmd), { stdout: "pipe", stderr });
+  const reader = proc.stdout.getReader();
+  const first = await reader.read();
+  if (!new TextDecoder().decode(first.value).includes("ready")) throw new Error(`${name} did not start`);
+  reader.releaseLock();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    pid: proc.pid,
+    stop: async () => {
+      proc.kill();
+      await proc.exited;
+    },
+  };
 }
