@@ -1,7 +1,9 @@
-import { parseArgs, type ParseArgsConfig } from "node:util";
+import type { parseArgs, ParseArgsConfig } from "node:util";
+import { parseArguments } from "../config/arguments";
 import { ConfigError } from "../config/parse";
 import { escapeControl, escapeJsonControl } from "../config/text";
 import { KeyturnError } from "../domain/errors";
+import { ReleaseTreeUnreadable } from "../domain/releases/scan";
 
 /** A wrong invocation: printed with the command's usage line, exit code 2. */
 export class UsageError extends Error {
@@ -13,10 +15,10 @@ export class UsageError extends Error {
   }
 }
 
-/** A command's flags read by node:util's parseArgs; what it refuses (an unknown flag, a missing value) is a UsageError of its first line. */
+/** A command's flags read by parseArguments (config/arguments.ts); what it refuses (an unknown flag, a missing value) is a UsageError of its first line. */
 export function parseFlags<T extends ParseArgsConfig>(usage: string, config: T): ReturnType<typeof parseArgs<T>> {
   try {
-    return parseArgs(config);
+    return parseArguments(config);
   } catch (e) {
     throw new UsageError(usage, (e as Error).message.split("\n")[0]!);
   }
@@ -42,7 +44,8 @@ export function printJson(value: unknown): void {
 
 /**
  * Runs a command body and turns its failures into one clear line and an exit code:
- * 2 for bad settings or arguments, 1 for a refused operation. Never a stack trace for those.
+ * 2 for bad settings or arguments, 1 for a refused operation or a release tree that cannot be
+ * read. Never a stack trace for those.
  */
 export async function runCommand(body: () => Promise<number | void>): Promise<number> {
   try {
@@ -59,6 +62,10 @@ export async function runCommand(body: () => Promise<number | void>): Promise<nu
     }
     if (e instanceof KeyturnError) {
       err(`keyturn: ${e.message} (${e.code})`);
+      return 1;
+    }
+    if (e instanceof ReleaseTreeUnreadable) {
+      err(`keyturn: ${e.message}`);
       return 1;
     }
     throw e;

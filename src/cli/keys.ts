@@ -6,9 +6,8 @@ import { systemClock } from "../domain/clock";
 import { KeyturnError } from "../domain/errors";
 import { prepareNextKey, promoteKey } from "../domain/key-rotation";
 import { openAdmin } from "./admin-context";
-import { err, out, printJson, UsageError } from "./io";
+import { err, out, parseFlags, printJson, UsageError } from "./io";
 import { rotateRecordsKeyCommand } from "./records-key";
-import { parseArgs } from "node:util";
 
 export const USAGE = [
   "keyturn keys generate --variant alpha|beta|gamma [--purpose license|release] [--kid KID] [--keys DIR] [--json]",
@@ -23,16 +22,11 @@ export async function keysCommand(args: string[], env: Environment): Promise<num
   if (sub === "rotate-records-key") return rotateRecordsKeyCommand(rest, env);
   if (sub === "rotate" || sub === "promote") return rotationCommand(sub, rest, env);
   if (sub !== "generate") throw new UsageError(USAGE, sub ? `unknown keys command "${sub}"` : "missing keys command");
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: rest,
-      options: { variant: { type: "string" }, purpose: { type: "string" }, kid: { type: "string" }, keys: { type: "string" }, json: { type: "boolean" } },
-      strict: true,
-    }));
-  } catch (e) {
-    throw new UsageError(USAGE, (e as Error).message);
-  }
+  const { values } = parseFlags(USAGE, {
+    args: rest,
+    options: { variant: { type: "string" }, purpose: { type: "string" }, kid: { type: "string" }, keys: { type: "string" }, json: { type: "boolean" } },
+    strict: true,
+  });
   const variantName = resolveSetting("variant", { given: values.variant, env });
   if (!variantName || !Object.hasOwn(VARIANTS, variantName)) throw new UsageError(USAGE, "--variant must be alpha, beta or gamma");
   const variant = VARIANTS[variantName as VariantName];

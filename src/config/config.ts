@@ -1,5 +1,6 @@
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
-import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
+import type { ParseArgsOptionsConfig } from "node:util";
+import { parseArguments } from "./arguments";
 import { isIP } from "node:net";
 import { isLaneWord, LANE_LIST_MAX, LANE_WORD_MAX, VARIANTS, withLanes, type Variant, type VariantName } from "./variants";
 import {
@@ -116,7 +117,7 @@ export function readSettings(args: readonly string[], env: Environment, extra: P
   Object.assign(options, extra);
   let parsed;
   try {
-    parsed = parseArgs({ args: [...args], options, allowPositionals: true, strict: true });
+    parsed = parseArguments({ args: [...args], options, allowPositionals: true, strict: true });
   } catch (e) {
     throw new ConfigError("arguments", (e as Error).message.split("\n")[0]!);
   }

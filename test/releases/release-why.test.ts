@@ -4,7 +4,7 @@ import { VARIANTS } from "../../src/config/variants";
 import { CLI_CALLER } from "../../src/domain/admin/deps";
 import { createAdminToken } from "../../src/domain/admin/tokens";
 import { laneName } from "../../src/domain/releases/release-controls";
-import { BASE_URL, createLicense, device } from "../helpers";
+import { BASE_URL, createLicense, device, deviceHash } from "../helpers";
 import { executable } from "../executable";
 import { runCli } from "../processes";
 import { releaseSite } from "../release-tree";
@@ -33,9 +33,9 @@ describe("release why", () => {
   let targeted: { activation: string; license: string; dev: string; token: string };
   let other: { activation: string; license: string; dev: string; token: string };
 
-  const activate = async (plan: string, extra: { updatesUntil?: string } = {}) => {
+  const activate = async (plan: string, extra: { updatesUntil?: string } = {}, hash?: string) => {
     const { key, license } = await createLicense(s.site, { channels: ["stable"], plan, ...extra });
-    const d = device(variant);
+    const d = { ...device(variant), ...(hash ? { hash } : {}) };
     const res = await s.site.request("POST", "/licenses/activate", { body: { key, device: d } });
     const { token } = (await res.json()) as { token: string };
     const claims = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()) as { sub: string };
@@ -165,5 +165,21 @@ describe("release why", () => {
     const usage = await cli();
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain("release why needs an ACTIVATION, or --device and --license");
+  });
+
+  test("a device hash beginning with '-' (base64url: one in 64) is --device's value, as support pastes it", async () => {
+    let hash = deviceHash(variant);
+    while (!hash.startsWith("-")) hash = deviceHash(variant);
+    const dashed = await activate("basic", {}, hash);
+    const r = await cli("--device", hash, "--license", dashed.license, "--json");
+    expect(`${r.code} ${r.stderr}`).toBe("0 ");
+    expect((JSON.parse(r.stdout) as Why).installation.activation).toBe(dashed.activation);
+  });
+
+  test("a release tree that cannot be read: one line naming it, exit 1, no stack trace", async () => {
+    const settings = ["--variant", variant, "--base-url", BASE_URL, "--data", join(s.site.dir, "data"), "--keys", s.tree.keysDir];
+    const r = await runCli(["release", "why", targeted.activation, ...settings, "--releases", "/nonexistent/tree"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe("keyturn: cannot read the release tree /nonexistent/tree (ENOENT)\n");
   });
 });
