@@ -312,8 +312,9 @@ async function activate(url: string, key: string): Promise<string> {
 /** What the resident memory is made of (/proc/PID/status): anonymous (heaps), file-backed (the executable's pages), shared. */
 function rssSplit(pid: number): string {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
-  return `RssAnon ${(kb("RssAnon") / 1024).toFixed(1)} MB, RssFile ${(kb("RssFile") / 1024).toFixed(1)} MB, RssShmem ${(kb("RssShmem") / 1024).toFixed(1)} MB`;
+  // /proc's kB are KiB; MB here are 10^6 bytes, as the peak beside them.
+  const mb = (field: string) => (Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) * 1024) / 1e6;
+  return `RssAnon ${mb("RssAnon").toFixed(1)} MB, RssFile ${mb("RssFile").toFixed(1)} MB, RssShmem ${mb("RssShmem").toFixed(1)} MB`;
 }
 
 /** wrk with a per-request pause (Lua delay) tuned so 64 connections send about 10k req/s. */
