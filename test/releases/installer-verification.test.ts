@@ -189,8 +189,15 @@ describe("verification in the background", () => {
     expect(restarted.holder.installersVerifying).toBe(0);
     expect(restarted.holder.installerSha512(again.all.find((r) => r.manifest.version === "1.1.0")!)).toBe(sha512(big.installerBytes));
 
-    // A cache written before the SHA-512 was kept: its lines name no SHA-512, so the installers are hashed again.
+    // Lines that are not `<key> <sha512>` (no space, a blank line) are passed over; the last line
+    // needs no newline after it.
     const lines = (await Bun.file(cache).text()).trim().split("\n");
+    writeFileSync(cache, ["nospace", "", lines[0], "  ", lines[1]].join("\n"));
+    const tolerant = await holderOf(t, InstallerVerifier.open(cache, { inlineMaxBytes: 0 }));
+    expect((await tolerant.holder.rescan()).size).toBe(2);
+    expect(tolerant.holder.installersVerifying).toBe(0);
+
+    // A cache written before the SHA-512 was kept: its lines name no SHA-512, so the installers are hashed again.
     writeFileSync(cache, lines.map((l) => l.slice(0, l.lastIndexOf(" "))).join("\n") + "\n");
     const old = await holderOf(t, InstallerVerifier.open(cache, { inlineMaxBytes: 0 }));
     expect((await old.holder.rescan()).size).toBe(0);

@@ -51,21 +51,28 @@ export class InstallerVerifier {
 
   private get known(): Map<string, string> {
     if (this.knownNow) return this.knownNow;
-    let lines: string[] = [];
+    let text: Buffer = Buffer.alloc(0);
     if (this.file) {
       try {
-        lines = readFileSync(this.file, "latin1").split("\n");
+        text = readFileSync(this.file);
       } catch {
         // First start, or unreadable: every installer is hashed once and the file written afresh.
       }
     }
     // A line is `<key> <sha512>`; its key is only ever compared whole with one made by keyOf, so a
     // line that is not one (an older file's, without the SHA-512) never matches and is hashed again.
+    // Each is decoded from the bytes into a string of its own: slices of the file's text would keep
+    // all of it alive as long as the map holds one of them (bench/README.md, "fifth round").
     const known = new Map<string, string>();
-    for (const line of lines) {
-      const cut = line.lastIndexOf(" ");
-      const sha512 = line.slice(cut + 1);
-      if (cut > 0 && SHA512_BASE64.test(sha512)) known.set(line.slice(0, cut), sha512);
+    for (let start = 0; start < text.length; ) {
+      const newline = text.indexOf(10, start);
+      const end = newline < 0 ? text.length : newline;
+      const cut = text.lastIndexOf(32, end - 1);
+      if (cut > start) {
+        const sha512 = text.toString("latin1", cut + 1, end);
+        if (SHA512_BASE64.test(sha512)) known.set(text.toString("latin1", start, cut), sha512);
+      }
+      start = end + 1;
     }
     return (this.knownNow = known);
   }
