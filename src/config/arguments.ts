@@ -2,9 +2,9 @@ import { parseArgs, type ParseArgsConfig, type ParseArgsOptionsConfig } from "no
 
 /**
  * node:util's parseArgs, except that a string flag always takes the next argument as its value, as
- * getopt does. parseArgs refuses `--device -Qx…` as "ambiguous", yet device hashes and licence
- * keys are base64url, and one in 64 device hashes begins with "-": support pastes them as they are.
- * `--` still ends the flags.
+ * getopt does. parseArgs refuses `--device -Qx…` as "ambiguous", yet device hashes are base64url
+ * and one in 64 begins with "-" (support pastes them as they are), as may a licensee's name or a
+ * note. `--` still ends the flags.
  */
 export function parseArguments<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
   return parseArgs<T>({ ...config, args: joinStringValues(config.args ?? [], config.options ?? {}) });
