@@ -169,7 +169,7 @@ export async function compose(
       return signerNow();
     },
     verifier,
-    status: knowledge ?? new RecordsStatusSource(store),
+    status: knowledge ?? new RecordsStatusSource(store, clock),
     tokenTtlSeconds: config.tokenTtlSeconds,
     offlineTokenTtlSeconds: config.offlineTokenTtlSeconds,
     mirrorOf: mirrorConfig?.of ?? null,
@@ -303,7 +303,7 @@ export async function compose(
         keys,
         clock,
         signer: signerNow,
-        status: knowledge ?? new RecordsStatusSource(store),
+        status: knowledge ?? new RecordsStatusSource(store, clock),
         mirrorOf: mirrorConfig?.of ?? null,
       }),
       adoption,

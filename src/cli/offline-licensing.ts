@@ -25,7 +25,7 @@ export async function offlineLicensing(ctx: AdminContext): Promise<Licensing> {
     audit: new Audit(store, systemClock),
     signer: new TokenSigner(config.variant, config.baseUrl, keys.signing),
     verifier: new TokenVerifier(config.variant, config.baseUrl, keys, systemClock, 0),
-    status: new RecordsStatusSource(store),
+    status: new RecordsStatusSource(store, systemClock),
     tokenTtlSeconds: config.tokenTtlSeconds,
     offlineTokenTtlSeconds: config.offlineTokenTtlSeconds,
   });

@@ -1,5 +1,7 @@
 import type { Store } from "../store/types";
+import type { Clock } from "./clock";
 import { KeyturnError } from "./errors";
+import { requireLive } from "./licensing";
 import type { EntitlementClaims } from "./tokens";
 
 /**
@@ -12,15 +14,22 @@ export interface EntitlementStatusSource {
   check(claims: EntitlementClaims): Promise<void> | void;
 }
 
-/** The vendor's answer: the token's activation, read from the records on every request. */
+/**
+ * The vendor's answer: the token's activation and its licence, read from the records on every
+ * request. A licence whose expiry was brought forward (an admin edit, a cancelled subscription)
+ * ends its tokens then, not at their own `exp`, as its mirrors end them (mirror/knowledge.ts).
+ */
 export class RecordsStatusSource implements EntitlementStatusSource {
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+  ) {}
 
   async check(claims: EntitlementClaims): Promise<void> {
     const ids = { licenseId: claims.lic, activationId: claims.sub };
     const status = await this.store.activationStatus(claims.sub);
     if (!status) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
     if (status.deactivated !== null) throw new KeyturnError("entitlement_revoked", "The installation was deactivated.", ids);
-    if (status.licenseRevoked !== null) throw new KeyturnError("license_revoked", "The licence is revoked.", ids);
+    requireLive({ revoked: status.licenseRevoked, expires: status.licenseExpires }, this.clock(), ids);
   }
 }

@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { VARIANTS, type VariantName } from "../../src/config/variants";
+import { updateLicense } from "../../src/domain/admin/licenses";
+import { CLI_CALLER } from "../../src/domain/admin/deps";
 import { createLicense, device, testSite, type TestSite } from "../helpers";
 
 const sites: TestSite[] = [];
@@ -249,6 +251,24 @@ for (const variant of ["alpha", "beta", "gamma"] as const) {
       const r = await s.request("GET", "/entitlements/current", { token: a.token });
       expect(r.status).toBe(403);
       expectError(await json(r), "license_revoked");
+    });
+
+    test("an expiry brought forward ends the licence's tokens at the new expiry, before their own exp", async () => {
+      // spec: "license_expired | 403 | The license is expired."; the mirror refuses the same (mirror/knowledge.ts).
+      const s = await site(variant);
+      const a = await activated(s);
+      const tokenExp = JSON.parse(Buffer.from(a.token.split(".")[1]!, "base64url").toString()).exp * 1000;
+      const newExpiry = s.clock() + 3600_000;
+      await updateLicense(s.composed.services.admin, CLI_CALLER, a.license.id, { expires: new Date(newExpiry).toISOString() });
+      expect(tokenExp).toBeGreaterThan(newExpiry + 3600_000);
+      expect((await s.request("GET", "/releases", { token: a.token })).status).toBe(200);
+      // No write between the two requests: the status read before must not outlive the expiry.
+      s.clock.advance(2 * 3600_000);
+      for (const path of ["/releases", "/entitlements/current"]) {
+        const r = await s.request("GET", path, { token: a.token });
+        expect(r.status).toBe(403);
+        expectError(await json(r), "license_expired");
+      }
     });
 
     test("missing or malformed bearer → 401 entitlement_invalid with WWW-Authenticate", async () => {

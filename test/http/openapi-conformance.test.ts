@@ -364,7 +364,10 @@ async function runVariant(variant: VariantName) {
     await site.admin.revokeLicense(revokedLater.licenseId);
     const liveCredential = await credentialOf(live.token);
     const stableOnlyCredential = await credentialOf(stableOnly.token);
+    // A licence whose expiry was brought forward after its token was issued (an admin edit, a
+    // cancelled subscription): the token's own exp is still ahead, the licence's is past.
     const expiredRecord = await activate();
+    const expiredCredential = await credentialOf(expiredRecord.token);
     db.query("UPDATE licenses SET expires = ? WHERE id = ?").run(clock() - 1000, expiredRecord.licenseId);
 
     const lane = [product, "stable", "win-x64"].filter(Boolean).join("/");
@@ -420,15 +423,18 @@ async function runVariant(variant: VariantName) {
       await GET(template, path, { token: "a.b.c" }, "not a token", 401, "entitlement_invalid");
       await GET(template, path, { token: gone.token }, "deactivated", 401, "entitlement_revoked");
       await GET(template, path, { token: revokedLater.token }, "license revoked", 403, "license_revoked");
+      await GET(template, path, { token: expiredRecord.token }, "license expired since", 403, "license_expired");
     }
     await GET(FVC, credentialFeed("a.b.c"), {}, "not a credential", 401, "entitlement_invalid");
     await GET(FVC, credentialFeed(live.token), {}, "a token in the credential's place", 401, "entitlement_invalid");
     await GET(FVC, credentialFeed(goneCredential), {}, "deactivated", 401, "entitlement_revoked");
     await GET(FVC, credentialFeed(revokedCredential), {}, "license revoked", 403, "license_revoked");
+    await GET(FVC, credentialFeed(expiredCredential), {}, "license expired since", 403, "license_expired");
     for (const [template, path] of twins) {
       await GET(template, withCredential("a.b.c", path), {}, "not a credential", 401, "entitlement_invalid");
       await GET(template, withCredential(goneCredential, path), {}, "deactivated", 401, "entitlement_revoked");
       await GET(template, withCredential(revokedCredential, path), {}, "license revoked", 403, "license_revoked");
+      await GET(template, withCredential(expiredCredential, path), {}, "license expired since", 403, "license_expired");
     }
     for (const path of bearerPosts) {
       const body = path.endsWith("refresh") ? refreshBody(live.dev) : path.endsWith("usage") ? usageBody(1) : {};
@@ -436,6 +442,7 @@ async function runVariant(variant: VariantName) {
       await POST(site, path, { ...body, token: "a.b.c" }, "not a token", 401, "entitlement_invalid");
       await POST(site, path, { ...body, token: gone.token }, "deactivated", 401, "entitlement_revoked");
       await POST(site, path, { ...body, token: revokedLater.token }, "license revoked", 403, "license_revoked");
+      await POST(site, path, { ...body, token: expiredRecord.token }, "license expired since", 403, "license_expired");
     }
     // The token expires: every bearer operation answers entitlement_expired.
     clock.advance(8 * 24 * 3600_000);

@@ -4,14 +4,10 @@ import type { ErrorCode } from "../../domain/errors";
 export const BODY_ERRORS: readonly ErrorCode[] = ["invalid_request", "unsupported_media_type", "payload_too_large"];
 /**
  * Refusals of the bearer check (Licensing.authenticate): a bad, missing, expired or deactivated
- * token, or one whose license was revoked since it was issued.
+ * token, or one whose licence was revoked, or whose expiry was brought forward, since it was issued.
  */
-export const BEARER_ERRORS: readonly ErrorCode[] = ["entitlement_invalid", "entitlement_expired", "entitlement_revoked", "license_revoked"];
-/**
- * Refusals of a license that can no longer be used, where the license record itself is read
- * (activate, sign-in, current, refresh). Elsewhere a token expires with its license, so a bearer
- * never meets license_expired.
- */
+export const BEARER_ERRORS: readonly ErrorCode[] = ["entitlement_invalid", "entitlement_expired", "entitlement_revoked", "license_revoked", "license_expired"];
+/** Refusals of a licence that can no longer be used, where the licence record itself is read (activate, sign-in, current, refresh). */
 export const LICENSE_STATE_ERRORS: readonly ErrorCode[] = ["license_revoked", "license_expired"];
 
 /** Answers that carry an entitlement token must never be stored by a cache on the way. */
