@@ -303,10 +303,15 @@ export class KeyturnClient {
     };
   }
 
-  /** Downloads a release's installer to `file`, resuming `<file>.part` (see download.ts). */
+  /**
+   * Downloads a release's installer to `file`, resuming `<file>.part` (see download.ts). It asks for
+   * that release's version: releases may share an installer's name (AlphaSetup.exe), and the lane
+   * may have moved on since the manifest was checked.
+   */
   downloadInstaller(release: Release, file: string, o: DownloadOptions): Promise<DownloadResult> {
     const lane = { ...(release.product !== undefined ? { product: release.product } : {}), channel: release.channel, platform: release.platform };
-    return downloadInstaller(this.transport, this.updatePath(release.installer, lane), release, file, o);
+    const path = `${this.updatePath(release.installer, lane)}?version=${encodeURIComponent(release.version)}`;
+    return downloadInstaller(this.transport, path, release, file, o);
   }
 
   /** The request code of an offline activation (see offline.ts). */

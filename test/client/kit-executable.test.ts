@@ -271,4 +271,23 @@ describe("client kit against the compiled executable", () => {
       rmSync(downloads, { recursive: true, force: true });
     }
   }, 60_000);
+
+  // Last: it moves alpha/stable on, which the tests above expect at 1.1.0.
+  test("releases that share an installer's name: the kit downloads the release it checked, though the lane moved on since", async () => {
+    const client = kit();
+    const { token } = await client.activate(await site.createLicense(), await newDevice());
+    const checked = site.tree.add({ product: "alpha", channel: "stable", version: "1.2.0", installer: "AlphaSetup.exe" });
+    await site.rescan();
+    let release: Release | null = null;
+    await waitFor(async () => (release = (await client.checkForUpdate("1.0.0", { token })).release)?.version === "1.2.0");
+    const next = site.tree.add({ product: "alpha", channel: "stable", version: "1.3.0", installer: "AlphaSetup.exe" });
+    await site.rescan();
+    await waitFor(async () => (await client.checkForUpdate("1.0.0", { token })).release?.version === "1.3.0");
+    expect(sha(next.installerBytes)).not.toBe(sha(checked.installerBytes));
+
+    const file = join(dir, "AlphaSetup.exe");
+    const done = await client.downloadInstaller(release!, file, { token });
+    expect(done.status).toBe(200);
+    expect(sha(readFileSync(file))).toBe(sha(checked.installerBytes));
+  }, 60_000);
 });

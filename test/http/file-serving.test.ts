@@ -122,7 +122,7 @@ describe("installer bytes are read through the descriptor whose identity was ver
     };
     const handles = new InstallerHandles(installers, () => now, every);
     cleanup.push(() => handles.close());
-    const release = index.installer(null, "stable", "win-x64", r.installer)!;
+    const release = index.installersNamed(null, "stable", "win-x64", r.installer).next().value!;
     return { t, r, release, handles, sweeps, advance: (ms: number) => (now += ms) };
   }
 

@@ -152,7 +152,7 @@ describe("verification in the background", () => {
     expect(after.all.map((r) => r.manifest.version).sort()).toEqual(["1.0.0", "1.1.0", "2.0.0"]);
     expect(after.latest(null, "stable", "win-x64")!.manifest.version).toBe("1.1.0");
     expect(holder.verifying(null, "stable", "win-x64")).toBe(false);
-    expect(holder.openInstaller(after.installer(null, "stable", "win-x64", big.installer)!)).not.toBeNull();
+    expect(holder.openInstaller(after.installersNamed(null, "stable", "win-x64", big.installer).next().value!)).not.toBeNull();
 
     // A restart reads the verified identities back: nothing is pending, nothing is hashed again.
     const again = InstallerVerifier.open(cache, { inlineMaxBytes: 0 });

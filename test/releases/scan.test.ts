@@ -37,7 +37,9 @@ describe.each(["alpha", "beta", "gamma"] as const)("scanning a %s tree", (varian
     for (const product of products) {
       expect(result.index.latest(product, "stable", "win-x64")!.manifest.version).toBe("1.1.0");
       expect(result.index.latest(product, "preview", "win-x64")!.manifest.version).toBe("1.2.0-beta.1");
-      expect(result.index.installer(product, "stable", "win-x64", `${product ?? variant}-1.0.0-win-x64.exe`)!.manifest.version).toBe("1.0.0");
+      expect(result.index.installersNamed(product, "stable", "win-x64", `${product ?? variant}-1.0.0-win-x64.exe`).next().value!.manifest.version).toBe(
+        "1.0.0",
+      );
     }
     expect(result.index.all.map((r) => r.manifest.released)).toEqual([...result.index.all.map((r) => r.manifest.released)].sort((a, b) => b - a));
     const first = result.index.all[0]!;

@@ -5,7 +5,6 @@ import type { ReleaseHolder } from "./holder";
 import { laneName } from "./release-controls";
 import { isServed, newestFirst, type Release, type ReleaseIndex, type ServedRelease } from "./release-index";
 import type { Installation, ReleaseSelection } from "./release-selection";
-import { refuseOutsideWindow } from "./licence-terms";
 import { compareVersions } from "./version-order";
 
 /** An entitled installation as the feeds see it: who it is and which channels its licence holds. */
@@ -148,9 +147,8 @@ export class FeedService {
   ): Promise<Release | null> {
     for (const c of this.cascade(caller, channel))
       for (const platform of platforms) {
-        const release = index.installer(product, c, platform, installer);
-        if (release) refuseOutsideWindow(caller.who, release.manifest);
-        if (release && (await this.selection.installerAllowed(index, caller.who, release))) return release;
+        const release = await this.selection.installerNamed(index, caller.who, { product, channel: c, platform }, installer);
+        if (release) return release;
       }
     return null;
   }

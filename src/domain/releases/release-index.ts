@@ -73,8 +73,8 @@ export const laneKey = (product: string | null, channel: string, platform: strin
 
 interface Lane {
   readonly releases: readonly Release[];
-  /** Installer name → the newest live release that names it. */
-  readonly installers: ReadonlyMap<string, Release>;
+  /** The installers' names, so that a name no release has is refused at once. */
+  readonly installers: ReadonlySet<string>;
 }
 
 /**
@@ -128,9 +128,7 @@ export class ReleaseIndex {
     const lanes = new Map<string, Lane>();
     for (const [key, list] of grouped) {
       if (!checks && !isServed(list[0]!)) throw new Error(`the newest release of ${key} has no bytes`);
-      const installers = new Map<string, Release>();
-      for (const r of list) if (!installers.has(r.manifest.installer)) installers.set(r.manifest.installer, r);
-      lanes.set(key, Object.freeze({ releases: list, installers }));
+      lanes.set(key, Object.freeze({ releases: list, installers: new Set(list.map((r) => r.manifest.installer)) }));
     }
     // The lists are readonly by type, not frozen: JavaScriptCore keeps a frozen array as a sparse
     // map, 43 more bytes an element and its reads 8 times slower (bench/README.md, "4a and 5a, third round").
@@ -192,11 +190,13 @@ export class ReleaseIndex {
     return null;
   }
 
-  /** The live release of that product, channel and platform whose installer has exactly this name. */
-  installer(product: string | null, channel: string, platform: string, name: string): Release | undefined {
+  /**
+   * The live releases of that product, channel and platform whose installer has exactly this name,
+   * newest first: several may share one. A name no release has costs one lookup.
+   */
+  *installersNamed(product: string | null, channel: string, platform: string, name: string): Generator<Release> {
     const lane = this.lanes.get(laneKey(product, channel, platform));
-    const newest = lane?.installers.get(name);
-    if (!newest || this.holds(newest)) return newest;
-    return lane!.releases.find((r) => r.manifest.installer === name && this.holds(r));
+    if (!lane?.installers.has(name)) return;
+    for (const r of lane.releases) if (r.manifest.installer === name && this.holds(r)) yield r;
   }
 }

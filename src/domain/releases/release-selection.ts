@@ -4,7 +4,7 @@ import type { Clock } from "../clock";
 import { thresholdNow, laneName, type ControlsView, type ReleaseControls } from "./release-controls";
 import { laneKey, newestFirst, type Release, type ReleaseIndex, type ServedRelease } from "./release-index";
 import { decide, RELEASE_RULES, type Installation, type ReleaseRule, type Verdict } from "./release-rules";
-import { offeredUnder, termsKey } from "./licence-terms";
+import { offeredUnder, refuseOutsideWindow, termsKey } from "./licence-terms";
 import { percentOf } from "./rollout";
 
 export type { Installation } from "./release-rules";
@@ -253,12 +253,45 @@ export class ReleaseSelection {
    */
   async installerAllowed(index: ReleaseIndex, who: Installation, release: Release): Promise<boolean> {
     const m = release.manifest;
-    if (!offeredUnder(who, m)) return false;
+    return (await this.allowedOn(index, who, m.product, m.channel, m.platform))(release);
+  }
+
+  /**
+   * The release whose installer this installation gets when it asks for `name` on a lane (with
+   * `version`, of that version only). Several releases of a lane may share an installer's name (a
+   * vendor's `AlphaSetup.exe` in every version, each in its own folder), so it is the newest of them
+   * this installation may install: the one it is served, when that one names it, as its manifest
+   * said. Null when it may download none of them; updates_window_ended when the newest of them is
+   * refused for the licence's maintenance window.
+   */
+  async installerNamed(
+    index: ReleaseIndex,
+    who: Installation,
+    place: { readonly product: string | null; readonly channel: string; readonly platform: string },
+    name: string,
+    version?: string,
+  ): Promise<Release | null> {
+    const { product, channel, platform } = place;
+    let newest: Release | undefined;
+    let allowed: ((r: Release) => boolean) | undefined;
+    for (const r of index.installersNamed(product, channel, platform, name)) {
+      if (version !== undefined && r.manifest.version !== version) continue;
+      newest ??= r;
+      allowed ??= await this.allowedOn(index, who, product, channel, platform);
+      if (allowed(r)) return r;
+    }
+    if (newest) refuseOutsideWindow(who, newest.manifest);
+    return null;
+  }
+
+  /** installerAllowed's test for the releases of one lane, its rollout's choice made once. */
+  private async allowedOn(index: ReleaseIndex, who: Installation, product: string | null, channel: string, platform: string): Promise<(r: Release) => boolean> {
     const { controls, runners } = await this.current();
-    const state = this.laneState(index, controls, runners, m.product, m.channel, m.platform);
-    if (controls.get(state.lane, m.version)?.withdrawn != null) return false;
+    const state = this.laneState(index, controls, runners, product, channel, platform);
     const { at } = this.choiceOf(index, state, controls, runners, who);
-    return at >= 0 && newestFirst(release, state.releases[at]!) >= 0;
+    const served = at >= 0 ? state.releases[at]! : null;
+    return (r) =>
+      served !== null && offeredUnder(who, r.manifest) && controls.get(state.lane, r.manifest.version)?.withdrawn == null && newestFirst(r, served) >= 0;
   }
 
   /**

@@ -5,7 +5,6 @@ import type { ReleaseHolder } from "../../domain/releases/holder";
 import { laneName } from "../../domain/releases/release-controls";
 import { installationOf } from "../../domain/releases/release-rules";
 import type { ReleaseSelection } from "../../domain/releases/release-selection";
-import { refuseOutsideWindow } from "../../domain/releases/licence-terms";
 import { isInstallerName } from "../../domain/releases/manifest";
 import { visitorInstallation } from "../../domain/releases/public-lanes";
 import { installerEtag } from "../../domain/releases/release-index";
@@ -21,7 +20,7 @@ const UpdateQuery = Type.Object(
     version: Type.Optional(
       Type.String({
         description:
-          "With the manifest or its .sig: that release's, when this installation may install it (the address GET /releases gives each release); not used with an installer",
+          "That release's manifest, signature or installer, when this installation may install it (GET /releases gives each release's manifest address; several releases may name the same installer file)",
       }),
     ),
     installed: Type.Optional(
@@ -104,7 +103,17 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
           if (releases.verifying(product, channel, platform)) throw new KeyturnError("unavailable", "The release is being verified; try again shortly.");
           throw new KeyturnError("no_release", `Nothing has been released on ${laneName(product, channel, platform)}.`);
         }
-        const version = file === v.manifestFile || file === sigFile ? queryValues.version : undefined;
+        const version = queryValues.version;
+        if (version !== undefined && file !== v.manifestFile && file !== sigFile) {
+          // An installer named by several releases' manifests: that version's.
+          const release = await selection.installerNamed(index, who, { product, channel, platform }, file, version);
+          if (!release)
+            throw new KeyturnError(
+              "not_found",
+              `${laneName(product, channel, platform)} has no release ${version.slice(0, 64)} of ${file} for this installation.`,
+            );
+          return serveFile(request, releases.verifiedInstaller(release), release.manifest.size, installerEtag(release), release.manifest.installer);
+        }
         if (version !== undefined) {
           // An older release's own manifest: only one this installation could install (not withdrawn, not ahead of its rollout).
           const named = index.releasesOf(product, channel, platform).find((r) => r.manifest.version === version);
@@ -121,9 +130,8 @@ export function updateEndpoints(v: Variant, releases: ReleaseHolder, selection: 
         if (file === sigFile) return serveBytes(request, served.signatureBytes, served.signatureEtag, "application/jose");
 
         // The installer of the release served to this installation, or of an older one not withdrawn.
-        const release = index.installer(product, channel, platform, file);
-        if (release) refuseOutsideWindow(who, release.manifest);
-        if (!release || !(await selection.installerAllowed(index, who, release))) throw new KeyturnError("not_found", "There is nothing at this address.");
+        const release = await selection.installerNamed(index, who, { product, channel, platform }, file);
+        if (!release) throw new KeyturnError("not_found", "There is nothing at this address.");
         return serveFile(request, releases.verifiedInstaller(release), release.manifest.size, installerEtag(release), release.manifest.installer);
       },
     }),
