@@ -50,20 +50,18 @@ export class Challenges {
    * The challenge named by an ID token's nonce, for this installation, checked without using it:
    * a token refused afterwards for a reason of its own (a stale sign-in, no second factor) leaves
    * the sign-in to be finished with a better token. A nonce presented by another installation, or
-   * too late, is used up all the same: its ID token has left the installation it was meant for, or
-   * its time is over.
+   * too late, is challenge_unknown and leaves the challenge as it was, as the spec's state table
+   * has it: only a sign-in that succeeds uses a challenge (token_replayed from then on), and one
+   * past its ten minutes stays challenge_unknown. Using it up on another installation's attempt
+   * would protect nothing (an installation is named by what its request says) and would refuse the
+   * one it was issued to "already used".
    */
   async find(nonce: unknown, device: Device, detail: { licenseId: string }): Promise<ChallengeRecord> {
     if (!isNonce(nonce)) throw unknown(detail);
-    const now = this.clock();
-    const nonceHash = sha256Hex(nonce);
-    const challenge = await this.store.findChallenge(nonceHash);
+    const challenge = await this.store.findChallenge(sha256Hex(nonce));
     if (challenge === null) throw unknown(detail);
     if (challenge.used !== null) throw replayed(detail);
-    if (challenge.installation !== installationOf(this.variant, device) || challenge.expires <= now) {
-      await this.store.consumeChallenge(nonceHash, now);
-      throw unknown(detail);
-    }
+    if (challenge.installation !== installationOf(this.variant, device) || challenge.expires <= this.clock()) throw unknown(detail);
     return challenge;
   }
 
