@@ -157,8 +157,20 @@ export function packClient(staged: string, destination = join(ROOT, "dist")): st
   return join(destination, `${KIT_NAME}-${pkg.version}.tgz`);
 }
 
+const USAGE = "usage: bun build.ts [OUTFILE]   (default dist/keyturn; the client kit goes to dist/ beside it)";
+
 if (import.meta.main) {
-  const outfile = await buildExecutable(process.argv[2]);
+  const [first, ...rest] = process.argv.slice(2);
+  if (first === "--help" || first === "-h") {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  // An output path is all it takes: a flag or a second argument is a mistake, not a file to write.
+  if (first?.startsWith("-") || rest.length > 0) {
+    console.error(`build.ts: unexpected argument ${JSON.stringify(first?.startsWith("-") ? first : rest[0])}\n${USAGE}`);
+    process.exit(2);
+  }
+  const outfile = await buildExecutable(first);
   console.log(`built ${outfile} (keyturn ${pkg.version}+${buildId()})`);
   const kit = await buildClient();
   console.log(`built ${kit} and ${packClient(join(kit, ".."))} (${KIT_NAME} ${pkg.version})`);

@@ -53,3 +53,14 @@ test("the executable build.ts makes says its version with this checkout's build 
   const head = Bun.spawnSync(["git", "rev-parse", "--short=12", "HEAD"], { cwd: join(import.meta.dir, "..") });
   if (head.exitCode === 0) expect(id.split(".")[0]).toBe(head.stdout.toString().trim());
 });
+
+test("build.ts answers --help with its usage, and refuses a flag rather than writing an executable named after it", () => {
+  const run = (...args: string[]) => Bun.spawnSync([process.execPath, join(import.meta.dir, "..", "build.ts"), ...args], { cwd: dir });
+  const help = run("--help");
+  expect(help.exitCode).toBe(0);
+  expect(help.stdout.toString()).toStartWith("usage: bun build.ts [OUTFILE]");
+  const flag = run("--out", "x");
+  expect(flag.exitCode).toBe(2);
+  expect(flag.stderr.toString()).toContain('unexpected argument "--out"');
+  expect(Bun.spawnSync(["ls", dir]).stdout.toString()).not.toContain("--");
+});
