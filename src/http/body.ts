@@ -22,10 +22,20 @@ async function readLimited(request: Request): Promise<string> {
     throw new KeyturnError("unsupported_media_type", "The body must be JSON, sent with Content-Type: application/json.");
   if (declared !== null && Number(declared) > MAX_JSON_BODY) throw tooLarge();
   if (!request.body) throw needsBody();
-  // A declared length is the most the runtime reads (the framing ends the body there): read it in
-  // one call. Chunked bodies are counted as they arrive.
+  return readTextWithin(request, MAX_JSON_BODY, tooLarge);
+}
+
+/**
+ * A body as UTF-8 text of at most `limit` bytes (`tooLarge`, 413, past it; invalid_request when it
+ * is not UTF-8). A declared length is the most the runtime reads (the framing ends the body there):
+ * read in one call. A chunked body has none, so it is counted as it arrives.
+ */
+export async function readTextWithin(request: Request, limit: number, tooLarge: () => KeyturnError): Promise<string> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null && Number(declared) > limit) throw tooLarge();
+  if (!request.body) return "";
   if (declared !== null) return decodeUtf8(new Uint8Array(await request.arrayBuffer().catch(unreadable)));
-  return decodeUtf8(await readWithin(request.body, MAX_JSON_BODY, tooLarge));
+  return decodeUtf8(await readWithin(request.body, limit, tooLarge));
 }
 
 /**

@@ -5,6 +5,7 @@ import type { Outcome } from "../console/deps";
 import { html } from "../console/html";
 import { plainPage } from "../console/layout";
 import { cookieNameOn, sentFromSite, type SiteOrigin } from "../config/site-origin";
+import { readTextWithin } from "./body";
 import { parseCookies, setCookie } from "./cookies";
 import type { Call } from "./endpoint";
 import { STATUS_OF } from "./status";
@@ -77,6 +78,8 @@ export function webAnswer(outcome: Outcome, extra: Record<string, string> = {}):
   return new Response(outcome.page.text, { status: outcome.status ?? 200, headers: { ...WEB_HEADERS, "content-type": "text/html;charset=utf-8", ...extra } });
 }
 
+const formTooLarge = () => new KeyturnError("payload_too_large", `A form is at most ${MAX_FORM_BYTES / 1024} KiB.`);
+
 /**
  * A POSTed form, accepted only from this site: the Origin (or, without one, Sec-Fetch-Site) must be
  * the site's public origin (--base-url, site-origin.ts), and with a session the form's csrf field must be the session's token. A cross-site
@@ -88,11 +91,7 @@ export async function readForm(site: SiteOrigin, request: Request, session: Sess
   const type = request.headers.get("content-type") ?? "";
   if (!type.startsWith("application/x-www-form-urlencoded"))
     throw new KeyturnError("unsupported_media_type", "Send the form as application/x-www-form-urlencoded.");
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > MAX_FORM_BYTES) throw new KeyturnError("payload_too_large", `A form is at most ${MAX_FORM_BYTES / 1024} KiB.`);
-  const text = await request.text();
-  if (text.length > MAX_FORM_BYTES) throw new KeyturnError("payload_too_large", `A form is at most ${MAX_FORM_BYTES / 1024} KiB.`);
-  const form = new URLSearchParams(text);
+  const form = new URLSearchParams(await readTextWithin(request, MAX_FORM_BYTES, formTooLarge));
   if (session !== null) {
     const given = Buffer.from(form.get("csrf") ?? "");
     const expected = Buffer.from(session.csrf);

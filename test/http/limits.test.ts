@@ -73,6 +73,30 @@ describe("size limits", () => {
     expect(pulled).toBeLessThan(MAX_JSON_BODY + 3 * 4096);
   });
 
+  test("console and portal forms over 32 KiB: 413, declared or streamed, before anyone signs in", async () => {
+    const origin = new URL(site.composed.config.baseUrl).origin;
+    const form = (body: string | ReadableStream) =>
+      new Request(`${origin}/portal/sign-out`, {
+        method: "POST",
+        headers: { origin, "content-type": "application/x-www-form-urlencoded" },
+        body,
+        duplex: "half",
+      } as RequestInit);
+    expect((await site.app.handle(form(`pad=${"a".repeat(32 * 1024)}`))).status).toBe(413);
+    // Chunked (no Content-Length): counted as it arrives, and the rest of an endless body is never read.
+    let pulled = 0;
+    const endless = new ReadableStream({
+      pull(c) {
+        pulled += 4096;
+        c.enqueue(new Uint8Array(4096).fill(97));
+      },
+    });
+    const streamed = await site.app.handle(form(endless));
+    expect(streamed.status).toBe(413);
+    expect(await streamed.text()).toContain("A form is at most 32 KiB.");
+    expect(pulled).toBeLessThan(32 * 1024 + 3 * 4096);
+  });
+
   test("over the socket: the same 413 error body, and the runtime's own limits beyond", async () => {
     const body = "x".repeat(MAX_JSON_BODY + 1);
     const over = await raw(
