@@ -155,6 +155,14 @@ describe("issue 31: each updater, unmodified, across the numbered cases", () => 
     r.arm = s.tree.add(signed("2.0.0", "mac-arm64", "alpha-2.0.0-mac-arm64.zip", { released: "2026-10-01T00:00:00+00:00", fields: { critical: true } }));
     r.intel = s.tree.add(signed("1.9.0", "mac-x64", "alpha-1.9.0-mac-x64.zip", { released: "2026-09-20T00:00:00+00:00" }));
     s.tree.add(signed("1.9.1", "mac-x64", "alpha-1.9.1-mac-x64.zip", { released: "2026-09-25T00:00:00+00:00", fields: { rollout: { percent: 0 } } }));
+    // 3: a disk image after 1.9.0, which MacUpdater cannot install ("ZIP file not provided"): never in latest-mac.yml.
+    s.tree.add({
+      version: "1.9.2",
+      platform: "mac-x64",
+      installer: "Alpha-1.9.2.dmg",
+      released: "2026-09-22T00:00:00+00:00",
+      fields: { feeds: { electron: {} } },
+    });
     // 6: an older preview on arm64; stable 2.0.0 came after it.
     s.tree.add(signed("1.9.5-beta.1", "mac-arm64", "alpha-1.9.5-beta.1-mac-arm64.zip", { channel: "preview", released: "2026-09-15T00:00:00+00:00" }));
     // 6, 7: Velopack on Linux: stable 3.0.0, 3.1.0 staged to nobody, an older preview 2.9.0-beta.1.
@@ -211,7 +219,7 @@ describe("issue 31: each updater, unmodified, across the numbered cases", () => 
     }
   });
 
-  test("3. MacUpdater on an Intel Mac with ?arch=x64 in its feed URL gets Intel's own newest (1.9.0), not ERR_UPDATER_NO_FILES_PROVIDED", async () => {
+  test("3. MacUpdater on an Intel Mac with ?arch=x64 in its feed URL gets Intel's own newest zip (1.9.0), not ERR_UPDATER_NO_FILES_PROVIDED nor the newer .dmg", async () => {
     // This machine is x86_64 (uname has no ARM, process.arch x64): MacUpdater treats it as an Intel Mac.
     expect(process.arch).toBe("x64");
     seen.length = 0;

@@ -1,4 +1,5 @@
 import type { FeedFile, SparkleDelta } from "./feed-files";
+import type { FeedUpdater } from "./feeds";
 import type { Manifest } from "./manifest";
 import type { Release } from "./release-index";
 
@@ -56,6 +57,16 @@ export function velopackPlatforms(os: string, platforms: readonly string[]): rea
   return prefix === null ? [] : platforms.filter((p) => p.startsWith(prefix));
 }
 
+/**
+ * electron-updater: on macOS its MacUpdater installs only a zip of the app (it refuses a channel
+ * file without one: "ZIP file not provided", electron-builder's packages/electron-updater/src/MacUpdater.ts);
+ * elsewhere whatever installer the release has.
+ */
+export const ELECTRON: FeedUpdater = {
+  installs: (m) => !m.platform.startsWith("mac-") || m.installer.toLowerCase().endsWith(".zip"),
+  needs: "electron-updater can install (on macOS, a release whose installer is a .zip)",
+};
+
 /** Squirrel.Mac installs a zip of the app bundle (SQRLUpdater.m unarchives what it downloads): any macOS release whose installer is one. */
 export const isSquirrelMacRelease = (m: Manifest) => m.platform.startsWith("mac-") && m.installer.toLowerCase().endsWith(".zip");
 
@@ -63,12 +74,12 @@ export const macPlatforms = (platforms: readonly string[]) => platforms.filter((
 
 /**
  * The feeds that offer a release (the admin API's release overview): electron-updater's for any
- * platform it names (`electron.blockmap` too when differential updates are possible), and Tauri's,
+ * platform it names and installer it installs (`electron.blockmap` too when differential updates are possible), and Tauri's,
  * Sparkle's (macOS only) and Velopack's when the manifest names what they need.
  */
 export function feedsOffered(m: Manifest): string[] {
   const offered: string[] = [];
-  if (electronSuffix(m.platform) !== null) offered.push("electron", ...(m.feeds?.electron?.blockmap ? ["electron.blockmap"] : []));
+  if (electronSuffix(m.platform) !== null && ELECTRON.installs(m)) offered.push("electron", ...(m.feeds?.electron?.blockmap ? ["electron.blockmap"] : []));
   if (m.feeds?.tauri) offered.push("tauri");
   if (m.feeds?.sparkle && m.platform.startsWith("mac-")) offered.push("sparkle", ...(m.feeds.sparkle.deltas ? ["sparkle.deltas"] : []));
   if (m.feeds?.velopack) offered.push("velopack", ...(m.feeds.velopack.deltas ? ["velopack.deltas"] : []));

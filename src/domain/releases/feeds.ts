@@ -2,6 +2,7 @@ import { isLane, type Variant } from "../../config/variants";
 import { KeyturnError } from "../errors";
 import { deltaOf, type DeltaFeed, type FeedFile } from "./feed-files";
 import type { ReleaseHolder } from "./holder";
+import type { Manifest } from "./manifest";
 import { laneName } from "./release-controls";
 import { isServed, newestFirst, type Release, type ReleaseIndex, type ServedRelease } from "./release-index";
 import type { Installation, ReleaseSelection } from "./release-selection";
@@ -11,6 +12,13 @@ import { compareVersions } from "./version-order";
 export interface FeedCaller {
   readonly who: Installation;
   readonly channels: readonly string[];
+}
+
+/** What an updater can install (feed-formats.ts), and what it needs, worded for a refusal. */
+export interface FeedUpdater {
+  installs(m: Manifest): boolean;
+  /** Completes "No release on <lanes> is one …". */
+  readonly needs: string;
 }
 
 /** Older releases an appcast or a Velopack feed lists besides the newest (Sparkle and Velopack pick among them). */
@@ -65,7 +73,8 @@ export class FeedService {
 
   /**
    * The releases served to this installation on `platforms` in the cascade of `channel`: of each
-   * platform, the newest such release.
+   * platform, the newest such release the updater `installs` (electron-updater on macOS takes only
+   * a zip), else the newest older one it installs that the installation may still install.
    */
   async servedCascading(
     index: ReleaseIndex,
@@ -73,12 +82,21 @@ export class FeedService {
     product: string | null,
     channel: string,
     platforms: readonly string[],
-  ): Promise<ServedRelease[]> {
-    const found: ServedRelease[] = [];
+    updater: FeedUpdater,
+  ): Promise<Release[]> {
+    const found: Release[] = [];
+    let unfit = false;
     for (const platform of platforms) {
-      const best = await this.newestServed(index, caller, product, channel, platform);
+      const served = await this.newestServed(index, caller, product, channel, platform);
+      if (!served) continue;
+      const best = updater.installs(served.manifest)
+        ? served
+        : (await this.listed(index, caller, product, channel, [platform], (r) => updater.installs(r.manifest)))[0];
       if (best) found.push(best);
+      else unfit = true;
     }
+    if (found.length === 0 && unfit)
+      throw new KeyturnError("no_release", `No release on ${platforms.map((p) => laneName(product, channel, p)).join(", ")} is one ${updater.needs}.`);
     this.refuseWhenNone(found, product, channel, platforms);
     // One channel file lists one version: the newest, with the file of each platform that has it.
     const newest = found.reduce((a, b) => (compareVersions(b.manifest.version, a.manifest.version) > 0 ? b : a));
@@ -125,7 +143,7 @@ export class FeedService {
     return listed.sort(newestFirst);
   }
 
-  private refuseWhenNone(found: readonly ServedRelease[], product: string | null, channel: string, platforms: readonly string[]): void {
+  private refuseWhenNone(found: readonly Release[], product: string | null, channel: string, platforms: readonly string[]): void {
     if (found.length > 0) return;
     if (platforms.some((p) => this.releases.verifying(product, channel, p)))
       throw new KeyturnError("unavailable", "The release is being verified; try again shortly.");

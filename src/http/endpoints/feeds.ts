@@ -2,6 +2,7 @@ import { isLane } from "../../config/variants";
 import { KeyturnError } from "../../domain/errors";
 import { isoTime } from "../../domain/clock";
 import {
+  ELECTRON,
   electronChannelFile,
   electronSuffix,
   electronYaml,
@@ -98,7 +99,7 @@ export function feedEndpoints(feeds: FeedService, publicLanes: PublicLanes): End
       const platforms = covered && arch !== null ? covered.filter((p) => ARCH.test(arch) && p.endsWith(`-${arch}`)) : covered;
       if (platforms?.length === 0) throw nothingHere();
       if (platforms) {
-        const served = await feeds.servedCascading(index, caller, product, channel, platforms);
+        const served = await feeds.servedCascading(index, caller, product, channel, platforms, ELECTRON);
         const newest = served[0]!;
         sightedOn(laneName(product, newest.manifest.channel, newest.manifest.platform));
         const yaml = electronYaml({
