@@ -1,3 +1,4 @@
+import { KeyturnError } from "../errors";
 import type { FeedFile, SparkleDelta } from "./feed-files";
 import type { FeedUpdater } from "./feeds";
 import type { Manifest } from "./manifest";
@@ -51,10 +52,41 @@ export function tauriPlatform(target: string, arch: string): string | null {
 
 const VELOPACK_OS: Record<string, string> = { win: "win-", osx: "mac-", linux: "linux-" };
 
-/** Velopack's default channel names `win`, `osx`, `linux` (peers.md 4.1) → the site's platforms of that system. */
-export function velopackPlatforms(os: string, platforms: readonly string[]): readonly string[] {
+/**
+ * The site's platforms a Velopack channel file stands for (peers.md 4.1): `releases.<os>.json`
+ * (vpk's default channel, `win`, `osx`, `linux`) those of that system; `releases.<os>-<arch>.json`
+ * (a channel per runtime id, as Velopack's docs advise for a program built for several
+ * architectures) that platform alone.
+ */
+export function velopackPlatforms(channelName: string, platforms: readonly string[]): readonly string[] {
+  const [os = "", arch, ...more] = channelName.split("-");
   const prefix = Object.hasOwn(VELOPACK_OS, os) ? VELOPACK_OS[os]! : null;
-  return prefix === null ? [] : platforms.filter((p) => p.startsWith(prefix));
+  if (prefix === null || more.length > 0) return [];
+  if (arch === undefined) return platforms.filter((p) => p.startsWith(prefix));
+  return platforms.includes(prefix + arch) ? [prefix + arch] : [];
+}
+
+/**
+ * The platform of a Velopack channel file (null: not a channel of this site), narrowed by what
+ * Velopack's C# client says in its query (`rid=osx-arm64`, else `arch=arm64`; its Rust core sends
+ * neither): none when the site has nothing for that architecture. Its core installs the newest
+ * full package of the feed whatever its architecture (velopack src/lib-rust/src/manager.rs,
+ * check_for_updates), so a feed that would list two platforms is refused, naming the channel each
+ * architecture needs.
+ */
+export function velopackFeedPlatform(channelName: string, platforms: readonly string[], query: URLSearchParams): readonly string[] | null {
+  const covered = velopackPlatforms(channelName, platforms);
+  if (covered.length === 0) return null;
+  const rid = query.get("rid");
+  const byRid = rid === null ? [] : velopackPlatforms(rid, covered);
+  const arch = query.get("arch");
+  const narrowed = byRid.length === 1 ? byRid : arch === null ? covered : covered.filter((p) => p.endsWith(`-${arch}`));
+  if (narrowed.length < 2) return narrowed;
+  const example = `${channelName}-${narrowed[0]!.slice(narrowed[0]!.indexOf("-") + 1)}`;
+  throw new KeyturnError(
+    "not_found",
+    `The feed releases.${channelName}.json would list the packages of ${narrowed.join(", ")} together, and Velopack installs the newest whatever its architecture: pack each with its own channel (vpk pack --channel ${example}), read from releases.${example}.json.`,
+  );
 }
 
 /**

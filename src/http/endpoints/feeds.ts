@@ -10,8 +10,8 @@ import {
   sparkleAppcast,
   tauriJson,
   tauriPlatform,
+  velopackFeedPlatform,
   velopackJson,
-  velopackPlatforms,
 } from "../../domain/releases/feed-formats";
 import { criticalOf, notesOf, type FeedService } from "../../domain/releases/feeds";
 import { isInstallerName } from "../../domain/releases/manifest";
@@ -22,7 +22,7 @@ import type { PublicLanes } from "../../domain/releases/public-lanes";
 import { API_PREFIX, endpoint, type Endpoint } from "../endpoint";
 import { DOCUMENT_HEADERS, FEED_ERRORS, NOT_MODIFIED, VERSION, feedDocument, feedLanes, nothingHere, serveFeedFile, serveInstaller } from "./feed-lane";
 
-const VELOPACK_FILE = /^releases\.(win|osx|linux)\.json$/;
+const VELOPACK_FILE = /^releases\.((?:win|osx|linux)(?:-[a-z0-9]{1,16})?)\.json$/;
 /** `appcast.xml`, or `appcast-<arch>.xml` for the platform `mac-<arch>`. */
 const APPCAST = /^appcast(?:-([a-z0-9]{1,16}))?\.xml$/;
 /** electron-updater keeps a feed URL's query on every URL it derives from it (peers.md 1.3): `?arch=` names the architecture. */
@@ -255,8 +255,8 @@ export function feedEndpoints(feeds: FeedService, publicLanes: PublicLanes): End
       const { request, sightedOn } = call;
       const file = call.params.file ?? "";
       const os = VELOPACK_FILE.exec(file);
-      const platforms = os ? velopackPlatforms(os[1]!, v.platforms) : v.platforms;
-      if (os && platforms.length === 0) throw nothingHere();
+      const platforms = os ? velopackFeedPlatform(os[1]!, v.platforms, new URLSearchParams(call.query)) : v.platforms;
+      if (platforms === null) throw nothingHere();
       const { product, channel, caller, index } = await open(call);
       if (!os && file.toLowerCase().endsWith("-delta.nupkg")) {
         // A delta, named relatively as the full package is: a release's of any system this installation may install.
