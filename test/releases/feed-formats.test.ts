@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ELECTRON, feedsOffered } from "../../src/domain/releases/feed-formats";
+import { ELECTRON, electronArchIs, electronChannelFile, feedsOffered, velopackFeedPlatform } from "../../src/domain/releases/feed-formats";
+import { KeyturnError } from "../../src/domain/errors";
 import type { Manifest } from "../../src/domain/releases/manifest";
 import { releaseSite } from "../release-tree";
 
@@ -48,5 +49,51 @@ describe("electron-updater on macOS installs only a zip", () => {
     });
     // The update path still serves the disk image: only the electron feed cannot offer it.
     expect((await s.site.request("GET", "/updates/alpha/stable/mac-x64/alpha-update.json", { token })).status).toBe(200);
+  });
+});
+
+// electron-builder's packages/electron-updater/src/providers/Provider.ts, getChannelFilePrefix:
+// `const archSuffix = arch === "x64" ? "" : `-${arch}``, arch being Node's process.arch (ia32, arm, arm64).
+describe("electron-updater names 32-bit architectures as Node does", () => {
+  const platforms = ["win-x64", "win-x86", "linux-x64", "linux-arm64", "linux-armv7", "linux-x86"];
+  test("its channel files of the site's Tauri-named platforms: latest-linux-arm.yml is linux-armv7, latest-linux-ia32.yml linux-x86", () => {
+    expect(electronChannelFile("latest-linux-arm.yml", "stable", platforms)).toEqual(["linux-armv7"]);
+    expect(electronChannelFile("latest-linux-ia32.yml", "stable", platforms)).toEqual(["linux-x86"]);
+    expect(electronChannelFile("latest-linux-arm64.yml", "stable", platforms)).toEqual(["linux-arm64"]);
+    expect(electronChannelFile("latest-linux.yml", "stable", platforms)).toEqual(["linux-x64"]);
+    expect(electronChannelFile("latest-linux-armv7.yml", "stable", platforms)).toBeNull();
+  });
+  test("?arch=${process.arch}: ia32 picks win-x86, x64 win-x64, arm linux-armv7", () => {
+    expect(platforms.filter((p) => p.startsWith("win-") && electronArchIs(p, "ia32"))).toEqual(["win-x86"]);
+    expect(platforms.filter((p) => p.startsWith("win-") && electronArchIs(p, "x64"))).toEqual(["win-x64"]);
+    expect(platforms.filter((p) => electronArchIs(p, "arm"))).toEqual(["linux-armv7"]);
+  });
+});
+
+describe("Velopack channel files (peers.md 4.1)", () => {
+  const platforms = ["win-x64", "mac-arm64", "mac-x64", "linux-x64"];
+  const q = (query = "") => new URLSearchParams(query);
+  test("an OS channel is its one platform; an OS-arch channel its platform; anything else none of this site", () => {
+    expect(velopackFeedPlatform("win", platforms, q())).toEqual(["win-x64"]);
+    expect(velopackFeedPlatform("linux", platforms, q())).toEqual(["linux-x64"]);
+    expect(velopackFeedPlatform("osx-arm64", platforms, q())).toEqual(["mac-arm64"]);
+    expect(velopackFeedPlatform("osx-arm64-beta", platforms, q())).toBeNull();
+    expect(velopackFeedPlatform("beta", platforms, q())).toBeNull();
+    expect(velopackFeedPlatform("win-arm64", platforms, q())).toBeNull();
+    // The C# client's arch for an architecture the site has nothing for: no package rather than another's.
+    expect(velopackFeedPlatform("win", platforms, q("arch=arm64"))).toEqual([]);
+  });
+  test("an OS channel of two platforms: the C# client's rid, else its arch, picks one; without either it is refused", () => {
+    expect(velopackFeedPlatform("osx", platforms, q("rid=osx-x64&arch=arm64"))).toEqual(["mac-x64"]);
+    expect(velopackFeedPlatform("osx", platforms, q("arch=arm64"))).toEqual(["mac-arm64"]);
+    let error: unknown;
+    try {
+      velopackFeedPlatform("osx", platforms, q("localVersion=1.0.0&id=Alpha"));
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(KeyturnError);
+    expect((error as KeyturnError).code).toBe("not_found");
+    expect((error as KeyturnError).message).toContain("vpk pack --channel osx-arm64");
   });
 });

@@ -12,16 +12,34 @@ import type { Release } from "./release-index";
 // ---- which of the site's platforms a feed's names stand for ----
 
 /**
+ * Node's name (`process.arch`, which electron-updater puts in channel file names and vendors in
+ * `?arch=`) of a platform's architecture: the site names 32-bit ones as Tauri does (`x86`,
+ * `armv7`), Node as `ia32` and `arm` (electron-builder's packages/electron-updater/src/providers/Provider.ts,
+ * getChannelFilePrefix).
+ */
+const NODE_ARCH: Record<string, string> = { x86: "ia32", armv7: "arm" };
+
+/** The architecture part of a platform name (`mac-arm64` → `arm64`) as Node names it. */
+function nodeArch(platform: string): string {
+  const arch = platform.slice(platform.indexOf("-") + 1);
+  return Object.hasOwn(NODE_ARCH, arch) ? NODE_ARCH[arch]! : arch;
+}
+
+/**
  * electron-updater's channel file suffix of a platform (peers.md 1.1): none on Windows, `-mac`,
- * `-linux` for x64 and `-linux-<arch>` otherwise; null for a platform it has no name for.
+ * `-linux` for x64 and `-linux-<arch>` otherwise, in Node's name of the architecture; null for a
+ * platform it has no name for.
  */
 export function electronSuffix(platform: string): string | null {
   if (platform.startsWith("win-")) return "";
   if (platform.startsWith("mac-")) return "-mac";
   if (platform === "linux-x64") return "-linux";
-  if (platform.startsWith("linux-")) return `-${platform}`;
+  if (platform.startsWith("linux-")) return `-linux-${nodeArch(platform)}`;
   return null;
 }
+
+/** Whether a platform is of the architecture an electron feed URL's `?arch=` names (`process.arch`: `ia32` is `win-x86`). */
+export const electronArchIs = (platform: string, arch: string): boolean => nodeArch(platform) === arch || platform.endsWith(`-${arch}`);
 
 /**
  * `<channel><suffix>.yml` → the channel name and the site's platforms it covers; null when the

@@ -3,6 +3,7 @@ import { KeyturnError } from "../../domain/errors";
 import { isoTime } from "../../domain/clock";
 import {
   ELECTRON,
+  electronArchIs,
   electronChannelFile,
   electronSuffix,
   electronYaml,
@@ -96,7 +97,7 @@ export function feedEndpoints(feeds: FeedService, publicLanes: PublicLanes): End
       // With ?arch= (the feed URL's query, which electron-updater repeats on every request), the
       // channel file is of that architecture alone, so each gets its own newest release.
       const covered = electronChannelFile(file, channel, electronPlatforms);
-      const platforms = covered && arch !== null ? covered.filter((p) => ARCH.test(arch) && p.endsWith(`-${arch}`)) : covered;
+      const platforms = covered && arch !== null ? covered.filter((p) => ARCH.test(arch) && electronArchIs(p, arch)) : covered;
       if (platforms?.length === 0) throw nothingHere();
       if (platforms) {
         const served = await feeds.servedCascading(index, caller, product, channel, platforms, ELECTRON);
