@@ -679,7 +679,12 @@ export interface Store extends MeterStore, TrialStore {
   recordInstallReports(reports: readonly InstallReport[]): Promise<void>;
   /** Install reports made at or after `since`, by release, UTC day and outcome. */
   installReportsPerDay(since: number): Promise<InstallReportCount[]>;
-  /** Of the installations whose latest report on `release` was made at or after `since`: how many, and how many failed or rolled back. */
+  /**
+   * Of the installations whose latest report on `release` was made at or after `since`: how many,
+   * and how many failed or rolled back. An installation is its device, counted once however often it
+   * was deactivated and activated again, and only while an activation that reported is still active
+   * (a seat freed and taken again does not vote twice).
+   */
   releaseHealth(release: ReleaseKey, since: number): Promise<{ readonly reports: number; readonly failed: number }>;
   /**
    * Device hashes of the active installations running `release` (at most `limit`): their latest

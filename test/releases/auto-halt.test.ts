@@ -49,6 +49,23 @@ for (const variant of ["alpha", "gamma"] as VariantName[]) {
     const flush = () => s.site.composed.services.installReports.flush();
     const control = async () => (await s.site.composed.store.listReleaseControls()).find((c) => c.lane === lane && c.version === "2.0.0");
 
+    test("one device votes once: a seat freed and taken again, by the same device or another, does not add failures", async () => {
+      // A one-seat licence cycled through activate, report failed, deactivate, as often as the
+      // rule's minReports: without these rules it would halt the release for every customer.
+      const { key } = await createLicense(s.site, { channels: ["stable"], seats: 1 });
+      const same = device(variant);
+      for (let i = 0; i < 6; i++) {
+        const d = i % 2 === 0 ? same : device(variant);
+        const res = await s.site.request("POST", "/licenses/activate", { body: { key, device: d } });
+        const token = ((await res.json()) as { token: string }).token;
+        expect((await report(token, { from: "1.0.0", to: "2.0.0", outcome: "failed" })).status).toBe(200);
+        if (i < 5) expect((await s.site.request("POST", "/entitlements/deactivate", { token })).status).toBe(200);
+      }
+      await flush();
+      expect(await s.site.composed.store.releaseHealth({ lane, version: "2.0.0" }, s.site.clock() - 60_000)).toEqual({ reports: 1, failed: 1 });
+      expect((await control())?.halted ?? null).toBeNull();
+    });
+
     test("a report is counted for the release it names, on the installation's lane; one naming no release of its lanes is refused", async () => {
       const res = await report(installs[0]!.token, { from: "1.0.0", to: "2.0.0", outcome: "installed" });
       expect(res.status).toBe(200);

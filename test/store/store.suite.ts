@@ -432,6 +432,16 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       expect((await store.getActivation(c.newId))?.version).toBe("1.0.0");
       await store.deactivate(d.newId, T0 + 5);
       expect(await store.releaseRunners({ lane, version: "2.0.0" }, 100)).toEqual([a.deviceHash]);
+
+      // One device is one installation: b deactivated, then b's device activated again and failed
+      // again, counts once; a deactivated installation's report no longer counts at all.
+      const again = seat(lic.id, { deviceHash: b.deviceHash, installation: b.deviceHash });
+      await store.deactivate(b.newId, T0 + 6);
+      await store.activate(again);
+      await store.recordInstallReports([report(again, "failed", T0 + 7)]);
+      expect(await store.releaseHealth({ lane, version: "2.0.0" }, T0 - 3 * day)).toEqual({ reports: 3, failed: 2 });
+      await store.deactivate(c.newId, T0 + 8);
+      expect(await store.releaseHealth({ lane, version: "2.0.0" }, T0 - 3 * day)).toEqual({ reports: 2, failed: 1 });
     });
 
     test("racing halts of one release on two connections: exactly one changes it", async () => {
