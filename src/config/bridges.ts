@@ -29,6 +29,8 @@ export type BridgeProvider = (typeof BRIDGE_PROVIDERS)[number];
 
 export type EndAction = "revoke" | "end-updates" | "keep";
 export type CancelAction = "expire" | "revoke" | "end-updates";
+/** A licence's field a paid period moves. */
+export type RenewedWindow = "updatesUntil" | "expires";
 
 export interface ProductGrant {
   readonly plan: string;
@@ -39,8 +41,12 @@ export interface ProductGrant {
   readonly channels: readonly string[];
   /** Seconds; null: the plan's (a one-off purchase then never expires without one). */
   readonly expiresAfter: number | null;
-  /** Renewals extend the updates window (the plan has updatesFor), else the expiry. */
-  readonly renews: "updates" | "expiry";
+  /**
+   * What each paid period sets: the updates window when the plan has updatesFor, the expiry when
+   * the product or its plan has expiresAfter or neither has updatesFor (a subscription to a plan
+   * with both, such as a monthly plan with its updates, renews both).
+   */
+  readonly renews: readonly RenewedWindow[];
   readonly graceSeconds: number;
   readonly onRefund: EndAction;
   readonly onDispute: EndAction;
@@ -128,13 +134,16 @@ function grant(e: Record<string, unknown>, where: string, siteChannels: readonly
     if (!allowed.includes(v as T)) throw new ConfigError(SETTING, `${where}: ${field} must be ${allowed.map((a) => `"${a}"`).join(" or ")}`);
     return v as T;
   };
+  const expiresAfter = e.expiresAfter === undefined ? null : duration("expiresAfter", e.expiresAfter);
+  const updates = configured?.updatesFor != null;
+  const expiry = expiresAfter !== null || configured?.expiresAfter != null || !updates;
   return {
     plan: plan.trim(),
     planTitle: planTitle === null ? null : (planTitle as string).trim(),
     seats,
     channels,
-    expiresAfter: e.expiresAfter === undefined ? null : duration("expiresAfter", e.expiresAfter),
-    renews: configured?.updatesFor != null ? "updates" : "expiry",
+    expiresAfter,
+    renews: [...(updates ? (["updatesUntil"] as const) : []), ...(expiry ? (["expires"] as const) : [])],
     graceSeconds: duration("grace", e.grace ?? DEFAULT_GRACE),
     onRefund: choice("onRefund", ["revoke", "end-updates", "keep"], "revoke"),
     onDispute: choice("onDispute", ["revoke", "end-updates", "keep"], "revoke"),

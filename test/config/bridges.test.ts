@@ -36,7 +36,7 @@ plan = "unconfigured"
     plan: "studio",
     seats: 3,
     channels: ["preview"],
-    renews: "updates",
+    renews: ["updatesUntil"],
     graceSeconds: 3 * 86_400,
     onRefund: "revoke",
     onCancel: "expire",
@@ -45,13 +45,15 @@ plan = "unconfigured"
     seats: 1,
     channels: ["stable"],
     expiresAfter: 30 * 86_400,
+    // Its own term on a plan with updates: each paid period renews both.
+    renews: ["updatesUntil", "expires"],
     graceSeconds: 86_400,
     onRefund: "end-updates",
     onDispute: "keep",
     onCancel: "revoke",
   });
   // A plan only named (not configured): one seat, every channel of the site, renewals extend the expiry.
-  expect(config.bridges.products.lemonsqueezy["42"]).toMatchObject({ seats: 1, channels: ["stable", "preview"], renews: "expiry" });
+  expect(config.bridges.products.lemonsqueezy["42"]).toMatchObject({ seats: 1, channels: ["stable", "preview"], renews: ["expires"] });
 });
 
 test("each mistake in bridge-products is refused naming the product and the field", () => {

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import Stripe from "stripe";
 import { lemon, paddle, stripe } from "../commerce-events";
 import { LEMON_SECRET, lemonHeader, PADDLE_SECRET, paddle as paddleSdk, paddleHeader, STRIPE_SECRET, stripeHeader } from "../commerce-signers";
+import { isoTime } from "../../src/domain/clock";
 import { CLI_CALLER } from "../../src/domain/admin/deps";
 import { rekeyLicense } from "../../src/domain/admin/licenses";
 import { createAdminToken } from "../../src/domain/admin/tokens";
@@ -571,6 +572,61 @@ describe("Lemon Squeezy", () => {
 });
 
 describe("plans", () => {
+  test("a monthly plan with expiresAfter and updatesFor: each paid period extends both, so a paying subscriber never lapses", async () => {
+    await site.close();
+    const clock = testClock(Date.now());
+    site = await testSite("alpha", {
+      clock,
+      tables: { plans: { monthly: { seats: 1, channels: ["stable"], expiresAfter: "31d", updatesFor: "31d" } } },
+      settings: {
+        "paddle-webhook-secret": PADDLE_SECRET,
+        "bridge-products": JSON.stringify({ paddle: { pri_monthly: { plan: "monthly" } } }),
+      },
+    });
+    now = clock();
+    const paid = (end: number) => Math.floor((end + 3 * DAY) / 1000) * 1000;
+    const periodEnd = now + 30 * DAY;
+    const buy = paddle.event(
+      "evt_m_buy",
+      "transaction.completed",
+      paddle.transaction({
+        transaction: "txn_m1",
+        subscription: "sub_m",
+        origin: "web",
+        price: "pri_monthly",
+        product: "pro_m",
+        quantity: 1,
+        periodEnd,
+        email: "m@example.com",
+      }),
+      now,
+    );
+    const id = (await toPaddle(buy)).answer.license;
+    expect(await license(id)).toMatchObject({ expires: paid(periodEnd), updatesUntil: paid(periodEnd) });
+    // Two more months, each paid: both move with the paid period.
+    let end = periodEnd;
+    for (const month of [2, 3]) {
+      site.clock.advance(30 * DAY);
+      end += 30 * DAY;
+      const renew = paddle.event(
+        `evt_m_renew_${month}`,
+        "transaction.completed",
+        paddle.transaction({
+          transaction: `txn_m${month}`,
+          subscription: "sub_m",
+          origin: "subscription_recurring",
+          price: "pri_monthly",
+          product: "pro_m",
+          quantity: 1,
+          periodEnd: end,
+        }),
+        site.clock(),
+      );
+      expect((await toPaddle(renew)).answer.detail).toBe(`licence ${id}: updates until ${isoTime(paid(end))}, expires ${isoTime(paid(end))}`);
+      expect(await license(id)).toMatchObject({ expires: paid(end), updatesUntil: paid(end) });
+    }
+  });
+
   test("a product naming a [plans.NAME] with updatesFor sells a perpetual licence: renewals extend its updates window, a refund ends it", async () => {
     await site.close();
     const clock = testClock(Date.now());

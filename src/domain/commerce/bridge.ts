@@ -35,7 +35,7 @@ const FALLBACK: ProductGrant = {
   seats: 1,
   channels: [],
   expiresAfter: null,
-  renews: "expiry",
+  renews: ["expires"],
   graceSeconds: 3 * 24 * 3600,
   onRefund: "revoke",
   onDispute: "revoke",
@@ -127,8 +127,7 @@ export class CommerceBridges {
     const paidUntil =
       a.subscription !== null && a.periodEnd !== null && a.periodEnd + grant.graceSeconds * 1000 > now ? a.periodEnd + grant.graceSeconds * 1000 : null;
     const windows: Pick<LicenseCreateInput, "expires" | "updatesUntil"> = {};
-    if (paidUntil !== null && grant.renews === "updates") windows.updatesUntil = isoTime(paidUntil);
-    else if (paidUntil !== null) windows.expires = isoTime(paidUntil);
+    if (paidUntil !== null) for (const field of grant.renews) windows[field] = isoTime(paidUntil);
     else if (grant.expiresAfter !== null) windows.expires = isoTime(now + grant.expiresAfter * 1000);
     // Paddle names the buyer by customer id: their e-mail came with the customer's own event.
     const customerEmail = a.buyer.email === null && a.buyer.customer ? await this.d.store.bridgeCustomerEmail(event.provider, a.buyer.customer) : null;
@@ -174,14 +173,16 @@ export class CommerceBridges {
     const linking = license.metadata?.bridge_subscription !== a.subscription;
     if (a.periodEnd !== null && grant !== FALLBACK) {
       const until = a.periodEnd + grant.graceSeconds * 1000;
-      // What the plan sells is renewed: the updates window of a perpetual licence, else the expiry.
-      const field = grant.renews === "updates" ? "updatesUntil" : "expires";
-      const current = field === "updatesUntil" ? (license.updatesUntil ?? null) : license.expires;
-      // The first period of a subscription bought as an order (Lemon Squeezy) sets it; later ones only extend it.
-      const later = linking || (current !== null && until > current);
-      if (later && until > now) {
-        patch[field] = isoTime(until);
-        said.push(`${field === "expires" ? "expires" : "updates until"} ${isoTime(until)}`);
+      // What the plan sells is renewed: the updates window of a perpetual licence, the expiry of a
+      // term licence, both for a term licence with its updates.
+      for (const field of grant.renews) {
+        const current = field === "updatesUntil" ? (license.updatesUntil ?? null) : license.expires;
+        // The first period of a subscription bought as an order (Lemon Squeezy) sets it; later ones only extend it.
+        const later = linking || (current !== null && until > current);
+        if (later && until > now) {
+          patch[field] = isoTime(until);
+          said.push(`${field === "expires" ? "expires" : "updates until"} ${isoTime(until)}`);
+        }
       }
     }
     if (linking) patch.metadata = { ...(license.metadata ?? {}), bridge_subscription: a.subscription };
