@@ -73,8 +73,8 @@ export const laneKey = (product: string | null, channel: string, platform: strin
 
 interface Lane {
   readonly releases: readonly Release[];
-  /** The installers' names, so that a name no release has is refused at once. */
-  readonly installers: ReadonlySet<string>;
+  /** Installer name → the live releases that name it, newest first (most names are one release's). */
+  readonly installers: ReadonlyMap<string, Release | readonly Release[]>;
 }
 
 /**
@@ -128,7 +128,7 @@ export class ReleaseIndex {
     const lanes = new Map<string, Lane>();
     for (const [key, list] of grouped) {
       if (!checks && !isServed(list[0]!)) throw new Error(`the newest release of ${key} has no bytes`);
-      lanes.set(key, Object.freeze({ releases: list, installers: new Set(list.map((r) => r.manifest.installer)) }));
+      lanes.set(key, Object.freeze({ releases: list, installers: byInstaller(list) }));
     }
     // The lists are readonly by type, not frozen: JavaScriptCore keeps a frozen array as a sparse
     // map, 43 more bytes an element and its reads 8 times slower (bench/README.md, "4a and 5a, third round").
@@ -190,13 +190,26 @@ export class ReleaseIndex {
     return null;
   }
 
-  /**
-   * The live releases of that product, channel and platform whose installer has exactly this name,
-   * newest first: several may share one. A name no release has costs one lookup.
-   */
+  /** The live releases of that product, channel and platform whose installer has exactly this name, newest first: several may share one. */
   *installersNamed(product: string | null, channel: string, platform: string, name: string): Generator<Release> {
-    const lane = this.lanes.get(laneKey(product, channel, platform));
-    if (!lane?.installers.has(name)) return;
-    for (const r of lane.releases) if (r.manifest.installer === name && this.holds(r)) yield r;
+    const named = this.lanes.get(laneKey(product, channel, platform))?.installers.get(name);
+    if (named === undefined) return;
+    for (const r of Array.isArray(named) ? named : [named as Release]) if (this.holds(r)) yield r;
   }
+}
+
+/**
+ * A lane's releases by installer name, newest first. A name one release has maps to that release
+ * itself: an array for each of 10,000 releases would cost the index about a megabyte.
+ */
+function byInstaller(newestFirst: readonly Release[]): Map<string, Release | Release[]> {
+  const named = new Map<string, Release | Release[]>();
+  for (const r of newestFirst) {
+    const name = r.manifest.installer;
+    const before = named.get(name);
+    if (before === undefined) named.set(name, r);
+    else if (Array.isArray(before)) before.push(r);
+    else named.set(name, [before, r]);
+  }
+  return named;
 }
