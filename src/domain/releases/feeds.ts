@@ -89,18 +89,39 @@ export class FeedService {
     for (const platform of platforms) {
       const served = await this.newestServed(index, caller, product, channel, platform);
       if (!served) continue;
-      const best = updater.installs(served.manifest)
-        ? served
-        : (await this.listed(index, caller, product, channel, [platform], (r) => updater.installs(r.manifest)))[0];
+      const best = updater.installs(served.manifest) ? served : await this.newestInstallable(index, caller, product, channel, platform, updater);
       if (best) found.push(best);
       else unfit = true;
     }
-    if (found.length === 0 && unfit)
+    if (found.length === 0 && unfit && !platforms.some((p) => this.verifyingIn(caller, product, channel, p)))
       throw new KeyturnError("no_release", `No release on ${platforms.map((p) => laneName(product, channel, p)).join(", ")} is one ${updater.needs}.`);
-    this.refuseWhenNone(found, product, channel, platforms);
+    this.refuseWhenNone(found, caller, product, channel, platforms);
     // One channel file lists one version: the newest, with the file of each platform that has it.
     const newest = found.reduce((a, b) => (compareVersions(b.manifest.version, a.manifest.version) > 0 ? b : a));
     return found.filter((r) => r.manifest.version === newest.manifest.version);
+  }
+
+  /** Of the releases this installation may install on `platform` in the cascade of `channel`, the newest the updater installs. */
+  private async newestInstallable(
+    index: ReleaseIndex,
+    caller: FeedCaller,
+    product: string | null,
+    channel: string,
+    platform: string,
+    updater: FeedUpdater,
+  ): Promise<Release | null> {
+    let best: Release | null = null;
+    for (const c of this.cascade(caller, channel)) {
+      const r = await this.selection.newestAllowedWhere(index, caller.who, { product, channel: c, platform }, (r) => updater.installs(r.manifest));
+      if (r && (!best || compareVersions(r.manifest.version, best.manifest.version) > 0)) best = r;
+    }
+    // With its manifest's bytes where they still read, so its notes are listed too (notesOf).
+    return best && (index.withBytes(best) ?? best);
+  }
+
+  /** Whether a lane of the cascade waits for an installer being hashed. */
+  private verifyingIn(caller: FeedCaller, product: string | null, channel: string, platform: string): boolean {
+    return this.cascade(caller, channel).some((c) => this.releases.verifying(product, c, platform));
   }
 
   /**
@@ -143,9 +164,9 @@ export class FeedService {
     return listed.sort(newestFirst);
   }
 
-  private refuseWhenNone(found: readonly Release[], product: string | null, channel: string, platforms: readonly string[]): void {
+  private refuseWhenNone(found: readonly Release[], caller: FeedCaller, product: string | null, channel: string, platforms: readonly string[]): void {
     if (found.length > 0) return;
-    if (platforms.some((p) => this.releases.verifying(product, channel, p)))
+    if (platforms.some((p) => this.verifyingIn(caller, product, channel, p)))
       throw new KeyturnError("unavailable", "The release is being verified; try again shortly.");
     throw new KeyturnError("no_release", `Nothing has been released on ${platforms.map((p) => laneName(product, channel, p)).join(", ")}.`);
   }

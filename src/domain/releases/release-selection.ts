@@ -5,6 +5,7 @@ import { thresholdNow, laneName, type ControlsView, type ReleaseControls } from 
 import { laneKey, newestFirst, type Release, type ReleaseIndex, type ServedRelease } from "./release-index";
 import { decide, RELEASE_RULES, type Installation, type ReleaseRule, type Verdict } from "./release-rules";
 import { offeredUnder, refuseOutsideWindow, termsKey } from "./licence-terms";
+import type { ReleasePlace } from "./manifest";
 import { percentOf } from "./rollout";
 
 export type { Installation } from "./release-rules";
@@ -264,13 +265,7 @@ export class ReleaseSelection {
    * said. Null when it may download none of them; updates_window_ended when the newest of them is
    * refused for the licence's maintenance window.
    */
-  async installerNamed(
-    index: ReleaseIndex,
-    who: Installation,
-    place: { readonly product: string | null; readonly channel: string; readonly platform: string },
-    name: string,
-    version?: string,
-  ): Promise<Release | null> {
+  async installerNamed(index: ReleaseIndex, who: Installation, place: ReleasePlace, name: string, version?: string): Promise<Release | null> {
     const { product, channel, platform } = place;
     let newest: Release | undefined;
     let allowed: ((r: Release) => boolean) | undefined;
@@ -281,6 +276,20 @@ export class ReleaseSelection {
       if (allowed(r)) return r;
     }
     if (newest) refuseOutsideWindow(who, newest.manifest);
+    return null;
+  }
+
+  /**
+   * The newest release of a lane this installation may install that `fits` (what an updater can
+   * install: a feed's own limit), or null. One pass over the lane, its rollout's choice made once.
+   */
+  async newestAllowedWhere(index: ReleaseIndex, who: Installation, place: ReleasePlace, fits: (r: Release) => boolean): Promise<Release | null> {
+    let allowed: ((r: Release) => boolean) | undefined;
+    for (const r of index.releasesOf(place.product, place.channel, place.platform)) {
+      if (!fits(r)) continue;
+      allowed ??= await this.allowedOn(index, who, place.product, place.channel, place.platform);
+      if (allowed(r)) return r;
+    }
     return null;
   }
 
