@@ -72,7 +72,7 @@ describe("Velopack channels per architecture", () => {
     const mixed = await s.site.request("GET", "/feeds/velopack/alpha/stable/releases.linux.json", { token });
     expect(mixed.status).toBe(404);
     expect(((await mixed.json()) as { message: string }).message).toBe(
-      "The feed releases.linux.json would list the packages of linux-x64, linux-arm64 together, and Velopack installs the newest whatever its architecture: pack each with its own channel (vpk pack --channel linux-x64), read from releases.linux-x64.json.",
+      "The feed releases.linux.json would list the packages of linux-arm64, linux-x64 together, and Velopack installs the newest whatever its architecture: pack each with its own channel (vpk pack --channel linux-arm64), read from releases.linux-arm64.json.",
     );
     const versions = async (query: string) =>
       (
@@ -80,8 +80,11 @@ describe("Velopack channels per architecture", () => {
       ).Assets.map((a) => a.Version);
     expect(await versions("?rid=linux-arm64")).toEqual(["2.1.0"]);
     expect(await versions("?arch=x64")).toEqual(["2.0.0"]);
-    // An architecture the site has nothing for: no update, not another architecture's package.
+    // An architecture the site has no platform for: no update, not another architecture's package.
     expect(await versions("?arch=x86")).toEqual([]);
+    // A channel of one platform answers it whatever the machine (an x64 build emulated on arm64).
+    const x64 = await s.site.request("GET", "/feeds/velopack/alpha/stable/releases.linux-x64.json?arch=arm64&rid=linux-arm64", { token });
+    expect(((await x64.json()) as { Assets: { Version: string }[] }).Assets.map((a) => a.Version)).toEqual(["2.0.0"]);
     expect((await s.site.request("GET", "/feeds/velopack/alpha/stable/releases.osx-arm64.json", { token })).status).toBe(404);
   });
 });

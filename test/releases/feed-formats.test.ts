@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ELECTRON, electronArchIs, electronChannelFile, feedsOffered, velopackFeedPlatform } from "../../src/domain/releases/feed-formats";
+import {
+  ELECTRON,
+  electronArchIs,
+  electronChannelFile,
+  feedsOffered,
+  refuseMixedVelopack,
+  velopackFeedPlatforms,
+} from "../../src/domain/releases/feed-formats";
 import { KeyturnError } from "../../src/domain/errors";
 import type { Manifest } from "../../src/domain/releases/manifest";
 import { releaseSite } from "../release-tree";
@@ -73,27 +80,32 @@ describe("electron-updater names 32-bit architectures as Node does", () => {
 describe("Velopack channel files (peers.md 4.1)", () => {
   const platforms = ["win-x64", "mac-arm64", "mac-x64", "linux-x64"];
   const q = (query = "") => new URLSearchParams(query);
-  test("an OS channel is its one platform; an OS-arch channel its platform; anything else none of this site", () => {
-    expect(velopackFeedPlatform("win", platforms, q())).toEqual(["win-x64"]);
-    expect(velopackFeedPlatform("linux", platforms, q())).toEqual(["linux-x64"]);
-    expect(velopackFeedPlatform("osx-arm64", platforms, q())).toEqual(["mac-arm64"]);
-    expect(velopackFeedPlatform("osx-arm64-beta", platforms, q())).toBeNull();
-    expect(velopackFeedPlatform("beta", platforms, q())).toBeNull();
-    expect(velopackFeedPlatform("win-arm64", platforms, q())).toBeNull();
-    // The C# client's arch for an architecture the site has nothing for: no package rather than another's.
-    expect(velopackFeedPlatform("win", platforms, q("arch=arm64"))).toEqual([]);
+  test("an OS channel is its platforms; an OS-arch channel its platform; anything else none of this site", () => {
+    expect(velopackFeedPlatforms("win", platforms, q())).toEqual(["win-x64"]);
+    expect(velopackFeedPlatforms("linux", platforms, q())).toEqual(["linux-x64"]);
+    expect(velopackFeedPlatforms("osx", platforms, q())).toEqual(["mac-arm64", "mac-x64"]);
+    expect(velopackFeedPlatforms("osx-arm64", platforms, q())).toEqual(["mac-arm64"]);
+    expect(velopackFeedPlatforms("osx-arm64-beta", platforms, q())).toBeNull();
+    expect(velopackFeedPlatforms("beta", platforms, q())).toBeNull();
+    expect(velopackFeedPlatforms("win-arm64", platforms, q())).toBeNull();
   });
-  test("an OS channel of two platforms: the C# client's rid, else its arch, picks one; without either it is refused", () => {
-    expect(velopackFeedPlatform("osx", platforms, q("rid=osx-x64&arch=arm64"))).toEqual(["mac-x64"]);
-    expect(velopackFeedPlatform("osx", platforms, q("arch=arm64"))).toEqual(["mac-arm64"]);
+  test("the C# client's rid, else its arch, picks one of several; a channel of one platform is not narrowed (an x64 build emulated on ARM)", () => {
+    expect(velopackFeedPlatforms("osx", platforms, q("rid=osx-x64&arch=arm64"))).toEqual(["mac-x64"]);
+    expect(velopackFeedPlatforms("osx", platforms, q("arch=arm64"))).toEqual(["mac-arm64"]);
+    expect(velopackFeedPlatforms("win", platforms, q("arch=arm64&rid=win-arm64"))).toEqual(["win-x64"]);
+    expect(velopackFeedPlatforms("osx-x64", platforms, q("arch=arm64"))).toEqual(["mac-x64"]);
+  });
+  test("a listing of two platforms' packages is refused, naming the channel to pack with; one platform's is not", () => {
+    const release = (platform: string) => ({ manifest: manifest(platform, "Alpha-1.0.0-full.nupkg"), folder: platform, installerPath: "" });
+    expect(() => refuseMixedVelopack("osx", [release("mac-x64"), release("mac-x64")])).not.toThrow();
     let error: unknown;
     try {
-      velopackFeedPlatform("osx", platforms, q("localVersion=1.0.0&id=Alpha"));
+      refuseMixedVelopack("osx", [release("mac-arm64"), release("mac-x64")]);
     } catch (e) {
       error = e;
     }
     expect(error).toBeInstanceOf(KeyturnError);
     expect((error as KeyturnError).code).toBe("not_found");
-    expect((error as KeyturnError).message).toContain("vpk pack --channel osx-arm64");
+    expect((error as KeyturnError).message).toContain("(vpk pack --channel osx-arm64), read from releases.osx-arm64.json.");
   });
 });

@@ -85,25 +85,34 @@ export function velopackPlatforms(channelName: string, platforms: readonly strin
 }
 
 /**
- * The platform of a Velopack channel file (null: not a channel of this site), narrowed by what
- * Velopack's C# client says in its query (`rid=osx-arm64`, else `arch=arm64`; its Rust core sends
- * neither): none when the site has nothing for that architecture. Its core installs the newest
- * full package of the feed whatever its architecture (velopack src/lib-rust/src/manager.rs,
- * check_for_updates), so a feed that would list two platforms is refused, naming the channel each
- * architecture needs.
+ * The platforms a Velopack channel file lists (null: not a channel of this site). A system's
+ * channel that covers several is narrowed by what Velopack's C# client says in its query
+ * (`rid=osx-arm64`, else `arch=arm64`; its Rust core sends neither). A channel of one platform is
+ * not: the client names the machine's architecture, and an x64 build emulated on an ARM machine
+ * must still get its x64 packages.
  */
-export function velopackFeedPlatform(channelName: string, platforms: readonly string[], query: URLSearchParams): readonly string[] | null {
+export function velopackFeedPlatforms(channelName: string, platforms: readonly string[], query: URLSearchParams): readonly string[] | null {
   const covered = velopackPlatforms(channelName, platforms);
   if (covered.length === 0) return null;
-  const rid = query.get("rid");
-  const byRid = rid === null ? [] : velopackPlatforms(rid, covered);
+  if (covered.length === 1) return covered;
+  const byRid = velopackPlatforms(query.get("rid") ?? "", covered);
+  if (byRid.length === 1) return byRid;
   const arch = query.get("arch");
-  const narrowed = byRid.length === 1 ? byRid : arch === null ? covered : covered.filter((p) => p.endsWith(`-${arch}`));
-  if (narrowed.length < 2) return narrowed;
-  const example = `${channelName}-${narrowed[0]!.slice(narrowed[0]!.indexOf("-") + 1)}`;
+  return arch === null ? covered : covered.filter((p) => p.endsWith(`-${arch}`));
+}
+
+/**
+ * Velopack's core installs the newest full package of its feed whatever its architecture (velopack
+ * src/lib-rust/src/manager.rs, check_for_updates): a feed whose packages are of two platforms is
+ * refused, naming the channel each architecture needs.
+ */
+export function refuseMixedVelopack(channelName: string, listed: readonly Release[]): void {
+  const platforms = [...new Set(listed.map((r) => r.manifest.platform))];
+  if (platforms.length < 2) return;
+  const example = `${channelName}-${platforms[0]!.slice(platforms[0]!.indexOf("-") + 1)}`;
   throw new KeyturnError(
     "not_found",
-    `The feed releases.${channelName}.json would list the packages of ${narrowed.join(", ")} together, and Velopack installs the newest whatever its architecture: pack each with its own channel (vpk pack --channel ${example}), read from releases.${example}.json.`,
+    `The feed releases.${channelName}.json would list the packages of ${platforms.join(", ")} together, and Velopack installs the newest whatever its architecture: pack each with its own channel (vpk pack --channel ${example}), read from releases.${example}.json.`,
   );
 }
 

@@ -11,7 +11,8 @@ import {
   sparkleAppcast,
   tauriJson,
   tauriPlatform,
-  velopackFeedPlatform,
+  refuseMixedVelopack,
+  velopackFeedPlatforms,
   velopackJson,
 } from "../../domain/releases/feed-formats";
 import { criticalOf, notesOf, type FeedService } from "../../domain/releases/feeds";
@@ -226,14 +227,22 @@ export function feedEndpoints(feeds: FeedService, publicLanes: PublicLanes): End
     method: "GET",
     path: `${lanePath("velopack")}/{file}`,
     summary:
-      "Velopack's releases.{os}.json: the full packages of the site's platforms of that system this installation may install, FileName relative to the feed (the client saves the package under that name), and those packages",
+      "Velopack's releases.{os}.json and releases.{os}-{arch}.json: the full packages this installation may install of one platform of that system, FileName relative to the feed (the client saves the package under that name), and those packages",
     auth: "entitlement",
     publicLanes: true,
     budget: "api",
     audit: "update",
     params: [
       ...laneParams,
-      { name: "file", description: "releases.win.json, releases.osx.json or releases.linux.json; or a package (-full.nupkg, -delta.nupkg) a feed names" },
+      {
+        name: "file",
+        description:
+          "releases.<os>.json (os: win, osx, linux) or releases.<os>-<arch>.json (one platform, such as releases.osx-arm64.json); or a package (-full.nupkg, -delta.nupkg) a feed names",
+      },
+    ],
+    query: [
+      { name: "rid", description: "Velopack's C# client: the machine's runtime id, which picks a platform when releases.<os>.json covers several" },
+      { name: "arch", description: "Velopack's C# client: the machine's architecture, the same without rid" },
     ],
     answers: {
       "200": {
@@ -256,7 +265,7 @@ export function feedEndpoints(feeds: FeedService, publicLanes: PublicLanes): End
       const { request, sightedOn } = call;
       const file = call.params.file ?? "";
       const os = VELOPACK_FILE.exec(file);
-      const platforms = os ? velopackFeedPlatform(os[1]!, v.platforms, new URLSearchParams(call.query)) : v.platforms;
+      const platforms = os ? velopackFeedPlatforms(os[1]!, v.platforms, new URLSearchParams(call.query)) : v.platforms;
       if (platforms === null) throw nothingHere();
       const { product, channel, caller, index } = await open(call);
       if (!os && file.toLowerCase().endsWith("-delta.nupkg")) {
@@ -272,6 +281,7 @@ export function feedEndpoints(feeds: FeedService, publicLanes: PublicLanes): End
         return serveInstaller(request, feeds, release);
       }
       const listed = await feeds.listed(index, caller, product, channel, platforms, (r) => r.manifest.feeds?.velopack !== undefined);
+      refuseMixedVelopack(os[1]!, listed);
       if (listed[0]) sightedOn(laneName(product, channel, listed[0].manifest.platform));
       const assets = listed.flatMap((r) => {
         const full = { ...r.manifest.feeds!.velopack!, release: r, notes: notesOf(r) };
