@@ -10,8 +10,12 @@ import type { EntitlementClaims } from "./tokens";
  * feed told it (src/domain/mirror/knowledge.ts).
  */
 export interface EntitlementStatusSource {
-  /** Throws the refusal (entitlement_invalid, entitlement_revoked, license_revoked, license_expired, unavailable). */
-  check(claims: EntitlementClaims): Promise<void> | void;
+  /**
+   * Throws the refusal (entitlement_invalid, entitlement_revoked, license_revoked, license_expired,
+   * unavailable). `leaving`: the installation gives its seat back, which a licence that has expired
+   * since does not stop (a revoked one does).
+   */
+  check(claims: EntitlementClaims, leaving?: boolean): Promise<void> | void;
 }
 
 /**
@@ -25,11 +29,11 @@ export class RecordsStatusSource implements EntitlementStatusSource {
     private readonly clock: Clock,
   ) {}
 
-  async check(claims: EntitlementClaims): Promise<void> {
+  async check(claims: EntitlementClaims, leaving = false): Promise<void> {
     const ids = { licenseId: claims.lic, activationId: claims.sub };
     const status = await this.store.activationStatus(claims.sub);
     if (!status) throw new KeyturnError("entitlement_invalid", "Not a token this site signed, or not for this site.", ids);
     if (status.deactivated !== null) throw new KeyturnError("entitlement_revoked", "The installation was deactivated.", ids);
-    requireLive({ revoked: status.licenseRevoked, expires: status.licenseExpires }, this.clock(), ids);
+    requireLive({ revoked: status.licenseRevoked, expires: leaving ? null : status.licenseExpires }, this.clock(), ids);
   }
 }

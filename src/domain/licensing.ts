@@ -222,11 +222,12 @@ export class Licensing {
 
   /**
    * The bearer check: a token signed for this site (a mirror: for its vendor), unexpired, whose
-   * installation the status source still serves, asked on every request.
+   * installation the status source still serves, asked on every request. `leaving`: the
+   * installation gives its seat back (EntitlementStatusSource.check).
    */
-  async authenticate(token: string): Promise<Principal> {
+  async authenticate(token: string, leaving = false): Promise<Principal> {
     const claims = await this.deps.verifier.verify(token);
-    await this.deps.status.check(claims);
+    await this.deps.status.check(claims, leaving);
     return { claims };
   }
 

@@ -49,7 +49,7 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
   const exchangeOf = (request: Request) => exchanges.get(request)!;
   const auth = authMacros({
     sessions: sessionGate(services.consoleSessions, services.consoleOpenId !== null, services.origin),
-    authenticate: (request) => services.licensing.authenticate(bearerToken(request)),
+    authenticate: (request, leaving) => services.licensing.authenticate(bearerToken(request), leaving),
     authenticateFeedCredential: (path) => services.feedCredentials.authenticate(credentialOfPath(path)),
     authenticateAdmin: (request) => authenticateAdmin(services.admin, bearerToken(request, "admin")),
     visitorOn: (product, channel, deviceHeader, query) => (services.publicLanes.has(product, channel) ? visitorOf(deviceHeader, query) : null),

@@ -34,8 +34,8 @@ export interface Authenticated {
 }
 
 export interface AuthDeps<X extends Authenticated> {
-  /** The bearer check of entitlement routes; throws the entitlement_* refusal. */
-  readonly authenticate: (request: Request) => Promise<Principal>;
+  /** The bearer check of entitlement routes; throws the entitlement_* refusal. `leaving`: Endpoint.leaving. */
+  readonly authenticate: (request: Request, leaving: boolean) => Promise<Principal>;
   /** A public lane's visitor (product null in gamma), or null when the lane is not public; throws invalid_request for a bad device hash. */
   readonly visitorOn: (product: string | null, channel: string, deviceHeader: string | null, query: string) => Visitor | null;
   /** The check of a feed credential in the path (feed-credential.ts); throws the entitlement_* refusal. */
@@ -64,7 +64,17 @@ export const NO_QUERY: Readonly<Record<string, string>> = Object.freeze({});
 export function authMacros<X extends Authenticated>(deps: AuthDeps<X>) {
   const { exchangeOf, sessions } = deps;
 
-  const entitle = async (exchange: Authenticated): Promise<Principal> => (exchange.principal ??= await deps.authenticate(exchange.request));
+  const entitle = async (exchange: Authenticated, leaving = false): Promise<Principal> =>
+    (exchange.principal ??= await deps.authenticate(exchange.request, leaving));
+  const entitlement = (leaving: boolean) => (at: Checkpoint) =>
+    at === "before-body"
+      ? {
+          async parse({ request }: { request: Request }) {
+            await entitle(exchangeOf(request), leaving);
+          },
+          resolve: ({ request }: { request: Request }) => ({ principal: exchangeOf(request).principal! }),
+        }
+      : { resolve: async ({ request }: { request: Request }) => ({ principal: await entitle(exchangeOf(request), leaving) }) };
 
   const admit = async (exchange: Authenticated, scope: Scope): Promise<AdminCaller> => {
     if (exchange.admin) return exchange.admin;
@@ -91,15 +101,9 @@ export function authMacros<X extends Authenticated>(deps: AuthDeps<X>) {
   });
 
   return new Elysia({ name: "keyturn:auth" }).macro({
-    entitlement: (at: Checkpoint) =>
-      at === "before-body"
-        ? {
-            async parse({ request }: { request: Request }) {
-              await entitle(exchangeOf(request));
-            },
-            resolve: ({ request }: { request: Request }) => ({ principal: exchangeOf(request).principal! }),
-          }
-        : { resolve: async ({ request }: { request: Request }) => ({ principal: await entitle(exchangeOf(request)) }) },
+    entitlement: entitlement(false),
+    /** The bearer of an installation giving its seat back (Endpoint.leaving). */
+    entitlementLeaving: entitlement(true),
 
     /**
      * An endpoint of public lanes (GET, no body): without Authorization on a public lane, the
@@ -188,7 +192,13 @@ export function macrosOf(e: Endpoint) {
   const at: Checkpoint = e.body ? "before-body" : "before-handler";
   const auth: Auth = e.auth;
   return {
-    ...(auth === "entitlement" ? (e.publicLanes ? { entitlementOrVisitor: laneSegments(e) } : { entitlement: at }) : {}),
+    ...(auth === "entitlement"
+      ? e.publicLanes
+        ? { entitlementOrVisitor: laneSegments(e) }
+        : e.leaving
+          ? { entitlementLeaving: at }
+          : { entitlement: at }
+      : {}),
     ...(auth === "feed-credential" ? { feedCredential: true } : {}),
     ...(typeof auth === "object" ? { adminScope: { scope: auth.scope, at } } : {}),
     ...(auth === "console-session" || auth === "console-session-if-any" ? { consoleSession: auth === "console-session" } : {}),

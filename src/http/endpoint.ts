@@ -105,6 +105,12 @@ export interface Endpoint<S extends TSchema | undefined = TSchema | undefined, P
    * (--public-lanes) a request without Authorization is answered to a visitor instead.
    */
   readonly publicLanes?: boolean;
+  /**
+   * With `auth: "entitlement"`: the installation gives its seat back, which a licence that has
+   * expired since does not stop (a revoked one does): a seat is never held for good by a machine
+   * whose licence ran out.
+   */
+  readonly leaving?: boolean;
   readonly budget: Budget;
   readonly audit: AuditAction;
   readonly params?: readonly ParamDoc[];

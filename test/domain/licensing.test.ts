@@ -269,6 +269,9 @@ for (const variant of ["alpha", "beta", "gamma"] as const) {
         expect(r.status).toBe(403);
         expectError(await json(r), "license_expired");
       }
+      // Giving the seat back is not refused: a machine whose licence ran out never holds it for good.
+      expect((await s.request("POST", "/entitlements/deactivate", { token: a.token })).status).toBe(200);
+      expect((await s.composed.store.listActivations(a.license.id)).every((x) => x.deactivated !== null)).toBe(true);
     });
 
     test("missing or malformed bearer → 401 entitlement_invalid with WWW-Authenticate", async () => {

@@ -63,7 +63,7 @@ test("Elysia infers that no hook reads the whole context: no route parses header
 });
 
 test("each route's hooks are the macros its declaration picks: no route declares its own parse, a body route checks before its JSON reader, the rest is resolved", () => {
-  const AUTH = ["entitlement", "entitlementOrVisitor", "feedCredential", "adminScope", "consoleSession", "portalSession"];
+  const AUTH = ["entitlement", "entitlementLeaving", "entitlementOrVisitor", "feedCredential", "adminScope", "consoleSession", "portalSession"];
   for (const route of site.app.elysia.routes) {
     const declared = site.app.endpoints.find((e) => e.method === route.method && fullPath(e).replace(/\{([^}]+)\}/g, ":$1") === route.path)!;
     const macros = Object.keys(macrosOf(declared));
@@ -86,6 +86,7 @@ test("the auth macros are one plugin the area plugins use, each route selecting 
     "consoleSession",
     "csrf",
     "entitlement",
+    "entitlementLeaving",
     "entitlementOrVisitor",
     "feedCredential",
     "jsonBody",
@@ -94,6 +95,7 @@ test("the auth macros are one plugin the area plugins use, each route selecting 
   const picked = (path: string) => Object.keys(macrosOf(site.app.endpoints.find((e) => fullPath(e) === path)!));
   expect(picked("/api/v1/entitlements/current")).toEqual(["entitlement"]);
   expect(picked("/api/v1/entitlements/refresh")).toEqual(["entitlement", "jsonBody"]);
+  expect(picked("/api/v1/entitlements/deactivate")).toEqual(["entitlementLeaving"]);
   expect(picked("/console/")).toEqual(["consoleSession"]);
 });
 

@@ -144,7 +144,7 @@ export class MirrorKnowledge implements EntitlementStatusSource {
     this.problem = problem;
   }
 
-  check(claims: EntitlementClaims): void {
+  check(claims: EntitlementClaims, leaving = false): void {
     const now = this.clock();
     const ids = { licenseId: claims.lic, activationId: claims.sub };
     if (this.overflow !== null)
@@ -164,7 +164,7 @@ export class MirrorKnowledge implements EntitlementStatusSource {
         throw new KeyturnError("license_revoked", "The token was issued before the licence was reinstated. Refresh it at the vendor.", ids);
     }
     const expires = this.lookup.expiry(claims.lic);
-    if (expires !== null && expires <= now) throw new KeyturnError("license_expired", "The licence is expired.", ids);
+    if (!leaving && expires !== null && expires <= now) throw new KeyturnError("license_expired", "The licence is expired.", ids);
   }
 
   /** Whether check() refuses these claims now. */

@@ -47,10 +47,12 @@ export function licensingEndpoints(licensing: Licensing): Endpoint[] {
       path: "/entitlements/deactivate",
       summary: "Give the seat back; every token of the activation stops working at once",
       auth: "entitlement",
+      leaving: true,
       budget: "api",
       audit: "deactivate",
       answer: A.OkAnswer,
-      errors: [...BEARER_ERRORS],
+      // A licence that expired since does not stop an installation leaving.
+      errors: BEARER_ERRORS.filter((code) => code !== "license_expired"),
       handler: async ({ principal, context }) => {
         await licensing.deactivate(principal, context);
         return json({ ok: true });
