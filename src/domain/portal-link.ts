@@ -2,6 +2,7 @@ import type { Logger } from "../config/log";
 import type { AdminDeps } from "./admin/deps";
 import type { Clock } from "./clock";
 import { PORTAL_LINK_MS, type ConsoleSessions, type Session } from "./console-sessions";
+import { TRIAL_MARK } from "./trial-mark";
 import { KeyturnError } from "./errors";
 import { portalLink } from "./mail/templates";
 
@@ -37,7 +38,7 @@ export function requestPortalLink(d: PortalLinkDeps, email: string): Promise<boo
   if (!mail) throw new KeyturnError("not_found", "Sign-in by e-mail is not offered on this site.");
   const work = (async () => {
     await new Promise((r) => setImmediate(r));
-    const licences = await mail.d.store.licenseIdsOfEmail(email, 1);
+    const licences = await mail.d.store.licenseIdsOfEmail(email, 1, TRIAL_MARK);
     if (licences.length === 0) return false;
     if ((await mail.d.store.countMailSince(email, "portal-link", d.clock() - PORTAL_LINK_MS)) >= LINKS_PER_ADDRESS) return false;
     const secret = await d.sessions.beginPortalLink(email);
@@ -49,12 +50,16 @@ export function requestPortalLink(d: PortalLinkDeps, email: string): Promise<boo
   return work;
 }
 
-/** The licences a portal session may act on: the one it signed in with by key, or every licence of its address. */
+/**
+ * The licences a portal session may act on: the one it signed in with by key, or every licence of
+ * its address but trials. A trial is reached only through its device (trials.ts): the address it
+ * was started with was never confirmed, and its key is never shown to anyone.
+ */
 export async function licencesOfSession(admin: AdminDeps, session: Session): Promise<string[]> {
   if (session.licenseId !== null) return [session.licenseId];
   const email = session.subject?.startsWith("email:") ? session.subject.slice("email:".length) : null;
   if (!email || !admin.mail) return [];
-  return admin.mail.d.store.licenseIdsOfEmail(email, LICENCES_PER_ADDRESS);
+  return admin.mail.d.store.licenseIdsOfEmail(email, LICENCES_PER_ADDRESS, TRIAL_MARK);
 }
 
 /** The licence a portal request names, if the session may act on it; not_found otherwise (another customer's licence is not theirs to see). */

@@ -65,8 +65,11 @@ export interface MailStore {
   recordMailAttempt(id: string, owner: string, outcome: MailOutcome): Promise<boolean>;
   getMail(id: string): Promise<MailRecord | null>;
   listMail(filter: MailFilter): Promise<MailRecord[]>;
-  /** Licences (kind license) whose e-mail address is `email`, compared without case, oldest first. */
-  licenseIdsOfEmail(email: string, limit: number): Promise<string[]>;
+  /**
+   * Licences (kind license) whose e-mail address is `email`, compared without case, oldest first;
+   * with `without`, none whose metadata has that key set to "true".
+   */
+  licenseIdsOfEmail(email: string, limit: number, without?: string): Promise<string[]>;
   /** Licences (not staff, not revoked, with an address) whose updates window ends in [from, to), soonest first. */
   licensesUpdatesEnding(from: number, to: number, limit: number): Promise<LicenseRecord[]>;
   /** How many mails of `kind` to `recipient` (compared without case) were written at or after `since`. */

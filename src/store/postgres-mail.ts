@@ -58,8 +58,9 @@ export class PostgresMailStore implements MailStore {
     return rows.map(mailFromRow);
   }
 
-  async licenseIdsOfEmail(email: string, limit: number): Promise<string[]> {
+  async licenseIdsOfEmail(email: string, limit: number, without?: string): Promise<string[]> {
     const rows = await this.sql`SELECT id FROM licenses WHERE lower(email) = lower(${email}) AND email IS NOT NULL AND kind = 'license'
+      AND (${without ?? null}::text IS NULL OR (metadata::jsonb ->> ${without ?? ""}) IS DISTINCT FROM 'true')
       ORDER BY issued, id LIMIT ${limit}`;
     return rows.map((r: { id: string }) => r.id);
   }

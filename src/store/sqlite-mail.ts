@@ -115,10 +115,11 @@ export class SqliteMailStore implements MailStore {
     return (this.db.query(sql).all(params) as Row[]).map(mailFromRow);
   }
 
-  async licenseIdsOfEmail(email: string, limit: number): Promise<string[]> {
+  async licenseIdsOfEmail(email: string, limit: number, without?: string): Promise<string[]> {
     const rows = this.db
-      .query("SELECT id FROM licenses WHERE lower(email) = lower(?) AND email IS NOT NULL AND kind = 'license' ORDER BY issued, id LIMIT ?")
-      .all(email, limit) as Row[];
+      .query(`SELECT id FROM licenses WHERE lower(email) = lower(?) AND email IS NOT NULL AND kind = 'license'
+        AND (? IS NULL OR json_extract(metadata, ?) IS NOT 'true') ORDER BY issued, id LIMIT ?`)
+      .all(email, without ?? null, `$.${JSON.stringify(without ?? "")}`, limit) as Row[];
     return rows.map((r) => r.id as string);
   }
 

@@ -23,11 +23,11 @@ let smtp: SmtpReceiver;
 let worker: MailWorker;
 let logLines: string[];
 
-async function open(settings: Record<string, string> = {}) {
+async function open(settings: Record<string, string> = {}, tables?: Record<string, unknown>) {
   smtp = await startSmtpReceiver();
   logLines = [];
   const log = createLogger("json", "debug", (l) => logLines.push(l));
-  site = await testSite("alpha", { log, settings: { "smtp-url": smtp.url, "mail-from": "licences@example.com", ...settings } });
+  site = await testSite("alpha", { log, ...(tables ? { tables } : {}), settings: { "smtp-url": smtp.url, "mail-from": "licences@example.com", ...settings } });
   const mail = site.composed.services.admin.mail!;
   worker = new MailWorker({ store: site.composed.store, mail: mail.d.store, outbox: mail, config: site.composed.config.mail!, clock: site.clock, log });
 }
@@ -172,6 +172,29 @@ describe("the link", () => {
 
     // The key sign-in is still there.
     expect((await send("/portal/sign-in", "", { key: other.key })).status).toBe(303);
+  });
+
+  // docs/trials-and-meters.md: a trial's key "is never shown to anyone"; the address a trial is
+  // started with was never confirmed, so it signs nobody in to the trial.
+  test("a trial is not reached through the address it was started with: no link for it alone, and not listed beside a bought licence", async () => {
+    await worker.stop();
+    await site.close();
+    await smtp.stop();
+    await open({ "trial-plan": "eval" }, { plans: { eval: { seats: 1, channels: ["stable"] } } });
+    const started = await site.request("POST", "/trials/start", { body: { device: device("alpha"), email: "eve@example.org" } });
+    expect(started.status).toBe(200);
+    const trialLicence = ((await started.json()) as { token: string }).token.split(".")[1]!;
+    const trialId = (JSON.parse(Buffer.from(trialLicence, "base64url").toString()) as { lic: string }).lic;
+    expect((await site.composed.store.getLicense(trialId))?.email).toBe("eve@example.org");
+    expect((await askForLink("eve@example.org", false)).status).toBe(200);
+    expect(await links()).toBe(0);
+
+    const bought = await licence("eve@example.org", "Eve");
+    await askForLink("eve@example.org");
+    const { cookie } = await signInByLink(linkIn("eve@example.org"));
+    const home = await (await send("/portal/", cookie)).text();
+    expect(home).toContain(`id="licence-${bought.license.id}"`);
+    expect(home).not.toContain(trialId);
   });
 
   test("a lost key: reissued from the portal, mailed to the address, the old key refused, seats kept", async () => {
