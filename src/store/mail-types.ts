@@ -1,4 +1,4 @@
-import type { AuditRecord, LicenseRecord } from "./types";
+import type { AuditRecord, LicenseRecord, MailableLicences } from "./types";
 
 /**
  * The mail outbox's records (migration 17): a mail is written in the transaction of the change that
@@ -71,7 +71,7 @@ export interface MailStore {
    */
   licenseIdsOfEmail(email: string, limit: number, without?: string): Promise<string[]>;
   /** Licences (not staff, not revoked, with an address) whose updates window ends in [from, to), soonest first. */
-  licensesUpdatesEnding(from: number, to: number, limit: number): Promise<LicenseRecord[]>;
+  licensesUpdatesEnding(from: number, to: number, limit: number, mailable?: MailableLicences): Promise<LicenseRecord[]>;
   /** How many mails of `kind` to `recipient` (compared without case) were written at or after `since`. */
   countMailSince(recipient: string, kind: MailKind, since: number): Promise<number>;
   /** Deletes mails sent or failed before `before`; returns how many. */

@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import { licenseFromRow } from "./rows";
-import type { AuditRecord, LicenseRecord } from "./types";
+import type { AuditRecord, LicenseRecord, MailableLicences } from "./types";
 import type { MailFilter, MailKind, MailOutcome, MailRecord, MailStore, NewMail } from "./mail-types";
 import { mailFromRow } from "./sqlite-mail";
 
@@ -65,9 +65,11 @@ export class PostgresMailStore implements MailStore {
     return rows.map((r: { id: string }) => r.id);
   }
 
-  async licensesUpdatesEnding(from: number, to: number, limit: number): Promise<LicenseRecord[]> {
+  async licensesUpdatesEnding(from: number, to: number, limit: number, mailable?: MailableLicences): Promise<LicenseRecord[]> {
     const rows = await this.sql`SELECT * FROM licenses WHERE kind = 'license' AND revoked IS NULL AND email IS NOT NULL
-      AND updates_until >= ${from} AND updates_until < ${to} ORDER BY updates_until, id LIMIT ${limit}`;
+      AND updates_until >= ${from} AND updates_until < ${to}
+      AND (${mailable?.without ?? null}::text IS NULL OR NOT (metadata::jsonb ? ${mailable?.without ?? ""}))
+      ORDER BY updates_until, id LIMIT ${limit}`;
     return rows.map(licenseFromRow);
   }
 

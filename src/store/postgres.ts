@@ -90,6 +90,7 @@ import type {
   WebhookEndpointRecord,
   BridgeEventRecord,
   BridgeWrite,
+  MailableLicences,
 } from "./types";
 
 type Tx = SQL;
@@ -954,9 +955,11 @@ export class PostgresStore implements Store {
     return { inUse: num(r.held) - lapsed, lapsed };
   }
 
-  async licensesExpiring(from: number, to: number, limit: number): Promise<LicenseRecord[]> {
+  async licensesExpiring(from: number, to: number, limit: number, mailable?: MailableLicences): Promise<LicenseRecord[]> {
     const rows = await this.sql`SELECT * FROM licenses WHERE kind = 'license' AND revoked IS NULL
-      AND expires >= ${from} AND expires < ${to} ORDER BY expires, id LIMIT ${limit}`;
+      AND expires >= ${from} AND expires < ${to}
+      AND (${mailable?.without ?? null}::text IS NULL OR (email IS NOT NULL AND NOT (metadata::jsonb ? ${mailable?.without ?? ""})))
+      ORDER BY expires, id LIMIT ${limit}`;
     return rows.map(licenseFromRow);
   }
 

@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { licenseFromRow } from "./rows";
-import type { AuditRecord, LicenseRecord } from "./types";
+import type { AuditRecord, LicenseRecord, MailableLicences } from "./types";
 import type { MailFilter, MailKind, MailOutcome, MailRecord, MailStore, NewMail } from "./mail-types";
 
 type Row = Record<string, unknown>;
@@ -123,11 +123,11 @@ export class SqliteMailStore implements MailStore {
     return rows.map((r) => r.id as string);
   }
 
-  async licensesUpdatesEnding(from: number, to: number, limit: number): Promise<LicenseRecord[]> {
+  async licensesUpdatesEnding(from: number, to: number, limit: number, mailable?: MailableLicences): Promise<LicenseRecord[]> {
     const rows = this.db
       .query(`SELECT * FROM licenses WHERE kind = 'license' AND revoked IS NULL AND email IS NOT NULL
-        AND updates_until >= ? AND updates_until < ? ORDER BY updates_until, id LIMIT ?`)
-      .all(from, to, limit) as Row[];
+        AND updates_until >= ? AND updates_until < ? AND (? IS NULL OR json_extract(metadata, ?) IS NULL) ORDER BY updates_until, id LIMIT ?`)
+      .all(from, to, mailable?.without ?? null, `$.${JSON.stringify(mailable?.without ?? "")}`, limit) as Row[];
     return rows.map(licenseFromRow);
   }
 

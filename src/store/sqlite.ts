@@ -85,6 +85,7 @@ import type {
   WebhookEndpointRecord,
   BridgeEventRecord,
   BridgeWrite,
+  MailableLicences,
 } from "./types";
 
 export const SQLITE_FILE = "keyturn.sqlite";
@@ -1048,11 +1049,11 @@ export class SqliteStore implements Store {
     return { inUse: (r.held ?? 0) - lapsed, lapsed };
   }
 
-  async licensesExpiring(from: number, to: number, limit: number): Promise<LicenseRecord[]> {
+  async licensesExpiring(from: number, to: number, limit: number, mailable?: MailableLicences): Promise<LicenseRecord[]> {
     const rows = this.db
       .query(`SELECT * FROM licenses WHERE kind = 'license' AND revoked IS NULL AND expires >= ? AND expires < ?
-        ORDER BY expires, id LIMIT ?`)
-      .all(from, to, limit) as Row[];
+        AND (? IS NULL OR (email IS NOT NULL AND json_extract(metadata, ?) IS NULL)) ORDER BY expires, id LIMIT ?`)
+      .all(from, to, mailable?.without ?? null, `$.${JSON.stringify(mailable?.without ?? "")}`, limit) as Row[];
     return rows.map(licenseFromRow);
   }
 

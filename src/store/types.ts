@@ -507,6 +507,11 @@ export interface RolloutCountQuery {
   readonly threshold: bigint;
 }
 
+/** Licences a reminder may go to: with an address, and without the metadata key `without` (a mark of the domain's). */
+export interface MailableLicences {
+  readonly without: string;
+}
+
 export interface Store extends MeterStore, TrialStore {
   readonly kind: "sqlite" | "postgres";
   /** The migrations (versions) this process applied when it opened the records; none when they were up to date. */
@@ -702,8 +707,11 @@ export interface Store extends MeterStore, TrialStore {
   activationsPerDay(since: number): Promise<DayCount[]>;
   /** Seats held on licenses (not staff, not revoked): in use, and lapsed at `now` (a leased seat not seen within its lease: the next activation may reclaim it). */
   seatCounts(now: number): Promise<{ inUse: number; lapsed: number }>;
-  /** Licenses (not staff, not revoked) whose expiry falls in [from, to), soonest first. */
-  licensesExpiring(from: number, to: number, limit: number): Promise<LicenseRecord[]>;
+  /**
+   * Licenses (not staff, not revoked) whose expiry falls in [from, to), soonest first; for reminders
+   * (`mailable`), only those with an address and without the metadata key `without`.
+   */
+  licensesExpiring(from: number, to: number, limit: number, mailable?: MailableLicences): Promise<LicenseRecord[]>;
   /**
    * Stats counted a slice at a time, so that no statement holds the thread (SQLite) for long: the
    * end of the slice of `table` that starts after `after` and holds about `step` rows (its first id

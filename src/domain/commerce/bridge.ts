@@ -11,6 +11,7 @@ import type { Json } from "./payload";
 import { PROVIDER_NAMES, type Provider, type SaleAction, type SaleEvent, type SaleItem } from "./sale-event";
 import { verifyLemonSqueezySignature, verifyPaddleSignature, verifyStripeSignature } from "./signatures";
 import { stripeEvent } from "./stripe-events";
+import { SUBSCRIPTION_MARK } from "./subscription-mark";
 
 /** What the bridge answers the provider, and what the console lists. */
 export interface BridgeOutcome {
@@ -135,7 +136,7 @@ export class CommerceBridges {
     const email = usableEmail(a.buyer.email ?? customerEmail);
     const organization = fit(a.buyer.organization);
     const metadata: Record<string, string> = { bridge: event.provider, bridge_product: productId, bridge_purchase: a.references[0] ?? event.id };
-    if (a.subscription !== null) metadata.bridge_subscription = a.subscription;
+    if (a.subscription !== null) metadata[SUBSCRIPTION_MARK] = a.subscription;
     const input: LicenseCreateInput = {
       licensee,
       ...(organization ? { organization } : {}),
@@ -170,7 +171,7 @@ export class CommerceBridges {
     const now = this.d.clock();
     const patch: { -readonly [K in keyof LicenseUpdateInput]: LicenseUpdateInput[K] } = {};
     const said: string[] = [];
-    const linking = license.metadata?.bridge_subscription !== a.subscription;
+    const linking = license.metadata?.[SUBSCRIPTION_MARK] !== a.subscription;
     if (a.periodEnd !== null && grant !== FALLBACK) {
       const until = a.periodEnd + grant.graceSeconds * 1000;
       // What the plan sells is renewed: the updates window of a perpetual licence, the expiry of a
@@ -185,7 +186,7 @@ export class CommerceBridges {
         }
       }
     }
-    if (linking) patch.metadata = { ...(license.metadata ?? {}), bridge_subscription: a.subscription };
+    if (linking) patch.metadata = { ...(license.metadata ?? {}), [SUBSCRIPTION_MARK]: a.subscription };
     const productId = license.metadata?.bridge_product;
     const item = a.items?.find((i) => productId !== undefined && i.ids.includes(productId));
     if (item && grant !== FALLBACK) {

@@ -8,6 +8,7 @@ import { randomBase32 } from "../ids";
 import { RETRY_DELAYS_MS } from "../webhooks/worker";
 import { facts, type MailOutbox } from "./outbox";
 import { isTrialLicence } from "../trial-mark";
+import { SUBSCRIPTION_MARK } from "../commerce/subscription-mark";
 import { licenceExpiring, trialEnding, updatesEnding } from "./templates";
 
 /** How often the worker looks for licences to remind (the reminders are once-only, so any process may). */
@@ -178,7 +179,9 @@ export class MailWorker {
     const pruned = await this.o.mail.pruneMail(now - (this.o.retentionMs ?? 90 * 86_400_000));
     if (pruned > 0) this.o.log.info("pruned old mail", { mails: pruned });
     if (config.reminderDays === 0) return;
-    const ending = await store.licensesExpiring(now, now + config.reminderDays * 86_400_000, REMINDERS_PER_ROUND);
+    // A subscription's end moves with each payment and its provider mails about payments: no reminder.
+    const mailable = { without: SUBSCRIPTION_MARK };
+    const ending = await store.licensesExpiring(now, now + config.reminderDays * 86_400_000, REMINDERS_PER_ROUND, mailable);
     const mails = [];
     const links = { portal: outbox.portalUrl };
     for (const l of ending) {
@@ -190,7 +193,7 @@ export class MailWorker {
       mails.push(await outbox.compose(kind, l.id, l.email, content, { dedupe: `${kind}:${l.id}:${l.expires}` }));
     }
     // A licence that ends before its updates window needs no word about the window.
-    for (const l of await this.o.mail.licensesUpdatesEnding(now, now + config.reminderDays * 86_400_000, REMINDERS_PER_ROUND)) {
+    for (const l of await this.o.mail.licensesUpdatesEnding(now, now + config.reminderDays * 86_400_000, REMINDERS_PER_ROUND, mailable)) {
       if (!l.email || l.updatesUntil == null || (l.expires !== null && l.expires <= l.updatesUntil)) continue;
       const content = updatesEnding(outbox.site, { ...facts(l), updatesUntil: l.updatesUntil }, links);
       mails.push(await outbox.compose("updates-ending", l.id, l.email, content, { dedupe: `updates-ending:${l.id}:${l.updatesUntil}` }));

@@ -208,6 +208,8 @@ test("licence expiring soon: one reminder, --mail-reminder-days ahead, however o
   const day = 86_400_000;
   await create({ email: "soon@example.org", expires: new Date(site.clock() + 9 * day).toISOString() });
   await create({ email: "later@example.org", expires: new Date(site.clock() + 30 * day).toISOString() });
+  // Sold as a subscription through a payment bridge: its end moves with each payment, so no reminder.
+  await create({ email: "renewing@example.org", expires: new Date(site.clock() + 8 * day).toISOString(), metadata: { bridge_subscription: "sub_1" } });
   await worker!.tick();
   const subjects = smtp.received.map((r) => `${r.envelopeTo[0]} ${r.mail.subject}`);
   const dayText = new Date(site.clock() + 9 * day).toISOString().slice(0, 10);
