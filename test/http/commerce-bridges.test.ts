@@ -156,6 +156,21 @@ describe("Stripe", () => {
     );
     expect((await toStripe(seats)).answer).toMatchObject({ outcome: "applied", detail: `licence ${id}: seats 2 → 5` });
     expect((await license(id)).seats).toBe(5);
+    // Stripe does not deliver in order: a quantity made a minute before the 5 arrives after it, and is not applied.
+    const updated = (event: string, quantity: number, at: number) =>
+      stripe.event(
+        event,
+        "customer.subscription.updated",
+        stripe.subscription({ subscription: "sub_1", price: "price_pro_monthly", product: "prod_pro", quantity }),
+        at,
+      );
+    expect((await toStripe(updated("evt_seats_older", 3, site.clock() - 60_000))).answer).toMatchObject({ outcome: "ignored", license: id });
+    expect((await license(id)).seats).toBe(5);
+    expect((await toStripe(updated("evt_seats_newer", 4, site.clock() + 60_000))).answer).toMatchObject({
+      outcome: "applied",
+      detail: `licence ${id}: seats 5 → 4`,
+    });
+    expect((await license(id)).seats).toBe(4);
 
     // The key works until the refund of the renewal's payment (the example kept such a licence).
     // The buyer's key went to their mailbox; the test takes a new one, as support would.
@@ -298,6 +313,8 @@ describe("Stripe", () => {
         "evt_renew",
         "evt_renew_payment",
         "evt_seats",
+        "evt_seats_newer",
+        "evt_seats_older",
       ].sort(),
     );
     expect(events.find((e) => e.eventId === "evt_buy")!.replays).toBe(1);

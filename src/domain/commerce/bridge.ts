@@ -13,6 +13,9 @@ import { verifyLemonSqueezySignature, verifyPaddleSignature, verifyStripeSignatu
 import { stripeEvent } from "./stripe-events";
 import { SUBSCRIPTION_MARK } from "./subscription-mark";
 
+/** The metadata that keeps when the provider made the quantity a licence's seats were last set from. */
+const SEATS_CHANGED_AT = "bridge_seats_changed";
+
 /** What the bridge answers the provider, and what the console lists. */
 export interface BridgeOutcome {
   readonly event: string;
@@ -186,21 +189,33 @@ export class CommerceBridges {
         }
       }
     }
-    if (linking) patch.metadata = { ...(license.metadata ?? {}), [SUBSCRIPTION_MARK]: a.subscription };
+    const metadata: Record<string, string> = { ...(license.metadata ?? {}) };
+    if (linking) metadata[SUBSCRIPTION_MARK] = a.subscription;
     const productId = license.metadata?.bridge_product;
     const item = a.items?.find((i) => productId !== undefined && i.ids.includes(productId));
-    if (item && grant !== FALLBACK) {
+    // The quantity the provider last changed wins, whatever order its events arrive in.
+    const seatsAt = Date.parse(license.metadata?.[SEATS_CHANGED_AT] ?? "");
+    const stale = a.changedAt != null && !Number.isNaN(seatsAt) && a.changedAt < seatsAt;
+    if (item && grant !== FALLBACK && stale) said.push(`seats kept: a quantity of ${isoTime(a.changedAt!)}, before the one applied at ${isoTime(seatsAt)}`);
+    if (item && grant !== FALLBACK && !stale) {
       const seats = Math.min(grant.seats * item.quantity, 1_000_000_000);
       if (seats !== license.seats) {
         patch.seats = seats;
         said.push(`seats ${license.seats} → ${seats}`);
       }
+      if (a.changedAt != null && a.changedAt !== seatsAt) {
+        metadata[SEATS_CHANGED_AT] = isoTime(a.changedAt);
+        if (seats === license.seats) said.push(`seats stay ${seats}`);
+      }
     }
+    if (JSON.stringify(metadata) !== JSON.stringify(license.metadata ?? {})) patch.metadata = metadata;
     if (Object.keys(patch).length === 0)
       return this.ignore(
         event,
         caller,
-        `licence ${license.id} already runs to ${license.expires === null ? "no end" : isoTime(license.expires)}`,
+        said.length > 0
+          ? `licence ${license.id}: ${said.join(", ")}`
+          : `licence ${license.id} already runs to ${license.expires === null ? "no end" : isoTime(license.expires)}`,
         license.id,
         links,
       );

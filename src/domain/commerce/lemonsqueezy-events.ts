@@ -53,6 +53,7 @@ export function lemonSqueezyEvent(payload: Json, rawBody: Uint8Array): SaleEvent
         periodEnd: active ? isoTime(a.renews_at) : null,
         items: quantity === null ? null : [{ ids: ids(a.variant_id, a.product_id), quantity }],
         payments: [],
+        changedAt: isoTime(a.updated_at),
       });
     }
     case "subscription_expired": {

@@ -58,7 +58,8 @@ export function paddleEvent(payload: Json): SaleEvent {
       const items = list(o.items)
         .map(transactionItem)
         .filter((i): i is SaleItem => i !== null);
-      return act({ kind: "subscription", subscription, references: [], periodEnd: null, items, payments: [] });
+      const changedAt = isoTime(o.updated_at) ?? isoTime(payload.occurred_at);
+      return act({ kind: "subscription", subscription, references: [], periodEnd: null, items, payments: [], changedAt });
     }
     case "subscription.canceled": {
       const subscription = id(o.id);

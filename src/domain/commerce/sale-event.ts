@@ -53,6 +53,12 @@ export type SaleAction =
       readonly items: readonly SaleItem[] | null;
       /** Payments of the new period: a later refund of one finds the licence. */
       readonly payments: readonly string[];
+      /**
+       * When the provider made the state `items` describe (ms; null: it does not say). Providers do
+       * not deliver events in order, and retries reorder them: a quantity older than the last one
+       * applied is not applied.
+       */
+      readonly changedAt?: number | null;
     }
   | {
       /** A payment of an invoice (or order) paid: a later refund or dispute of it names the payment only. */

@@ -81,7 +81,8 @@ export function stripeEvent(payload: Json): SaleEvent {
           return quantity === null ? null : { ids: ids(price.id, price.product), quantity };
         })
         .filter((i): i is SaleItem => i !== null);
-      return act({ kind: "subscription", subscription, references: [], periodEnd: null, items, payments: [] });
+      const created = typeof payload.created === "number" && Number.isSafeInteger(payload.created) ? payload.created * 1000 : null;
+      return act({ kind: "subscription", subscription, references: [], periodEnd: null, items, payments: [], changedAt: created });
     }
     case "customer.subscription.deleted": {
       const subscription = id(o.id);
