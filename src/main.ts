@@ -20,6 +20,7 @@ usage: keyturn COMMAND [options]
   console-sessions  the console sessions open now; end one
   webhook      webhook endpoints and their deliveries
   mail         the mail the site sent (keys, reminders, sign-in links); send one again
+  bridge       the payment bridges: adopt the licences of the Stripe example (bridge adopt-stripe-example)
   mirror       check a vendor's site before mirroring it
   backup       an online copy of the SQLite records
   copy         move the records between SQLite and PostgreSQL

@@ -2,6 +2,7 @@ import { activationCommand, USAGE as ACTIVATION } from "./activation";
 import { adminTokenCommand, USAGE as ADMIN_TOKEN } from "./admin-token";
 import { auditCommand, USAGE as AUDIT } from "./audit";
 import { backupCommand, USAGE as BACKUP } from "./backup";
+import { bridgeCommand, USAGE as BRIDGE } from "./bridge";
 import { consoleSessionsCommand, USAGE as CONSOLE_SESSIONS } from "./console-sessions";
 import { copyCommand, USAGE as COPY } from "./copy";
 import { keysCommand, USAGE as KEYS } from "./keys";
@@ -36,6 +37,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   "console-sessions": { run: consoleSessionsCommand, usage: CONSOLE_SESSIONS },
   webhook: { run: webhookCommand, usage: WEBHOOK },
   mail: { run: mailCommand, usage: MAIL },
+  bridge: { run: bridgeCommand, usage: BRIDGE },
   stats: { run: statsCommand, usage: STATS },
 };
 

@@ -4,7 +4,8 @@ import { lemon, paddle, stripe } from "../commerce-events";
 import { LEMON_SECRET, lemonHeader, PADDLE_SECRET, paddle as paddleSdk, paddleHeader, STRIPE_SECRET, stripeHeader } from "../commerce-signers";
 import { isoTime } from "../../src/domain/clock";
 import { CLI_CALLER } from "../../src/domain/admin/deps";
-import { rekeyLicense } from "../../src/domain/admin/licenses";
+import { createLicense, rekeyLicense } from "../../src/domain/admin/licenses";
+import { adoptStripeExampleLicences } from "../../src/domain/commerce/adopt-stripe-example";
 import { createAdminToken } from "../../src/domain/admin/tokens";
 import { announceSkip, freshSchema, PG_URL } from "../databases";
 import { BASE, BASE_URL, device, testClock, testSite, type TestSite } from "../helpers";
@@ -585,6 +586,53 @@ describe("Lemon Squeezy", () => {
     const forged = await post("lemonsqueezy", other, { "x-signature": lemonHeader(other, "not-the-secret") });
     expect(forged.status).toBe(400);
     expect(await licenses()).toHaveLength(2);
+  });
+});
+
+describe("coming from the Stripe example", () => {
+  test("its licences, adopted once, follow their renewals and refunds; before, the bridge found none", async () => {
+    // As the example left them: its Stripe ids in the metadata, no bridge links.
+    const created = await createLicense(site.composed.services.admin, CLI_CALLER, {
+      licensee: "Old Customer",
+      plan: "pro",
+      seats: 1,
+      channels: ["stable"],
+      expires: new Date(now + 5 * DAY).toISOString(),
+      metadata: { stripe_subscription: "sub_old", stripe_payment_intent: "pi_old", stripe_payment_intents: "pi_old2 pi_old3" },
+    });
+    const id = created.license.id;
+    const renewal = (event: string, periodEnd: number) =>
+      stripe.event(
+        event,
+        "invoice.paid",
+        stripe.invoicePaid({
+          invoice: `in_${event}`,
+          subscription: "sub_old",
+          reason: "subscription_cycle",
+          price: "price_pro_monthly",
+          product: "prod_pro",
+          quantity: 1,
+          periodEnd,
+        }),
+        site.clock(),
+      );
+    expect((await toStripe(renewal("evt_old_1", now + 35 * DAY))).answer).toMatchObject({ outcome: "ignored", license: null });
+
+    const adopted = await adoptStripeExampleLicences(site.composed.services.admin, CLI_CALLER, site.composed.config.bridges.products.stripe);
+    expect(adopted).toEqual([{ license: id, references: ["sub_old", "pi_old", "pi_old2", "pi_old3"], product: "price_pro_monthly" }]);
+    expect((await license(id)).metadata).toMatchObject({ bridge: "stripe", bridge_subscription: "sub_old", bridge_product: "price_pro_monthly" });
+    expect(await adoptStripeExampleLicences(site.composed.services.admin, CLI_CALLER, site.composed.config.bridges.products.stripe)).toEqual([]);
+
+    const periodEnd = now + 35 * DAY;
+    expect((await toStripe(renewal("evt_old_2", periodEnd))).answer).toMatchObject({ outcome: "applied", license: id });
+    expect((await license(id)).expires).toBe(Math.floor((periodEnd + 3 * DAY) / 1000) * 1000);
+    const refund = stripe.event(
+      "evt_old_refund",
+      "charge.refunded",
+      stripe.charge({ charge: "ch_old3", paymentIntent: "pi_old3", refunded: true }),
+      site.clock(),
+    );
+    expect((await toStripe(refund)).answer).toMatchObject({ outcome: "applied", detail: `refund: licence ${id} revoked` });
   });
 });
 
