@@ -89,10 +89,15 @@ describe("Velopack channel files (peers.md 4.1)", () => {
     expect(velopackFeedPlatforms("beta", platforms, q())).toBeNull();
     expect(velopackFeedPlatforms("win-arm64", platforms, q())).toBeNull();
   });
-  test("the C# client's rid, else its arch, picks one of several; a channel of one platform is not narrowed (an x64 build emulated on ARM)", () => {
+  test("the C# client's rid, else its arch, picks what the machine runs: its own, else what it emulates, else nothing", () => {
     expect(velopackFeedPlatforms("osx", platforms, q("rid=osx-x64&arch=arm64"))).toEqual(["mac-x64"]);
     expect(velopackFeedPlatforms("osx", platforms, q("arch=arm64"))).toEqual(["mac-arm64"]);
+    // Windows on ARM runs the x64 build of a site that has no arm64 one.
     expect(velopackFeedPlatforms("win", platforms, q("arch=arm64&rid=win-arm64"))).toEqual(["win-x64"]);
+    // An Intel Mac never gets an arm64 package, a 32-bit Windows never an x64 one.
+    expect(velopackFeedPlatforms("osx", ["mac-arm64"], q("rid=osx-x64&arch=x64"))).toEqual([]);
+    expect(velopackFeedPlatforms("win", platforms, q("arch=x86"))).toEqual([]);
+    // A channel named for its platform answers it, whatever machine asks.
     expect(velopackFeedPlatforms("osx-x64", platforms, q("arch=arm64"))).toEqual(["mac-x64"]);
   });
   test("a listing of two platforms' packages is refused, naming the channel to pack with; one platform's is not", () => {

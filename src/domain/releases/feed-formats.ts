@@ -84,21 +84,33 @@ export function velopackPlatforms(channelName: string, platforms: readonly strin
   return platforms.includes(prefix + arch) ? [prefix + arch] : [];
 }
 
+/** What each machine architecture runs besides its own: Windows on ARM and Rosetta run x64 builds, 64-bit Windows runs x86 ones. */
+const EMULATED: Record<string, readonly string[]> = { "win-arm64": ["x64", "x86"], "osx-arm64": ["x64"], "win-x64": ["x86"] };
+
 /**
- * The platforms a Velopack channel file lists (null: not a channel of this site). A system's
- * channel that covers several is narrowed by what Velopack's C# client says in its query
- * (`rid=osx-arm64`, else `arch=arm64`; its Rust core sends neither). A channel of one platform is
- * not: the client names the machine's architecture, and an x64 build emulated on an ARM machine
- * must still get its x64 packages.
+ * The platforms a Velopack channel file lists (null: not a channel of this site). `releases.<os>-<arch>.json`
+ * names its platform, whatever machine asks. A system's channel is narrowed by the machine that
+ * Velopack's C# client names in its query (`rid=osx-arm64`, else `arch=arm64`; its Rust core
+ * sends neither) to what that machine runs: its own architecture, else one it emulates, else none.
  */
 export function velopackFeedPlatforms(channelName: string, platforms: readonly string[], query: URLSearchParams): readonly string[] | null {
   const covered = velopackPlatforms(channelName, platforms);
   if (covered.length === 0) return null;
-  if (covered.length === 1) return covered;
-  const byRid = velopackPlatforms(query.get("rid") ?? "", covered);
-  if (byRid.length === 1) return byRid;
-  const arch = query.get("arch");
-  return arch === null ? covered : covered.filter((p) => p.endsWith(`-${arch}`));
+  if (channelName.includes("-")) return covered;
+  const machineArch = velopackArchOf(query.get("rid"), channelName) ?? query.get("arch");
+  if (machineArch === null) return covered;
+  const own = covered.filter((p) => p.endsWith(`-${machineArch}`));
+  if (own.length > 0) return own;
+  for (const arch of EMULATED[`${channelName}-${machineArch}`] ?? []) {
+    const emulated = covered.filter((p) => p.endsWith(`-${arch}`));
+    if (emulated.length > 0) return emulated;
+  }
+  return [];
+}
+
+/** The architecture of a runtime id of that system (`osx-arm64` → `arm64`), or null. */
+function velopackArchOf(rid: string | null, os: string): string | null {
+  return rid?.startsWith(`${os}-`) ? rid.slice(os.length + 1) : null;
 }
 
 /**
