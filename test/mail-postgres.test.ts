@@ -65,6 +65,22 @@ describe.skipIf(!PG_URL)("the mail outbox on PostgreSQL", () => {
       });
       expect(await mailStore.licenseIdsOfEmail("buyer3@example.ORG", 10)).toHaveLength(2);
       expect(await mailStore.licenseIdsOfEmail("buyer3@example.ORG", 10, "trial")).toHaveLength(1);
+      // Reminders leave out a licence with the first key, unless it has the second (a bridge subscription, until it ended).
+      const base = {
+        licensee: "Sub",
+        plan: "pro",
+        seats: 1,
+        channels: ["stable"],
+        email: "sub@example.org",
+        updatesUntil: new Date(clock() + 86_400_000).toISOString(),
+      };
+      const d = { variant: VARIANTS.alpha, store: one, clock, tokenTtlSeconds: 3600 };
+      const renewing = await createLicense(d, CLI_CALLER, { ...base, metadata: { bridge_subscription: "sub_1" } });
+      const ended = await createLicense(d, CLI_CALLER, { ...base, metadata: { bridge_subscription: "sub_2", bridge_subscription_ended: "x" } });
+      const ending = async (mailable?: { without: string; unless: string }) =>
+        (await mailStore.licensesUpdatesEnding(clock(), clock() + 2 * 86_400_000, 100, mailable)).map((l) => l.id);
+      expect(await ending()).toEqual(expect.arrayContaining([renewing.license.id, ended.license.id]));
+      expect(await ending({ without: "bridge_subscription", unless: "bridge_subscription_ended" })).toEqual([ended.license.id]);
       expect(await mailStore.countMailSince("BUYER3@example.org", "license-created", 0)).toBe(1);
       const [newest] = await mailStore.listMail({ limit: 1 });
       const copy = await resendMail({ variant: VARIANTS.alpha, store: one, clock, tokenTtlSeconds: 3600, mail: outboxes[0] }, CLI_CALLER, newest!.id);

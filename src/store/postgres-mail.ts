@@ -68,7 +68,8 @@ export class PostgresMailStore implements MailStore {
   async licensesUpdatesEnding(from: number, to: number, limit: number, mailable?: MailableLicences): Promise<LicenseRecord[]> {
     const rows = await this.sql`SELECT * FROM licenses WHERE kind = 'license' AND revoked IS NULL AND email IS NOT NULL
       AND updates_until >= ${from} AND updates_until < ${to}
-      AND (${mailable?.without ?? null}::text IS NULL OR NOT (metadata::jsonb ? ${mailable?.without ?? ""}))
+      AND (${mailable?.without ?? null}::text IS NULL OR (metadata::jsonb ->> ${mailable?.without ?? ""}) IS NULL
+        OR (metadata::jsonb ->> ${mailable?.unless ?? ""}) IS NOT NULL)
       ORDER BY updates_until, id LIMIT ${limit}`;
     return rows.map(licenseFromRow);
   }

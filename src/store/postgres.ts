@@ -958,7 +958,8 @@ export class PostgresStore implements Store {
   async licensesExpiring(from: number, to: number, limit: number, mailable?: MailableLicences): Promise<LicenseRecord[]> {
     const rows = await this.sql`SELECT * FROM licenses WHERE kind = 'license' AND revoked IS NULL
       AND expires >= ${from} AND expires < ${to}
-      AND (${mailable?.without ?? null}::text IS NULL OR (email IS NOT NULL AND NOT (metadata::jsonb ? ${mailable?.without ?? ""})))
+      AND (${mailable?.without ?? null}::text IS NULL OR (email IS NOT NULL
+        AND ((metadata::jsonb ->> ${mailable?.without ?? ""}) IS NULL OR (metadata::jsonb ->> ${mailable?.unless ?? ""}) IS NOT NULL)))
       ORDER BY expires, id LIMIT ${limit}`;
     return rows.map(licenseFromRow);
   }

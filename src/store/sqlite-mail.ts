@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { metadataPaths } from "./sqlite-metadata";
 import { licenseFromRow } from "./rows";
 import type { AuditRecord, LicenseRecord, MailableLicences } from "./types";
 import type { MailFilter, MailKind, MailOutcome, MailRecord, MailStore, NewMail } from "./mail-types";
@@ -126,8 +127,9 @@ export class SqliteMailStore implements MailStore {
   async licensesUpdatesEnding(from: number, to: number, limit: number, mailable?: MailableLicences): Promise<LicenseRecord[]> {
     const rows = this.db
       .query(`SELECT * FROM licenses WHERE kind = 'license' AND revoked IS NULL AND email IS NOT NULL
-        AND updates_until >= ? AND updates_until < ? AND (? IS NULL OR json_extract(metadata, ?) IS NULL) ORDER BY updates_until, id LIMIT ?`)
-      .all(from, to, mailable?.without ?? null, `$.${JSON.stringify(mailable?.without ?? "")}`, limit) as Row[];
+        AND updates_until >= ? AND updates_until < ? AND (? IS NULL OR json_extract(metadata, ?) IS NULL OR json_extract(metadata, ?) IS NOT NULL)
+        ORDER BY updates_until, id LIMIT ?`)
+      .all(from, to, mailable?.without ?? null, ...metadataPaths(mailable), limit) as Row[];
     return rows.map(licenseFromRow);
   }
 

@@ -1,6 +1,7 @@
 import { Database, type Statement } from "bun:sqlite";
 import { chmodSync, closeSync, fchmodSync, openSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { metadataPaths } from "./sqlite-metadata";
 import { installReportsPerDay, releaseHealth, releaseRunners, writeInstallReports } from "./install-reports-sqlite";
 import { MIGRATIONS } from "./migrations";
 import { insertMailSqlite } from "./sqlite-mail";
@@ -1052,8 +1053,9 @@ export class SqliteStore implements Store {
   async licensesExpiring(from: number, to: number, limit: number, mailable?: MailableLicences): Promise<LicenseRecord[]> {
     const rows = this.db
       .query(`SELECT * FROM licenses WHERE kind = 'license' AND revoked IS NULL AND expires >= ? AND expires < ?
-        AND (? IS NULL OR (email IS NOT NULL AND json_extract(metadata, ?) IS NULL)) ORDER BY expires, id LIMIT ?`)
-      .all(from, to, mailable?.without ?? null, `$.${JSON.stringify(mailable?.without ?? "")}`, limit) as Row[];
+        AND (? IS NULL OR (email IS NOT NULL AND (json_extract(metadata, ?) IS NULL OR json_extract(metadata, ?) IS NOT NULL)))
+        ORDER BY expires, id LIMIT ?`)
+      .all(from, to, mailable?.without ?? null, ...metadataPaths(mailable), limit) as Row[];
     return rows.map(licenseFromRow);
   }
 

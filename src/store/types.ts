@@ -507,9 +507,10 @@ export interface RolloutCountQuery {
   readonly threshold: bigint;
 }
 
-/** Licences a reminder may go to: with an address, and without the metadata key `without` (a mark of the domain's). */
+/** Licences a reminder may go to: with an address, and without the metadata key `without` unless they also have `unless` (marks of the domain's). */
 export interface MailableLicences {
   readonly without: string;
+  readonly unless: string;
 }
 
 export interface Store extends MeterStore, TrialStore {

@@ -520,9 +520,11 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       // For reminders: only with an address, and without the metadata key named (a subscription's mark).
       const mailed = license({ expires: T0 + 11 * day, email: "a@example.org" });
       const renewing = license({ expires: T0 + 12 * day, email: "b@example.org", metadata: { bridge_subscription: "sub_1" } });
-      for (const l of [mailed, renewing]) await store.createLicense(l);
-      expect((await store.licensesExpiring(T0, T0 + 30 * day, 100)).map((l) => l.id)).toEqual([soon.id, mailed.id, renewing.id]);
-      expect((await store.licensesExpiring(T0, T0 + 30 * day, 100, { without: "bridge_subscription" })).map((l) => l.id)).toEqual([mailed.id]);
+      const ended = license({ expires: T0 + 13 * day, email: "c@example.org", metadata: { bridge_subscription: "sub_2", bridge_subscription_ended: "x" } });
+      for (const l of [mailed, renewing, ended]) await store.createLicense(l);
+      expect((await store.licensesExpiring(T0, T0 + 30 * day, 100)).map((l) => l.id)).toEqual([soon.id, mailed.id, renewing.id, ended.id]);
+      const mailable = { without: "bridge_subscription", unless: "bridge_subscription_ended" };
+      expect((await store.licensesExpiring(T0, T0 + 30 * day, 100, mailable)).map((l) => l.id)).toEqual([mailed.id, ended.id]);
     });
 
     test("stats counted a slice at a time (seats from the kept counts, rollout reach from buckets stored once) equal a full recount after activations, deactivations, revocations", async () => {

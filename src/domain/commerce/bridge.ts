@@ -11,7 +11,7 @@ import type { Json } from "./payload";
 import { PROVIDER_NAMES, type Provider, type SaleAction, type SaleEvent, type SaleItem } from "./sale-event";
 import { verifyLemonSqueezySignature, verifyPaddleSignature, verifyStripeSignature } from "./signatures";
 import { stripeEvent } from "./stripe-events";
-import { SUBSCRIPTION_MARK } from "./subscription-mark";
+import { SUBSCRIPTION_ENDED_MARK, SUBSCRIPTION_MARK } from "./subscription-mark";
 
 /** The metadata that keeps when the provider made the quantity a licence's seats were last set from. */
 const SEATS_CHANGED_AT = "bridge_seats_changed";
@@ -191,21 +191,21 @@ export class CommerceBridges {
     }
     const metadata: Record<string, string> = { ...(license.metadata ?? {}) };
     if (linking) metadata[SUBSCRIPTION_MARK] = a.subscription;
+    // A new paid period of a subscription that had ended (resumed): its end moves again.
+    if (said.length > 0) delete metadata[SUBSCRIPTION_ENDED_MARK];
     const productId = license.metadata?.bridge_product;
     const item = a.items?.find((i) => productId !== undefined && i.ids.includes(productId));
-    // The quantity the provider last changed wins, whatever order its events arrive in.
+    // The quantity the provider changed last wins, whatever order its events arrive in: a change
+    // made before (or in the same second as) the one the seats were set from is not applied.
     const seatsAt = Date.parse(license.metadata?.[SEATS_CHANGED_AT] ?? "");
-    const stale = a.changedAt != null && !Number.isNaN(seatsAt) && a.changedAt < seatsAt;
-    if (item && grant !== FALLBACK && stale) said.push(`seats kept: a quantity of ${isoTime(a.changedAt!)}, before the one applied at ${isoTime(seatsAt)}`);
-    if (item && grant !== FALLBACK && !stale) {
-      const seats = Math.min(grant.seats * item.quantity, 1_000_000_000);
-      if (seats !== license.seats) {
+    const seats = item && grant !== FALLBACK ? Math.min(grant.seats * item.quantity, 1_000_000_000) : license.seats;
+    if (seats !== license.seats) {
+      if (a.changedAt != null && !Number.isNaN(seatsAt) && a.changedAt <= seatsAt)
+        said.push(`seats kept at ${license.seats}: ${seats} is of ${isoTime(a.changedAt)}, not after the change applied at ${isoTime(seatsAt)}`);
+      else {
         patch.seats = seats;
         said.push(`seats ${license.seats} → ${seats}`);
-      }
-      if (a.changedAt != null && a.changedAt !== seatsAt) {
-        metadata[SEATS_CHANGED_AT] = isoTime(a.changedAt);
-        if (seats === license.seats) said.push(`seats stay ${seats}`);
+        if (a.changedAt != null) metadata[SEATS_CHANGED_AT] = isoTime(a.changedAt);
       }
     }
     if (JSON.stringify(metadata) !== JSON.stringify(license.metadata ?? {})) patch.metadata = metadata;
@@ -254,6 +254,13 @@ export class CommerceBridges {
     if (license === null) return this.ignore(event, caller, `no licence was sold with ${references.join(", ") || "these ids"}`, null);
     const grant = this.grantOf(event.provider, license);
     const does = kind === "cancellation" ? grant.onCancel : kind === "refund" ? grant.onRefund : grant.onDispute;
+    if (does === "expire" && kind === "cancellation" && license.metadata?.[SUBSCRIPTION_ENDED_MARK] === undefined) {
+      // The paid end is final now: marked, so that its reminders are sent again (mail/worker.ts).
+      const detail = `${kind}: licence ${license.id} runs to its paid end (${license.expires === null ? "no end" : isoTime(license.expires)})`;
+      const metadata = { ...(license.metadata ?? {}), [SUBSCRIPTION_ENDED_MARK]: isoTime(this.d.clock()) };
+      await updateLicense(this.d, caller, license.id, { metadata }, () => this.write(event, "applied", detail, license.id, []));
+      return { event: event.id, type: event.type, outcome: "applied", detail, license: license.id };
+    }
     if (does === "expire" || does === "keep") {
       const why =
         does === "expire" ? `runs to its paid end (${license.expires === null ? "no end" : isoTime(license.expires)})` : "kept, as the product's grant says";

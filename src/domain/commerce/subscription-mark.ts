@@ -4,3 +4,9 @@
  * payments, so keyturn's reminders that a licence or its updates end are not sent for it.
  */
 export const SUBSCRIPTION_MARK = "bridge_subscription";
+
+/**
+ * When that subscription ended (it was cancelled, or its payments stopped): the licence runs to its
+ * paid end, which no payment moves any more, so its reminders are sent again.
+ */
+export const SUBSCRIPTION_ENDED_MARK = "bridge_subscription_ended";

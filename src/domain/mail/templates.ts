@@ -136,13 +136,14 @@ export function licenceExpiring(site: string, l: LicenceFacts & { readonly expir
 }
 
 /** A trial's end: it is the same licence's expiry, worded for someone who has not bought yet. */
-export function trialEnding(site: string, l: LicenceFacts & { readonly expires: number }, links: Links): MailContent {
+/** No portal link: the portal does not reach a trial through the address it was started with (portal-link.ts). */
+export function trialEnding(site: string, l: LicenceFacts & { readonly expires: number }): MailContent {
   const when = day(l.expires);
   const says = `Your trial (${plain(l.planTitle)}) ends on ${when}. After that day the program can no longer be used with it; a licence key activated on the same computer takes over from the trial.`;
   return {
     subject: `Your trial of ${site} ends on ${when}`,
-    text: ["Hello,", "", says, "", `Your portal: ${links.portal}`, "", site].join("\n"),
-    html: page(site, ["Hello,", escapeHtml(says), `Your portal: ${link(links.portal)}`]),
+    text: ["Hello,", "", says, "", site].join("\n"),
+    html: page(site, ["Hello,", escapeHtml(says)]),
   };
 }
 

@@ -8,7 +8,7 @@ import { randomBase32 } from "../ids";
 import { RETRY_DELAYS_MS } from "../webhooks/worker";
 import { facts, type MailOutbox } from "./outbox";
 import { isTrialLicence } from "../trial-mark";
-import { SUBSCRIPTION_MARK } from "../commerce/subscription-mark";
+import { SUBSCRIPTION_ENDED_MARK, SUBSCRIPTION_MARK } from "../commerce/subscription-mark";
 import { licenceExpiring, trialEnding, updatesEnding } from "./templates";
 
 /** How often the worker looks for licences to remind (the reminders are once-only, so any process may). */
@@ -179,8 +179,9 @@ export class MailWorker {
     const pruned = await this.o.mail.pruneMail(now - (this.o.retentionMs ?? 90 * 86_400_000));
     if (pruned > 0) this.o.log.info("pruned old mail", { mails: pruned });
     if (config.reminderDays === 0) return;
-    // A subscription's end moves with each payment and its provider mails about payments: no reminder.
-    const mailable = { without: SUBSCRIPTION_MARK };
+    // A subscription's end moves with each payment and its provider mails about payments: no
+    // reminder until it ended, after which its end is final.
+    const mailable = { without: SUBSCRIPTION_MARK, unless: SUBSCRIPTION_ENDED_MARK };
     const ending = await store.licensesExpiring(now, now + config.reminderDays * 86_400_000, REMINDERS_PER_ROUND, mailable);
     const mails = [];
     const links = { portal: outbox.portalUrl };
@@ -188,7 +189,7 @@ export class MailWorker {
       if (!l.email || l.expires === null) continue;
       const ends = { ...facts(l), expires: l.expires };
       const [kind, content] = isTrialLicence(l)
-        ? (["trial-ending", trialEnding(outbox.site, ends, links)] as const)
+        ? (["trial-ending", trialEnding(outbox.site, ends)] as const)
         : (["license-expiring", licenceExpiring(outbox.site, ends, links)] as const);
       mails.push(await outbox.compose(kind, l.id, l.email, content, { dedupe: `${kind}:${l.id}:${l.expires}` }));
     }

@@ -208,15 +208,25 @@ test("licence expiring soon: one reminder, --mail-reminder-days ahead, however o
   const day = 86_400_000;
   await create({ email: "soon@example.org", expires: new Date(site.clock() + 9 * day).toISOString() });
   await create({ email: "later@example.org", expires: new Date(site.clock() + 30 * day).toISOString() });
-  // Sold as a subscription through a payment bridge: its end moves with each payment, so no reminder.
+  // Sold as a subscription through a payment bridge: its end moves with each payment, so no
+  // reminder; once the subscription ended, its end is final and it is reminded.
   await create({ email: "renewing@example.org", expires: new Date(site.clock() + 8 * day).toISOString(), metadata: { bridge_subscription: "sub_1" } });
+  await create({
+    email: "cancelled@example.org",
+    expires: new Date(site.clock() + 7 * day).toISOString(),
+    metadata: { bridge_subscription: "sub_2", bridge_subscription_ended: "2026-01-01T00:00:00+00:00" },
+  });
   await worker!.tick();
   const subjects = smtp.received.map((r) => `${r.envelopeTo[0]} ${r.mail.subject}`);
   const dayText = new Date(site.clock() + 9 * day).toISOString().slice(0, 10);
-  expect(subjects.filter((s) => s.includes("ends on"))).toEqual([`soon@example.org Your licence for licenses.example.com ends on ${dayText}`]);
+  const cancelledDay = new Date(site.clock() + 7 * day).toISOString().slice(0, 10);
+  expect(subjects.filter((s) => s.includes("ends on")).sort()).toEqual([
+    `cancelled@example.org Your licence for licenses.example.com ends on ${cancelledDay}`,
+    `soon@example.org Your licence for licenses.example.com ends on ${dayText}`,
+  ]);
   site.clock.advance(2 * 3600_000);
   await worker!.tick();
-  expect(smtp.received.filter((r) => r.mail.subject?.includes("ends on"))).toHaveLength(1);
+  expect(smtp.received.filter((r) => r.mail.subject?.includes("ends on"))).toHaveLength(2);
 });
 
 test("trial ending: a trial started with an address is told of its end as a trial, once; one without an address mails nothing", async () => {
@@ -241,6 +251,8 @@ test("trial ending: a trial started with an address is told of its end as a tria
   const dayText = new Date(started + 14 * day).toISOString().slice(0, 10);
   expect(smtp.received.map((r) => `${r.envelopeTo[0]} ${r.mail.subject}`)).toEqual([`eve@example.org Your trial of licenses.example.com ends on ${dayText}`]);
   expect(smtp.received[0]!.mail.text).toContain("a licence key activated on the same computer takes over from the trial");
+  // No portal link: the portal does not reach a trial through the address it was started with.
+  expect(smtp.received[0]!.mail.text).not.toContain("/portal");
   const [m] = await site.composed.services.admin.mail!.d.store.listMail({ limit: 5 });
   expect(m).toMatchObject({ kind: "trial-ending", status: "sent" });
   site.clock.advance(2 * 3600_000);
@@ -319,6 +331,8 @@ test("updates window ending soon: one reminder, --mail-reminder-days ahead; none
     { email: "window@example.org", updatesUntil: at(5) },
     { email: "ends-first@example.org", updatesUntil: at(5), expires: at(4) },
     { email: "far@example.org", updatesUntil: at(40) },
+    // A yearly maintenance subscription through a payment bridge: each payment moves the window.
+    { email: "subscribed@example.org", updatesUntil: at(5), metadata: { bridge_subscription: "sub_1" } },
   ])
     expect((await create(body)).status).toBe(201);
   await worker!.tick();
