@@ -57,6 +57,22 @@ describe("electron-updater on macOS installs only a zip", () => {
     // The update path still serves the disk image: only the electron feed cannot offer it.
     expect((await s.site.request("GET", "/updates/alpha/stable/mac-x64/alpha-update.json", { token })).status).toBe(200);
   });
+
+  test("a zip behind a dozen newer disk images is still the one latest-mac.yml names", async () => {
+    s.tree.add({ version: "0.9.0", platform: "mac-x64", installer: "Alpha-0.9.0-mac.zip", released: "2026-09-01T00:00:00+00:00" });
+    for (let i = 1; i <= 12; i++)
+      s.tree.add({
+        version: `1.0.${i}`,
+        platform: "mac-x64",
+        installer: `Alpha-1.0.${i}.dmg`,
+        released: `2026-10-${String(i + 1).padStart(2, "0")}T00:00:00+00:00`,
+      });
+    await s.holder.rescan();
+    await s.holder.verified();
+    const res = await s.site.request("GET", "/feeds/electron/alpha/stable/latest-mac.yml", { token: await s.token() });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain('path: "Alpha-0.9.0-mac.zip"');
+  });
 });
 
 // electron-builder's packages/electron-updater/src/providers/Provider.ts, getChannelFilePrefix:
