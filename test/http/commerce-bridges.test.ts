@@ -4,7 +4,7 @@ import { lemon, paddle, stripe } from "../commerce-events";
 import { LEMON_SECRET, lemonHeader, PADDLE_SECRET, paddle as paddleSdk, paddleHeader, STRIPE_SECRET, stripeHeader } from "../commerce-signers";
 import { isoTime } from "../../src/domain/clock";
 import { CLI_CALLER } from "../../src/domain/admin/deps";
-import { createLicense, rekeyLicense } from "../../src/domain/admin/licenses";
+import { createLicense, rekeyLicense, updateLicense } from "../../src/domain/admin/licenses";
 import { adoptStripeExampleLicences } from "../../src/domain/commerce/adopt-stripe-example";
 import { createAdminToken } from "../../src/domain/admin/tokens";
 import { announceSkip, freshSchema, PG_URL } from "../databases";
@@ -175,6 +175,13 @@ describe("Stripe", () => {
     // Made in the same second as the 4 (Stripe's times are whole seconds): which came last cannot be told, so the 4 stays.
     expect((await toStripe(updated("evt_seats_tie", 6, site.clock() + 60_000))).answer).toMatchObject({ outcome: "ignored", license: id });
     expect((await license(id)).seats).toBe(4);
+    // 4, then 7, then 4 again, the 7 delivered last: the latest statement (4) stands.
+    expect((await toStripe(updated("evt_seats_again", 4, site.clock() + 180_000))).answer).toMatchObject({
+      outcome: "applied",
+      detail: `licence ${id}: seats stay 4`,
+    });
+    expect((await toStripe(updated("evt_seats_between", 7, site.clock() + 120_000))).answer).toMatchObject({ outcome: "ignored", license: id });
+    expect((await license(id)).seats).toBe(4);
 
     // The key works until the refund of the renewal's payment (the example kept such a licence).
     // The buyer's key went to their mailbox; the test takes a new one, as support would.
@@ -322,6 +329,8 @@ describe("Stripe", () => {
         "evt_seats_newer",
         "evt_seats_older",
         "evt_seats_tie",
+        "evt_seats_again",
+        "evt_seats_between",
       ].sort(),
     );
     expect(events.find((e) => e.eventId === "evt_buy")!.replays).toBe(1);
@@ -624,10 +633,15 @@ describe("coming from the Stripe example", () => {
       );
     expect((await toStripe(renewal("evt_old_1", now + 35 * DAY))).answer).toMatchObject({ outcome: "ignored", license: null });
 
-    const adopted = await adoptStripeExampleLicences(site.composed.services.admin, CLI_CALLER, site.composed.config.bridges.products.stripe);
-    expect(adopted).toEqual([{ license: id, references: ["sub_old", "pi_old", "pi_old2", "pi_old3"], product: "price_pro_monthly" }]);
+    const adopt = () => adoptStripeExampleLicences(site.composed.services.admin, CLI_CALLER, site.composed.config.bridges.products.stripe);
+    expect(await adopt()).toEqual([{ license: id, references: ["sub_old", "pi_old", "pi_old2", "pi_old3"], product: "price_pro_monthly" }]);
     expect((await license(id)).metadata).toMatchObject({ bridge: "stripe", bridge_subscription: "sub_old", bridge_product: "price_pro_monthly" });
-    expect(await adoptStripeExampleLicences(site.composed.services.admin, CLI_CALLER, site.composed.config.bridges.products.stripe)).toEqual([]);
+    expect(await adopt()).toEqual([]);
+    // The example renewed it once more before the endpoint moved: a second run links that payment only.
+    const metadata = { ...(await license(id)).metadata, stripe_payment_intents: "pi_old2 pi_old3 pi_old4" };
+    await updateLicense(site.composed.services.admin, CLI_CALLER, id, { metadata });
+    expect(await adopt()).toEqual([{ license: id, references: ["pi_old4"], product: "price_pro_monthly" }]);
+    expect(await adopt()).toEqual([]);
 
     const periodEnd = now + 35 * DAY;
     expect((await toStripe(renewal("evt_old_2", periodEnd))).answer).toMatchObject({ outcome: "applied", license: id });
@@ -639,6 +653,31 @@ describe("coming from the Stripe example", () => {
       site.clock(),
     );
     expect((await toStripe(refund)).answer).toMatchObject({ outcome: "applied", detail: `refund: licence ${id} revoked` });
+  });
+});
+
+describe("coming from the Stripe example, several prices of one plan", () => {
+  test("prices that renew alike (a monthly and a yearly of the same grant): the first by id; prices that differ: none, named in the output", async () => {
+    const pro = site.composed.config.bridges.products.stripe.price_pro_monthly!;
+    const make = async (licensee: string) =>
+      (
+        await createLicense(site.composed.services.admin, CLI_CALLER, {
+          licensee,
+          plan: "pro",
+          seats: 1,
+          channels: ["stable"],
+          metadata: { stripe_subscription: `sub_${licensee}` },
+        })
+      ).license.id;
+    const first = await make("a");
+    const alike = await adoptStripeExampleLicences(site.composed.services.admin, CLI_CALLER, { price_yearly: pro, price_monthly: pro });
+    expect(alike).toEqual([{ license: first, references: ["sub_a"], product: "price_monthly" }]);
+    const second = await make("b");
+    const differ = await adoptStripeExampleLicences(site.composed.services.admin, CLI_CALLER, {
+      price_yearly: { ...pro, graceSeconds: 0 },
+      price_monthly: pro,
+    });
+    expect(differ).toEqual([{ license: second, references: ["sub_b"], product: null }]);
   });
 });
 

@@ -113,6 +113,8 @@ describe("Velopack channel files (peers.md 4.1)", () => {
     // An Intel Mac never gets an arm64 package, a 32-bit Windows never an x64 one.
     expect(velopackFeedPlatforms("osx", ["mac-arm64"], q("rid=osx-x64&arch=x64"))).toEqual([]);
     expect(velopackFeedPlatforms("win", platforms, q("arch=x86"))).toEqual([]);
+    // An architecture the client cannot tell (rid=win-Unknown, no arch) names nothing: the channel's platforms.
+    expect(velopackFeedPlatforms("win", platforms, q("rid=win-Unknown"))).toEqual(["win-x64"]);
     // A channel named for its platform answers it, whatever machine asks.
     expect(velopackFeedPlatforms("osx-x64", platforms, q("arch=arm64"))).toEqual(["mac-x64"]);
   });

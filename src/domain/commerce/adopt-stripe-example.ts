@@ -1,7 +1,9 @@
+import { createHash } from "node:crypto";
 import type { ProductGrant } from "../../config/bridges";
 import type { LicenseRecord } from "../../store/types";
-import type { AdminCaller, AdminDeps } from "../admin/deps";
+import { actorOf, type AdminCaller, type AdminDeps } from "../admin/deps";
 import { updateLicense } from "../admin/licenses";
+import { newId } from "../ids";
 import { SUBSCRIPTION_MARK } from "./subscription-mark";
 
 /** The metadata in which the Stripe example (docs/commerce.md, "Coming from the Stripe example") kept a licence's Stripe ids. */
@@ -20,8 +22,8 @@ export interface AdoptedLicence {
  * the bridge finds none of them: their renewals are ignored (they expire while the customer pays)
  * and their refunds, chargebacks and quantity changes are lost. Adopting one links those ids to it
  * and names it the bridge's (`bridge`, `bridge_subscription`, and `bridge_product` when exactly one
- * price of bridge-products.stripe sells its plan), with a bridge event and an audit line. Licences
- * already the bridge's are left alone, so running it twice adopts nothing twice.
+ * price of bridge-products.stripe sells its plan), with a bridge event and an audit line. Run again,
+ * it links only the ids not linked yet, so nothing is adopted twice.
  */
 export async function adoptStripeExampleLicences(
   d: AdminDeps,
@@ -31,34 +33,49 @@ export async function adoptStripeExampleLicences(
   const adopted: AdoptedLicence[] = [];
   for (const licence of await d.store.listLicenses()) {
     const metadata = licence.metadata ?? {};
-    if (metadata.bridge !== undefined) continue;
-    const references = exampleReferences(metadata);
+    if (metadata.bridge !== undefined && metadata.bridge !== "stripe") continue;
+    // Run again (the example kept renewing until the endpoint moved): only the ids not linked yet.
+    const references: string[] = [];
+    for (const reference of exampleReferences(metadata)) if ((await d.store.findBridgeLink("stripe", [reference])) === null) references.push(reference);
     if (references.length === 0) continue;
-    const product = productOf(licence, products);
+    const first = metadata.bridge === undefined;
+    const product = first ? productOf(licence, products) : (metadata.bridge_product ?? null);
     const now = d.clock();
-    const event = {
-      provider: "stripe",
-      eventId: `adopt:${licence.id}`,
-      type: "keyturn.adopt",
-      received: now,
-      outcome: "applied" as const,
-      licenseId: licence.id,
-    };
-    const detail = `licence ${licence.id} adopted from the Stripe example${product ? ` as ${product}` : ""}`;
-    await updateLicense(
-      d,
-      caller,
-      licence.id,
-      {
-        metadata: {
-          ...metadata,
-          bridge: "stripe",
-          ...(metadata.stripe_subscription ? { [SUBSCRIPTION_MARK]: metadata.stripe_subscription } : {}),
-          ...(product ? { bridge_product: product } : {}),
-        },
+    const detail = `licence ${licence.id} adopted from the Stripe example${product ? ` as ${product}` : ""}: ${references.join(" ")}`;
+    const write = {
+      event: {
+        provider: "stripe",
+        eventId: `adopt:${licence.id}:${createHash("sha256").update(references.join(" ")).digest("hex").slice(0, 16)}`,
+        type: "keyturn.adopt",
+        received: now,
+        outcome: "applied" as const,
+        detail: detail.slice(0, 500),
+        licenseId: licence.id,
       },
-      () => ({ event: { ...event, detail }, links: references.map((reference) => ({ provider: "stripe", reference, licenseId: licence.id })) }),
-    );
+      links: references.map((reference) => ({ provider: "stripe", reference, licenseId: licence.id })),
+    };
+    if (first) {
+      const named = {
+        ...metadata,
+        bridge: "stripe",
+        ...(metadata.stripe_subscription ? { [SUBSCRIPTION_MARK]: metadata.stripe_subscription } : {}),
+        ...(product ? { bridge_product: product } : {}),
+      };
+      await updateLicense(d, caller, licence.id, { metadata: named }, () => write);
+    } else {
+      await d.store.recordBridgeEvent(write);
+      await d.store.writeAudit({
+        ref: newId("ref", now),
+        time: now,
+        address: caller.address,
+        action: "bridge-event",
+        activationId: null,
+        licenseId: licence.id,
+        outcome: "ok",
+        error: null,
+        actor: actorOf(caller.principal),
+      });
+    }
     adopted.push({ license: licence.id, references, product });
   }
   return adopted;
@@ -70,8 +87,17 @@ function exampleReferences(metadata: Readonly<Record<string, string>>): string[]
   return [...new Set(ids.filter((id): id is string => typeof id === "string" && id !== ""))];
 }
 
-/** The one price of the table that sells the licence's plan; null when none or several do. */
+/**
+ * The price of the table the licence is sold as: the one that sells its plan, or, when several do
+ * (a monthly and a yearly price), the first of them by id if they renew alike (the same windows,
+ * grace and seats per unit); null when none does or they differ (its renewals are then ignored:
+ * name its `bridge_product` by hand).
+ */
 function productOf(licence: LicenseRecord, products: Readonly<Record<string, ProductGrant>>): string | null {
-  const selling = Object.entries(products).filter(([, grant]) => grant.plan === licence.plan);
-  return selling.length === 1 ? selling[0]![0] : null;
+  const selling = Object.entries(products)
+    .filter(([, grant]) => grant.plan === licence.plan)
+    .sort(([a], [b]) => (a < b ? -1 : 1));
+  const alike = (g: ProductGrant) => JSON.stringify([g.renews, g.graceSeconds, g.seats]);
+  if (selling.length === 0 || selling.some(([, g]) => alike(g) !== alike(selling[0]![1]))) return null;
+  return selling[0]![0];
 }

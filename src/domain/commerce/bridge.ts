@@ -192,20 +192,25 @@ export class CommerceBridges {
     const metadata: Record<string, string> = { ...(license.metadata ?? {}) };
     if (linking) metadata[SUBSCRIPTION_MARK] = a.subscription;
     // A new paid period of a subscription that had ended (resumed): its end moves again.
-    if (said.length > 0) delete metadata[SUBSCRIPTION_ENDED_MARK];
+    if (patch.expires !== undefined || patch.updatesUntil !== undefined) delete metadata[SUBSCRIPTION_ENDED_MARK];
     const productId = license.metadata?.bridge_product;
     const item = a.items?.find((i) => productId !== undefined && i.ids.includes(productId));
-    // The quantity the provider changed last wins, whatever order its events arrive in: a change
-    // made before (or in the same second as) the one the seats were set from is not applied.
+    // The quantity the provider stated last wins, whatever order its events arrive in: each newer
+    // statement is stamped, even of the same quantity (5, then 6, then 5 again, delivered 5, 6, 5
+    // late, must end at 5), and one made before or in the same second as the stamp is not applied.
     const seatsAt = Date.parse(license.metadata?.[SEATS_CHANGED_AT] ?? "");
-    const seats = item && grant !== FALLBACK ? Math.min(grant.seats * item.quantity, 1_000_000_000) : license.seats;
-    if (seats !== license.seats) {
-      if (a.changedAt != null && !Number.isNaN(seatsAt) && a.changedAt <= seatsAt)
-        said.push(`seats kept at ${license.seats}: ${seats} is of ${isoTime(a.changedAt)}, not after the change applied at ${isoTime(seatsAt)}`);
-      else {
+    if (item && grant !== FALLBACK) {
+      const seats = Math.min(grant.seats * item.quantity, 1_000_000_000);
+      const older = a.changedAt != null && !Number.isNaN(seatsAt) && a.changedAt <= seatsAt;
+      if (older && seats !== license.seats)
+        said.push(`seats kept at ${license.seats}: ${seats} is of ${isoTime(a.changedAt!)}, not after the quantity stated at ${isoTime(seatsAt)}`);
+      if (!older && seats !== license.seats) {
         patch.seats = seats;
         said.push(`seats ${license.seats} → ${seats}`);
-        if (a.changedAt != null) metadata[SEATS_CHANGED_AT] = isoTime(a.changedAt);
+      }
+      if (!older && a.changedAt != null && a.changedAt !== seatsAt) {
+        metadata[SEATS_CHANGED_AT] = isoTime(a.changedAt);
+        if (seats === license.seats) said.push(`seats stay ${seats}`);
       }
     }
     if (JSON.stringify(metadata) !== JSON.stringify(license.metadata ?? {})) patch.metadata = metadata;

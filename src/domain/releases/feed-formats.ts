@@ -84,6 +84,9 @@ export function velopackPlatforms(channelName: string, platforms: readonly strin
   return platforms.includes(prefix + arch) ? [prefix + arch] : [];
 }
 
+/** The architectures Velopack's C# client names (it sends `rid=win-Unknown` for one it cannot tell, which names nothing). */
+const MACHINE_ARCHES = new Set(["x86", "x64", "arm64"]);
+
 /** What each machine architecture runs besides its own: Windows on ARM and Rosetta run x64 builds, 64-bit Windows runs x86 ones. */
 const EMULATED: Record<string, readonly string[]> = { "win-arm64": ["x64", "x86"], "osx-arm64": ["x64"], "win-x64": ["x86"] };
 
@@ -97,7 +100,7 @@ export function velopackFeedPlatforms(channelName: string, platforms: readonly s
   const covered = velopackPlatforms(channelName, platforms);
   if (covered.length === 0) return null;
   if (channelName.includes("-")) return covered;
-  const machineArch = velopackArchOf(query.get("rid"), channelName) ?? query.get("arch");
+  const machineArch = [velopackArchOf(query.get("rid"), channelName), query.get("arch")].find((a) => a !== null && MACHINE_ARCHES.has(a)) ?? null;
   if (machineArch === null) return covered;
   const own = covered.filter((p) => p.endsWith(`-${machineArch}`));
   if (own.length > 0) return own;

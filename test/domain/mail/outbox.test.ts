@@ -331,15 +331,17 @@ test("updates window ending soon: one reminder, --mail-reminder-days ahead; none
     { email: "window@example.org", updatesUntil: at(5) },
     { email: "ends-first@example.org", updatesUntil: at(5), expires: at(4) },
     { email: "far@example.org", updatesUntil: at(40) },
-    // A yearly maintenance subscription through a payment bridge: each payment moves the window.
+    // A yearly maintenance subscription through a payment bridge: each payment moves the window;
+    // once it was cancelled, the window's end is final and reminded.
     { email: "subscribed@example.org", updatesUntil: at(5), metadata: { bridge_subscription: "sub_1" } },
+    { email: "cancelled@example.org", updatesUntil: at(5), metadata: { bridge_subscription: "sub_2", bridge_subscription_ended: "2026-01-01T00:00:00+00:00" } },
   ])
     expect((await create(body)).status).toBe(201);
   await worker!.tick();
   site.clock.advance(2 * 3600_000);
   await worker!.tick();
   const windows = smtp.received.filter((r) => r.mail.subject?.startsWith("Your updates"));
-  expect(windows.map((r) => r.envelopeTo[0])).toEqual(["window@example.org"]);
+  expect(windows.map((r) => r.envelopeTo[0]).sort()).toEqual(["cancelled@example.org", "window@example.org"]);
   expect(windows[0]!.mail.subject).toBe(`Your updates for licenses.example.com end on ${at(5).slice(0, 10)}`);
   expect(windows[0]!.mail.text).toContain("The program keeps working");
   // The licence-created mail names the window too.
