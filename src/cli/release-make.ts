@@ -81,6 +81,9 @@ export async function makeCommand(args: string[], env: Environment): Promise<num
   const folder = v.folder ?? v.version;
   try {
     const facts = factsOf(v, variant);
+    // Checked before any directory is made: a wrong lane leaves nothing behind, in the tree or outside it.
+    const wrongLane = laneProblem(variant, facts);
+    if (wrongLane !== null) throw new ReleaseProblem(wrongLane);
     if (!isInstallerName(folder))
       throw new ReleaseProblem(
         v.folder === undefined
@@ -117,6 +120,16 @@ export async function makeCommand(args: string[], env: Environment): Promise<num
 type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "boolean" ? boolean : string };
 
 /** The release's facts from the flags (files still where the build left them). */
+/** What is wrong with the lane the flags name for this site, or null. */
+function laneProblem(variant: Variant, facts: Pick<ReleaseFacts, "product" | "channel" | "platform">): string | null {
+  if (variant.products.length === 0 && facts.product !== null) return `${variant.name} has no products: give no --product`;
+  if (variant.products.length > 0 && (facts.product === null || !variant.products.includes(facts.product)))
+    return `--product must be one of ${variant.products.join(", ")}`;
+  if (!variant.channels.includes(facts.channel)) return `--channel must be one of ${variant.channels.join(", ")}`;
+  if (!variant.platforms.includes(facts.platform)) return `--platform must be one of ${variant.platforms.join(", ")}`;
+  return null;
+}
+
 function factsOf(v: Values, variant: Variant): ReleaseFacts {
   const installerPath = resolve(v.installer!);
   const installerName = basename(installerPath);

@@ -166,10 +166,12 @@ describe("keyturn release make", () => {
     const installer = build("beta-1.0.0-win-x64.exe", randomBytes(1000));
     const base = ["release", "make", "--installer", installer, "--releases", releases, "--key", KEY];
     const cases: [string[], string][] = [
-      [["--version", "1.0.0"], "manifest has no product"],
+      [["--version", "1.0.0"], "--product must be one of beta, beta-studio"],
       [["--version", "1 0", "--product", "beta"], "manifest version must be a version like 1.4.2"],
-      [["--version", "1.0.0", "--product", "gamma"], "manifest product must be one of beta, beta-studio"],
-      [["--version", "1.0.0", "--product", "beta", "--channel", "nightly"], "manifest channel must be one of stable, preview"],
+      [["--version", "1.0.0", "--product", "gamma"], "--product must be one of beta, beta-studio"],
+      [["--version", "1.0.0", "--product", "beta", "--channel", "nightly"], "--channel must be one of stable, preview"],
+      [["--version", "1.0.0", "--product", "beta", "--channel", "../../outside"], "--channel must be one of stable, preview"],
+      [["--version", "1.0.0", "--product", "beta", "--platform", "mac-x64"], "--platform must be one of win-x64"],
       [["--version", "1.0.0", "--product", "beta", "--rollout", "150%"], "manifest rollout percent must be a number from 0 to 100"],
       [["--version", "1.0.0", "--product", "beta", "--released", "yesterday"], "manifest released must be an ISO 8601 time"],
       [["--version", "1.0.0", "--product", "beta", "--sparkle-signature", "short"], "manifest feeds.sparkle.edSignature must be"],
@@ -182,6 +184,10 @@ describe("keyturn release make", () => {
       expect(r.code).toBe(1);
     }
     expect(existsSync(join(releases, "beta/stable/win-x64")) ? readdirSync(join(releases, "beta/stable/win-x64")) : []).toEqual([]);
+    // No directory of a wrong lane either, in the tree or beside it.
+    expect(existsSync(releases) ? readdirSync(releases).filter((d) => d !== "beta") : []).toEqual([]);
+    expect(existsSync(join(releases, "beta")) ? readdirSync(join(releases, "beta")).filter((d) => d !== "stable") : []).toEqual([]);
+    expect(existsSync(join(dir, "outside"))).toBe(false);
 
     expect((await runCli([...base, "--version", "1.0.0", "--product", "beta"])).code).toBe(0);
     const again = await runCli([...base, "--version", "1.0.0", "--product", "beta"]);
