@@ -116,6 +116,11 @@ export class ReleaseUploads {
       this.staging.save(resumed);
       return { upload: this.staging.view(resumed), resumed: true };
     }
+    if (same && this.inUse(same.id))
+      throw new KeyturnError(
+        "upload_conflict",
+        `Another upload of ${input.lane}/${input.folder} is being written to or published; try again once it has ended.`,
+      );
     if (same) this.staging.remove(same.id);
     else if (pending.length >= UPLOAD_LIMITS.pending)
       throw new KeyturnError("upload_conflict", `${UPLOAD_LIMITS.pending} uploads are pending; publish or abandon one, or wait for one to expire.`);
