@@ -241,6 +241,48 @@ describe("release uploads", () => {
     await call("DELETE", `/admin/uploads/${id}`);
   });
 
+  test("a new upload of a folder whose pending upload is being written to is refused, not made to fail it", async () => {
+    const f = releaseFolder("1.5.5");
+    const { body } = await create(f);
+    const bytes = f.files[f.installer]!;
+    // A PUT whose body is still arriving holds the upload.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const stream = new ReadableStream<Uint8Array>({
+      async start(c) {
+        c.enqueue(bytes.subarray(0, 100));
+        await held;
+        c.enqueue(bytes.subarray(100));
+        c.close();
+      },
+    });
+    const writing = site.site.app.handle(
+      new Request(`${BASE}/admin/uploads/${body.upload.id}/files/${f.installer}`, {
+        method: "PUT",
+        headers: {
+          authorization: `Bearer ${token}`,
+          "content-type": "application/octet-stream",
+          "content-range": `bytes 0-${bytes.length - 1}/${bytes.length}`,
+        },
+        body: stream,
+        duplex: "half",
+      } as RequestInit),
+    );
+    // Until the site holds the first bytes, the PUT has begun.
+    const received = async () =>
+      (await call("GET", `/admin/uploads/${body.upload.id}`)).body.upload.files.find((x: { name: string }) => x.name === f.installer).received;
+    for (let i = 0; i < 500 && (await received()) === 0; i++) await Bun.sleep(1);
+    // A re-run whose build differs (other hashes): refused while the first is in use.
+    const changed = Buffer.from(bytes);
+    changed[0] = changed[0]! ^ 0xff;
+    const other = { ...f, files: { ...f.files, [f.installer]: changed } };
+    const again = await create(other);
+    expect([again.status, again.body.error]).toEqual([409, "upload_conflict"]);
+    release();
+    expect((await writing).status).toBe(200);
+    await call("DELETE", `/admin/uploads/${body.upload.id}`);
+  });
+
   test("limits: a release's bytes, a chunk's bytes, files per release", async () => {
     const f = releaseFolder("1.6.0");
     const files = listing(f);
@@ -250,6 +292,11 @@ describe("release uploads", () => {
     expect(big.status).toBe(413);
     const many = Array.from({ length: UPLOAD_LIMITS.files + 1 }, (_, i) => ({ name: `f${i}`, size: 1, sha256: "0".repeat(64) }));
     expect((await call("POST", "/admin/uploads", { body: { lane: LANE, folder: "1.6.0", files: many } })).status).toBe(400);
+    // A Sparkle release with six deltas (nine files, which release check accepts) is taken.
+    const deltas = Array.from({ length: 6 }, (_, i) => ({ name: `Alpha-${i}.delta`, size: 1, sha256: "0".repeat(64) }));
+    const nine = await call("POST", "/admin/uploads", { body: { lane: LANE, folder: "1.6.9", files: [...files, ...deltas] } });
+    expect([nine.status, files.length + deltas.length]).toEqual([200, 9]);
+    await call("DELETE", `/admin/uploads/${nine.body.upload.id}`);
     const { body } = await create(f);
     const chunk = await put(body.upload.id, f.installer, Buffer.alloc(UPLOAD_LIMITS.chunkBytes + 1), 0, 300_000);
     expect(chunk.status).toBe(400);

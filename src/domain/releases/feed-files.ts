@@ -61,7 +61,7 @@ export type FeedName = (typeof FEED_NAMES)[number];
  */
 const MAX_FEED_FILE_BYTES = { blockmap: 16 << 20, signature: 4096, delta: 64 << 20 } as const;
 /** Deltas a release lists (from that many older releases); Velopack applies at most 10 in a row anyway. */
-const MAX_DELTAS = 16;
+export const MAX_DELTAS = 16;
 const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,219}$/;
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 const SHA1_HEX = /^[0-9a-f]{40}$/;

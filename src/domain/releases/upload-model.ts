@@ -1,13 +1,18 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { closed } from "../admin/model";
+import { MAX_DELTAS } from "./feed-files";
 
 /**
  * The limits of a release upload (`keyturn release push`, POST /admin/uploads). A release folder is
  * a manifest, its signature, the installer and a few feed files; its size is the installer's.
  */
 export const UPLOAD_LIMITS = {
-  /** Files of one release folder (manifest, .sig, installer, blockmap, Tauri .sig, and some room). */
-  files: 8,
+  /**
+   * Files of one release folder: the manifest, its .sig, the installer, a blockmap and a Tauri .sig,
+   * and the deltas of Sparkle, Velopack and Squirrel (each up to MAX_DELTAS), so that every folder the
+   * scan serves can be pushed.
+   */
+  files: 5 + 3 * MAX_DELTAS,
   /** Bytes of one release folder, all files together. */
   releaseBytes: 8 * 1024 ** 3,
   /** Bytes of one PUT: within the HTTP server's request body limit (cli/transport.ts, 8 MiB). */
