@@ -56,7 +56,9 @@ test("keyturn.service runs keyturn unprivileged and sandboxed, on the example's 
   expect(unitValues("ExecReload")).toEqual(["/bin/kill -HUP $MAINPID"]);
   expect(unitValues("User")).toEqual(["keyturn"]);
   const data = /^data = "(.*)"$/m.exec(toml)![1]!;
-  expect(unitValues("ReadWritePaths")).toEqual([data]);
+  const releases = /^releases = "(.*)"$/m.exec(toml)![1]!;
+  // The records, and the tree that release push publishes into (docs/releasing-from-ci.md).
+  expect(unitValues("ReadWritePaths")).toEqual([data, releases]);
   expect(unitValues("StateDirectory").map((d) => `/var/lib/${d}`)).toEqual([data]);
   for (const [key, value] of [
     ["NoNewPrivileges", "yes"],

@@ -42,7 +42,7 @@ interface Folder {
 }
 
 /** A release folder as `release make` writes it and the CI holds it, signed with the tree's release key. */
-function releaseFolder(version: string, o: { rollout?: string; tamper?: boolean; otherKey?: boolean } = {}): Folder {
+function releaseFolder(version: string, o: { rollout?: string; tamper?: boolean; otherKey?: boolean; channel?: string } = {}): Folder {
   const dir = join(tempDir("keyturn-upload-"), version);
   mkdirSync(dir);
   const installer = `gamma-${version}-win-x64.exe`;
@@ -51,7 +51,7 @@ function releaseFolder(version: string, o: { rollout?: string; tamper?: boolean;
   const { bytes: manifest } = makeManifest(
     {
       product: null,
-      channel: "stable",
+      channel: o.channel ?? "stable",
       platform: "win-x64",
       version,
       released: site.site.clock() - 60_000,
@@ -319,6 +319,29 @@ describe("release uploads", () => {
     await call("DELETE", `/admin/uploads/${body.upload.id}`);
   });
 
+  test("a lane the site cannot write to: 503 before any audit line or halt is recorded, and the upload is kept to publish again", async () => {
+    // The preview lane's directory cannot be made (a file where it would be), as under a read-only mount.
+    writeFileSync(join(site.tree.root, "preview"), "not a directory");
+    const publishLines = async () =>
+      (await site.site.composed.store.listAudit({ limit: 200 })).filter((a) => a.action === "release-publish" && a.outcome === "ok").length;
+    const before = await publishLines();
+    try {
+      const f = releaseFolder("1.9.0", { rollout: "7d", channel: "preview" });
+      const { body } = await call("POST", "/admin/uploads", { body: { lane: "preview/win-x64", folder: f.name, files: listing(f), halted: true } });
+      await sendAll(body.upload.id, f);
+      const refused = await call("POST", `/admin/uploads/${body.upload.id}/publish`);
+      expect([refused.status, refused.body.error]).toEqual([503, "unavailable"]);
+      expect(refused.body.message).toContain("The release tree cannot be written to by the site (");
+      expect((await site.site.composed.store.listReleaseControls()).find((c) => c.lane === "preview/win-x64")).toBeUndefined();
+      expect(await publishLines()).toBe(before);
+      rmSync(join(site.tree.root, "preview"));
+      const published = await call("POST", `/admin/uploads/${body.upload.id}/publish`);
+      expect([published.status, published.body.halted]).toEqual([200, true]);
+    } finally {
+      rmSync(join(site.tree.root, "preview"), { recursive: true, force: true });
+    }
+  });
+
   test("--halted publishes a ramp at 0 % for a person to resume; a fixed share cannot be held at 0 %", async () => {
     const fixed = releaseFolder("1.7.0");
     const a = await create(fixed, { halted: true });
@@ -352,7 +375,9 @@ describe("release uploads", () => {
     );
     site.site.clock.advance(-3.5 * 86_400_000);
     const halted = await site.site.composed.store.listEvents({ after: 0, limit: 100, types: ["release.halted"] });
-    expect(halted.map((e) => JSON.parse(String(e.data)))).toEqual([{ release: { lane: LANE, version: "1.8.0" }, share: 0 }]);
+    expect(halted.map((e) => JSON.parse(String(e.data))).filter((d) => d.release.lane === LANE)).toEqual([
+      { release: { lane: LANE, version: "1.8.0" }, share: 0 },
+    ]);
   });
 
   test("an upload not written to within a day is removed with its bytes", async () => {

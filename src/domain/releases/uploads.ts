@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import {
+  accessSync,
   closeSync,
   constants,
   cpSync,
@@ -278,6 +279,9 @@ export class ReleaseUploads {
         throw new KeyturnError("release_exists", `${lane} has a release ${m.version} already (folder ${same}); a version is published once.`);
       }
       this.refuseExisting(record.lane, record.folder, () => this.staging.remove(id));
+      // Before anything is recorded: a tree the site cannot write to (a read-only mount, a service
+      // sandbox) would leave an audit line and a halt for a release that is not there.
+      this.requireWritableLane(record.lane);
 
       const ref = newId("ref", this.d.clock());
       const audit = { ...this.auditLine(caller, "release-publish"), ref };
@@ -315,6 +319,20 @@ export class ReleaseUploads {
   private inUse(id: string): boolean {
     for (const key of this.busy) if (key === id || key.startsWith(`${id}/`)) return true;
     return false;
+  }
+
+  private requireWritableLane(lane: string): void {
+    const laneDir = join(this.d.releasesRoot, ...lane.split("/"));
+    try {
+      mkdirSync(laneDir, { recursive: true });
+      accessSync(laneDir, constants.W_OK);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code ?? String(e);
+      throw new KeyturnError(
+        "unavailable",
+        `The release tree cannot be written to by the site (${code} at ${lane}): make it writable to keyturn's user (with deploy/keyturn.service, ReadWritePaths), then publish again.`,
+      );
+    }
   }
 
   private moveIntoTree(id: string, record: UploadRecord): void {
