@@ -8,6 +8,8 @@ import { createAdminToken } from "../../src/domain/admin/tokens";
 import { makeManifest } from "../../src/domain/releases/manifest-make";
 import { signManifest } from "../../src/domain/releases/signature";
 import { UPLOAD_LIMITS } from "../../src/domain/releases/upload-model";
+import { DISK_MARGIN, ReleaseUploads } from "../../src/domain/releases/uploads";
+import type { PublicKeyInfo } from "../../src/domain/keys";
 import { BASE, tempDir } from "../helpers";
 import { releaseSite } from "../release-tree";
 
@@ -281,6 +283,30 @@ describe("release uploads", () => {
     release();
     expect((await writing).status).toBe(200);
     await call("DELETE", `/admin/uploads/${body.upload.id}`);
+  });
+
+  test("the free space counts the bytes other pending uploads are still to receive: two pushes at once cannot together fill the disk", async () => {
+    const small = new ReleaseUploads({
+      variant,
+      store: site.site.composed.store,
+      clock: site.site.clock,
+      stagingDir: join(tempDir("keyturn-staging-"), "uploads"),
+      releasesRoot: site.tree.root,
+      // Uploads need a release key to exist; starting one checks no signature.
+      releaseKeys: () => new Map([[site.tree.kid, {} as PublicKeyInfo]]),
+      index: () => site.holder.current,
+      rescan: () => site.holder.rescan(),
+      mirror: false,
+      // Room for one 300 KB release beyond the margin, not two.
+      freeBytes: () => DISK_MARGIN + 500_000,
+    });
+    const first = releaseFolder("1.5.6");
+    await small.create({ lane: LANE, folder: first.name, files: listing(first) }, CLI_CALLER);
+    const second = releaseFolder("1.5.7");
+    let refused: unknown;
+    await small.create({ lane: LANE, folder: second.name, files: listing(second) }, CLI_CALLER).catch((e: unknown) => (refused = e));
+    expect((refused as { code?: string })?.code).toBe("payload_too_large");
+    expect((refused as Error).message).toContain("of them promised to uploads pending");
   });
 
   test("limits: a release's bytes, a chunk's bytes, files per release", async () => {

@@ -50,6 +50,8 @@ export interface ReleaseUploadsDeps {
   readonly rescan: () => Promise<ReleaseIndex>;
   /** A mirror serves its vendor's tree: it takes no uploads. */
   readonly mirror: boolean;
+  /** The staging filesystem's free bytes (statfs when absent; tests give a small disk). */
+  readonly freeBytes?: () => number | null;
 }
 
 export interface Published {
@@ -62,7 +64,7 @@ export interface Published {
 
 const MAX_MANIFEST_BYTES = 64 * 1024;
 /** Room left on the disk beyond an upload's bytes (the records and logs live there too). */
-const DISK_MARGIN = 256 * 1024 ** 2;
+export const DISK_MARGIN = 256 * 1024 ** 2;
 
 const notFound = () => new KeyturnError("not_found", "There is no such upload (it may have been published, abandoned or expired).");
 
@@ -125,9 +127,17 @@ export class ReleaseUploads {
     if (same) this.staging.remove(same.id);
     else if (pending.length >= UPLOAD_LIMITS.pending)
       throw new KeyturnError("upload_conflict", `${UPLOAD_LIMITS.pending} uploads are pending; publish or abandon one, or wait for one to expire.`);
-    const free = this.staging.freeBytes();
-    if (free !== null && total + DISK_MARGIN > free)
-      throw new KeyturnError("payload_too_large", `The site has ${free} bytes free; this release needs ${total}.`);
+    // The bytes other pending uploads are still to receive are promised already: several pushes
+    // at once (a CI matrix) must not together fill the disk the records are on.
+    const promised = pending
+      .filter((u) => u.id !== same?.id)
+      .reduce((n, u) => n + this.staging.view(u).files.reduce((m, f) => m + Math.max(0, f.size - f.received), 0), 0);
+    const free = this.d.freeBytes ? this.d.freeBytes() : this.staging.freeBytes();
+    if (free !== null && total + promised + DISK_MARGIN > free)
+      throw new KeyturnError(
+        "payload_too_large",
+        `The site has ${free} bytes free, ${promised} of them promised to uploads pending; this release needs ${total}.`,
+      );
 
     const record: UploadRecord = {
       id: `upl_${randomBytes(16).toString("hex")}`,
