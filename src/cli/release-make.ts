@@ -119,7 +119,6 @@ export async function makeCommand(args: string[], env: Environment): Promise<num
 
 type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "boolean" ? boolean : string };
 
-/** The release's facts from the flags (files still where the build left them). */
 /** What is wrong with the lane the flags name for this site, or null. */
 function laneProblem(variant: Variant, facts: Pick<ReleaseFacts, "product" | "channel" | "platform">): string | null {
   if (variant.products.length === 0 && facts.product !== null) return `${variant.name} has no products: give no --product`;
@@ -130,6 +129,7 @@ function laneProblem(variant: Variant, facts: Pick<ReleaseFacts, "product" | "ch
   return null;
 }
 
+/** The release's facts from the flags (files still where the build left them). */
 function factsOf(v: Values, variant: Variant): ReleaseFacts {
   const installerPath = resolve(v.installer!);
   const installerName = basename(installerPath);

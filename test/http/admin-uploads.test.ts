@@ -146,6 +146,10 @@ describe("release uploads", () => {
     expect(published.status).toBe(200);
     expect(published.body.release).toEqual({ lane: LANE, version: "1.1.0", folder: "1.1.0" });
     expect(published.body.halted).toBe(false);
+    // Readable as published files are, whatever the staging area's modes (a mirror's rsync reads them as another user).
+    const folder = join(site.tree.root, LANE, "1.1.0");
+    expect(statSync(folder).mode & 0o777).toBe(0o755);
+    expect(readdirSync(folder).map((name) => statSync(join(folder, name)).mode & 0o777)).toEqual([0o644, 0o644, 0o644]);
 
     // In the tree, byte for byte; the staging area is empty; the site serves it once verified.
     for (const [name, b] of Object.entries(f.files)) expect(readFileSync(join(site.tree.root, LANE, "1.1.0", name)).equals(b)).toBe(true);
@@ -273,14 +277,18 @@ describe("release uploads", () => {
     // Until the site holds the first bytes, the PUT has begun.
     const received = async () =>
       (await call("GET", `/admin/uploads/${body.upload.id}`)).body.upload.files.find((x: { name: string }) => x.name === f.installer).received;
-    for (let i = 0; i < 500 && (await received()) === 0; i++) await Bun.sleep(1);
-    // A re-run whose build differs (other hashes): refused while the first is in use.
-    const changed = Buffer.from(bytes);
-    changed[0] = changed[0]! ^ 0xff;
-    const other = { ...f, files: { ...f.files, [f.installer]: changed } };
-    const again = await create(other);
-    expect([again.status, again.body.error]).toEqual([409, "upload_conflict"]);
-    release();
+    try {
+      for (let i = 0; i < 5000 && (await received()) === 0; i++) await Bun.sleep(1);
+      expect(await received()).toBeGreaterThan(0);
+      // A re-run whose build differs (other hashes): refused while the first is in use, and told to try again.
+      const changed = Buffer.from(bytes);
+      changed[0] = changed[0]! ^ 0xff;
+      const other = { ...f, files: { ...f.files, [f.installer]: changed } };
+      const again = await create(other);
+      expect([again.status, again.body.error, again.headers.get("retry-after")]).toEqual([409, "upload_conflict", "1"]);
+    } finally {
+      release();
+    }
     expect((await writing).status).toBe(200);
     await call("DELETE", `/admin/uploads/${body.upload.id}`);
   });
@@ -306,7 +314,7 @@ describe("release uploads", () => {
     let refused: unknown;
     await small.create({ lane: LANE, folder: second.name, files: listing(second) }, CLI_CALLER).catch((e: unknown) => (refused = e));
     expect((refused as { code?: string })?.code).toBe("payload_too_large");
-    expect((refused as Error).message).toContain("of them promised to uploads pending");
+    expect((refused as Error).message).toContain(`of them promised to the uploads pending (${LANE}/1.5.6)`);
   });
 
   test("limits: a release's bytes, a chunk's bytes, files per release", async () => {

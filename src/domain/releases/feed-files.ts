@@ -61,7 +61,9 @@ export type FeedName = (typeof FEED_NAMES)[number];
  */
 const MAX_FEED_FILE_BYTES = { blockmap: 16 << 20, signature: 4096, delta: 64 << 20 } as const;
 /** Deltas a release lists (from that many older releases); Velopack applies at most 10 in a row anyway. */
-export const MAX_DELTAS = 16;
+const MAX_DELTAS = 16;
+/** The deltas each feed's manifest entry may list: Sparkle's from several earlier versions; vpk pack and Squirrel's makers write one per release, from the one before. */
+export const MAX_FEED_DELTAS = { sparkle: MAX_DELTAS, velopack: 1, squirrel: 1 } as const;
 const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,219}$/;
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 const SHA1_HEX = /^[0-9a-f]{40}$/;
@@ -187,7 +189,12 @@ export function parseFeeds(value: unknown, installer: string, reserved: readonly
     if (typeof p.sha1 !== "string" || !SHA1_HEX.test(p.sha1))
       throw new ReleaseProblem("manifest feeds.velopack.sha1 must be the installer's SHA-1, 40 lower-case hex digits");
     if (!installer.endsWith("-full.nupkg")) throw new ReleaseProblem("manifest feeds.velopack needs the installer to be the -full.nupkg vpk pack wrote");
-    const deltas = deltaList(p.deltas, "feeds.velopack.deltas", (entry, at) => feedFile(entry, at, "delta", nupkgDelta(notReserved), ["sha1"]), 1);
+    const deltas = deltaList(
+      p.deltas,
+      "feeds.velopack.deltas",
+      (entry, at) => feedFile(entry, at, "delta", nupkgDelta(notReserved), ["sha1"]),
+      MAX_FEED_DELTAS.velopack,
+    );
     feeds.velopack = Object.freeze({ packageId: p.packageId, sha1: p.sha1, ...(deltas.length ? { deltas } : {}) });
   }
   if (value.squirrel !== undefined) {
@@ -199,7 +206,12 @@ export function parseFeeds(value: unknown, installer: string, reserved: readonly
     // Squirrel.Windows reads the version from the package's name (ReleaseExtensions.cs: `<id>-<version>-full.nupkg`).
     if (!installer.toLowerCase().endsWith("-full.nupkg"))
       throw new ReleaseProblem("manifest feeds.squirrel needs the installer to be the -full.nupkg Squirrel wrote");
-    const deltas = deltaList(q.deltas, "feeds.squirrel.deltas", (entry, at) => feedFile(entry, at, "delta", nupkgDelta(notReserved), ["sha1"]), 1);
+    const deltas = deltaList(
+      q.deltas,
+      "feeds.squirrel.deltas",
+      (entry, at) => feedFile(entry, at, "delta", nupkgDelta(notReserved), ["sha1"]),
+      MAX_FEED_DELTAS.squirrel,
+    );
     feeds.squirrel = Object.freeze({ sha1: q.sha1, deltas });
   }
   return Object.freeze(feeds);

@@ -1,6 +1,6 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { closed } from "../admin/model";
-import { MAX_DELTAS } from "./feed-files";
+import { MAX_FEED_DELTAS } from "./feed-files";
 
 /**
  * The limits of a release upload (`keyturn release push`, POST /admin/uploads). A release folder is
@@ -9,10 +9,9 @@ import { MAX_DELTAS } from "./feed-files";
 export const UPLOAD_LIMITS = {
   /**
    * Files of one release folder: the manifest, its .sig, the installer, a blockmap and a Tauri .sig,
-   * and the deltas of Sparkle, Velopack and Squirrel (each up to MAX_DELTAS), so that every folder the
-   * scan serves can be pushed.
+   * and the deltas its feeds may list, so that every folder the scan serves can be pushed (23).
    */
-  files: 5 + 3 * MAX_DELTAS,
+  files: 5 + MAX_FEED_DELTAS.sparkle + MAX_FEED_DELTAS.velopack + MAX_FEED_DELTAS.squirrel,
   /** Bytes of one release folder, all files together. */
   releaseBytes: 8 * 1024 ** 3,
   /** Bytes of one PUT: within the HTTP server's request body limit (cli/transport.ts, 8 MiB). */

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import {
   accessSync,
+  chmodSync,
   closeSync,
   constants,
   cpSync,
@@ -119,25 +120,30 @@ export class ReleaseUploads {
       this.staging.save(resumed);
       return { upload: this.staging.view(resumed), resumed: true };
     }
-    if (same && this.inUse(same.id))
-      throw new KeyturnError(
+    if (same && this.inUse(same.id)) {
+      const e = new KeyturnError(
         "upload_conflict",
         `Another upload of ${input.lane}/${input.folder} is being written to or published; try again once it has ended.`,
       );
+      // As a PUT that finds its file in use: a push cut off a moment ago may still be ending here.
+      e.headers = { "retry-after": "1" };
+      throw e;
+    }
     if (same) this.staging.remove(same.id);
     else if (pending.length >= UPLOAD_LIMITS.pending)
       throw new KeyturnError("upload_conflict", `${UPLOAD_LIMITS.pending} uploads are pending; publish or abandon one, or wait for one to expire.`);
     // The bytes other pending uploads are still to receive are promised already: several pushes
     // at once (a CI matrix) must not together fill the disk the records are on.
-    const promised = pending
-      .filter((u) => u.id !== same?.id)
-      .reduce((n, u) => n + this.staging.view(u).files.reduce((m, f) => m + Math.max(0, f.size - f.received), 0), 0);
+    const others = pending.filter((u) => u.id !== same?.id);
+    const promised = others.reduce((n, u) => n + this.staging.view(u).files.reduce((m, f) => m + Math.max(0, f.size - f.received), 0), 0);
     const free = this.d.freeBytes ? this.d.freeBytes() : this.staging.freeBytes();
-    if (free !== null && total + promised + DISK_MARGIN > free)
+    if (free !== null && total + promised + DISK_MARGIN > free) {
+      const named = others.slice(0, 4).map((u) => `${u.lane}/${u.folder}`);
       throw new KeyturnError(
         "payload_too_large",
-        `The site has ${free} bytes free, ${promised} of them promised to uploads pending; this release needs ${total}.`,
+        `The site has ${free} bytes free, ${promised} of them promised to the uploads pending (${named.join(", ")}${others.length > 4 ? ", …" : ""}), freed when each is published, abandoned or expires a day after its last byte; this release needs ${total}.`,
       );
+    }
 
     const record: UploadRecord = {
       id: `upl_${randomBytes(16).toString("hex")}`,
@@ -350,6 +356,10 @@ export class ReleaseUploads {
     const target = join(laneDir, record.folder);
     mkdirSync(laneDir, { recursive: true });
     const from = this.staging.filesOf(id);
+    // Staged privately (0700, and the service's umask), published readable: what the site serves
+    // to every entitled installation, and what a mirror's rsync copies as another user.
+    chmodSync(from, 0o755);
+    for (const name of readdirSync(from)) chmodSync(join(from, name), 0o644);
     try {
       renameSync(from, target);
     } catch (e) {
