@@ -294,7 +294,7 @@ describe("release uploads", () => {
   });
 
   test("the free space counts the bytes other pending uploads are still to receive: two pushes at once cannot together fill the disk", async () => {
-    const small = new ReleaseUploads({
+    const deps = {
       variant,
       store: site.site.composed.store,
       clock: site.site.clock,
@@ -305,9 +305,9 @@ describe("release uploads", () => {
       index: () => site.holder.current,
       rescan: () => site.holder.rescan(),
       mirror: false,
-      // Room for one 300 KB release beyond the margin, not two.
-      freeBytes: () => DISK_MARGIN + 500_000,
-    });
+    };
+    // Room for one 300 KB release beyond the margin, not two.
+    const small = new ReleaseUploads({ ...deps, freeBytes: () => DISK_MARGIN + 500_000 });
     const first = releaseFolder("1.5.6");
     await small.create({ lane: LANE, folder: first.name, files: listing(first) }, CLI_CALLER);
     const second = releaseFolder("1.5.7");
@@ -315,6 +315,11 @@ describe("release uploads", () => {
     await small.create({ lane: LANE, folder: second.name, files: listing(second) }, CLI_CALLER).catch((e: unknown) => (refused = e));
     expect((refused as { code?: string })?.code).toBe("payload_too_large");
     expect((refused as Error).message).toContain(`of them promised to the uploads pending (${LANE}/1.5.6)`);
+    // With nothing else pending, the refusal says the free space alone.
+    const bare = new ReleaseUploads({ ...deps, stagingDir: join(tempDir("keyturn-staging-"), "uploads"), freeBytes: () => 1000 });
+    let alone: unknown;
+    await bare.create({ lane: LANE, folder: second.name, files: listing(second) }, CLI_CALLER).catch((e: unknown) => (alone = e));
+    expect((alone as Error).message).toMatch(/^The site has 1000 bytes free; this release needs \d+\.$/);
   });
 
   test("limits: a release's bytes, a chunk's bytes, files per release", async () => {
@@ -373,6 +378,24 @@ describe("release uploads", () => {
       expect([published.status, published.body.halted]).toEqual([200, true]);
     } finally {
       rmSync(join(site.tree.root, "preview"), { recursive: true, force: true });
+    }
+  });
+
+  test("published under the service's umask (0077) into a lane not made yet: every folder it makes 0755, every file 0644, for a mirror's rsync", async () => {
+    const before = process.umask(0o077);
+    try {
+      const f = releaseFolder("2.0.0", { channel: "preview" });
+      const { body } = await call("POST", "/admin/uploads", { body: { lane: "preview/win-x64", folder: f.name, files: listing(f) } });
+      await sendAll(body.upload.id, f);
+      expect((await call("POST", `/admin/uploads/${body.upload.id}/publish`)).status).toBe(200);
+      const modes = ["preview", "preview/win-x64", "preview/win-x64/2.0.0"].map((d) => statSync(join(site.tree.root, d)).mode & 0o777);
+      expect(modes).toEqual([0o755, 0o755, 0o755]);
+      const folder = join(site.tree.root, "preview/win-x64/2.0.0");
+      expect(readdirSync(folder).map((name) => statSync(join(folder, name)).mode & 0o777)).toEqual([0o644, 0o644, 0o644]);
+    } finally {
+      process.umask(before);
+      rmSync(join(site.tree.root, "preview"), { recursive: true, force: true });
+      await site.holder.rescan();
     }
   });
 

@@ -6,8 +6,10 @@ import {
   constants,
   cpSync,
   existsSync,
+  fchmodSync,
   fstatSync,
   ftruncateSync,
+  lstatSync,
   mkdirSync,
   openSync,
   readdirSync,
@@ -17,7 +19,7 @@ import {
   writeFileSync,
   writeSync,
 } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { Variant } from "../../config/variants";
 import type { AuditAction } from "../audit";
 import type { AuditRecord, Store } from "../../store/types";
@@ -139,10 +141,11 @@ export class ReleaseUploads {
     const free = this.d.freeBytes ? this.d.freeBytes() : this.staging.freeBytes();
     if (free !== null && total + promised + DISK_MARGIN > free) {
       const named = others.slice(0, 4).map((u) => `${u.lane}/${u.folder}`);
-      throw new KeyturnError(
-        "payload_too_large",
-        `The site has ${free} bytes free, ${promised} of them promised to the uploads pending (${named.join(", ")}${others.length > 4 ? ", …" : ""}), freed when each is published, abandoned or expires a day after its last byte; this release needs ${total}.`,
-      );
+      const promise =
+        others.length === 0
+          ? ""
+          : `, ${promised} of them promised to the uploads pending (${named.join(", ")}${others.length > 4 ? ", …" : ""}), freed when each is published, abandoned or expires a day after its last byte`;
+      throw new KeyturnError("payload_too_large", `The site has ${free} bytes free${promise}; this release needs ${total}.`);
     }
 
     const record: UploadRecord = {
@@ -340,7 +343,9 @@ export class ReleaseUploads {
   private requireWritableLane(lane: string): void {
     const laneDir = join(this.d.releasesRoot, ...lane.split("/"));
     try {
-      mkdirSync(laneDir, { recursive: true });
+      // The lane's folders this makes are readable as the tree is, whatever the service's umask.
+      const first = mkdirSync(laneDir, { recursive: true });
+      if (first !== undefined) for (let dir = laneDir; dir.length >= first.length; dir = dirname(dir)) chmodSync(dir, 0o755);
       accessSync(laneDir, constants.W_OK);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code ?? String(e);
@@ -356,10 +361,6 @@ export class ReleaseUploads {
     const target = join(laneDir, record.folder);
     mkdirSync(laneDir, { recursive: true });
     const from = this.staging.filesOf(id);
-    // Staged privately (0700, and the service's umask), published readable: what the site serves
-    // to every entitled installation, and what a mirror's rsync copies as another user.
-    chmodSync(from, 0o755);
-    for (const name of readdirSync(from)) chmodSync(join(from, name), 0o644);
     try {
       renameSync(from, target);
     } catch (e) {
@@ -376,6 +377,10 @@ export class ReleaseUploads {
         throw copyError;
       }
     }
+    readableAsPublished(
+      target,
+      record.files.map((f) => f.name),
+    );
   }
 
   /**
@@ -457,4 +462,22 @@ function invalid(message: string): KeyturnError {
 /** A check's reason as the end of a sentence (the scan's reasons have neither capital nor period). */
 function sentence(reason: string): string {
   return `${reason}.`;
+}
+
+/**
+ * Staged privately (0700, and the service's umask), a release is published readable: what the site
+ * serves to every entitled installation, and what a mirror's rsync copies as another user. Only the
+ * folder and its listed files, each opened without following a link.
+ */
+function readableAsPublished(folder: string, names: readonly string[]): void {
+  if (!lstatSync(folder).isDirectory()) throw new Error(`${folder} is not a directory`);
+  chmodSync(folder, 0o755);
+  for (const name of names) {
+    const fd = openSync(join(folder, name), constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      fchmodSync(fd, 0o644);
+    } finally {
+      closeSync(fd);
+    }
+  }
 }
