@@ -153,6 +153,16 @@ describe("bad bodies on every admin body endpoint", () => {
   test("values of the right type the rules refuse: named, 400", async () => {
     const L = "/admin/licenses";
     await refused("POST", L, "expires", "expiry in the past", { ...licenseBody, expires: "2000-01-01T00:00:00Z" });
+    // Days that are not on the calendar (JavaScript's Date.parse would move them on): refused, not lengthened.
+    for (const [why, expires] of [
+      ["29 February of a common year", "2097-02-29T00:00:00Z"],
+      ["31 April", "2097-04-31T00:00:00+02:00"],
+      ["hour 24", "2097-05-01T24:00:00Z"],
+      ["month 13", "2097-13-01T00:00:00Z"],
+    ])
+      await refused("POST", L, "expires", why!, { ...licenseBody, expires });
+    const leap = await send("POST", L, { body: { ...licenseBody, expires: "2096-02-29T00:00:00Z" } });
+    expect([leap.status, (leap.body.license as { expires: string }).expires]).toEqual([201, "2096-02-29T00:00:00+00:00"]);
     await refused("POST", L, "seats", "no seats", { ...licenseBody, seats: 0 });
     await refused("POST", L, "channels", "unknown channel", { ...licenseBody, channels: ["nightly"] });
     await refused("POST", L, "email", "not an email", { ...licenseBody, email: "ada" });
