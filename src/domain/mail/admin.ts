@@ -2,6 +2,7 @@ import { Type, type Static } from "@sinclair/typebox";
 import type { MailKind, MailRecord, MailStatus } from "../../store/mail-types";
 import { closed } from "../admin/model";
 import { adminAudit, requireScope, type AdminCaller, type AdminDeps } from "../admin/deps";
+import { auditRead } from "../admin/read-audit";
 import { isoTime } from "../clock";
 import { KeyturnError } from "../errors";
 
@@ -63,6 +64,8 @@ export async function listMail(d: AdminDeps, caller: AdminCaller, license?: stri
   // A site without --smtp-url has sent no mail.
   if (!d.mail) return [];
   const mails = await d.mail.d.store.listMail({ ...(license ? { licenseId: license } : {}), limit: MAIL_PAGE });
+  // It names customers' addresses: who read it is kept, as every admin read is.
+  await auditRead(d, caller, "mail-list", license ?? null);
   return mails.map(mailView);
 }
 

@@ -75,3 +75,12 @@ test("a refused admin request names the token that asked once the token was good
     ["admin_token_invalid", null],
   ]);
 });
+
+test("the mail list, which names customers' addresses, is audited as the other reads are", async () => {
+  site = await testSite("alpha", { settings: { "smtp-url": "smtp://127.0.0.1:2525", "mail-from": "licences@example.com" } });
+  const { token: t, secret } = await createAdminToken(site.composed.services.admin, CLI_CALLER, { name: "support", scopes: ["licenses:read"] });
+  const a = await createLicense(site);
+  expect((await site.request("GET", `/admin/mail?license=${a.license.id}`, { token: secret })).status).toBe(200);
+  const read = (await lines(site)).filter((l) => l.action === "mail-list" && l.outcome === "ok");
+  expect(read.map((l) => [l.licenseId, l.actor])).toEqual([[a.license.id, `${t.id} (support)`]]);
+});
