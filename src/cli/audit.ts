@@ -20,7 +20,7 @@ const DEFAULT_LIMIT = 100;
 
 function printLine(v: AuditLineView): void {
   const what = v.outcome === "ok" ? "ok" : `refused ${v.error}`;
-  const who = [v.license && `license ${v.license}`, v.activation && `activation ${v.activation}`, v.address && `from ${v.address}`];
+  const who = [v.license && `license ${v.license}`, v.activation && `activation ${v.activation}`, v.address && `from ${v.address}`, v.actor && `by ${v.actor}`];
   out(
     `${v.time}  ${v.ref}  ${v.action}  ${what}${who
       .filter(Boolean)

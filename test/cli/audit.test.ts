@@ -98,6 +98,14 @@ test("prints one readable line per audit line without --json", async () => {
   expect(r.stdout.trim()).toBe(`${isoTime(t0)}  ${seatLimitRef}  activate  refused seat_limit  license ${two.id}  from 203.0.113.7`);
 });
 
+test("the readable line names who made an admin change, as --json's actor does (docs/admin-api.md)", async () => {
+  const json = await runCli(["audit", ...args, "--json"]);
+  const change = (JSON.parse(json.stdout) as { audit: { ref: string; actor: string | null }[] }).audit.find((l) => l.actor !== null);
+  expect(change).toBeDefined();
+  const text = await runCli(["audit", ...args]);
+  expect(text.stdout.split("\n").find((line) => line.includes(change!.ref))).toEndWith(`  by ${change!.actor}`);
+});
+
 test("refuses bad filters with a usage line, and an unknown license", async () => {
   for (const bad of [["--error", "no_such_code"], ["--since", "yesterday"], ["--limit", "0"], ["stray"]]) {
     const r = await runCli(["audit", ...args, ...bad]);
