@@ -31,11 +31,12 @@ export async function installReportsPerDayPg(sql: SQL, since: number): Promise<I
 }
 
 /** See Store.releaseHealth: each installation's latest report, of installations not deactivated. */
-export async function releaseHealthPg(sql: SQL, release: ReleaseKey, since: number): Promise<{ reports: number; failed: number }> {
+export async function releaseHealthPg(sql: SQL, release: ReleaseKey, since: number, without?: string): Promise<{ reports: number; failed: number }> {
   const [row] = await sql`SELECT count(*) AS n, count(*) FILTER (WHERE outcome IN ('failed', 'rolled-back')) AS failed FROM (
       SELECT r.outcome, row_number() OVER (PARTITION BY r.device_hash ORDER BY r.reported DESC) AS nth
-      FROM install_reports r JOIN activations a ON a.id = r.activation_id
+      FROM install_reports r JOIN activations a ON a.id = r.activation_id JOIN licenses l ON l.id = a.license_id
       WHERE r.lane = ${release.lane} AND r.version = ${release.version} AND r.reported >= ${since} AND a.deactivated IS NULL
+        AND (${without ?? null}::text IS NULL OR (l.metadata::jsonb ->> ${without ?? ""}) IS DISTINCT FROM 'true')
     ) AS latest WHERE nth = 1`;
   return { reports: Number(row.n), failed: Number(row.failed) };
 }

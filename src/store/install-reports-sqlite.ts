@@ -45,14 +45,15 @@ export function installReportsPerDay(db: Database, since: number): InstallReport
 }
 
 /** See Store.releaseHealth: each installation's latest report, of installations not deactivated. */
-export function releaseHealth(db: Database, release: ReleaseKey, since: number): { reports: number; failed: number } {
+export function releaseHealth(db: Database, release: ReleaseKey, since: number, without?: string): { reports: number; failed: number } {
   const row = db
     .query(`SELECT count(*) AS n, coalesce(sum(outcome IN ('failed', 'rolled-back')), 0) AS failed FROM (
         SELECT r.outcome, row_number() OVER (PARTITION BY r.device_hash ORDER BY r.reported DESC) AS nth
-        FROM install_reports r JOIN activations a ON a.id = r.activation_id
+        FROM install_reports r JOIN activations a ON a.id = r.activation_id JOIN licenses l ON l.id = a.license_id
         WHERE r.lane = ? AND r.version = ? AND r.reported >= ? AND a.deactivated IS NULL
+          AND (? IS NULL OR json_extract(l.metadata, ?) IS NOT 'true')
       ) WHERE nth = 1`)
-    .get(release.lane, release.version, since) as Row;
+    .get(release.lane, release.version, since, without ?? null, `$.${JSON.stringify(without ?? "")}`) as Row;
   return { reports: Number(row.n), failed: Number(row.failed) };
 }
 

@@ -880,8 +880,8 @@ export class PostgresStore implements Store {
     return installReportsPerDayPg(this.sql, since);
   }
 
-  async releaseHealth(release: ReleaseKey, since: number): Promise<{ reports: number; failed: number }> {
-    return releaseHealthPg(this.sql, release, since);
+  async releaseHealth(release: ReleaseKey, since: number, without?: string): Promise<{ reports: number; failed: number }> {
+    return releaseHealthPg(this.sql, release, since, without);
   }
 
   async releaseRunners(release: ReleaseKey, limit: number): Promise<string[]> {

@@ -982,8 +982,8 @@ export class SqliteStore implements Store {
     return installReportsPerDay(this.db, since);
   }
 
-  async releaseHealth(release: ReleaseKey, since: number): Promise<{ reports: number; failed: number }> {
-    return releaseHealth(this.db, release, since);
+  async releaseHealth(release: ReleaseKey, since: number, without?: string): Promise<{ reports: number; failed: number }> {
+    return releaseHealth(this.db, release, since, without);
   }
 
   async releaseRunners(release: ReleaseKey, limit: number): Promise<string[]> {

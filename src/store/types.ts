@@ -689,9 +689,10 @@ export interface Store extends MeterStore, TrialStore {
    * Of the installations whose latest report on `release` was made at or after `since`: how many,
    * and how many failed or rolled back. An installation is its device, counted once however often it
    * was deactivated and activated again, and only while an activation that reported is still active
-   * (a seat freed and taken again does not vote twice).
+   * (a seat freed and taken again does not vote twice). With `without`, none of a licence whose
+   * metadata has that key set to "true" (a mark of the domain's).
    */
-  releaseHealth(release: ReleaseKey, since: number): Promise<{ readonly reports: number; readonly failed: number }>;
+  releaseHealth(release: ReleaseKey, since: number, without?: string): Promise<{ readonly reports: number; readonly failed: number }>;
   /**
    * Device hashes of the active installations running `release` (at most `limit`): their latest
    * report on it says installed, or their activation (activate, refresh, sightings) is at that

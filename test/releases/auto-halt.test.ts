@@ -152,3 +152,33 @@ for (const variant of ["alpha", "gamma"] as VariantName[]) {
     });
   });
 }
+
+describe("trials and the automatic halt", () => {
+  test("failed installs reported from trials, which anyone can start without a key, do not halt a release", async () => {
+    const s = await releaseSite("gamma", { "trial-plan": "eval" }, { tables: { plans: { eval: { seats: 1, channels: ["stable"] } } } });
+    try {
+      s.tree.add({ version: "1.0.0", released: "2026-11-01T00:00:00+00:00" });
+      s.tree.add({
+        version: "2.0.0",
+        released: "2026-11-20T00:00:00+00:00",
+        fields: { rollout: { percent: 100, autoHalt: { failureRate: 0.5, minReports: 4, window: "1h" } } },
+      });
+      await s.holder.rescan();
+      for (let i = 0; i < 6; i++) {
+        const started = await s.site.request("POST", "/trials/start", { body: { device: device("gamma") } });
+        const { token } = (await started.json()) as { token: string };
+        expect((await s.site.request("POST", "/updates/report", { token, body: { from: "1.0.0", to: "2.0.0", outcome: "failed" } })).status).toBe(200);
+      }
+      await s.site.composed.services.installReports.flush();
+      const halted = (await s.site.composed.store.listReleaseControls()).find((c) => c.version === "2.0.0")?.halted ?? null;
+      expect(halted).toBeNull();
+      // They are still counted in the figures (stats), only not in the rule.
+      expect(await s.site.composed.store.releaseHealth({ lane: "stable/win-x64", version: "2.0.0" }, s.site.clock() - 60_000)).toEqual({
+        reports: 6,
+        failed: 6,
+      });
+    } finally {
+      s.close();
+    }
+  });
+});

@@ -442,6 +442,15 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       expect(await store.releaseHealth({ lane, version: "2.0.0" }, T0 - 3 * day)).toEqual({ reports: 3, failed: 2 });
       await store.deactivate(c.newId, T0 + 8);
       expect(await store.releaseHealth({ lane, version: "2.0.0" }, T0 - 3 * day)).toEqual({ reports: 2, failed: 1 });
+
+      // A licence marked in its metadata (a trial's, release-health.ts) is left out when asked, and only then.
+      const trial = license({ metadata: { trial: "true" } });
+      await store.createLicense(trial);
+      const tried = seat(trial.id);
+      await store.activate(tried);
+      await store.recordInstallReports([report(tried, "failed", T0 + 9)]);
+      expect(await store.releaseHealth({ lane, version: "2.0.0" }, T0 - 3 * day)).toEqual({ reports: 3, failed: 2 });
+      expect(await store.releaseHealth({ lane, version: "2.0.0" }, T0 - 3 * day, "trial")).toEqual({ reports: 2, failed: 1 });
     });
 
     test("racing halts of one release on two connections: exactly one changes it", async () => {

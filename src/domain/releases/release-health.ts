@@ -3,6 +3,7 @@ import type { Variant } from "../../config/variants";
 import type { AuditRecord, ReleaseKey, Store } from "../../store/types";
 import type { Clock } from "../clock";
 import { newId } from "../ids";
+import { TRIAL_MARK } from "../trial-mark";
 import { placeOfLane, type ReleaseControls } from "./release-controls";
 import type { ReleaseIndex } from "./release-index";
 import { windowMs, type AutoHalt } from "./rollout";
@@ -59,7 +60,8 @@ export class ReleaseHealthWatch {
       const control = view.get(key.lane, key.version);
       if (control?.halted != null || control?.withdrawn != null) continue;
       const now = this.clock();
-      const health = await this.store.releaseHealth(key, now - windowMs(rule.window));
+      // A trial is a seat anyone can start without a key: its reports do not halt a release for everyone.
+      const health = await this.store.releaseHealth(key, now - windowMs(rule.window), TRIAL_MARK);
       if (!crosses(rule, health)) continue;
       const text = haltRuleText(rule, health);
       const audit: AuditRecord = {
