@@ -682,18 +682,20 @@ describe("coming from the Stripe example, several prices of one plan", () => {
 });
 
 describe("plans", () => {
-  test("a monthly plan with expiresAfter and updatesFor: each paid period extends both, so a paying subscriber never lapses", async () => {
+  /** The site again, with these [plans.NAME] and Paddle's bridge-products. */
+  async function withPlans(plans: Record<string, unknown>, products: Record<string, unknown>) {
     await site.close();
     const clock = testClock(Date.now());
     site = await testSite("alpha", {
       clock,
-      tables: { plans: { monthly: { seats: 1, channels: ["stable"], expiresAfter: "31d", updatesFor: "31d" } } },
-      settings: {
-        "paddle-webhook-secret": PADDLE_SECRET,
-        "bridge-products": JSON.stringify({ paddle: { pri_monthly: { plan: "monthly" } } }),
-      },
+      tables: { plans },
+      settings: { "paddle-webhook-secret": PADDLE_SECRET, "bridge-products": JSON.stringify({ paddle: products }) },
     });
     now = clock();
+  }
+
+  test("a monthly plan with expiresAfter and updatesFor: each paid period extends both, so a paying subscriber never lapses", async () => {
+    await withPlans({ monthly: { seats: 1, channels: ["stable"], expiresAfter: "31d", updatesFor: "31d" } }, { pri_monthly: { plan: "monthly" } });
     const paid = (end: number) => Math.floor((end + 3 * DAY) / 1000) * 1000;
     const periodEnd = now + 30 * DAY;
     const buy = paddle.event(
@@ -738,17 +740,10 @@ describe("plans", () => {
   });
 
   test("a product naming a [plans.NAME] with updatesFor sells a perpetual licence: renewals extend its updates window, a refund ends it", async () => {
-    await site.close();
-    const clock = testClock(Date.now());
-    site = await testSite("alpha", {
-      clock,
-      tables: { plans: { studio: { title: "Studio", seats: 2, channels: ["stable"], features: ["export-pdf"], updatesFor: "365d" } } },
-      settings: {
-        "paddle-webhook-secret": PADDLE_SECRET,
-        "bridge-products": JSON.stringify({ paddle: { pri_studio_yearly: { plan: "studio", onRefund: "end-updates", onDispute: "revoke" } } }),
-      },
-    });
-    now = clock();
+    await withPlans(
+      { studio: { title: "Studio", seats: 2, channels: ["stable"], features: ["export-pdf"], updatesFor: "365d" } },
+      { pri_studio_yearly: { plan: "studio", onRefund: "end-updates", onDispute: "revoke" } },
+    );
     const periodEnd = now + 365 * DAY;
     const buy = paddle.event(
       "evt_s_buy",

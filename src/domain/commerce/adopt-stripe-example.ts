@@ -1,9 +1,8 @@
 import { createHash } from "node:crypto";
 import type { ProductGrant } from "../../config/bridges";
 import type { LicenseRecord } from "../../store/types";
-import { actorOf, type AdminCaller, type AdminDeps } from "../admin/deps";
+import { adminAudit, type AdminCaller, type AdminDeps } from "../admin/deps";
 import { updateLicense } from "../admin/licenses";
-import { newId } from "../ids";
 import { SUBSCRIPTION_MARK } from "./subscription-mark";
 
 /** The metadata in which the Stripe example (docs/commerce.md, "Coming from the Stripe example") kept a licence's Stripe ids. */
@@ -64,17 +63,7 @@ export async function adoptStripeExampleLicences(
       await updateLicense(d, caller, licence.id, { metadata: named }, () => write);
     } else {
       await d.store.recordBridgeEvent(write);
-      await d.store.writeAudit({
-        ref: newId("ref", now),
-        time: now,
-        address: caller.address,
-        action: "bridge-event",
-        activationId: null,
-        licenseId: licence.id,
-        outcome: "ok",
-        error: null,
-        actor: actorOf(caller.principal),
-      });
+      await d.store.writeAudit(adminAudit(d, caller, "bridge-event", { licenseId: licence.id }));
     }
     adopted.push({ license: licence.id, references, product });
   }

@@ -253,8 +253,7 @@ export class ReleaseSelection {
    * answers agree (an installation outside a rollout cannot fetch the release it is not offered).
    */
   async installerAllowed(index: ReleaseIndex, who: Installation, release: Release): Promise<boolean> {
-    const m = release.manifest;
-    return (await this.allowedOn(index, who, m.product, m.channel, m.platform))(release);
+    return (await this.allowedOn(index, who, release.manifest))(release);
   }
 
   /**
@@ -266,37 +265,36 @@ export class ReleaseSelection {
    * refused for the licence's maintenance window.
    */
   async installerNamed(index: ReleaseIndex, who: Installation, place: ReleasePlace, name: string, version?: string): Promise<Release | null> {
-    const { product, channel, platform } = place;
-    let newest: Release | undefined;
-    let allowed: ((r: Release) => boolean) | undefined;
-    for (const r of index.installersNamed(product, channel, platform, name)) {
-      if (version !== undefined && r.manifest.version !== version) continue;
-      newest ??= r;
-      allowed ??= await this.allowedOn(index, who, product, channel, platform);
-      if (allowed(r)) return r;
-    }
-    if (newest) refuseOutsideWindow(who, newest.manifest);
-    return null;
+    const named = [...index.installersNamed(place.product, place.channel, place.platform, name)].filter(
+      (r) => version === undefined || r.manifest.version === version,
+    );
+    const found = await this.firstAllowed(index, who, place, named);
+    if (!found && named[0]) refuseOutsideWindow(who, named[0].manifest);
+    return found;
   }
 
   /**
    * The newest release of a lane this installation may install that `fits` (what an updater can
-   * install: a feed's own limit), or null. One pass over the lane, its rollout's choice made once.
+   * install: a feed's own limit), or null.
    */
-  async newestAllowedWhere(index: ReleaseIndex, who: Installation, place: ReleasePlace, fits: (r: Release) => boolean): Promise<Release | null> {
+  newestAllowedWhere(index: ReleaseIndex, who: Installation, place: ReleasePlace, fits: (r: Release) => boolean): Promise<Release | null> {
+    return this.firstAllowed(index, who, place, filtered(index.releasesOf(place.product, place.channel, place.platform), fits));
+  }
+
+  /** The first of `candidates` (releases of the lane at `place`) the installation may install, in one pass, its rollout's choice made once. */
+  private async firstAllowed(index: ReleaseIndex, who: Installation, place: ReleasePlace, candidates: Iterable<Release>): Promise<Release | null> {
     let allowed: ((r: Release) => boolean) | undefined;
-    for (const r of index.releasesOf(place.product, place.channel, place.platform)) {
-      if (!fits(r)) continue;
-      allowed ??= await this.allowedOn(index, who, place.product, place.channel, place.platform);
+    for (const r of candidates) {
+      allowed ??= await this.allowedOn(index, who, place);
       if (allowed(r)) return r;
     }
     return null;
   }
 
-  /** installerAllowed's test for the releases of one lane, its rollout's choice made once. */
-  private async allowedOn(index: ReleaseIndex, who: Installation, product: string | null, channel: string, platform: string): Promise<(r: Release) => boolean> {
+  /** installerAllowed's test for the releases of one lane. */
+  private async allowedOn(index: ReleaseIndex, who: Installation, place: ReleasePlace): Promise<(r: Release) => boolean> {
     const { controls, runners } = await this.current();
-    const state = this.laneState(index, controls, runners, product, channel, platform);
+    const state = this.laneState(index, controls, runners, place.product, place.channel, place.platform);
     const { at } = this.choiceOf(index, state, controls, runners, who);
     const served = at >= 0 ? state.releases[at]! : null;
     return (r) =>
@@ -348,4 +346,9 @@ export class ReleaseSelection {
       },
     };
   }
+}
+
+/** The releases of `list` that `fits`, in order, without copying the list (a lane may hold thousands). */
+function* filtered(list: readonly Release[], fits: (r: Release) => boolean): Generator<Release> {
+  for (const r of list) if (fits(r)) yield r;
 }
