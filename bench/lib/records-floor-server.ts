@@ -4,8 +4,8 @@
  * licence by its key's hash, takes the installation's seat (a new activation row, or the existing
  * one touched, as keyturn answers the same installation again) and writes its audit line (the
  * seat-count trigger of the migrations updates the licence), on the same file with keyturn's
- * SQLite settings (WAL, synchronous NORMAL, a checkpoint every 250 pages) and, as keyturn does, in
- * one transaction per event-loop turn, with keyturn's time-ordered ids. Its p99 is the tail that
+ * SQLite settings (WAL, synchronous NORMAL, its checkpoint pacing) and, as keyturn does, in one
+ * transaction per event-loop turn, with keyturn's time-ordered ids. Its p99 is the tail that
  * writing these records durably has on this machine's disk, whoever writes them.
  *   bun records-floor-server.ts PORT RECORDS_FILE
  */
@@ -13,6 +13,8 @@ import { Database } from "bun:sqlite";
 import { VARIANTS } from "../../src/config/variants";
 import { newId } from "../../src/domain/ids";
 import { typedKeyHash } from "../../src/domain/license-key";
+import { CheckpointPacing, passiveCheckpoint, SQLITE_AUTOCHECKPOINT_PAGES } from "../../src/store/sqlite-checkpoints";
+import { walIndexReader, walProgressOf } from "../../src/store/sqlite-wal-index";
 
 const [port, file] = process.argv.slice(2) as [string, string];
 const db = new Database(file, { strict: true });
@@ -20,7 +22,10 @@ db.exec("PRAGMA busy_timeout = 10000");
 db.exec("PRAGMA journal_mode = WAL");
 db.exec("PRAGMA synchronous = NORMAL");
 db.exec("PRAGMA foreign_keys = ON");
-db.exec("PRAGMA wal_autocheckpoint = 250");
+db.exec(`PRAGMA wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`);
+const wal = walIndexReader(file);
+if (!wal) throw new Error("the records' WAL index cannot be read");
+const checkpoints = new CheckpointPacing({ progress: walProgressOf(wal), checkpoint: passiveCheckpoint(db).run });
 const licenseByKeyHash = db.prepare("SELECT id, seats, active_seats FROM licenses WHERE key_hash = ?");
 const activeSeat = db.prepare("SELECT id FROM activations WHERE license_id = ? AND installation = ? AND deactivated IS NULL");
 const insertActivation =
@@ -47,6 +52,7 @@ const commitTurn = () => {
     db.exec("BEGIN IMMEDIATE");
     for (const write of writes) write();
     db.exec("COMMIT");
+    checkpoints.committed();
   } catch (error) {
     // A floor that cannot write measures nothing: it stops, and the bench fails on the refused connections.
     console.error(error);

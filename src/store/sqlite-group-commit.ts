@@ -31,7 +31,11 @@ export class GroupCommit {
   private readonly release;
   private readonly rollbackToSavepoint;
 
-  constructor(private readonly db: Database) {
+  /** `committed`: told after each commit, once its writers' promises are settled (the checkpoint pacing). */
+  constructor(
+    private readonly db: Database,
+    private readonly committed: () => void = () => {},
+  ) {
     this.begin = db.prepare("BEGIN IMMEDIATE");
     this.commit = db.prepare("COMMIT");
     this.rollback = db.prepare("ROLLBACK");
@@ -71,6 +75,7 @@ export class GroupCommit {
       if (o.ok) p.resolve(o.value);
       else p.reject(o.error);
     });
+    this.committed();
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { fstatSync, openSync, readSync, statSync } from "node:fs";
+import { WAL_INDEX_HEADER_BYTES, walIndexReader } from "./sqlite-wal-index";
 
 /** Whether anything was committed to the database (by any connection, any process) since the last call. */
 export interface WriteStamp {
@@ -9,8 +9,7 @@ export interface WriteStamp {
   close(): void;
 }
 
-/** Bytes of the WAL-index header: https://www.sqlite.org/walformat.html#the_wal_index_file_format */
-const HEADER_BYTES = 48;
+const HEADER_BYTES = WAL_INDEX_HEADER_BYTES;
 
 /**
  * Every commit in WAL mode ends by rewriting the WAL-index header at the start of the `-shm` file
@@ -22,40 +21,19 @@ const HEADER_BYTES = 48;
  * Where the file cannot be read (no shared-memory WAL index), the stamp asks SQLite instead.
  */
 export function sqliteWriteStamp(db: Database, file: string): WriteStamp {
-  return walIndexStamp(`${file}-shm`) ?? pragmaStamp(db);
+  return walIndexStamp(file) ?? pragmaStamp(db);
 }
 
-// The descriptors of `-shm` files, one per file (by inode), opened once and NEVER closed. SQLite
-// locks the `-shm` file with POSIX record locks, and closing any descriptor of a file drops all of
-// the process's locks on it: had this one been closed (as Bun.mmap closes its own), another process
-// opening the database would find no one holding it, take it for unused and truncate it under
-// everyone's feet (a SIGBUS in this process, a corrupted WAL index for all). SQLite keeps its own
-// descriptors open for the same reason.
-const descriptors = new Map<string, { fd: number; ino: number; dev: number }>();
-
-function walIndexStamp(shmFile: string): WriteStamp | null {
-  let fd: number;
-  try {
-    const now = statSync(shmFile);
-    let known = descriptors.get(shmFile);
-    if (!known || known.ino !== now.ino || known.dev !== now.dev) {
-      const opened = openSync(shmFile, "r");
-      const id = fstatSync(opened);
-      // The old descriptor (of a `-shm` file since deleted) is left open: see above.
-      descriptors.set(shmFile, (known = { fd: opened, ino: id.ino, dev: id.dev }));
-    }
-    fd = known.fd;
-    if (now.size < HEADER_BYTES) return null;
-  } catch {
-    return null;
-  }
+function walIndexStamp(file: string): WriteStamp | null {
+  const reader = walIndexReader(file);
+  if (!reader) return null;
   const header = new Uint8Array(HEADER_BYTES);
   const seen = new Uint8Array(HEADER_BYTES);
   let first = true;
   return {
     source: "wal-index",
     changedSinceLastCall() {
-      readSync(fd, header, 0, HEADER_BYTES, 0);
+      reader.read(header);
       let changed = first;
       first = false;
       for (let i = 0; i < HEADER_BYTES; i++) {

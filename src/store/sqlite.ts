@@ -34,7 +34,9 @@ import type { SqliteWriter } from "./sqlite-writer";
 import type { ConversionJournal, StartTrialResult, TrialCounts, TrialJournal, TrialQuery, TrialRecord } from "./trial-types";
 import { convertTrialSqlite, findTrialSqlite, listTrialsSqlite, startTrialSqlite, trialCountsSqlite, trialOfLicenseSqlite } from "./trials-sqlite";
 import { bridgeEventFromRow, bridgeEventParams } from "./bridge-rows";
+import { CHECKPOINT_PAGES, CheckpointPacing, passiveCheckpoint, SQLITE_AUTOCHECKPOINT_PAGES } from "./sqlite-checkpoints";
 import { GroupCommit } from "./sqlite-group-commit";
+import { walIndexReader, walProgressOf } from "./sqlite-wal-index";
 import { sqliteWriteStamp, type WriteStamp } from "./sqlite-write-stamp";
 import type {
   ActivateInput,
@@ -90,15 +92,6 @@ import type {
 } from "./types";
 
 export const SQLITE_FILE = "keyturn.sqlite";
-/**
- * SQLite copies the WAL back into the file (and syncs it) inside the commit that makes the WAL this
- * long. That commit, and every request behind it, waits for the random writes and the sync, so
- * the checkpoint is kept small: a quarter of SQLite's default roughly halved activate's p99 at a
- * million licenses. A worker thread checkpointing on its own connection was worse: its writeback
- * holds locks on the very pages requests read, and the WAL grew meanwhile (bench/README.md, "Notes
- * behind the code").
- */
-const AUTOCHECKPOINT_PAGES = 250;
 /** Activation statuses kept between writes (a few hundred bytes each). */
 const STATUS_CACHE_SIZE = 10_000;
 /** How long one check of the release controls' generation answers for (see releaseControlsGeneration). */
@@ -147,6 +140,9 @@ export class SqliteStore implements Store {
   readonly kind = "sqlite" as const;
   private readonly q: ReturnType<SqliteStore["prepare"]>;
   private readonly groupCommit: GroupCommit;
+  /** Null where the WAL index cannot be read: SQLite's own checkpoints then, every CHECKPOINT_PAGES.start pages. */
+  private readonly checkpoints: CheckpointPacing | null;
+  private readonly checkpoint: ReturnType<typeof passiveCheckpoint>;
   private readonly writeStamp: WriteStamp;
   /** A stamp of its own (each call consumes "changed"): the release controls' generation is read again only after a commit. */
   private readonly controlsStamp: WriteStamp;
@@ -164,10 +160,15 @@ export class SqliteStore implements Store {
     // WAL + NORMAL survives a killed process (the crash test); only a power cut may lose the last commits.
     db.exec("PRAGMA synchronous = NORMAL");
     db.exec("PRAGMA foreign_keys = ON");
-    db.exec(`PRAGMA wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+    // Until the pacing below takes over (and where it cannot read the WAL index), SQLite checkpoints.
+    db.exec(`PRAGMA wal_autocheckpoint = ${CHECKPOINT_PAGES.start}`);
     this.migrationsApplied = migrateSqlite(db);
     this.q = this.prepare();
-    this.groupCommit = new GroupCommit(db);
+    const wal = walIndexReader(db.filename);
+    this.checkpoint = passiveCheckpoint(db);
+    this.checkpoints = wal ? new CheckpointPacing({ progress: walProgressOf(wal), checkpoint: this.checkpoint.run }) : null;
+    if (this.checkpoints) db.exec(`PRAGMA wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`);
+    this.groupCommit = new GroupCommit(db, () => this.checkpoints?.committed());
     this.writeStamp = sqliteWriteStamp(db, db.filename);
     this.controlsStamp = sqliteWriteStamp(db, db.filename);
     this.writer = {
@@ -1180,6 +1181,8 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     this.groupCommit.flush();
+    this.checkpoints?.close();
+    this.checkpoint.finalize();
     // Prepared statements keep the connection open after close() (SQLite's close_v2 "zombie"):
     // finalize them so the file is really closed and the WAL checkpointed.
     for (const statement of Object.values(this.q)) statement.finalize();

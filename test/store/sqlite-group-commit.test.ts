@@ -40,10 +40,14 @@ const line = (extra: Partial<AuditRecord> = {}): AuditRecord => ({
 });
 
 /** Frames in the WAL, read by another connection (its PASSIVE checkpoint reports the WAL's size). */
-function walFrames(dir: string): number {
+function walFrames(dir: string): number;
+/** Without copying anything (a checkpoint of mode NOOP): the WAL's frames, and how many are in the file already. */
+function walFrames(dir: string, mode: "NOOP"): { log: number; checkpointed: number };
+function walFrames(dir: string, mode: "PASSIVE" | "NOOP" = "PASSIVE") {
   const db = new Database(join(dir, SQLITE_FILE));
   try {
-    return (db.query("PRAGMA wal_checkpoint(PASSIVE)").get() as { log: number }).log;
+    const result = db.query(`PRAGMA wal_checkpoint(${mode})`).get() as { log: number; checkpointed: number };
+    return mode === "PASSIVE" ? result.log : result;
   } finally {
     db.close();
   }
@@ -131,24 +135,36 @@ function refsInFileAlone(dir: string): string[] {
   }
 }
 
-test("checkpoints stay small: 250 WAL pages of separate commits already reach the database file; close removes the WAL", async () => {
+test("checkpoints are paced (sqlite-checkpoints.ts): past 250 WAL pages the writes reach the database file, in the turn after their commit; close removes the WAL", async () => {
   const { store, dir } = open();
   await store.writeAudit(line()); // the schema's own pages are checkpointed with the first ones
+  await nextTurn();
   const few = Array.from({ length: 10 }, () => line());
   for (const l of few) await store.writeAudit(l);
+  await nextTurn();
   // 10 commits of a few pages each: still only in the WAL.
   expect(refsInFileAlone(dir).filter((r) => few.some((l) => l.ref === r))).toEqual([]);
   const many = Array.from({ length: 120 }, () => line());
-  for (const l of many) await store.writeAudit(l);
-  // Past 250 pages (SQLite's default would wait for 1,000), a commit has copied the WAL back.
+  let answeredBeforeCheckpoint = false;
+  for (const l of many) {
+    const before = walFrames(dir, "NOOP");
+    await store.writeAudit(l);
+    const afterCommit = walFrames(dir, "NOOP");
+    await nextTurn();
+    // The commit that brings the WAL to 250 pages is answered first; its checkpoint follows in a turn of its own.
+    if (before.checkpointed < before.log && afterCommit.log >= 250 && afterCommit.checkpointed < afterCommit.log) {
+      answeredBeforeCheckpoint = walFrames(dir, "NOOP").checkpointed === afterCommit.log;
+      break;
+    }
+  }
+  expect(answeredBeforeCheckpoint).toBe(true);
   expect(refsInFileAlone(dir)).toEqual(expect.arrayContaining(few.map((l) => l.ref)));
-  // The commit that crosses 250 pages checkpoints after it is written, so its own frames stay in the
-  // log until the next write starts it again: at most one commit's pages past 250, never SQLite's 1,000.
-  expect(walFrames(dir)).toBeLessThan(250 + 10);
 
   await store.close();
   expect(existsSync(join(dir, `${SQLITE_FILE}-wal`))).toBe(false);
 });
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 test("a write that fails after some of its statements leaves none of them (its savepoint is rolled back)", async () => {
   const db = new Database(":memory:");
