@@ -4,18 +4,18 @@ import type { WalProgress } from "./sqlite-wal-index";
 /** How long one checkpoint may hold the event loop before the next ones are made smaller. */
 export const CHECKPOINT_BUDGET_MS = 2;
 /** WAL pages per checkpoint: where the pacing starts, and its bounds. */
-export const CHECKPOINT_PAGES = { start: 250, min: 32, max: 1000 } as const;
+export const CHECKPOINT_PAGES = { start: 250, min: 32, max: 800 } as const;
 /**
- * SQLite's own checkpoint, inside the commit that makes the WAL this long: only a bound, for writes
- * that do not go through the group commit (the pacing checkpoints long before).
+ * SQLite's own checkpoint (its default size), inside the commit that makes the WAL this long: the
+ * bound for writes that do not go through the group commit, which the pacing does not see.
  */
-export const SQLITE_AUTOCHECKPOINT_PAGES = 2 * CHECKPOINT_PAGES.max;
+export const SQLITE_AUTOCHECKPOINT_PAGES = 1000;
 
 export interface CheckpointPacingDeps {
   /** How far the WAL is ahead of the database file (sqlite-wal-index.ts). */
   readonly progress: () => WalProgress;
-  /** Copies what it can of the WAL into the database file and syncs it. */
-  readonly checkpoint: () => void;
+  /** Copies what it can of the WAL into the database file and syncs it; false when it could not start now. */
+  readonly checkpoint: () => boolean;
   /** A monotonic clock in milliseconds (performance.now; tests move their own). */
   readonly now?: () => number;
   /** Runs the checkpoint once the commit's answers are on their way (setImmediate; tests run it when they choose). */
@@ -43,6 +43,8 @@ export class CheckpointPacing {
   private closed = false;
   /** The WAL's frame count when the last checkpoint could not copy everything (readers held it): wait for as many new frames again. */
   private heldAt = 0;
+  /** The salt of the WAL that heldAt counts in: a WAL started again has another. */
+  private heldSalt = -1;
   private readonly now: () => number;
   private readonly later: (run: () => void) => void;
 
@@ -59,9 +61,9 @@ export class CheckpointPacing {
   /** Called after each commit: schedules a checkpoint once the WAL holds the pages it waits for. */
   committed(): void {
     if (this.scheduled || this.closed) return;
-    const { frames, backfilled } = this.deps.progress();
+    const { frames, backfilled, salt } = this.deps.progress();
     // A WAL started again from its beginning (after a checkpoint that copied everything) drops the wait.
-    if (frames < this.heldAt) this.heldAt = 0;
+    if (salt !== this.heldSalt) this.heldAt = 0;
     if (frames - Math.max(backfilled, this.heldAt) < this.pages) return;
     this.scheduled = true;
     this.later(() => this.run());
@@ -70,14 +72,29 @@ export class CheckpointPacing {
   private run(): void {
     this.scheduled = false;
     if (this.closed) return;
-    const started = this.now();
-    this.deps.checkpoint();
-    const took = this.now() - started;
-    const { frames, backfilled } = this.deps.progress();
-    this.heldAt = backfilled < frames ? frames : 0;
+    let before: WalProgress;
+    let after: WalProgress;
+    let took: number;
+    try {
+      before = this.deps.progress();
+      const started = this.now();
+      // Not now (the connection is inside a transaction): a later commit asks again.
+      if (!this.deps.checkpoint()) return;
+      took = this.now() - started;
+      after = this.deps.progress();
+    } catch {
+      // As with SQLite's own checkpoint, a failed one is left to a later commit: a disk that fails
+      // fails that commit too, and it is reported to its writer.
+      return;
+    }
+    this.heldAt = after.backfilled < after.frames ? after.frames : 0;
+    this.heldSalt = after.salt;
+    // What this checkpoint copied (none: readers or another process held the WAL; its time says nothing).
+    const copied = after.salt === before.salt ? after.backfilled - before.backfilled : 0;
+    if (copied <= 0) return;
     // The next size in proportion to what this one's pages cost (its sync is a fixed part, so the
     // sizes settle where a checkpoint takes the budget), by at most half or double in one step.
-    const proportional = Math.round((this.pages * CHECKPOINT_BUDGET_MS) / Math.max(took, 0.01));
+    const proportional = Math.round((copied * CHECKPOINT_BUDGET_MS) / Math.max(took, 0.01));
     const stepped = Math.min(this.pages * 2, Math.max(Math.ceil(this.pages / 2), proportional));
     this.pages = Math.min(CHECKPOINT_PAGES.max, Math.max(CHECKPOINT_PAGES.min, stepped));
   }
@@ -88,8 +105,19 @@ export class CheckpointPacing {
   }
 }
 
-/** The checkpoint as the pacing runs it: PASSIVE, on the store's own connection; finalized before the connection closes. */
-export function passiveCheckpoint(db: Database): { readonly run: () => void; readonly finalize: () => void } {
+/**
+ * The checkpoint as the pacing runs it: PASSIVE, on the store's own connection, never inside one of
+ * its transactions (SQLite refuses it there: a copy holds one across awaits); finalized before the
+ * connection closes.
+ */
+export function passiveCheckpoint(db: Database): { readonly run: () => boolean; readonly finalize: () => void } {
   const statement = db.prepare("PRAGMA wal_checkpoint(PASSIVE)");
-  return { run: () => void statement.get(), finalize: () => statement.finalize() };
+  return {
+    run: () => {
+      if (db.inTransaction) return false;
+      statement.get();
+      return true;
+    },
+    finalize: () => statement.finalize(),
+  };
 }

@@ -47,16 +47,18 @@ export function walIndexReader(file: string): WalIndexReader | null {
   return { read: (into) => void readSync(fd, into, 0, Math.min(into.length, WAL_INDEX_BYTES), 0) };
 }
 
-/** Frames in the WAL, and how many of them a checkpoint has already copied into the database file. */
+/** Frames in the WAL, how many of them a checkpoint has already copied into the database file, and the WAL's salt (new each time it starts again from its beginning). */
 export interface WalProgress {
   readonly frames: number;
   readonly backfilled: number;
+  readonly salt: number;
 }
 
 // The WAL index is in the machine's own byte order (walformat.html, "native byte order").
 const LITTLE_ENDIAN = endianness() === "LE";
-/** mxFrame in the header's first copy; nBackfill first in the checkpoint information. */
+/** mxFrame and salt-1 in the header's first copy; nBackfill first in the checkpoint information. */
 const MX_FRAME_AT = 16;
+const SALT_AT = 32;
 const N_BACKFILL_AT = 96;
 
 /** How far the WAL is ahead of the database file, read from the WAL index. */
@@ -65,6 +67,10 @@ export function walProgressOf(reader: WalIndexReader): () => WalProgress {
   const view = new DataView(bytes.buffer);
   return () => {
     reader.read(bytes);
-    return { frames: view.getUint32(MX_FRAME_AT, LITTLE_ENDIAN), backfilled: view.getUint32(N_BACKFILL_AT, LITTLE_ENDIAN) };
+    return {
+      frames: view.getUint32(MX_FRAME_AT, LITTLE_ENDIAN),
+      backfilled: view.getUint32(N_BACKFILL_AT, LITTLE_ENDIAN),
+      salt: view.getUint32(SALT_AT, LITTLE_ENDIAN),
+    };
   };
 }
