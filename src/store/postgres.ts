@@ -339,12 +339,15 @@ export class PostgresStore implements Store {
         // The license row's lock orders activations; the cutoff is checked again on the row updated,
         // so a sighting committed meanwhile keeps its seat.
         const cutoff = license.seat_lease === null ? null : input.now - num(license.seat_lease);
+        // `deactivated` leads the order (it is NULL in every row found): PostgreSQL takes an index's
+        // order past a column only when it is fixed by `=`, so without it every lapsed seat of the
+        // licence would be read and sorted; with it the index gives them in order (migration 23).
         const [lapsed] =
           cutoff === null
             ? []
             : await tx`UPDATE activations SET deactivated = ${input.now}
                 WHERE id = (SELECT id FROM activations WHERE license_id = ${input.licenseId} AND deactivated IS NULL
-                  AND last_seen < ${cutoff} ORDER BY last_seen, id LIMIT 1)
+                  AND last_seen < ${cutoff} ORDER BY deactivated, last_seen, id LIMIT 1)
                 AND deactivated IS NULL AND last_seen < ${cutoff} RETURNING *`;
         if (!lapsed) {
           const holders = await tx`SELECT * FROM activations
