@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { DAY_MS } from "./rows";
+import { metadataPath } from "./sqlite-metadata";
 import type { InstallOutcome, InstallReport, InstallReportCount, ReleaseKey } from "./types";
 
 type Row = Record<string, unknown>;
@@ -53,7 +54,7 @@ export function releaseHealth(db: Database, release: ReleaseKey, since: number, 
         WHERE r.lane = ? AND r.version = ? AND r.reported >= ? AND a.deactivated IS NULL
           AND (? IS NULL OR json_extract(l.metadata, ?) IS NOT 'true')
       ) WHERE nth = 1`)
-    .get(release.lane, release.version, since, without ?? null, `$.${JSON.stringify(without ?? "")}`) as Row;
+    .get(release.lane, release.version, since, without ?? null, metadataPath(without)) as Row;
   return { reports: Number(row.n), failed: Number(row.failed) };
 }
 

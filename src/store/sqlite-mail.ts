@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { metadataPaths } from "./sqlite-metadata";
+import { metadataPath, metadataPaths } from "./sqlite-metadata";
 import { licenseFromRow } from "./rows";
 import type { AuditRecord, LicenseRecord, MailableLicences } from "./types";
 import type { MailFilter, MailKind, MailOutcome, MailRecord, MailStore, NewMail } from "./mail-types";
@@ -120,7 +120,7 @@ export class SqliteMailStore implements MailStore {
     const rows = this.db
       .query(`SELECT id FROM licenses WHERE lower(email) = lower(?) AND email IS NOT NULL AND kind = 'license'
         AND (? IS NULL OR json_extract(metadata, ?) IS NOT 'true') ORDER BY issued, id LIMIT ?`)
-      .all(email, without ?? null, `$.${JSON.stringify(without ?? "")}`, limit) as Row[];
+      .all(email, without ?? null, metadataPath(without), limit) as Row[];
     return rows.map((r) => r.id as string);
   }
 

@@ -1,7 +1,7 @@
 import type { MailableLicences } from "./types";
 
-/** SQLite's JSON paths (json_extract) of MailableLicences' two metadata keys, each key quoted as JSON so that any name is one key. */
-export const metadataPaths = (mailable: MailableLicences | undefined): [string, string] => [
-  `$.${JSON.stringify(mailable?.without ?? "")}`,
-  `$.${JSON.stringify(mailable?.unless ?? "")}`,
-];
+/** SQLite's JSON path (json_extract) of one metadata key, quoted as JSON so that any name is one key. */
+export const metadataPath = (key: string | undefined): string => `$.${JSON.stringify(key ?? "")}`;
+
+/** The paths of MailableLicences' two metadata keys. */
+export const metadataPaths = (mailable: MailableLicences | undefined): [string, string] => [metadataPath(mailable?.without), metadataPath(mailable?.unless)];

@@ -135,8 +135,10 @@ export function licenceExpiring(site: string, l: LicenceFacts & { readonly expir
   };
 }
 
-/** A trial's end: it is the same licence's expiry, worded for someone who has not bought yet. */
-/** No portal link: the portal does not reach a trial through the address it was started with (portal-link.ts). */
+/**
+ * A trial's end: it is the same licence's expiry, worded for someone who has not bought yet. No
+ * portal link: the portal does not reach a trial through the address it was started with (portal-link.ts).
+ */
 export function trialEnding(site: string, l: LicenceFacts & { readonly expires: number }): MailContent {
   const when = day(l.expires);
   const says = `Your trial (${plain(l.planTitle)}) ends on ${when}. After that day the program can no longer be used with it; a licence key activated on the same computer takes over from the trial.`;
