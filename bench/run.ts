@@ -9,7 +9,8 @@
  * --only 1,4b (only these scenarios: 1, 2, 3, 4a, 4b, 5; the table is then only printed unless
  * --out is given, so a partial run never replaces the last whole one), --rollout P (the big release
  * carries a staged rollout of P percent: the update path then chooses per installation).
- * 4a is followed by the same mix against 4a's floor (bench/lib/elysia-floor.ts), for keyturn's own share of the peak;
+ * 4a is followed by the same mix against 4a's floor (bench/lib/elysia-floor.ts), for keyturn's own share of the peak,
+ * and against two fresh keyturns, on the whole tree and on each lane's newest release only, for its releases' part;
  * 5a by the same activations on the same records through a bare Bun.serve (bench/lib/records-floor.ts).
  */
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -17,7 +18,17 @@ import { cpus, release, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { buildExecutable } from "../build";
-import { createLicense, devicePrefix, INSTALLER_PATH, makeKeys, makeReleaseTree, MANIFEST_PATH, NGINX_INSTALLER, NGINX_MANIFEST } from "./lib/fixture";
+import {
+  createLicense,
+  devicePrefix,
+  INSTALLER_PATH,
+  makeKeys,
+  makeReleaseTree,
+  MANIFEST_PATH,
+  newestOfEachLane,
+  NGINX_INSTALLER,
+  NGINX_MANIFEST,
+} from "./lib/fixture";
 import { startKeyturn, serveArgs, type Running, type ServeOptions } from "./lib/keyturn";
 import { startNginx } from "./lib/nginx";
 import { startBunFloor } from "./lib/bun-floor";
@@ -207,6 +218,19 @@ async function main() {
     const floorMixed = await mixedLoad(floor, "floor", keysFile, "4a floor");
     await floor.stop();
     cleanup = cleanup.filter((c) => c !== floor.stop);
+    // What of keyturn's share is its 10,000 releases: the same mix against two fresh processes on the
+    // same records, one on the whole tree (its index from the snapshot) and one on a tree cut to each
+    // lane's newest release. Fresh, both: the process 4a measured may have served scenarios 1-3 first.
+    const fresh = async (tree: string, label: string) => {
+      const server = await startKeyturn({ ...serve, releases: tree, port: freePort() });
+      cleanup.push(server.stop);
+      const measured = await mixedLoad(server, token, keysFile, label);
+      await server.stop();
+      cleanup = cleanup.filter((c) => c !== server.stop);
+      return measured;
+    };
+    const wholeTree = await fresh(releases, "4a, keyturn restarted");
+    const newestMixed = await fresh(newestOfEachLane(releases, join(dir, "releases-newest")), "4a, keyturn restarted on each lane's newest release only");
     rows.push({
       scenario: "4a. peak RSS, mixed load (MB)",
       keyturn: mixed.peakMb,
@@ -231,6 +255,23 @@ async function main() {
     );
     row("   keyturn's own share of the peak (MB)", mixed.peakMb - floorMixed.peakMb, null, "MB", "", "(information)", () => true, [
       mixed.peakMb - floorMixed.peakMb,
+    ]);
+    const informationRow = (scenario: string, measured: { peakMb: number; rps: number; runs: number[] }) =>
+      rows.push({
+        scenario,
+        keyturn: measured.peakMb,
+        reference: measured.rps,
+        unit: "MB",
+        referenceName: "achieved req/s of the mix",
+        ratio: null,
+        target: "(information)",
+        pass: true,
+        runs: measured.runs,
+      });
+    informationRow("   keyturn restarted, the same tree (MB)", wholeTree);
+    informationRow("   keyturn restarted, each lane's newest release only (MB)", newestMixed);
+    row("   of a restarted keyturn's peak, the 10,000 releases' (MB)", wholeTree.peakMb - newestMixed.peakMb, null, "MB", "", "(information)", () => true, [
+      wholeTree.peakMb - newestMixed.peakMb,
     ]);
   }
   if (cleanup.includes(kt.stop)) {

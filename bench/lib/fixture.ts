@@ -5,7 +5,7 @@
  * are signed in-process, 10,000 processes would take minutes), and licenses made with
  * `keyturn license create`.
  */
-import { copyFileSync, createWriteStream, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, createWriteStream, linkSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createHash, createPrivateKey, randomBytes, type KeyObject } from "node:crypto";
 import { join } from "node:path";
 import { VARIANTS } from "../../src/config/variants";
@@ -125,6 +125,28 @@ export function createLicense(exe: string, data: string, keys: string, seats: nu
     "--json",
   ]);
   return JSON.parse(out).key;
+}
+
+/**
+ * The tree at `root` cut to each lane's newest release (by `released`), hard-linked into `into`:
+ * the same files (so the same verified installers and cached signatures), without the index of
+ * every older release. Returns `into`.
+ */
+export function newestOfEachLane(root: string, into: string): string {
+  const folders = (dir: string) =>
+    readdirSync(dir, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => join(dir, e.name));
+  for (const product of folders(root))
+    for (const channel of folders(product))
+      for (const platform of folders(channel)) {
+        const releasedOf = (folder: string) => Date.parse(JSON.parse(readFileSync(join(folder, variant.manifestFile), "utf8")).released);
+        const newest = folders(platform).reduce((a, b) => (releasedOf(b) > releasedOf(a) ? b : a));
+        const copy = join(into, newest.slice(root.length));
+        mkdirSync(copy, { recursive: true });
+        for (const file of readdirSync(newest)) linkSync(join(newest, file), join(copy, file));
+      }
+  return into;
 }
 
 /** A device prefix unique to this run, so every activation of the bench is a new installation. */
