@@ -9,8 +9,6 @@ export interface WriteStamp {
   close(): void;
 }
 
-const HEADER_BYTES = WAL_INDEX_HEADER_BYTES;
-
 /**
  * Every commit in WAL mode ends by rewriting the WAL-index header at the start of the `-shm` file
  * (change counter, last frame, salts, checksum), and a commit is visible to readers only from that
@@ -27,8 +25,8 @@ export function sqliteWriteStamp(db: Database, file: string): WriteStamp {
 function walIndexStamp(file: string): WriteStamp | null {
   const reader = walIndexReader(file);
   if (!reader) return null;
-  const header = new Uint8Array(HEADER_BYTES);
-  const seen = new Uint8Array(HEADER_BYTES);
+  const header = new Uint8Array(WAL_INDEX_HEADER_BYTES);
+  const seen = new Uint8Array(WAL_INDEX_HEADER_BYTES);
   let first = true;
   return {
     source: "wal-index",
@@ -36,7 +34,7 @@ function walIndexStamp(file: string): WriteStamp | null {
       reader.read(header);
       let changed = first;
       first = false;
-      for (let i = 0; i < HEADER_BYTES; i++) {
+      for (let i = 0; i < WAL_INDEX_HEADER_BYTES; i++) {
         if (header[i] !== seen[i]) {
           seen[i] = header[i]!;
           changed = true;
