@@ -140,8 +140,12 @@ export function newestOfEachLane(root: string, into: string): string {
   for (const product of folders(root))
     for (const channel of folders(product))
       for (const platform of folders(channel)) {
-        const releasedOf = (folder: string) => Date.parse(JSON.parse(readFileSync(join(folder, variant.manifestFile), "utf8")).released);
-        const newest = folders(platform).reduce((a, b) => (releasedOf(b) > releasedOf(a) ? b : a));
+        // Each manifest read once: the lane's folders with their `released`, the latest kept.
+        const released = folders(platform).map((folder) => ({
+          folder,
+          at: Date.parse(JSON.parse(readFileSync(join(folder, variant.manifestFile), "utf8")).released),
+        }));
+        const newest = released.reduce((a, b) => (b.at > a.at ? b : a)).folder;
         const copy = join(into, newest.slice(root.length));
         mkdirSync(copy, { recursive: true });
         for (const file of readdirSync(newest)) linkSync(join(newest, file), join(copy, file));
