@@ -2,6 +2,7 @@ import { closeSync, constants, fstatSync, openSync, readFileSync, readSync, rena
 import { open } from "node:fs/promises";
 import { identityIn, identityOf, sameIdentity, type FileIdentity, type ReleaseFiles } from "./files";
 import type { Release } from "./release-index";
+import { VerifiedInstallers } from "./verified-installers";
 
 /** Installers up to this size are hashed during the scan itself: that costs about what reading the manifest does. */
 export const INLINE_HASH_MAX_BYTES = 1 << 20;
@@ -27,10 +28,13 @@ export interface InstallerVerifierOptions {
  * hashed is never recorded.
  */
 export class InstallerVerifier {
-  /** Read from the file when first needed, so a start does not wait for it. */
-  /** Verified key (keyOf) → the installer's SHA-512, base64, hashed in the same pass (electron-updater's `sha512`). */
-  private knownNow: Map<string, string> | null = null;
-  private seen = new Map<string, string>();
+  /**
+   * Each verified identity with the installer's SHA-512 (base64, electron-updater's `sha512`),
+   * hashed in the same pass; read from the file when first needed, so a start does not wait for it.
+   */
+  private knownNow: VerifiedInstallers | null = null;
+  /** Those this scan met; sized to the known ones when first needed, so it seldom grows. */
+  private seenNow: VerifiedInstallers | null = null;
   private added = false;
   /** Identities whose bytes did not match or could not be read, so they are not tried again on every scan (this process only). */
   private failed = new Map<string, "mismatch" | "unreadable">();
@@ -49,7 +53,7 @@ export class InstallerVerifier {
     return new InstallerVerifier(file, opts);
   }
 
-  private get known(): Map<string, string> {
+  private get known(): VerifiedInstallers {
     if (this.knownNow) return this.knownNow;
     let text: Buffer = Buffer.alloc(0);
     if (this.file) {
@@ -59,22 +63,27 @@ export class InstallerVerifier {
         // First start, or unreadable: every installer is hashed once and the file written afresh.
       }
     }
-    // A line is `<key> <sha512>`; its key is only ever compared whole with one made by keyOf, so a
-    // line that is not one (an older file's, without the SHA-512) never matches and is hashed again.
-    // Each is decoded from the bytes into a string of its own: slices of the file's text would keep
-    // all of it alive as long as the map holds one of them (bench/README.md, "fifth round").
-    const known = new Map<string, string>();
+    // A line is `<dev> <ino> <size> <mtime> <ctime> <sha256> <sha512>`, as `write` makes it; a line
+    // that is not one (an older file's, without the SHA-512) is skipped, so its installer is hashed
+    // again. Each line is decoded into a string of its own: a slice of the file's text, held by the
+    // last regular expression that tested it, would keep all of it alive.
+    const known = new VerifiedInstallers(text.length / LINE_BYTES);
     for (let start = 0; start < text.length; ) {
       const newline = text.indexOf(10, start);
       const end = newline < 0 ? text.length : newline;
-      const cut = text.lastIndexOf(32, end - 1);
-      if (cut > start) {
-        const sha512 = text.toString("latin1", cut + 1, end);
-        if (SHA512_BASE64.test(sha512)) known.set(text.toString("latin1", start, cut), sha512);
-      }
+      const fields = text.toString("latin1", start, end).split(" ");
       start = end + 1;
+      if (fields.length !== 7) continue;
+      const id = fields.slice(0, 5).map(Number);
+      // Only the numbers `write` prints: the text of each is what keyOf makes of it.
+      if (!id.every((n, i) => String(n) === fields[i]) || !SHA256_HEX.test(fields[5]!) || !SHA512_BASE64.test(fields[6]!)) continue;
+      known.set(id as unknown as FileIdentity, fields[5]!, fields[6]!);
     }
     return (this.knownNow = known);
+  }
+
+  private get seen(): VerifiedInstallers {
+    return (this.seenNow ??= new VerifiedInstallers(this.known.size));
   }
 
   static keyOf(id: FileIdentity, sha256: string): string {
@@ -86,12 +95,12 @@ export class InstallerVerifier {
 
   /** Whether the file of `id` was hashed and found to be `sha256` (serving checks this; it does not count as seen). */
   holds(id: FileIdentity, sha256: string): boolean {
-    return this.known.has(InstallerVerifier.keyOf(id, sha256));
+    return this.known.sha512Of(id, sha256) !== null;
   }
 
   /** The SHA-512 (base64) of the verified file of `id` and `sha256`, or null when it is not verified. */
   sha512Of(id: FileIdentity, sha256: string): string | null {
-    return this.known.get(InstallerVerifier.keyOf(id, sha256)) ?? null;
+    return this.known.sha512Of(id, sha256);
   }
 
   /**
@@ -100,12 +109,12 @@ export class InstallerVerifier {
    * and are "pending" until then.
    */
   verdict(path: string, id: FileIdentity, sha256: string): InstallerVerdict {
-    const key = InstallerVerifier.keyOf(id, sha256);
-    const sha512 = this.known.get(key);
-    if (sha512 !== undefined) {
-      this.seen.set(key, sha512);
+    const sha512 = this.known.sha512Of(id, sha256);
+    if (sha512 !== null) {
+      this.seen.set(id, sha256, sha512);
       return "verified";
     }
+    const key = InstallerVerifier.keyOf(id, sha256);
     const failed = this.failed.get(key);
     if (failed) {
       this.failedSeen.set(key, failed);
@@ -115,7 +124,7 @@ export class InstallerVerifier {
     if (size <= (this.opts.inlineMaxBytes ?? INLINE_HASH_MAX_BYTES) && this.scanBudget >= size) {
       this.scanBudget -= size;
       const hashed = hashOpened(path, id);
-      if (hashed !== null) return this.settle(key, hashed.sha256 === sha256 ? hashed.sha512 : "mismatch");
+      if (hashed !== null) return this.settle(key, id, sha256, hashed.sha256 === sha256 ? hashed.sha512 : "mismatch");
     }
     // Hashed once the scan is over (finishScan): hashing meanwhile would slow the scan a start waits for.
     if (!this.queue.has(key)) this.queue.set(key, { path, id, sha256 });
@@ -143,21 +152,21 @@ export class InstallerVerifier {
     this.failedSeen = new Map();
     const changed = this.added || this.seen.size !== this.known.size;
     this.knownNow = this.seen;
-    this.seen = new Map();
+    this.seenNow = null;
     this.added = false;
     if (changed) this.write();
     if (this.queue.size > 0) this.draining ??= this.drain();
   }
 
   /** `verdict`: the SHA-512 of bytes that matched, or why they did not. */
-  private settle(key: string, verdict: string): InstallerVerdict {
+  private settle(key: string, id: FileIdentity, sha256: string, verdict: string): InstallerVerdict {
     if (verdict === "mismatch" || verdict === "unreadable") {
       this.failed.set(key, verdict);
       this.failedSeen.set(key, verdict);
       return verdict;
     }
-    this.known.set(key, verdict);
-    this.seen.set(key, verdict);
+    this.known.set(id, sha256, verdict);
+    this.seen.set(id, sha256, verdict);
     this.added = true;
     return "verified";
   }
@@ -166,7 +175,8 @@ export class InstallerVerifier {
     if (!this.file) return;
     const tmp = `${this.file}.${process.pid}.tmp`;
     try {
-      writeFileSync(tmp, [...this.known].map(([key, sha512]) => `${key} ${sha512}`).join("\n") + "\n", { mode: 0o600 });
+      const lines = Array.from(this.known.entries(), ([id, sha256, sha512]) => `${InstallerVerifier.keyOf(id, sha256)} ${sha512}\n`);
+      writeFileSync(tmp, lines.join(""), { mode: 0o600 });
       renameSync(tmp, this.file);
     } catch {
       // A read-only data directory only costs the next start its hashing.
@@ -180,8 +190,8 @@ export class InstallerVerifier {
         const hashed = await hashOpenedAsync(job.path, job.id).catch(() => "unreadable" as const);
         this.queue.delete(key);
         // null: the file changed since the scan saw it; the scan this triggers sees the new one.
-        if (hashed === "unreadable") this.settle(key, "unreadable");
-        else if (hashed !== null) this.settle(key, hashed.sha256 === job.sha256 ? hashed.sha512 : "mismatch");
+        if (hashed === "unreadable") this.settle(key, job.id, job.sha256, "unreadable");
+        else if (hashed !== null) this.settle(key, job.id, job.sha256, hashed.sha256 === job.sha256 ? hashed.sha512 : "mismatch");
         // The scan this triggers writes the file (finishScan), once for many settled installers.
         this.onSettled?.();
       }
@@ -198,6 +208,9 @@ interface Hashes {
   readonly sha512: string;
 }
 
+/** About the length of a line of the file: it sizes the store read from it, so that it seldom grows. */
+const LINE_BYTES = 200;
+const SHA256_HEX = /^[0-9a-f]{64}$/;
 const SHA512_BASE64 = /^[A-Za-z0-9+/]{86}==$/;
 
 /** Both hashes fed by each chunk read: one pass over the file. */
