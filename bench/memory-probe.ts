@@ -6,14 +6,10 @@
  *   bun bench/memory-probe.ts [folders (10000)] [requests (50000)]
  */
 import { heapStats } from "bun:jsc";
-import { createPrivateKey, generateKeyPairSync } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { VARIANTS } from "../src/config/variants";
-import { generateKeyFiles } from "../src/domain/keys";
-import { writeSmallReleases } from "./lib/fixture";
-import { inProcessSite } from "./lib/in-process-site";
+import { inProcessSite, writeSignedTree } from "./lib/in-process-site";
 
 const [nFolders = "10000", nRequests = "50000"] = process.argv.slice(2);
 const mb = (n: number) => `${(n / 2 ** 20).toFixed(1)} MB`;
@@ -35,15 +31,7 @@ const show = (when: string) => {
 show("start");
 const dir = mkdtempSync(join(tmpdir(), "keyturn-memory-"));
 try {
-  const keys = join(dir, "keys");
-  generateKeyFiles(keys, VARIANTS.alpha.defaultLicenseKid);
-  // The release key: the tree's manifests are signed with it and its public half is in --keys.
-  const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
-  await Bun.write(join(keys, "alpha-release-2026-11.pub.pem"), publicKey.export({ type: "spki", format: "pem" }));
-  writeSmallReleases(join(dir, "releases"), Number(nFolders), {
-    kid: "alpha-release-2026-11",
-    privateKey: createPrivateKey(privateKey.export({ type: "pkcs8", format: "pem" })),
-  });
+  await writeSignedTree(dir, Number(nFolders));
   const { app, store, activateRequest: activate, bearer } = await inProcessSite({ dir, seats: 10_000_000 });
   show("composed, tree read, a licence made");
   // Freed memory the allocators may still hold: given a moment to return it.

@@ -4,12 +4,16 @@
  * with the rate limits lifted (all the load comes from one address, as in bench/run.ts), a licence
  * of `seats`, and activation requests that each bring a new installation.
  */
+import { createPrivateKey, generateKeyPairSync } from "node:crypto";
 import { join } from "node:path";
+import { VARIANTS } from "../../src/config/variants";
+import { generateKeyFiles } from "../../src/domain/keys";
 import { silentLogger } from "../../src/config/log";
 import { toConfig } from "../../src/config/config";
 import { compose } from "../../src/compose";
 import { Admin } from "../../src/domain/admin/operator";
 import { createApp } from "../../src/http/app";
+import { RELEASE_KID, writeSmallReleases } from "./fixture";
 
 export interface InProcessSiteOptions {
   /** Holds `keys/` and `releases/` already; the records are written beside them. */
@@ -60,4 +64,16 @@ export async function inProcessSite({ dir, seats, seatLease, clock = () => Date.
   /** The bearer header of one activated installation. */
   const bearer = async () => ({ authorization: `Bearer ${((await (await app.handle(activateRequest())).json()) as { token: string }).token}` });
   return { app, services, store, activateRequest, bearer };
+}
+
+/** `dir/keys` (the site's keys and a release key's public half) and `dir/releases`: `folders` small releases signed with that key. */
+export async function writeSignedTree(dir: string, folders: number): Promise<void> {
+  const keys = join(dir, "keys");
+  generateKeyFiles(keys, VARIANTS.alpha.defaultLicenseKid);
+  const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  await Bun.write(join(keys, `${RELEASE_KID}.pub.pem`), publicKey.export({ type: "spki", format: "pem" }));
+  writeSmallReleases(join(dir, "releases"), folders, {
+    kid: RELEASE_KID,
+    privateKey: createPrivateKey(privateKey.export({ type: "pkcs8", format: "pem" })),
+  });
 }

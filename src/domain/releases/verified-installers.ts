@@ -8,9 +8,9 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 /**
  * Installers whose bytes were hashed and found equal to a manifest's sha256, each with its SHA-512,
  * packed: an entry is five doubles (the file's identity) and 96 bytes (both digests) in two growing
- * arrays, found by the file's inode. A map from 151-character text keys to base64 strings held 3.1 MB
- * of the heap at 10,000 releases, and every megabyte a process keeps costs about two at the peak of a
- * load (bench/README.md, "4a and 5a, tenth round"). Exact: an entry matches only when all five
+ * arrays, found by the file's inode. A map from 151-character text keys to base64 strings held 3.0 MB
+ * of the heap at 10,000 releases, packed 1.6 MB, and every megabyte a process keeps costs about two
+ * at the peak of a load (bench/README.md, "4a and 5a, tenth round"). Exact: an entry matches only when all five
  * numbers and the SHA-256 are equal.
  */
 export class VerifiedInstallers {
