@@ -3,6 +3,7 @@ import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:
 import { join } from "node:path";
 import { importSPKI, jwtVerify } from "jose";
 import { device, tempDir } from "./helpers";
+import { freePort } from "./processes";
 
 const MAIN = join(import.meta.dir, "..", "src", "main.ts");
 const dirs: string[] = [];
@@ -125,7 +126,7 @@ describe("license and activation commands", () => {
     const env = { KEYTURN_VARIANT: "beta" };
     expect(keyturn(cwd, ["keys", "generate", "--variant", "beta", "--kid", "beta-license-2026-10"]).code).toBe(0);
     const lic = JSON.parse(keyturn(cwd, ["license", "create", ...LICENSE, "--json"], env).stdout);
-    const port = 20000 + Math.floor(Math.random() * 20000);
+    const port = await freePort();
     const server = Bun.spawn([process.execPath, MAIN, "serve", "--base-url", "https://licenses.example.com", "--port", String(port), "--releases", "."], {
       cwd,
       env: { PATH: process.env.PATH ?? "", ...env },
@@ -134,7 +135,7 @@ describe("license and activation commands", () => {
     });
     try {
       const url = `http://127.0.0.1:${port}/api/v1`;
-      await waitFor(url + "/licenses/activate");
+      await answering(url + "/licenses/activate", server);
       const d = device("beta");
       const activated = (await (
         await fetch(url + "/licenses/activate", {
@@ -165,8 +166,13 @@ describe("license and activation commands", () => {
   });
 });
 
-async function waitFor(url: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
+/**
+ * Resolves once `url` answers; fails at once, with the server's stderr, if the server exits first.
+ * The minute only ends a hang: a busy runner may take seconds to start a server from the sources.
+ */
+async function answering(url: string, server: Bun.Subprocess<"ignore" | "pipe" | "inherit", "pipe", "pipe">): Promise<void> {
+  for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
+    if (server.exitCode !== null) throw new Error(`the server exited (${server.exitCode}): ${await new Response(server.stderr).text()}`);
     try {
       await fetch(url);
       return;
@@ -174,7 +180,7 @@ async function waitFor(url: string): Promise<void> {
       await Bun.sleep(50);
     }
   }
-  throw new Error(`server at ${url} did not start`);
+  throw new Error(`server at ${url} did not answer within a minute`);
 }
 
 test('--version prints the package version, from the sources with the build "source"', () => {

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { executable } from "./executable";
 import { VARIANTS } from "../src/config/variants";
 import { tempDir } from "./helpers";
+import { freePort } from "./processes";
 
 let dir: string;
 let exe: string;
@@ -16,7 +17,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 test("the compiled demo starts from an empty directory, prints a license and a curl that activates", async () => {
   const cwd = join(dir, "empty");
   require("node:fs").mkdirSync(cwd);
-  const port = 20000 + Math.floor(Math.random() * 20000);
+  const port = await freePort();
   const server = Bun.spawn([exe, "serve", "--demo", "--variant", "gamma", "--port", String(port)], { cwd, stdout: "pipe", stderr: "pipe" });
   try {
     const reader = server.stdout.getReader();
