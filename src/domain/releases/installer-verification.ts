@@ -2,7 +2,7 @@ import { closeSync, constants, fstatSync, openSync, readFileSync, readSync, rena
 import { open } from "node:fs/promises";
 import { identityIn, identityOf, sameIdentity, type FileIdentity, type ReleaseFiles } from "./files";
 import type { Release } from "./release-index";
-import { VerifiedInstallers } from "./verified-installers";
+import { SHA256_HEX, VerifiedInstallers } from "./verified-installers";
 
 /** Installers up to this size are hashed during the scan itself: that costs about what reading the manifest does. */
 export const INLINE_HASH_MAX_BYTES = 1 << 20;
@@ -210,7 +210,6 @@ interface Hashes {
 
 /** About the length of a line of the file: it sizes the store read from it, so that it seldom grows. */
 const LINE_BYTES = 200;
-const SHA256_HEX = /^[0-9a-f]{64}$/;
 const SHA512_BASE64 = /^[A-Za-z0-9+/]{86}==$/;
 
 /** Both hashes fed by each chunk read: one pass over the file. */

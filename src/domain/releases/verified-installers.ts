@@ -3,15 +3,16 @@ import type { FileIdentity } from "./files";
 /** An identity's five numbers, then the SHA-256's 32 bytes and the SHA-512's 64. */
 const NUMBERS = 5;
 const DIGEST_BYTES = 32 + 64;
-const SHA256_HEX = /^[0-9a-f]{64}$/;
+/** A SHA-256 as manifests and the cache file write it: 64 lower-case hex digits. */
+export const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 /**
  * Installers whose bytes were hashed and found equal to a manifest's sha256, each with its SHA-512,
  * packed: an entry is five doubles (the file's identity) and 96 bytes (both digests) in two growing
- * arrays, found by the file's inode. A map from 151-character text keys to base64 strings held 3.0 MB
- * of the heap at 10,000 releases, packed 1.6 MB, and every megabyte a process keeps costs about two
- * at the peak of a load (bench/README.md, "4a and 5a, tenth round"). Exact: an entry matches only when all five
- * numbers and the SHA-256 are equal.
+ * arrays, found by the file's inode. Exact: an entry matches only when all five numbers and the
+ * SHA-256 are equal. A map from 151-character text keys to base64 strings held 3.0 MB of the heap
+ * at 10,000 releases, packed 1.6 MB, and every megabyte a process keeps costs about two at the peak
+ * of a load (bench/README.md, "4a and 5a, tenth round").
  */
 export class VerifiedInstallers {
   private numbers: Float64Array;
