@@ -12,11 +12,13 @@ describe("verified installers, packed", () => {
     const verified = new VerifiedInstallers();
     verified.set(idOf(1), sha256Of(1), sha512Of(1));
     expect(verified.sha512Of(idOf(1), sha256Of(1))).toBe(sha512Of(1));
+    expect(verified.has(idOf(1), sha256Of(1))).toBe(true);
     for (let field = 0; field < 5; field++) {
       const other = [...idOf(1)] as [number, number, number, number, number];
       // A time a microsecond later (lstat's times are nanoseconds) is another file.
       other[field] = other[field]! + (field >= 3 ? 0.001 : 1);
       expect(verified.sha512Of(other, sha256Of(1))).toBeNull();
+      expect(verified.has(other, sha256Of(1))).toBe(false);
     }
     expect(verified.sha512Of(idOf(1), sha256Of(2))).toBeNull();
     expect(verified.sha512Of(idOf(1), sha256Of(1).toUpperCase())).toBeNull();
@@ -49,5 +51,7 @@ describe("verified installers, packed", () => {
     const verified = new VerifiedInstallers();
     expect(() => verified.set(idOf(1), "zz".repeat(32), sha512Of(1))).toThrow();
     expect(() => verified.set(idOf(1), sha256Of(1), "AAAA")).toThrow();
+    expect(verified.size).toBe(0);
+    expect(verified.has(idOf(1), sha256Of(1))).toBe(false);
   });
 });

@@ -2,7 +2,8 @@ import { closeSync, constants, fstatSync, openSync, readFileSync, readSync, rena
 import { open } from "node:fs/promises";
 import { identityIn, identityOf, sameIdentity, type FileIdentity, type ReleaseFiles } from "./files";
 import type { Release } from "./release-index";
-import { SHA256_HEX, VerifiedInstallers } from "./verified-installers";
+import { SHA256_HEX } from "./manifest";
+import { SHA512_BASE64, VerifiedInstallers } from "./verified-installers";
 
 /** Installers up to this size are hashed during the scan itself: that costs about what reading the manifest does. */
 export const INLINE_HASH_MAX_BYTES = 1 << 20;
@@ -95,7 +96,7 @@ export class InstallerVerifier {
 
   /** Whether the file of `id` was hashed and found to be `sha256` (serving checks this; it does not count as seen). */
   holds(id: FileIdentity, sha256: string): boolean {
-    return this.known.sha512Of(id, sha256) !== null;
+    return this.known.has(id, sha256);
   }
 
   /** The SHA-512 (base64) of the verified file of `id` and `sha256`, or null when it is not verified. */
@@ -210,7 +211,6 @@ interface Hashes {
 
 /** About the length of a line of the file: it sizes the store read from it, so that it seldom grows. */
 const LINE_BYTES = 200;
-const SHA512_BASE64 = /^[A-Za-z0-9+/]{86}==$/;
 
 /** Both hashes fed by each chunk read: one pass over the file. */
 function hashers() {

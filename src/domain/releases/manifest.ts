@@ -35,7 +35,8 @@ export interface Manifest extends ReleasePlace {
 
 const VERSION = /^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/;
 const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
-const SHA256_HEX = /^[0-9a-f]{64}$/;
+/** A SHA-256 as a manifest states it: 64 lower-case hex digits. */
+export const SHA256_HEX = /^[0-9a-f]{64}$/;
 const SHA512_HEX = /^[0-9a-f]{128}$/;
 /**
  * Installer names are plain, URL- and header-safe file names: they appear in the update path and in

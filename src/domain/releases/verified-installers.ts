@@ -1,10 +1,11 @@
 import type { FileIdentity } from "./files";
+import { SHA256_HEX } from "./manifest";
 
 /** An identity's five numbers, then the SHA-256's 32 bytes and the SHA-512's 64. */
 const NUMBERS = 5;
 const DIGEST_BYTES = 32 + 64;
-/** A SHA-256 as manifests and the cache file write it: 64 lower-case hex digits. */
-export const SHA256_HEX = /^[0-9a-f]{64}$/;
+/** A SHA-512 as electron-updater's `sha512` and the cache file write it: base64 of 64 bytes. */
+export const SHA512_BASE64 = /^[A-Za-z0-9+/]{86}==$/;
 
 /**
  * Installers whose bytes were hashed and found equal to a manifest's sha256, each with its SHA-512,
@@ -33,6 +34,11 @@ export class VerifiedInstallers {
     return this.count;
   }
 
+  /** Whether the file of `id` with this SHA-256 (hex) is recorded. */
+  has(id: FileIdentity, sha256: string): boolean {
+    return this.find(id, sha256) >= 0;
+  }
+
   /** The SHA-512 (base64) recorded for the file of `id` with this SHA-256 (hex), or null. */
   sha512Of(id: FileIdentity, sha256: string): string | null {
     const entry = this.find(id, sha256);
@@ -43,16 +49,18 @@ export class VerifiedInstallers {
 
   /** Records (or replaces) the SHA-512 (base64) of the file of `id` whose SHA-256 (hex) is `sha256`. */
   set(id: FileIdentity, sha256: string, sha512: string): void {
+    // Checked before anything is written: an entry is never left with a digest half stored.
+    if (!SHA256_HEX.test(sha256)) throw new Error("a SHA-256 is 64 lower-case hex digits");
+    if (!SHA512_BASE64.test(sha512)) throw new Error("a SHA-512 is the base64 of 64 bytes");
     let entry = this.find(id, sha256);
     if (entry < 0) {
-      if (!SHA256_HEX.test(sha256)) throw new Error("a SHA-256 is 64 lower-case hex digits");
       this.grow(this.count + 1);
       entry = this.count++;
       this.numbers.set(id, entry * NUMBERS);
       this.digests.write(sha256, entry * DIGEST_BYTES, 32, "hex");
       this.place(entry);
     }
-    if (this.digests.write(sha512, entry * DIGEST_BYTES + 32, 64, "base64") !== 64) throw new Error("a SHA-512 is 64 bytes");
+    this.digests.write(sha512, entry * DIGEST_BYTES + 32, 64, "base64");
   }
 
   /** Every entry, in the order recorded: identity, SHA-256 (hex), SHA-512 (base64). */
