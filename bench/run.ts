@@ -364,14 +364,28 @@ function rssSplit(pid: number): string {
   return `RssAnon ${mb("RssAnon").toFixed(1)} MB, RssFile ${mb("RssFile").toFixed(1)} MB, RssShmem ${mb("RssShmem").toFixed(1)} MB`;
 }
 
-/** wrk with a per-request pause (Lua delay) tuned so 64 connections send about 10k req/s. */
+/**
+ * The 4a mix: wrk with a per-request pause (Lua delay) tuned so that 64 connections send about 10,000
+ * req/s of the small answers (mixed.lua), beside a second wrk whose one connection asks for the
+ * releases list about 100 times a second (releases-list.lua), 1 % of the mix. Two processes because
+ * wrk hands every body to Lua once a script checks statuses, which for the list's 1.6 MB answers
+ * limited the load itself (bench/README.md, "4a and 5a, eleventh round").
+ */
 async function mixedLoad(server: Pick<Running, "url" | "pid" | "rssBytes">, token: string, keysFile: string, label: string) {
-  const connections = 64;
   const idle = server.rssBytes();
-  const run = { url: server.url, script: "mixed.lua", args: [token, keysFile, devicePrefix(), MANIFEST_PATH, "5"], connections, seconds: SECONDS };
-  await wrk({ ...run, seconds: WARMUP });
+  const list = await fetch(`${server.url}/api/v1/releases?product=alpha`, { headers: { authorization: `Bearer ${token}` } });
+  if (list.status !== 200) throw new Error(`${label}: the releases list answered ${list.status}: ${await list.text()}`);
+  await list.arrayBuffer();
+  const fleet = { url: server.url, script: "mixed.lua", args: [token, keysFile, devicePrefix(), MANIFEST_PATH, "5"], connections: 64, seconds: SECONDS };
+  const lister = { url: server.url, script: "releases-list.lua", args: [token, "8"], connections: 1, seconds: SECONDS };
+  const both = async (seconds: number) => {
+    const [small, lists] = await Promise.all([wrk({ ...fleet, seconds }), wrk({ ...lister, seconds })]);
+    return { rps: small.rps + lists.rps, listShare: lists.requests / (small.requests + lists.requests) };
+  };
+  await both(WARMUP);
   const peaks: number[] = [];
   const rates: number[] = [];
+  const listShares: number[] = [];
   let split = "";
   for (let i = 0; i < RUNS; i++) {
     let peak = 0;
@@ -379,13 +393,14 @@ async function mixedLoad(server: Pick<Running, "url" | "pid" | "rssBytes">, toke
       const rss = server.rssBytes();
       if (rss > peak) (peak = rss), (split = rssSplit(server.pid));
     }, 50);
-    const r = await wrk(run);
+    const r = await both(SECONDS);
     clearInterval(sampler);
     peaks.push(peak / 1e6);
     rates.push(r.rps);
+    listShares.push(r.listShare);
   }
   extraNotes.push(
-    `${label}: at the highest peak, ${split}; idle before the mix ${(idle / 1e6).toFixed(1)} MB; achieved ${rates.map((r) => r.toFixed(0)).join(", ")} req/s`,
+    `${label}: at the highest peak, ${split}; idle before the mix ${(idle / 1e6).toFixed(1)} MB; achieved ${rates.map((r) => r.toFixed(0)).join(", ")} req/s, of which the releases list ${listShares.map((share) => `${(share * 100).toFixed(2)} %`).join(", ")}`,
   );
   return { peakMb: Math.max(...peaks), rps: median(rates), runs: peaks };
 }
