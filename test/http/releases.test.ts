@@ -90,6 +90,16 @@ describe.each(["alpha", "beta", "gamma"] as VariantName[])("GET /releases, %s", 
     expect(body.releases.every((r) => r.channel === "stable")).toBe(true);
   });
 
+  test("an answer kept for its index goes out whole every time, as JSON in UTF-8", async () => {
+    const send = () => s.site.request("GET", "/releases", { token: both });
+    const [first, second] = [await send(), await send()];
+    for (const res of [first, second]) expect(res.headers.get("content-type")).toBe("application/json;charset=utf-8");
+    const [a, b] = [await first.text(), await second.text()];
+    expect(a.length).toBeGreaterThan(100);
+    expect(b).toBe(a);
+    expect(JSON.parse(b).releases).toHaveLength(3 * products.length + 1);
+  });
+
   test("the answer follows a re-scan (answers are kept per index, and a re-scan makes a new one)", async () => {
     const before = (await list(both)).body.releases.length;
     expect((await list(stableOnly)).body.releases.length).toBe(2 * products.length + 1);

@@ -8,7 +8,7 @@ import type { ReleaseSelection } from "../../domain/releases/release-selection";
 import type { Release, ReleaseIndex } from "../../domain/releases/release-index";
 import * as A from "../answer-schemas";
 import { API_PREFIX, endpoint, type Endpoint } from "../endpoint";
-import { jsonText } from "../respond";
+import { jsonBlob } from "../respond";
 import { BEARER_ERRORS } from "./shared";
 
 /** GET /releases: every live release on the entitlement's channels, newest first. */
@@ -27,7 +27,7 @@ const laneOf = (r: Release) => ({
  * lists, per lane, the newest release that exists but is not rolled out to it yet.
  */
 export function releasesEndpoints(v: Variant, releases: ReleaseHolder, selection: ReleaseSelection): Endpoint[] {
-  const serialised = new WeakMap<ReleaseIndex, Map<string, string>>();
+  const serialised = new WeakMap<ReleaseIndex, Map<string, Blob>>();
   const record = (r: Release) => {
     const m = r.manifest;
     return {
@@ -71,14 +71,16 @@ export function releasesEndpoints(v: Variant, releases: ReleaseHolder, selection
         let body = answers.get(listing.key);
         if (body === undefined) {
           const { releases: list, notYetAvailable } = listing.build();
-          body = JSON.stringify({
-            ok: true,
-            releases: list.map(record),
-            notYetAvailable: notYetAvailable.map((n) => ({ ...laneOf(n.release), version: n.release.manifest.version, share: n.share })),
-          });
+          body = new Blob([
+            JSON.stringify({
+              ok: true,
+              releases: list.map(record),
+              notYetAvailable: notYetAvailable.map((n) => ({ ...laneOf(n.release), version: n.release.manifest.version, share: n.share })),
+            }),
+          ]);
           answers.set(listing.key, body);
         }
-        return jsonText(body);
+        return jsonBlob(body);
       },
     }),
   ];
