@@ -7,18 +7,14 @@ export function json(body: unknown, status = 200, headers?: Record<string, strin
   return new Response(JSON.stringify(body), { status, headers: { "content-type": JSON_TYPE, ...headers } });
 }
 
-/** A JSON body already serialised. */
-export function jsonText(body: string, headers?: Record<string, string>): Response {
-  return new Response(body, { headers: { "content-type": JSON_TYPE, ...headers } });
-}
-
 /**
- * A JSON body kept to be sent many times, encoded once: a Blob's bytes go out as they are, where a
- * string is encoded to UTF-8 again for every answer (a 1.6 MB releases list took 545-603 µs of CPU
- * an answer as a string and 444-454 µs as a Blob; bench/README.md, "4a and 5a, eleventh round").
+ * A JSON body already serialised. A body kept to be sent many times is best a Blob: its bytes go out
+ * as they are, where a string is encoded to UTF-8 again for every answer (a 1.6 MB releases list took
+ * 545-603 µs of CPU an answer as a string and 444-454 µs as a Blob; bench/README.md, "4a and 5a,
+ * eleventh round").
  */
-export function jsonBlob(body: Blob): Response {
-  return new Response(body, { headers: { "content-type": JSON_TYPE } });
+export function jsonText(body: string | Blob, headers?: Record<string, string>): Response {
+  return new Response(body, { headers: { "content-type": JSON_TYPE, ...headers } });
 }
 
 /** The spec's error body, with the status from the code and the headers the error calls for. */

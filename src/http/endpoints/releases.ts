@@ -8,7 +8,7 @@ import type { ReleaseSelection } from "../../domain/releases/release-selection";
 import type { Release, ReleaseIndex } from "../../domain/releases/release-index";
 import * as A from "../answer-schemas";
 import { API_PREFIX, endpoint, type Endpoint } from "../endpoint";
-import { jsonBlob } from "../respond";
+import { jsonText } from "../respond";
 import { BEARER_ERRORS } from "./shared";
 
 /** GET /releases: every live release on the entitlement's channels, newest first. */
@@ -80,7 +80,7 @@ export function releasesEndpoints(v: Variant, releases: ReleaseHolder, selection
           ]);
           answers.set(listing.key, body);
         }
-        return jsonBlob(body);
+        return jsonText(body);
       },
     }),
   ];
