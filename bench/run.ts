@@ -13,7 +13,7 @@
  * and against two fresh keyturns, on the whole tree and on each lane's newest release only, for its releases' part;
  * 5a by the same activations on the same records through a bare Bun.serve (bench/lib/records-floor.ts).
  */
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, release, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -29,13 +29,14 @@ import {
   NGINX_INSTALLER,
   NGINX_MANIFEST,
 } from "./lib/fixture";
-import { startKeyturn, serveArgs, type Running, type ServeOptions } from "./lib/keyturn";
+import { startKeyturn, serveArgs, type ServeOptions } from "./lib/keyturn";
 import { startNginx } from "./lib/nginx";
 import { startBunFloor } from "./lib/bun-floor";
 import { recordAnswers, startElysiaFloor } from "./lib/elysia-floor";
 import { startRecordsFloor } from "./lib/records-floor";
 import { CPUS, ensureTools, freePort, pinned } from "./lib/tools";
-import { measure, median, wrk } from "./lib/wrk";
+import { measure, median } from "./lib/wrk";
+import { activate, mixedLoad, type MixResult, type MixRounds } from "./lib/mixed-load";
 
 const { values: flags } = parseArgs({
   options: {
@@ -59,6 +60,7 @@ const FOLDERS = 10_000;
 const BIG_BYTES = 256 * 1024 * 1024;
 const SCALE_WARMUP = 8;
 const rounds = { runs: RUNS, warmupSeconds: WARMUP };
+const mixRounds: MixRounds = { ...rounds, seconds: SECONDS };
 
 interface Row {
   readonly scenario: string;
@@ -211,7 +213,8 @@ async function main() {
 
   if (wanted("4a")) {
     log("4a. RSS during a mixed load paced at 10,000 req/s");
-    const mixed = await mixedLoad(kt, token, keysFile, "4a");
+    const mixed = await mixedLoad(kt, token, keysFile, "4a", mixRounds);
+    extraNotes.push(mixed.note);
     const answers = await recordAnswers(kt.url, token, MANIFEST_PATH, join(dir, "floor-answers"));
     await kt.stop();
     cleanup = cleanup.filter((c) => c !== kt.stop);
@@ -219,7 +222,8 @@ async function main() {
     // own work (bench/lib/elysia-floor-server.ts): what of the peak is keyturn's own.
     const floor = await startElysiaFloor(join(dir, "floor"), answers, freePort());
     cleanup.push(floor.stop);
-    const floorMixed = await mixedLoad(floor, "floor", keysFile, "4a floor");
+    const floorMixed = await mixedLoad(floor, "floor", keysFile, "4a floor", mixRounds);
+    extraNotes.push(floorMixed.note);
     await floor.stop();
     cleanup = cleanup.filter((c) => c !== floor.stop);
     // What of keyturn's share is its 10,000 releases: the same mix against two fresh processes on the
@@ -228,7 +232,8 @@ async function main() {
     const fresh = async (tree: string, label: string) => {
       const server = await startKeyturn({ ...serve, releases: tree, port: freePort() });
       cleanup.push(server.stop);
-      const measured = await mixedLoad(server, token, keysFile, label);
+      const measured = await mixedLoad(server, token, keysFile, label, mixRounds);
+      extraNotes.push(measured.note);
       await server.stop();
       cleanup = cleanup.filter((c) => c !== server.stop);
       return measured;
@@ -262,7 +267,7 @@ async function main() {
     row("   keyturn's own share of the peak (MB)", mixed.peakMb - floorMixed.peakMb, null, "MB", "", "(information)", () => true, [
       mixed.peakMb - floorMixed.peakMb,
     ]);
-    const informationRow = (scenario: string, measured: { peakMb: number; rps: number; runs: number[] }) =>
+    const informationRow = (scenario: string, measured: MixResult) =>
       rows.push({
         scenario,
         keyturn: measured.peakMb,
@@ -342,67 +347,6 @@ function cryptoReference(): Record<"nodeSign" | "nodeVerify" | "webcryptoSign" |
     return JSON.parse(r.stdout.toString());
   });
   return Object.fromEntries(Object.keys(results[0]).map((k) => [k, median(results.map((r) => r[k]))])) as any;
-}
-
-async function activate(url: string, key: string): Promise<string> {
-  const device = { hash: "B".repeat(43), name: "Bench PC", platform: "win-x64", version: "1.0.0", product: "alpha" };
-  const r = await fetch(`${url}/api/v1/licenses/activate`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ key, device }),
-  });
-  const body = (await r.json()) as { token?: string };
-  if (!body.token) throw new Error(`activation failed: ${JSON.stringify(body)}`);
-  return body.token;
-}
-
-/** What the resident memory is made of (/proc/PID/status): anonymous (heaps), file-backed (the executable's pages), shared. */
-function rssSplit(pid: number): string {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  // /proc's kB are KiB; MB here are 10^6 bytes, as the peak beside them.
-  const mb = (field: string) => (Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) * 1024) / 1e6;
-  return `RssAnon ${mb("RssAnon").toFixed(1)} MB, RssFile ${mb("RssFile").toFixed(1)} MB, RssShmem ${mb("RssShmem").toFixed(1)} MB`;
-}
-
-/**
- * The 4a mix: wrk with a per-request pause (Lua delay) tuned so that 64 connections send about 10,000
- * req/s of the small answers (mixed.lua), beside a second wrk whose one connection asks for the
- * releases list about 100 times a second (releases-list.lua), 1 % of the mix. Two processes because
- * wrk hands every body to Lua once a script checks statuses, which for the list's 1.6 MB answers
- * limited the load itself (bench/README.md, "4a and 5a, eleventh round").
- */
-async function mixedLoad(server: Pick<Running, "url" | "pid" | "rssBytes">, token: string, keysFile: string, label: string) {
-  const idle = server.rssBytes();
-  const list = await fetch(`${server.url}/api/v1/releases?product=alpha`, { headers: { authorization: `Bearer ${token}` } });
-  if (list.status !== 200) throw new Error(`${label}: the releases list answered ${list.status}: ${await list.text()}`);
-  await list.arrayBuffer();
-  const fleet = { url: server.url, script: "mixed.lua", args: [token, keysFile, devicePrefix(), MANIFEST_PATH, "5"], connections: 64, seconds: SECONDS };
-  const lister = { url: server.url, script: "releases-list.lua", args: [token, "8"], connections: 1, seconds: SECONDS };
-  const both = async (seconds: number) => {
-    const [small, lists] = await Promise.all([wrk({ ...fleet, seconds }), wrk({ ...lister, seconds })]);
-    return { rps: small.rps + lists.rps, listShare: lists.requests / (small.requests + lists.requests) };
-  };
-  await both(WARMUP);
-  const peaks: number[] = [];
-  const rates: number[] = [];
-  const listShares: number[] = [];
-  let split = "";
-  for (let i = 0; i < RUNS; i++) {
-    let peak = 0;
-    const sampler = setInterval(() => {
-      const rss = server.rssBytes();
-      if (rss > peak) (peak = rss), (split = rssSplit(server.pid));
-    }, 50);
-    const r = await both(SECONDS);
-    clearInterval(sampler);
-    peaks.push(peak / 1e6);
-    rates.push(r.rps);
-    listShares.push(r.listShare);
-  }
-  extraNotes.push(
-    `${label}: at the highest peak, ${split}; idle before the mix ${(idle / 1e6).toFixed(1)} MB; achieved ${rates.map((r) => r.toFixed(0)).join(", ")} req/s, of which the releases list ${listShares.map((share) => `${(share * 100).toFixed(2)} %`).join(", ")}`,
-  );
-  return { peakMb: Math.max(...peaks), rps: median(rates), runs: peaks };
 }
 
 /**
