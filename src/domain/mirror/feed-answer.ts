@@ -1,5 +1,6 @@
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
-import { TypeCompiler } from "@sinclair/typebox/compiler";
+import type { TypeCheck } from "@sinclair/typebox/compiler";
+import { checkOf } from "../decode";
 
 /**
  * The vendor's feed answer (docs/admin-api.md "The vendor feed") as TypeBox schemas, and the checks
@@ -110,10 +111,6 @@ const SnapshotAnswer = Type.Object({
   site: Type.Optional(Site),
 });
 
-const eventsCheck = TypeCompiler.Compile(EventsAnswer);
-const snapshotCheck = TypeCompiler.Compile(SnapshotAnswer);
-const knownCheck = TypeCompiler.Compile(KnownItem);
-
 export type FeedEvent = Static<typeof KnownItem>;
 
 export interface EventsPage {
@@ -214,7 +211,9 @@ export function splitCursor(c: string | null): { epoch: string | null; seq: bigi
   return { epoch: dot < 0 ? null : c.slice(0, dot), seq: BigInt(c.slice(dot + 1)) };
 }
 
-const firstError = (check: typeof eventsCheck | typeof snapshotCheck, body: unknown) => {
+// The checks are compiled on first use (checkOf), not when the module loads: only a mirror reads a
+// feed, and compiling them at load cost every process 2 MB (bench/README.md, "twelfth round").
+const firstError = (check: TypeCheck<TSchema>, body: unknown) => {
   const first = check.Errors(body).First();
   return first ? ` at ${first.path || "/"}: ${first.message}` : "";
 };
@@ -223,6 +222,7 @@ const firstError = (check: typeof eventsCheck | typeof snapshotCheck, body: unkn
 export function parseFeedAnswer(body: unknown, after: string | null, now: number): FeedPage {
   const mode = typeof body === "object" && body !== null ? (body as { mode?: unknown }).mode : undefined;
   if (mode === "snapshot") return parseSnapshot(body, now);
+  const eventsCheck = checkOf(EventsAnswer);
   if (!eventsCheck.Check(body)) throw new FeedProblem(`malformed feed answer${firstError(eventsCheck, body)}`);
   const asked = splitCursor(after);
   if (asked === null || asked.epoch !== body.epoch)
@@ -238,6 +238,7 @@ export function parseFeedAnswer(body: unknown, after: string | null, now: number
     if (s <= previous) throw new FeedProblem(`event ${i} has seq ${e.seq}, not after ${previous}: the feed went backwards`);
     previous = s;
     if (!KNOWN_TYPES.has(e.type)) continue;
+    const knownCheck = checkOf(KnownItem);
     if (!knownCheck.Check(e)) {
       const first = knownCheck.Errors(e).First();
       throw new FeedProblem(`malformed ${e.type} event (seq ${e.seq})${first ? ` at ${first.path}: ${first.message}` : ""}`);
@@ -250,6 +251,7 @@ export function parseFeedAnswer(body: unknown, after: string | null, now: number
 }
 
 function parseSnapshot(body: unknown, now: number): SnapshotPage {
+  const snapshotCheck = checkOf(SnapshotAnswer);
   if (!snapshotCheck.Check(body)) throw new FeedProblem(`malformed feed snapshot${firstError(snapshotCheck, body)}`);
   const received = body.revocations.length + body.expiries.length + body.releases.length;
   if (received > MAX_PAGE_ITEMS) throw new FeedProblem(`a snapshot page of ${received} items is implausible (the feed sends at most ${MAX_PAGE_ITEMS})`);
