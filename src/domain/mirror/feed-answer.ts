@@ -233,12 +233,12 @@ export function parseFeedAnswer(body: unknown, after: string | null, now: number
   if (next.epoch !== body.epoch) throw new FeedProblem(`the cursor ${body.cursor.slice(0, 80)} is not of the answer's records ${body.epoch}`);
   let previous = asked.seq;
   const events: FeedEvent[] = [];
+  const knownCheck = checkOf(KnownItem);
   for (const [i, e] of body.events.entries()) {
     const s = BigInt(e.seq);
     if (s <= previous) throw new FeedProblem(`event ${i} has seq ${e.seq}, not after ${previous}: the feed went backwards`);
     previous = s;
     if (!KNOWN_TYPES.has(e.type)) continue;
-    const knownCheck = checkOf(KnownItem);
     if (!knownCheck.Check(e)) {
       const first = knownCheck.Errors(e).First();
       throw new FeedProblem(`malformed ${e.type} event (seq ${e.seq})${first ? ` at ${first.path}: ${first.message}` : ""}`);
