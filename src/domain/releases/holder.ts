@@ -1,13 +1,14 @@
 import { KeyturnError } from "../errors";
 import type { Logger } from "../../config/log";
 import { dirname } from "node:path";
-import { knownOf, loadSnapshot, saveSnapshot, type LoadedSnapshot } from "./index-snapshot";
+import { loadSnapshot, saveSnapshot, type LoadedSnapshot } from "./index-snapshot";
 import { readFeedFile, type FeedFile } from "./feed-files";
 import { InstallerHandles } from "./installer-handles";
 import { ReleaseProblem } from "./problem";
 import { InstallerVerifier } from "./installer-verification";
-import { laneKey, ReleaseIndex, type Release } from "./release-index";
-import { ReleaseTreeUnreadable, scanReleaseTree, type KnownRelease, type ScanOptions, type ScanResult } from "./scan";
+import { collectSoon } from "../collect-soon";
+import { laneKey, ReleaseIndex, type KnownReleases, type Release } from "./release-index";
+import { ReleaseTreeUnreadable, scanReleaseTree, type ScanOptions, type ScanResult } from "./scan";
 import { SignatureCache } from "./signature-cache";
 import { systemEvery, watchFailureReason, watchTree, type ChangeDetection, type Every, type WatchTree } from "./tree-watch";
 
@@ -34,16 +35,6 @@ export interface ReleaseHolderOptions extends Omit<ScanOptions, "hashInstallers"
   readonly rescanEveryMs?: number;
   /** Called with the index of each whole scan once it is swapped in (release.published: publications.ts). */
   readonly onScanned?: (index: ReleaseIndex) => void;
-}
-
-/**
- * A whole scan leaves megabytes of garbage (stats, paths and bytes of every folder) and, after a
- * re-scan, the previous index. The runtime would collect them only once the heap grew further, and
- * until then their pages stay resident: collected just after the swap, they go back to the system
- * (bench/README.md, "Notes behind the code").
- */
-function collectSoon(): void {
-  setTimeout(() => Bun.gc(true), 0).unref();
 }
 
 /**
@@ -76,7 +67,7 @@ export class ReleaseHolder {
   private startVerifiedNow = false;
   private snapshot: LoadedSnapshot | null = null;
   /** The live releases of the index now, with their files: a scan takes those still the same files unread. */
-  private known: ReadonlyMap<string, KnownRelease> | null = null;
+  private known: KnownReleases | null = null;
   /** Folders the next scan reads again though their manifest, signature and installer did not change (a feed file did). */
   private readonly rereadFolders = new Set<string>();
 
@@ -304,8 +295,8 @@ export class ReleaseHolder {
     try {
       let previous = this.known ?? this.snapshot?.known;
       if (previous && this.rereadFolders.size > 0) {
-        const skip = new Set(this.rereadFolders);
-        previous = new Map([...previous].filter(([folder]) => !skip.has(folder)));
+        const [known, skip] = [previous, new Set(this.rereadFolders)];
+        previous = { get: (folder) => (skip.has(folder) ? undefined : known.get(folder)) };
       }
       this.rereadFolders.clear();
       result = await scanReleaseTree(this.opts.root, { ...this.opts, signatures: this.signatures, installers: this.installers, previous });
@@ -320,7 +311,7 @@ export class ReleaseHolder {
     this.report(result);
     this.scanned = true;
     if (this.installersVerifying === 0) this.startVerifiedNow = true;
-    this.known = knownOf(result);
+    this.known = result.index.known;
     this.save(result);
     collectSoon();
     this.swapIn(result.index);
@@ -340,7 +331,7 @@ export class ReleaseHolder {
     const file = this.opts.snapshotFile;
     if (!file) return;
     try {
-      this.snapshot = saveSnapshot({ ...this.opts, file }, result, this.snapshot, this.known!);
+      this.snapshot = saveSnapshot({ ...this.opts, file }, result, this.snapshot);
     } catch (e) {
       // A read-only data directory only costs the next start a whole scan before it is ready.
       this.opts.log.warn("release index snapshot not written", { file, error: String((e as Error)?.message ?? e) });

@@ -6,8 +6,8 @@ import { identityIn, releaseFilesUnchanged, sameFile, sameFiles, type ReleaseFil
 import type { InstallerVerifier } from "./installer-verification";
 import { isInstallerName, type Manifest, type ReleasePlace } from "./manifest";
 import { ReleaseProblem } from "./problem";
-import { isServed, releaseIn, ReleaseIndex, type Release } from "./release-index";
-import { inspectFolder, releasePaths, servedOf, treeLevels, type Inspected, type KnownRelease, type ScanResult } from "./scan";
+import { isServed, releaseIn, ReleaseIndex, type KnownReleases, type Release } from "./release-index";
+import { inspectFolder, releasePaths, servedOf, treeLevels, type Inspected, type ScanResult } from "./scan";
 import { SignatureCache } from "./signature-cache";
 
 /**
@@ -58,8 +58,8 @@ function basisOf(o: SnapshotOptions): string {
 }
 
 /** What the snapshot rests on, hashed (the text is megabytes at 10,000 releases): equal stamps mean an equal snapshot. */
-function stampOf(directories: ScanResult["directories"], releases: readonly Release[], files: ReadonlyMap<Release, ReleaseFiles>): string {
-  const text = JSON.stringify([directories, releases.map((r) => [r.folder, files.get(r)])]);
+function stampOf(directories: ScanResult["directories"], index: ReleaseIndex): string {
+  const text = JSON.stringify([directories, index.all.map((r) => [r.folder, index.filesOf(r)])]);
   return new Bun.CryptoHasher("sha256").update(text).digest("hex");
 }
 
@@ -68,8 +68,8 @@ function stampOf(directories: ScanResult["directories"], releases: readonly Rele
  * unless it rests on exactly the files of `previous` (the snapshot loaded at start). Returns the
  * snapshot now on disk.
  */
-export function saveSnapshot(o: SnapshotOptions, scan: ScanResult, previous: LoadedSnapshot | null, known = knownOf(scan)): LoadedSnapshot {
-  const now: LoadedSnapshot = { index: scan.index, known, stamp: stampOf(scan.directories, scan.index.all, scan.files) };
+export function saveSnapshot(o: SnapshotOptions, scan: ScanResult, previous: LoadedSnapshot | null): LoadedSnapshot {
+  const now: LoadedSnapshot = { index: scan.index, known: scan.index.known, stamp: stampOf(scan.directories, scan.index) };
   if (previous?.stamp === now.stamp) return now; // nothing to write; keep no reference to the old index
   const snapshot: Snapshot = {
     format: FORMAT,
@@ -80,7 +80,7 @@ export function saveSnapshot(o: SnapshotOptions, scan: ScanResult, previous: Loa
       return {
         folder: r.folder,
         manifest,
-        files: scan.files.get(r)!,
+        files: scan.index.filesOf(r)!,
         ...(isServed(r)
           ? { manifestBytes: Buffer.from(r.manifestBytes).toString("utf8"), signatureBytes: Buffer.from(r.signatureBytes).toString("latin1") }
           : {}),
@@ -93,19 +93,10 @@ export function saveSnapshot(o: SnapshotOptions, scan: ScanResult, previous: Loa
   return now;
 }
 
-/** A scan's live releases with their files, by folder. */
-export function knownOf(scan: ScanResult): ReadonlyMap<string, KnownRelease> {
-  return byFolder(scan.files);
-}
-
-function byFolder(files: ReadonlyMap<Release, ReleaseFiles>): ReadonlyMap<string, KnownRelease> {
-  return new Map([...files].map(([release, ids]) => [release.folder, { release, files: ids }]));
-}
-
 export interface LoadedSnapshot {
   readonly index: ReleaseIndex;
   /** The snapshot's releases with their files, by folder: what the scan after the start may take unread. */
-  readonly known: ReadonlyMap<string, KnownRelease>;
+  readonly known: KnownReleases;
   /** What it rests on (stampOf), so a scan that found the same files does not write it again. */
   readonly stamp: string;
 }
@@ -153,9 +144,13 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
     files.set(served, r.files);
     return served;
   });
+  // The index packs the releases it keeps without bytes and answers with its own objects: their
+  // files are the index's to tell (filesOf), not this map's.
+  let index: ReleaseIndex | null = null;
+  const filesOf = (r: Release) => index!.filesOf(r)!;
   const holds = (r: Release) =>
-    releaseFilesUnchanged(releasePaths(o.root, o.variant, r), files.get(r)!) &&
-    (!o.installers || o.installers.holds(identityIn(files.get(r)!, 2), r.manifest.sha256));
+    releaseFilesUnchanged(releasePaths(o.root, o.variant, r), filesOf(r)) &&
+    (!o.installers || o.installers.holds(identityIn(filesOf(r), 2), r.manifest.sha256));
   const reread = (r: Release) => {
     let found: Inspected;
     try {
@@ -164,7 +159,7 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
       if (e instanceof ReleaseProblem) return null;
       throw e;
     }
-    const same = sameFiles(found.files, files.get(r)!);
+    const same = sameFiles(found.files, filesOf(r));
     const m = found.release.manifest;
     const agrees =
       (["version", "released", "installer", "size", "sha256"] as const).every((k) => m[k] === r.manifest[k]) &&
@@ -173,20 +168,17 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
       m.requiresFeature === r.manifest.requiresFeature;
     return same && agrees ? servedOf(found) : null;
   };
-  const index = ReleaseIndex.of(releases, { holds, reread });
+  const loaded = ReleaseIndex.of(releases, { holds, reread }, null, (r) => files.get(r));
+  index = loaded;
   // Computed when a scan asks (after the start), not now: nothing waits for it then. The closures
   // here name none of the parsed snapshot but what they use, so they do not keep the rest of it.
   const directories = snapshot.directories;
   let stamp: string | undefined;
-  let known: ReadonlyMap<string, KnownRelease> | undefined;
   return {
-    index,
-    // Like the stamp, made when the scan after the start asks for it, not while a start waits.
-    get known() {
-      return (known ??= byFolder(files));
-    },
+    index: loaded,
+    known: loaded.known,
     get stamp() {
-      return (stamp ??= stampOf(directories, releases, files));
+      return (stamp ??= stampOf(directories, loaded));
     },
   };
 }

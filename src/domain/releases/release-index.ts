@@ -1,5 +1,7 @@
 import { join } from "node:path";
+import type { ReleaseFiles } from "./files";
 import type { Manifest } from "./manifest";
+import { PackedRelease, ReleaseTable } from "./release-table";
 import { compareVersions } from "./version-order";
 
 /** One live release as the index keeps it: what listing it and serving its installer need. */
@@ -31,7 +33,7 @@ export class TreeRelease implements Release {
 /** A tree's release with its manifest and signature bytes and their ETags. */
 export class ServedTreeRelease extends TreeRelease implements ServedRelease {
   constructor(
-    r: TreeRelease,
+    r: Pick<TreeRelease, "manifest" | "folder" | "root">,
     readonly manifestBytes: Uint8Array,
     readonly manifestEtag: string,
     readonly signatureBytes: Uint8Array,
@@ -64,18 +66,33 @@ export const installerEtag = (r: Release) => etagOf(r.manifest.sha256);
 
 export const isServed = (r: Release): r is ServedRelease => "manifestBytes" in r;
 
-/** Newest first: by `released`, then by version. */
+/** Newest first: by `released`, then by version (a packed release's read from its table, its manifest not made). */
 export function newestFirst(a: Release, b: Release): number {
-  return b.manifest.released - a.manifest.released || compareVersions(b.manifest.version, a.manifest.version);
+  return releasedOf(b) - releasedOf(a) || compareVersions(versionOf(b), versionOf(a));
 }
+
+const releasedOf = (r: Release) => (r instanceof PackedRelease ? r.released : r.manifest.released);
+const versionOf = (r: Release) => (r instanceof PackedRelease ? r.version : r.manifest.version);
 
 export const laneKey = (product: string | null, channel: string, platform: string) => `${product ?? ""}/${channel}/${platform}`;
 
 interface Lane {
   readonly releases: readonly Release[];
-  /** Installer name → the live releases that name it, newest first (most names are one release's). */
-  readonly installers: ReadonlyMap<string, Release | readonly Release[]>;
 }
+
+/** A live release with the identities of the files it was read from. */
+export interface KnownRelease {
+  readonly release: Release;
+  readonly files: ReleaseFiles;
+}
+
+/** The live releases of an index with their files, by folder: what the next scan may take unread. */
+export interface KnownReleases {
+  get(folder: string): KnownRelease | undefined;
+}
+
+/** The tree root a release was found under, when it is a tree's (its installer's path is then joined when asked). */
+export const rootOf = (r: Release): string | null => (r instanceof TreeRelease || r instanceof PackedRelease ? r.root : null);
 
 /**
  * What an index loaded from a snapshot checks before it answers with a release (index-snapshot.ts):
@@ -106,36 +123,86 @@ export class ReleaseIndex {
     private readonly everything: readonly Release[],
     private readonly checks: SnapshotChecks | null,
     private readonly rereadBytes: ((r: Release) => ServedRelease | null) | null,
+    /** The releases held without their bytes, packed (release-table.ts); null when none could be. */
+    private readonly table: ReleaseTable | null,
+    /** The files of the releases not in the table (each lane's newest), when they were given. */
+    private readonly unpackedFiles: ReadonlyMap<Release, ReleaseFiles>,
   ) {}
 
   /**
    * `rereadBytes` (a scan's index): reads a release kept without its bytes when one other than its
    * lane's newest comes to be served (a staged rollout or a withdrawn release falls back to it).
+   * `filesOf`: the files each release was read from, kept for `known` and `filesOf`. The releases
+   * of a tree kept without their bytes are packed into one table, and the index answers with the
+   * table's releases in their place.
    */
   static of(
     releases: readonly Release[],
     checks: SnapshotChecks | null = null,
     rereadBytes: ((r: Release) => ServedRelease | null) | null = null,
+    filesOf: (r: Release) => ReleaseFiles | undefined = () => undefined,
   ): ReleaseIndex {
-    const sorted = [...releases].sort(newestFirst);
+    // Each release's order and lane read once: a packed release's manifest is made when asked.
+    const keyed = releases.map((release) => {
+      const m = release.manifest;
+      return { release, lane: laneKey(m.product, m.channel, m.platform), root: rootOf(release) };
+    });
+    // The sort is stable: ties keep the order given (a scan's folder order).
+    keyed.sort((a, b) => newestFirst(a.release, b.release));
+    const root = keyed.find((k) => k.root !== null && !isServed(k.release))?.root ?? null;
+    const packs = (k: (typeof keyed)[number]) => root !== null && k.root === root && !isServed(k.release);
+    const packed = keyed.filter(packs);
+    const table =
+      packed.length > 0
+        ? ReleaseTable.pack(
+            root!,
+            packed.map((k) => ({ release: k.release, files: filesOf(k.release) })),
+          )
+        : null;
+    const unpackedFiles = new Map<Release, ReleaseFiles>();
+    let row = 0;
+    const sorted = keyed.map((k) => {
+      if (packs(k)) return table!.releaseAt(row++);
+      const files = filesOf(k.release);
+      if (files) unpackedFiles.set(k.release, files);
+      return k.release;
+    });
     const grouped = new Map<string, Release[]>();
-    for (const r of sorted) {
-      const key = laneKey(r.manifest.product, r.manifest.channel, r.manifest.platform);
+    sorted.forEach((r, i) => {
+      const key = keyed[i]!.lane;
       let list = grouped.get(key);
       if (!list) grouped.set(key, (list = []));
       list.push(r);
-    }
+    });
     const lanes = new Map<string, Lane>();
     for (const [key, list] of grouped) {
       if (!checks && !isServed(list[0]!)) throw new Error(`the newest release of ${key} has no bytes`);
-      lanes.set(key, Object.freeze({ releases: list, installers: byInstaller(list) }));
+      lanes.set(key, Object.freeze({ releases: list }));
     }
     // The lists are readonly by type, not frozen: JavaScriptCore keeps a frozen array as a sparse
     // map, 43 more bytes an element and its reads 8 times slower (bench/README.md, "4a and 5a, third round").
-    return new ReleaseIndex(lanes, sorted, checks, rereadBytes);
+    return new ReleaseIndex(lanes, sorted, checks, rereadBytes, table, unpackedFiles);
   }
 
   static readonly empty = ReleaseIndex.of([]);
+
+  /** The files `r` (one of this index's releases) was read from, when they were given. */
+  filesOf(r: Release): ReleaseFiles | undefined {
+    return r instanceof PackedRelease ? r.files : this.unpackedFiles.get(r);
+  }
+
+  /** The releases with their files, by folder (those whose files were given). */
+  readonly known: KnownReleases = {
+    get: (folder: string): KnownRelease | undefined => {
+      const row = this.table?.rowOf(folder) ?? -1;
+      if (row >= 0) {
+        const files = this.table!.filesAt(row);
+        return files && { release: this.table!.releaseAt(row), files };
+      }
+      for (const [release, files] of this.unpackedFiles) if (release.folder === folder) return { release, files };
+      return undefined;
+    },
+  };
 
   private holds = (r: Release): boolean => {
     if (!this.checks) return true;
@@ -192,24 +259,8 @@ export class ReleaseIndex {
 
   /** The live releases of that product, channel and platform whose installer has exactly this name, newest first: several may share one. */
   *installersNamed(product: string | null, channel: string, platform: string, name: string): Generator<Release> {
-    const named = this.lanes.get(laneKey(product, channel, platform))?.installers.get(name);
-    if (named === undefined) return;
-    for (const r of Array.isArray(named) ? named : [named as Release]) if (this.holds(r)) yield r;
+    const lane = this.lanes.get(laneKey(product, channel, platform));
+    if (!lane) return;
+    for (const r of lane.releases) if ((r instanceof PackedRelease ? r.installerIs(name) : r.manifest.installer === name) && this.holds(r)) yield r;
   }
-}
-
-/**
- * A lane's releases by installer name, newest first. A name one release has maps to that release
- * itself: an array for each of 10,000 releases would cost the index about a megabyte.
- */
-function byInstaller(newestFirst: readonly Release[]): Map<string, Release | Release[]> {
-  const named = new Map<string, Release | Release[]>();
-  for (const r of newestFirst) {
-    const name = r.manifest.installer;
-    const before = named.get(name);
-    if (before === undefined) named.set(name, r);
-    else if (Array.isArray(before)) before.push(r);
-    else named.set(name, [before, r]);
-  }
-  return named;
 }

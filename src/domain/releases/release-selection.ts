@@ -5,7 +5,7 @@ import { thresholdNow, laneName, type ControlsView, type ReleaseControls } from 
 import { laneKey, newestFirst, type Release, type ReleaseIndex, type ServedRelease } from "./release-index";
 import { decide, RELEASE_RULES, type Installation, type ReleaseRule, type Verdict } from "./release-rules";
 import { offeredUnder, refuseOutsideWindow, termsKey } from "./licence-terms";
-import type { ReleasePlace } from "./manifest";
+import type { Manifest, ReleasePlace } from "./manifest";
 import { percentOf } from "./rollout";
 
 export type { Installation } from "./release-rules";
@@ -61,8 +61,11 @@ export interface ReleaseListing {
   readonly key: string;
   /** Builds the listing (newest first, across lanes). */
   build(): {
-    /** What the installation may install: in each lane the release it is served and every older one not withdrawn. */
-    readonly releases: readonly Release[];
+    /**
+     * What the installation may install: in each lane the release it is served and every older one
+     * not withdrawn, by manifest (one made per release listed: a packed release's is made when asked for).
+     */
+    readonly releases: readonly Manifest[];
     /** Per lane, the newest release that exists but is not rolled out to this installation yet. */
     readonly notYetAvailable: readonly NotYetAvailable[];
   };
@@ -136,7 +139,10 @@ export class ReleaseSelection {
     if (!state) {
       const lane = laneName(product, channel, platform);
       const releases = index.releasesOf(product, channel, platform);
-      const conditional = releases.some((r) => r.manifest.rollout !== null || controls.get(lane, r.manifest.version) !== undefined);
+      const conditional = releases.some((r) => {
+        const m = r.manifest;
+        return m.rollout !== null || controls.get(lane, m.version) !== undefined;
+      });
       entry.lanes.set(key, (state = { lane, releases, conditional, choices: new Map() }));
     }
     return state;
@@ -317,15 +323,25 @@ export class ReleaseSelection {
       return {
         key: base,
         build: () => ({
-          releases: index.all.filter(
-            (r) => channels.includes(r.manifest.channel) && (product === null || r.manifest.product === product) && offeredUnder(who, r.manifest),
-          ),
+          releases: index.all.flatMap((r) => {
+            const m = r.manifest;
+            return channels.includes(m.channel) && (product === null || m.product === product) && offeredUnder(who, m) ? [m] : [];
+          }),
           notYetAvailable: [],
         }),
       };
     }
     const now = this.clock();
-    const open = (state: LaneState) => (r: Release) => offeredUnder(who, r.manifest) && controls.get(state.lane, r.manifest.version)?.withdrawn == null;
+    const open = (state: LaneState) => (r: Release) => {
+      const m = r.manifest;
+      return offeredUnder(who, m) && controls.get(state.lane, m.version)?.withdrawn == null;
+    };
+    const listed = (state: LaneState, from: number) =>
+      state.releases.slice(from).flatMap((release) => {
+        const m = release.manifest;
+        const listedHere = offeredUnder(who, m) && (!state.conditional || controls.get(state.lane, m.version)?.withdrawn == null);
+        return listedHere ? [{ release, manifest: m }] : [];
+      });
     const lanes = states.map((state) => {
       if (!state.conditional) return { state, from: 0, pending: undefined, share: 0 };
       const { at } = this.choiceOf(index, state, controls, runners, who);
@@ -337,12 +353,10 @@ export class ReleaseSelection {
     return {
       key: `${base}|${lanes.map((l) => (l.state.conditional ? `${l.from}:${l.share}` : "")).join(",")}`,
       build: () => {
-        const releases = lanes.flatMap((l) =>
-          l.state.conditional ? l.state.releases.slice(l.from).filter(open(l.state)) : l.state.releases.filter((r) => offeredUnder(who, r.manifest)),
-        );
-        releases.sort(newestFirst);
+        const releases = lanes.flatMap((l) => listed(l.state, l.state.conditional ? l.from : 0));
+        releases.sort((a, b) => newestFirst(a.release, b.release));
         const notYetAvailable = lanes.flatMap((l) => (l.pending ? [{ release: l.pending, share: l.share }] : []));
-        return { releases, notYetAvailable };
+        return { releases: releases.map((r) => r.manifest), notYetAvailable };
       },
     };
   }

@@ -15,8 +15,10 @@ import {
   newestFirst,
   releaseIn,
   ReleaseIndex,
+  rootOf,
   ServedTreeRelease,
-  TreeRelease,
+  type KnownRelease,
+  type KnownReleases,
   type Release,
   type ServedRelease,
 } from "./release-index";
@@ -41,19 +43,13 @@ export interface ScanOptions {
    * whose three files are still the same files (lstat: device, inode, size, mtime, ctime) is taken
    * as it is instead of being read and checked again.
    */
-  readonly previous?: ReadonlyMap<string, KnownRelease>;
+  readonly previous?: KnownReleases;
   /**
    * The server's: a release is live only once its installer's bytes were hashed and found equal to
    * the manifest's sha256 (installer-verification.ts). Until then it is left out, as a folder still
    * being copied is, and its lane is listed in `verifying`.
    */
   readonly installers?: InstallerVerifier;
-}
-
-/** A live release with the identities of the files it was read from. */
-export interface KnownRelease {
-  readonly release: Release;
-  readonly files: ReleaseFiles;
 }
 
 export interface ScanProblem {
@@ -63,9 +59,8 @@ export interface ScanProblem {
 }
 
 export interface ScanResult {
+  /** The live releases, each with the files it was read from (ReleaseIndex.filesOf, .known). */
   readonly index: ReleaseIndex;
-  /** Each live release's files as read (for the index snapshot; the index itself does not keep them). */
-  readonly files: ReadonlyMap<Release, ReleaseFiles>;
   readonly problems: readonly ScanProblem[];
   /** Each directory above the release folders (root first), as it was before it was listed. */
   readonly directories: readonly { readonly rel: string; readonly id: FileIdentity }[];
@@ -231,15 +226,11 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
     }
   }
   // A former newest taken unread keeps no bytes once another is its lane's newest.
-  const releases = live.flatMap((r, i) => (r ? [{ release: served.get(i) ?? withoutBytes(r.release), files: r.files }] : []));
+  const files = new Map<Release, ReleaseFiles>();
+  for (const [i, r] of live.entries()) if (r) files.set(served.get(i) ?? withoutBytes(r.release), r.files);
   problems.sort((a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0));
   return {
-    index: ReleaseIndex.of(
-      releases.map((r) => r.release),
-      null,
-      rereaderOf(root, opts.variant, opts.releaseKeys, signatures),
-    ),
-    files: new Map(releases.map((r) => [r.release, r.files])),
+    index: ReleaseIndex.of([...files.keys()], null, rereaderOf(root, opts.variant, opts.releaseKeys, signatures), (r) => files.get(r)),
     problems,
     directories,
     verifying,
@@ -278,11 +269,9 @@ export function rereadRelease(root: string, r: Release, opts: ScanOptions, signa
 }
 
 function withoutBytes(r: Release): Release {
-  return isServed(r)
-    ? r instanceof TreeRelease
-      ? releaseIn(r.root, r.folder, r.manifest)
-      : Object.freeze({ manifest: r.manifest, folder: r.folder, installerPath: r.installerPath })
-    : r;
+  if (!isServed(r)) return r;
+  const root = rootOf(r);
+  return root !== null ? releaseIn(root, r.folder, r.manifest) : Object.freeze({ manifest: r.manifest, folder: r.folder, installerPath: r.installerPath });
 }
 
 /** The newest live release among `indices` (the first in folder order among equals). */
@@ -310,8 +299,13 @@ export interface Inspected {
 export function servedOf(r: Inspected): ServedRelease {
   const manifestEtag = etagOf(sha256Hex(r.manifestBytes));
   const signatureEtag = etagOf(sha256Hex(r.signatureBytes));
-  if (r.release instanceof TreeRelease) return Object.freeze(new ServedTreeRelease(r.release, r.manifestBytes, manifestEtag, r.signatureBytes, signatureEtag));
-  return Object.freeze({ ...r.release, manifestBytes: r.manifestBytes, manifestEtag, signatureBytes: r.signatureBytes, signatureEtag });
+  const root = rootOf(r.release);
+  if (root !== null) {
+    const tree = { manifest: r.release.manifest, folder: r.release.folder, root };
+    return Object.freeze(new ServedTreeRelease(tree, r.manifestBytes, manifestEtag, r.signatureBytes, signatureEtag));
+  }
+  const { manifest, folder, installerPath } = r.release;
+  return Object.freeze({ manifest, folder, installerPath, manifestBytes: r.manifestBytes, manifestEtag, signatureBytes: r.signatureBytes, signatureEtag });
 }
 
 /** One release folder → a live release, or the ReleaseProblem that keeps it out. */

@@ -1,10 +1,12 @@
 import type { Variant } from "../../config/variants";
 import { installationOf } from "../../domain/releases/release-rules";
 import { isoTime } from "../../domain/clock";
+import { collectSoon } from "../../domain/collect-soon";
 import { KeyturnError } from "../../domain/errors";
 import type { ReleaseHolder } from "../../domain/releases/holder";
 import { laneName } from "../../domain/releases/release-controls";
 import type { ReleaseSelection } from "../../domain/releases/release-selection";
+import type { Manifest } from "../../domain/releases/manifest";
 import type { Release, ReleaseIndex } from "../../domain/releases/release-index";
 import * as A from "../answer-schemas";
 import { API_PREFIX, endpoint, type Endpoint } from "../endpoint";
@@ -14,6 +16,8 @@ import { BEARER_ERRORS } from "./shared";
 /** GET /releases: every live release on the entitlement's channels, newest first. */
 /** Answers kept per index (up to a megabyte each): one per channel set and product, more while rollouts are under way. */
 const MAX_ANSWERS_PER_INDEX = 16;
+/** An answer this long (about 1,500 releases) leaves enough garbage to collect at once (collect-soon.ts). */
+const COLLECT_AFTER_BYTES = 256 * 1024;
 
 const laneOf = (r: Release) => ({
   ...(r.manifest.product !== null ? { product: r.manifest.product } : {}),
@@ -28,8 +32,7 @@ const laneOf = (r: Release) => ({
  */
 export function releasesEndpoints(v: Variant, releases: ReleaseHolder, selection: ReleaseSelection): Endpoint[] {
   const serialised = new WeakMap<ReleaseIndex, Map<string, Blob>>();
-  const record = (r: Release) => {
-    const m = r.manifest;
+  const record = (m: Manifest) => {
     return {
       ...(m.product !== null ? { product: m.product } : {}),
       channel: m.channel,
@@ -79,6 +82,7 @@ export function releasesEndpoints(v: Variant, releases: ReleaseHolder, selection
             }),
           ]);
           answers.set(listing.key, body);
+          if (body.size >= COLLECT_AFTER_BYTES) collectSoon();
         }
         return jsonText(body);
       },

@@ -1,0 +1,145 @@
+import { heapStats } from "bun:jsc";
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import type { ReleaseFiles } from "../../src/domain/releases/files";
+import type { Manifest } from "../../src/domain/releases/manifest";
+import { isServed, releaseIn, ReleaseIndex, ServedTreeRelease, type Release } from "../../src/domain/releases/release-index";
+import { PackedRelease, ReleaseTable } from "../../src/domain/releases/release-table";
+
+const ROOT = "/srv/releases";
+
+/** A manifest with its fields in the order parseManifest gives them (manifest.ts). */
+function manifest(version: string, released: number, more: Partial<Manifest> = {}): Manifest {
+  const m = {
+    product: "alpha",
+    channel: "stable",
+    platform: "win-x64",
+    version,
+    released,
+    installer: `alpha-${version}.exe`,
+    size: 1000 + released,
+    sha256: "a".repeat(63) + (released % 10),
+    ...more,
+  };
+  const { sha512, requiresFeature, rollout = null, feeds = null, ...fields } = m;
+  return Object.freeze({
+    ...fields,
+    ...(sha512 !== undefined ? { sha512 } : {}),
+    rollout,
+    feeds,
+    ...(requiresFeature !== undefined ? { requiresFeature } : {}),
+  }) as Manifest;
+}
+
+const folderOf = (m: Manifest) => `${m.product}/${m.channel}/${m.platform}/${m.version}`;
+const filesFor = (n: number) => Array.from({ length: 15 }, (_, i) => n * 100 + i + 0.5) as unknown as ReleaseFiles;
+const tree = (m: Manifest) => releaseIn(ROOT, folderOf(m), m);
+const served = (m: Manifest) => Object.freeze(new ServedTreeRelease(tree(m), new Uint8Array([1]), '"m"', new Uint8Array([2]), '"s"'));
+
+describe("a release table (releases kept without their bytes, packed)", () => {
+  const odd = [
+    manifest("1.0.0", 1),
+    manifest("1.1.0", 2, { sha512: "b".repeat(128), requiresFeature: "pro.export" }),
+    manifest("1.2.0-beta.1", 3, { rollout: { percent: 25, targets: { licenses: ["lic_1"], plans: [] } } }),
+    manifest("1.3.0", 4, {
+      feeds: { electron: { blockmap: null, blockMapSize: null }, velopack: { packageId: "Alpha", sha1: "c".repeat(40) } },
+    }),
+    manifest("2.0.0", 5, { product: null, channel: "preview", platform: "linux-x64", installer: "Ünïcode-2.0.0.AppImage" }),
+  ];
+  const table = ReleaseTable.pack(
+    ROOT,
+    odd.map((m, i) => ({ release: tree(m), files: i === 3 ? undefined : filesFor(i) })),
+  );
+
+  test("each row gives back its manifest as read, every field and in the same order, and its folder and installer's path", () => {
+    for (const [row, m] of odd.entries()) {
+      const back = table.manifestAt(row);
+      expect(back).toEqual(m);
+      expect(Object.keys(back)).toEqual(Object.keys(m));
+      expect(Object.isFrozen(back)).toBe(true);
+      const release = table.releaseAt(row);
+      expect(release.folder).toBe(folderOf(m));
+      expect(release.installerPath).toBe(join(ROOT, folderOf(m), m.installer));
+      expect(release.released).toBe(m.released);
+      expect(release.version).toBe(m.version);
+    }
+  });
+
+  test("a row's manifest is made anew each time; its release object is one and the same", () => {
+    expect(table.manifestAt(2)).not.toBe(table.manifestAt(2));
+    expect(table.releaseAt(2)).toBe(table.releaseAt(2));
+  });
+
+  test("files are kept exactly where given, and absent where not", () => {
+    expect(table.filesAt(0)).toEqual(filesFor(0));
+    expect(table.filesAt(4)).toEqual(filesFor(4));
+    expect(table.filesAt(3)).toBeUndefined();
+  });
+
+  test("a folder finds its row; one not packed finds none", () => {
+    for (const [row, m] of odd.entries()) expect(table.rowOf(folderOf(m))).toBe(row);
+    expect(table.rowOf("alpha/stable/win-x64/9.9.9")).toBe(-1);
+    expect(table.rowOf("")).toBe(-1);
+  });
+
+  test("an installer's name is compared in place: the same name only, not a prefix or a longer name", () => {
+    expect(table.installerIs(0, "alpha-1.0.0.exe")).toBe(true);
+    expect(table.installerIs(0, "alpha-1.0.0.ex")).toBe(false);
+    expect(table.installerIs(0, "alpha-1.0.0.exe2")).toBe(false);
+    expect(table.installerIs(0, "alpha-1.1.0.exe")).toBe(false);
+    expect(table.installerIs(4, "Ünïcode-2.0.0.AppImage")).toBe(true);
+  });
+});
+
+describe("an index packs the releases it keeps without bytes", () => {
+  // Two lanes: each one's newest served (with bytes), the rest packed.
+  const stable = [1, 2, 3, 4].map((n) => manifest(`1.${n}.0`, n));
+  const beta = manifest("2.0.0", 10, { channel: "beta" });
+  const releases: Release[] = [tree(stable[0]!), tree(stable[1]!), tree(stable[2]!), served(stable[3]!), served(beta)];
+  const files = new Map<Release, ReleaseFiles>(releases.map((r, i) => [r, filesFor(i)]));
+  const index = ReleaseIndex.of(releases, null, null, (r) => files.get(r));
+
+  test("newest first across lanes and within each; the lane's newest keeps its bytes, the rest are the table's", () => {
+    expect(index.all.map((r) => r.manifest.version)).toEqual(["2.0.0", "1.4.0", "1.3.0", "1.2.0", "1.1.0"]);
+    const lane = index.releasesOf("alpha", "stable", "win-x64");
+    expect(lane.map((r) => r.manifest.version)).toEqual(["1.4.0", "1.3.0", "1.2.0", "1.1.0"]);
+    expect(isServed(lane[0]!)).toBe(true);
+    expect(lane.slice(1).every((r) => r instanceof PackedRelease)).toBe(true);
+    expect(index.latest("alpha", "beta", "win-x64")?.manifest.version).toBe("2.0.0");
+  });
+
+  test("the same release objects every time, so callers may key by them", () => {
+    expect(index.releasesOf("alpha", "stable", "win-x64")[2]).toBe(index.all[3]!);
+    const [named] = [...index.installersNamed("alpha", "stable", "win-x64", "alpha-1.2.0.exe")];
+    expect(named).toBe(index.all[3]!);
+    expect([...index.installersNamed("alpha", "stable", "win-x64", "alpha-1.2.0.ex")]).toEqual([]);
+  });
+
+  test("each release's files, and what a re-scan may take unread by folder, packed or not", () => {
+    for (const [i, r] of releases.entries()) {
+      const known = index.known.get(r.folder)!;
+      expect(known.files).toEqual(filesFor(i));
+      expect(known.release.manifest).toEqual(r.manifest);
+      expect(index.filesOf(known.release)).toEqual(filesFor(i));
+    }
+    expect(index.known.get("alpha/stable/win-x64/0.0.1")).toBeUndefined();
+  });
+
+  test("10,000 releases cost the heap about one object each; kept as read, with their manifests, files and texts, they cost thirteen", () => {
+    Bun.gc(true);
+    const before = heapStats().objectCount;
+    const many = Array.from({ length: 10_000 }, (_, n) => manifest(`3.${Math.floor(n / 100)}.${n % 100}`, 100 + n));
+    const trees = many.map(tree);
+    const newest = served(many.at(-1)!);
+    let built: ReleaseIndex | null = ReleaseIndex.of([...trees.slice(0, -1), newest], null, null, (r) => (r === newest ? undefined : filesFor(1)));
+    trees.length = 0;
+    many.length = 0;
+    Bun.gc(true);
+    const perRelease = (heapStats().objectCount - before) / 10_000;
+    expect(built.size).toBe(10_000);
+    // The trees and manifests made above are gone (the index did not keep them), and it holds one
+    // object per release and a handful of arrays.
+    expect(perRelease).toBeLessThan(1.5);
+    built = null;
+  });
+});
