@@ -5,6 +5,10 @@
  *   bun bench/run.ts --only 4a --keep           # at the oldest commit to compare, in a checkout of it
  *   bun bench/memory-history.ts KEPT_DIR COMMIT... [--tree releases-newest] [--repeat 2] [--runs 3]
  *
+ * Each measurement also reads what the heap keeps after the mix: a preloaded hook
+ * (BUN_OPTIONS=--preload, which the executable honours) makes two whole collections when signalled
+ * and writes JavaScriptCore's counts; the mix's peak is taken before, so the hook does not touch it.
+ *
  * KEPT_DIR is that run's kept directory: its records are the oldest commit's, which every later
  * commit migrates forward. Each commit is built as `bun build --compile --minify` from a worktree
  * of its own (the same command for all, whatever its build.ts did), started twice on its own copy
@@ -12,7 +16,7 @@
  * the records and the executable (a copy run before has more of its pages cached: bench/README.md,
  * "A measurement trap"), the commits alternated `--repeat` times.
  */
-import { copyFileSync, cpSync, existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -39,6 +43,26 @@ const rounds = { runs: Number(flags.runs), seconds: Number(flags.seconds), warmu
 const repo = join(import.meta.dir, "..");
 const work = mkdtempSync(join(tmpdir(), "keyturn-history-"));
 const log = (msg: string) => console.error(`[history ${new Date().toISOString().slice(11, 19)}] ${msg}`);
+
+/** On SIGUSR2: two whole collections, then the heap's size, extra memory and objects into KEPT_HEAP_OUT. */
+const HEAP_HOOK = `
+const { heapStats } = require("bun:jsc");
+process.on("SIGUSR2", () => {
+  Bun.gc(true);
+  Bun.gc(true);
+  const h = heapStats();
+  require("node:fs").writeFileSync(process.env.KEPT_HEAP_OUT, JSON.stringify({ heap: h.heapSize, extra: h.extraMemorySize, objects: h.objectCount }));
+});
+`;
+const hook = join(work, "heap-hook.js");
+writeFileSync(hook, HEAP_HOOK);
+
+interface Kept {
+  /** The heap after the mix and two whole collections: bytes, of which extra memory, and objects. */
+  readonly heap: number;
+  readonly extra: number;
+  readonly objects: number;
+}
 
 function run(cmd: string[], cwd: string): string {
   const r = Bun.spawnSync(cmd, { cwd, stdout: "pipe", stderr: "pipe" });
@@ -74,8 +98,8 @@ async function build(commit: string): Promise<Built> {
   }
 }
 
-function serveOptions(exe: string, data: string): ServeOptions {
-  return { exe, data, keys: join(kept!, "keys"), releases: join(kept!, flags.tree!), port: freePort() };
+function serveOptions(exe: string, data: string, env?: Record<string, string>): ServeOptions {
+  return { exe, data, keys: join(kept!, "keys"), releases: join(kept!, flags.tree!), port: freePort(), env };
 }
 
 /** One start until its first whole scan has written the snapshot (migrations, caches), then a stop. */
@@ -89,16 +113,22 @@ async function settle(exe: string, data: string): Promise<void> {
   await server.stop();
 }
 
-async function measure(built: Built): Promise<MixResult> {
+async function measure(built: Built): Promise<MixResult & { readonly kept: Kept }> {
   const data = join(work, "measured-data");
   const exe = join(work, "measured-keyturn");
+  const heapOut = join(work, "heap.json");
   rmSync(data, { recursive: true, force: true });
+  rmSync(heapOut, { force: true });
   cpSync(built.data, data, { recursive: true });
   copyFileSync(built.exe, exe);
-  const server = await startKeyturn(serveOptions(exe, data));
+  const server = await startKeyturn(serveOptions(exe, data, { BUN_OPTIONS: `--preload ${hook}`, KEPT_HEAP_OUT: heapOut }));
   try {
     const token = await activate(server.url, (await Bun.file(join(kept!, "site-key.txt")).text()).trim());
-    return await mixedLoad(server, token, join(kept!, "site-key.txt"), built.commit, rounds);
+    const result = await mixedLoad(server, token, join(kept!, "site-key.txt"), built.commit, rounds);
+    process.kill(server.pid, "SIGUSR2");
+    for (let waited = 0; !existsSync(heapOut) && waited < 10_000; waited += 100) await Bun.sleep(100);
+    await Bun.sleep(100);
+    return { ...result, kept: JSON.parse(readFileSync(heapOut, "utf8")) as Kept };
   } finally {
     await server.stop();
     rmSync(exe, { force: true });
@@ -112,7 +142,7 @@ try {
     log(`building ${commit}`);
     builds.push(await build(commit));
   }
-  const results = new Map<string, MixResult[]>(builds.map((b) => [b.commit, []]));
+  const results = new Map<string, (MixResult & { readonly kept: Kept })[]>(builds.map((b) => [b.commit, []]));
   for (let round = 0; round < Number(flags.repeat); round++)
     for (const built of builds) {
       log(`measuring ${built.commit}, round ${round + 1}`);
@@ -123,12 +153,13 @@ try {
   console.log(
     `4a's mix on ${join(kept, flags.tree!)}, ${rounds.runs} runs of ${rounds.seconds} s after ${rounds.warmupSeconds} s, alternated ${flags.repeat} times\n`,
   );
-  console.log("| commit | subject | each run's peak (MB) | median req/s of each round |");
-  console.log("|---|---|---|---|");
+  console.log("| commit | subject | each run's peak (MB) | median req/s of each round | heap kept after the mix: MB (extra), objects |");
+  console.log("|---|---|---|---|---|");
   for (const built of builds) {
     const measured = results.get(built.commit)!;
     const peaks = measured.flatMap((m) => m.runs.map((p) => p.toFixed(1))).join(", ");
-    console.log(`| ${built.commit} | ${built.subject.replaceAll("|", "\\|")} | ${peaks} | ${measured.map((m) => m.rps.toFixed(0)).join(", ")} |`);
+    const heaps = measured.map((m) => `${(m.kept.heap / 1e6).toFixed(1)} (${(m.kept.extra / 1e6).toFixed(1)}), ${m.kept.objects}`).join("; ");
+    console.log(`| ${built.commit} | ${built.subject.replaceAll("|", "\\|")} | ${peaks} | ${measured.map((m) => m.rps.toFixed(0)).join(", ")} | ${heaps} |`);
   }
 } finally {
   rmSync(work, { recursive: true, force: true });

@@ -9,6 +9,8 @@ export interface ServeOptions {
   readonly releases: string;
   readonly port: number;
   readonly extra?: readonly string[];
+  /** Added to the environment it starts with (a probe's BUN_OPTIONS, say). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 export function serveArgs(o: ServeOptions): string[] {
@@ -56,7 +58,7 @@ export interface Running {
  */
 export async function startKeyturn(o: ServeOptions): Promise<Running> {
   const logFile = `${o.data}.keyturn.log`;
-  const proc = Bun.spawn(pinned(CPUS.server, serveArgs(o)), { stdout: "ignore", stderr: Bun.file(logFile) });
+  const proc = Bun.spawn(pinned(CPUS.server, serveArgs(o)), { stdout: "ignore", stderr: Bun.file(logFile), env: { ...process.env, ...o.env } });
   const url = `http://127.0.0.1:${o.port}`;
   const until = Date.now() + 60_000;
   for (;;) {
