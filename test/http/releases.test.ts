@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
 import { VARIANTS, type VariantName } from "../../src/config/variants";
 import { releaseSite } from "../release-tree";
 
@@ -134,4 +134,44 @@ describe.each(["alpha", "beta", "gamma"] as VariantName[])("GET /releases, %s", 
       expect((await list(both)).body.releases.every((r) => !("product" in r))).toBe(true);
     });
   }
+});
+
+describe("GET /releases, a long list", () => {
+  // collect-soon.ts: the first answer of a long list made a manifest for each of its releases.
+  test("the first answer over 256 KB is followed by one whole collection; its repeat and a short list by none", async () => {
+    const s = await releaseSite("gamma");
+    try {
+      for (let n = 0; n < 1_700; n++)
+        s.tree.add({
+          version: `1.${Math.floor(n / 100)}.${n % 100}`,
+          released: new Date(Date.UTC(2026, 0, 1) + n * 60_000).toISOString(),
+          installerBytes: Buffer.from([n % 256]),
+        });
+      s.tree.add({ channel: "preview", version: "2.0.0-beta.1" });
+      await s.holder.rescan();
+      const [stable, preview] = [await s.token(["stable"]), await s.token(["preview"])];
+      await Bun.sleep(20); // the collection the scan asked for has run
+      const gc = spyOn(Bun, "gc");
+      try {
+        const answer = async (token: string) => {
+          const res = await s.site.request("GET", "/releases", { token });
+          expect(res.status).toBe(200);
+          const length = (await res.text()).length;
+          await Bun.sleep(20);
+          return length;
+        };
+        expect(await answer(preview)).toBeLessThan(1_000);
+        expect(gc).not.toHaveBeenCalled();
+        expect(await answer(stable)).toBeGreaterThan(256 * 1024);
+        expect(gc).toHaveBeenCalledTimes(1);
+        expect(gc).toHaveBeenCalledWith(true);
+        await answer(stable);
+        expect(gc).toHaveBeenCalledTimes(1);
+      } finally {
+        gc.mockRestore();
+      }
+    } finally {
+      await s.close();
+    }
+  }, 60_000);
 });
