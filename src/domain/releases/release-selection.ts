@@ -332,21 +332,18 @@ export class ReleaseSelection {
       };
     }
     const now = this.clock();
-    const open = (state: LaneState) => (r: Release) => {
-      const m = r.manifest;
-      return offeredUnder(who, m) && controls.get(state.lane, m.version)?.withdrawn == null;
-    };
+    // Offered to the installation and, in a lane with a rollout or a control, not withdrawn.
+    const open = (state: LaneState, m: Manifest) => offeredUnder(who, m) && (!state.conditional || controls.get(state.lane, m.version)?.withdrawn == null);
     const listed = (state: LaneState, from: number) =>
       state.releases.slice(from).flatMap((release) => {
         const m = release.manifest;
-        const listedHere = offeredUnder(who, m) && (!state.conditional || controls.get(state.lane, m.version)?.withdrawn == null);
-        return listedHere ? [{ release, manifest: m }] : [];
+        return open(state, m) ? [{ release, manifest: m }] : [];
       });
     const lanes = states.map((state) => {
       if (!state.conditional) return { state, from: 0, pending: undefined, share: 0 };
       const { at } = this.choiceOf(index, state, controls, runners, who);
       const from = at < 0 ? state.releases.length : at;
-      const pending = state.releases.slice(0, from).find(open(state));
+      const pending = state.releases.slice(0, from).find((r) => open(state, r.manifest));
       const share = pending ? percentOf(thresholdNow(pending.manifest, controls.get(state.lane, pending.manifest.version), now)) : 0;
       return { state, from, pending, share };
     });
