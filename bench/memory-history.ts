@@ -3,7 +3,10 @@
  * of records, alternated on the same machine (bench/README.md, "4a and 5a, twelfth round").
  *
  *   bun bench/run.ts --only 4a --keep           # at the oldest commit to compare, in a checkout of it
- *   bun bench/memory-history.ts KEPT_DIR COMMIT... [--tree releases-newest] [--repeat 2] [--runs 3]
+ *   bun bench/memory-history.ts KEPT_DIR COMMIT... [--tree releases-newest] [--repeat 2] [--runs 3] [--scan]
+ *
+ * `--scan`: each measured start makes a whole scan, its snapshot removed (as 4a's restarted rows do)
+ * instead of starting from it.
  *
  * Each measurement also reads what the heap keeps after the mix: a preloaded hook
  * (BUN_OPTIONS=--preload, which the executable honours) makes two whole collections when signalled
@@ -32,6 +35,7 @@ const { values: flags, positionals } = parseArgs({
     runs: { type: "string", default: "3" },
     seconds: { type: "string", default: "5" },
     warmup: { type: "string", default: "2" },
+    scan: { type: "boolean", default: false },
   },
 });
 const [kept, ...commits] = positionals;
@@ -120,6 +124,7 @@ async function measure(built: Built): Promise<MixResult & { readonly kept: Kept 
   rmSync(data, { recursive: true, force: true });
   rmSync(heapOut, { force: true });
   cpSync(built.data, data, { recursive: true });
+  if (flags.scan) rmSync(join(data, "release-index.snapshot"), { force: true });
   copyFileSync(built.exe, exe);
   const server = await startKeyturn(serveOptions(exe, data, { BUN_OPTIONS: `--preload ${hook}`, KEPT_HEAP_OUT: heapOut }));
   try {
@@ -151,7 +156,7 @@ try {
       console.error(result.note);
     }
   console.log(
-    `4a's mix on ${join(kept, flags.tree!)}, ${rounds.runs} runs of ${rounds.seconds} s after ${rounds.warmupSeconds} s, alternated ${flags.repeat} times\n`,
+    `4a's mix on ${join(kept, flags.tree!)}${flags.scan ? " after a whole scan" : ""}, ${rounds.runs} runs of ${rounds.seconds} s after ${rounds.warmupSeconds} s, alternated ${flags.repeat} times\n`,
   );
   console.log("| commit | subject | each run's peak (MB) | median req/s of each round | heap kept after the mix: MB (extra), objects |");
   console.log("|---|---|---|---|---|");
