@@ -124,11 +124,13 @@ describe("an index packs the releases it keeps without bytes", () => {
     expect(index.known.get("alpha/stable/win-x64/0.0.1")).toBeUndefined();
   });
 
-  test("10,000 releases cost the heap about one object each; kept as read, with their manifests, files and texts, they cost nine", () => {
-    const run = Bun.spawnSync([process.execPath, join(import.meta.dir, "release-table-heap.ts")], { stdout: "pipe", stderr: "pipe" });
-    expect(run.stderr.toString()).toBe("");
-    const { packed, read } = JSON.parse(run.stdout.toString()) as { packed: number; read: number };
-    expect(read).toBeGreaterThan(6);
-    expect(packed).toBeLessThan(1.5);
+  test("each release kept without bytes is one small object: its table and its row, nothing made from them kept", () => {
+    const lane = index.releasesOf("alpha", "stable", "win-x64").slice(1);
+    for (const r of lane) {
+      void r.manifest;
+      void r.folder;
+      expect(r).toBeInstanceOf(PackedRelease);
+      expect(Object.keys(r)).toEqual(["table", "row"]);
+    }
   });
 });
