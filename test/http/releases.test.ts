@@ -138,7 +138,7 @@ describe.each(["alpha", "beta", "gamma"] as VariantName[])("GET /releases, %s", 
 
 describe("GET /releases, a long list", () => {
   // collect-soon.ts: the first answer of a long list made a manifest for each of its releases.
-  test("the first answer over 256 KB is followed by one whole collection; its repeat and a short list by none", async () => {
+  test("the first answer of a listing of 1,500 releases or more (over 256 KB) is followed by one whole collection; its repeat and a short list by none", async () => {
     const s = await releaseSite("gamma");
     try {
       for (let n = 0; n < 1_700; n++)

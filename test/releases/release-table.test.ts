@@ -81,12 +81,12 @@ describe("a release table (releases kept without their bytes, packed)", () => {
     expect(table.rowOf("")).toBe(-1);
   });
 
-  test("an installer's name is compared in place: the same name only, not a prefix or a longer name", () => {
-    expect(table.installerIs(0, "alpha-1.0.0.exe")).toBe(true);
-    expect(table.installerIs(0, "alpha-1.0.0.ex")).toBe(false);
-    expect(table.installerIs(0, "alpha-1.0.0.exe2")).toBe(false);
-    expect(table.installerIs(0, "alpha-1.1.0.exe")).toBe(false);
-    expect(table.installerIs(4, "Ünïcode-2.0.0.AppImage")).toBe(true);
+  test("an installer's name finds its rows: the same name only, not a prefix or a longer name", () => {
+    expect([...table.rowsNamed("alpha-1.0.0.exe")]).toEqual([0]);
+    expect([...table.rowsNamed("alpha-1.0.0.ex")]).toEqual([]);
+    expect([...table.rowsNamed("alpha-1.0.0.exe2")]).toEqual([]);
+    expect([...table.rowsNamed("alpha-1.1.0.exe")]).toEqual([1]);
+    expect([...table.rowsNamed("Ünïcode-2.0.0.AppImage")]).toEqual([4]);
   });
 });
 

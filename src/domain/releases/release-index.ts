@@ -78,6 +78,8 @@ export const laneKey = (product: string | null, channel: string, platform: strin
 
 interface Lane {
   readonly releases: readonly Release[];
+  /** Those not in the table (each lane's newest, with its bytes), in the same order. */
+  readonly unpacked: readonly Release[];
 }
 
 /** A live release with the identities of the files it was read from. */
@@ -127,6 +129,9 @@ export class ReleaseIndex {
     private readonly table: ReleaseTable | null,
     /** The files of the releases not in the table (each lane's newest), when they were given. */
     private readonly unpackedFiles: ReadonlyMap<Release, ReleaseFiles>,
+    /** Where each release stands in `everything`: the table's by row, the others by object. */
+    private readonly rowPositions: Int32Array,
+    private readonly unpackedPositions: ReadonlyMap<Release, number>,
   ) {}
 
   /**
@@ -144,8 +149,8 @@ export class ReleaseIndex {
   ): ReleaseIndex {
     // Each release's order and lane read once: a packed release's manifest is made when asked.
     const keyed = releases.map((release) => {
-      const m = release.manifest;
-      return { release, lane: laneKey(m.product, m.channel, m.platform), root: rootOf(release) };
+      const place = release instanceof PackedRelease ? release.place : release.manifest;
+      return { release, lane: laneKey(place.product, place.channel, place.platform), root: rootOf(release) };
     });
     // The sort is stable: ties keep the order given (a scan's folder order).
     keyed.sort((a, b) => newestFirst(a.release, b.release));
@@ -160,9 +165,15 @@ export class ReleaseIndex {
           )
         : null;
     const unpackedFiles = new Map<Release, ReleaseFiles>();
+    const rowPositions = new Int32Array(packed.length);
+    const unpackedPositions = new Map<Release, number>();
     let row = 0;
-    const sorted = keyed.map((k) => {
-      if (packs(k)) return table!.releaseAt(row++);
+    const sorted = keyed.map((k, position) => {
+      if (packs(k)) {
+        rowPositions[row] = position;
+        return table!.releaseAt(row++);
+      }
+      unpackedPositions.set(k.release, position);
       const files = filesOf(k.release);
       if (files) unpackedFiles.set(k.release, files);
       return k.release;
@@ -177,11 +188,11 @@ export class ReleaseIndex {
     const lanes = new Map<string, Lane>();
     for (const [key, list] of grouped) {
       if (!checks && !isServed(list[0]!)) throw new Error(`the newest release of ${key} has no bytes`);
-      lanes.set(key, Object.freeze({ releases: list }));
+      lanes.set(key, Object.freeze({ releases: list, unpacked: list.filter((r) => !(r instanceof PackedRelease)) }));
     }
     // The lists are readonly by type, not frozen: JavaScriptCore keeps a frozen array as a sparse
     // map, 43 more bytes an element and its reads 8 times slower (bench/README.md, "4a and 5a, third round").
-    return new ReleaseIndex(lanes, sorted, checks, rereadBytes, table, unpackedFiles);
+    return new ReleaseIndex(lanes, sorted, checks, rereadBytes, table, unpackedFiles, rowPositions, unpackedPositions);
   }
 
   static readonly empty = ReleaseIndex.of([]);
@@ -261,6 +272,14 @@ export class ReleaseIndex {
   *installersNamed(product: string | null, channel: string, platform: string, name: string): Generator<Release> {
     const lane = this.lanes.get(laneKey(product, channel, platform));
     if (!lane) return;
-    for (const r of lane.releases) if ((r instanceof PackedRelease ? r.installerIs(name) : r.manifest.installer === name) && this.holds(r)) yield r;
+    // Found by name, not by walking the lane: a download asks on every request, and a lane may hold thousands.
+    const named = lane.unpacked.filter((r) => r.manifest.installer === name).map((r) => ({ r, at: this.unpackedPositions.get(r)! }));
+    for (const row of this.table?.rowsNamed(name) ?? []) {
+      const place = this.table!.placeAt(row);
+      if (place.product === product && place.channel === channel && place.platform === platform)
+        named.push({ r: this.table!.releaseAt(row), at: this.rowPositions[row]! });
+    }
+    named.sort((a, b) => a.at - b.at);
+    for (const { r } of named) if (this.holds(r)) yield r;
   }
 }

@@ -2,6 +2,7 @@ import type { Variant } from "../../config/variants";
 import type { Store } from "../../store/types";
 import type { Clock } from "../clock";
 import { thresholdNow, laneName, type ControlsView, type ReleaseControls } from "./release-controls";
+import { collectSoon } from "../collect-soon";
 import { laneKey, newestFirst, type Release, type ReleaseIndex, type ServedRelease } from "./release-index";
 import { decide, RELEASE_RULES, type Installation, type ReleaseRule, type Verdict } from "./release-rules";
 import { offeredUnder, refuseOutsideWindow, termsKey } from "./licence-terms";
@@ -323,10 +324,12 @@ export class ReleaseSelection {
       return {
         key: base,
         build: () => ({
-          releases: index.all.flatMap((r) => {
-            const m = r.manifest;
-            return channels.includes(m.channel) && (product === null || m.product === product) && offeredUnder(who, m) ? [m] : [];
-          }),
+          releases: collectedAfter(
+            index.all.flatMap((r) => {
+              const m = r.manifest;
+              return channels.includes(m.channel) && (product === null || m.product === product) && offeredUnder(who, m) ? [m] : [];
+            }),
+          ),
           notYetAvailable: [],
         }),
       };
@@ -353,10 +356,22 @@ export class ReleaseSelection {
         const releases = lanes.flatMap((l) => listed(l.state, l.state.conditional ? l.from : 0));
         releases.sort((a, b) => newestFirst(a.release, b.release));
         const notYetAvailable = lanes.flatMap((l) => (l.pending ? [{ release: l.pending, share: l.share }] : []));
-        return { releases: releases.map((r) => r.manifest), notYetAvailable };
+        return { releases: collectedAfter(releases.map((r) => r.manifest)), notYetAvailable };
       },
     };
   }
+}
+
+/** A listing this long (an answer of about 256 KB) leaves enough garbage to collect at once. */
+const COLLECT_AFTER_LISTED = 1_500;
+
+/**
+ * `listed`, with a whole collection asked for after this turn when it is long: it made a manifest
+ * for each packed release, and its answer is serialised in the same turn (collect-soon.ts).
+ */
+function collectedAfter(listed: Manifest[]): Manifest[] {
+  if (listed.length >= COLLECT_AFTER_LISTED) collectSoon();
+  return listed;
 }
 
 /** The releases of `list` that `fits`, in order, without copying the list (a lane may hold thousands). */

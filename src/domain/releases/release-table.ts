@@ -56,8 +56,10 @@ export class ReleaseTable {
     private readonly flags: Uint8Array,
     private readonly placeOf: Uint16Array,
     private readonly places: readonly ReleasePlace[],
-    /** Rows in folder order, for knownAt. */
+    /** Rows in folder order, for rowOf. */
     private readonly byFolder: Int32Array,
+    /** Rows in installer-name order (rows of one name in row order), for rowsNamed. */
+    private readonly byInstaller: Int32Array,
   ) {
     this.rows = Array.from({ length: flags.length }, (_, row) => Object.freeze(new PackedRelease(this, row)) as PackedRelease);
   }
@@ -73,6 +75,7 @@ export class ReleaseTable {
     const places: ReleasePlace[] = [];
     const placeIds = new Map<string, number>();
     const folders: string[] = [];
+    const installers: string[] = [];
     let at = 0;
     entries.forEach(({ release, files }, row) => {
       const m = release.manifest;
@@ -109,14 +112,12 @@ export class ReleaseTable {
       numbers[row * NUMBERS + SIZE] = m.size;
       if (files !== undefined) numbers.set(files, row * NUMBERS + FILES);
       folders.push(release.folder);
+      installers.push(m.installer);
     });
     starts[count * TEXTS] = at;
-    const byFolder = Int32Array.from(folders.keys()).sort((a, b) => (folders[a]! < folders[b]! ? -1 : folders[a]! > folders[b]! ? 1 : a - b));
-    return new ReleaseTable(root, texts.join(""), starts, numbers, flags, placeOf, places, byFolder);
-  }
-
-  get size(): number {
-    return this.flags.length;
+    const inOrderOf = (texts: readonly string[]) =>
+      Int32Array.from(texts.keys()).sort((a, b) => (texts[a]! < texts[b]! ? -1 : texts[a]! > texts[b]! ? 1 : a - b));
+    return new ReleaseTable(root, texts.join(""), starts, numbers, flags, placeOf, places, inOrderOf(folders), inOrderOf(installers));
   }
 
   releaseAt(row: number): PackedRelease {
@@ -159,10 +160,16 @@ export class ReleaseTable {
     return this.textAt(row, INSTALLER);
   }
 
-  /** Whether the row's installer is named `name`, compared where it lies (a download looks through a lane). */
-  installerIs(row: number, name: string): boolean {
-    const start = this.starts[row * TEXTS + INSTALLER]!;
-    return this.starts[row * TEXTS + INSTALLER + 1]! - start === name.length && this.text.startsWith(name, start);
+  /** The row's product, channel and platform (one object shared by every row of its lane). */
+  placeAt(row: number): ReleasePlace {
+    return this.places[this.placeOf[row]!]!;
+  }
+
+  /** The rows whose installer is named `name`, in row order: the download path looks them up. */
+  rowsNamed(name: string): Int32Array {
+    const first = this.firstAtOrAfter(this.byInstaller, (row) => this.installerAt(row) >= name);
+    const end = this.firstAtOrAfter(this.byInstaller, (row) => this.installerAt(row) > name);
+    return this.byInstaller.subarray(first, end);
   }
 
   /** The files the row was read from, when they were given. */
@@ -174,17 +181,21 @@ export class ReleaseTable {
 
   /** The row of the release in `folder`, or -1. */
   rowOf(folder: string): number {
+    const at = this.firstAtOrAfter(this.byFolder, (row) => this.folderAt(row) >= folder);
+    const row = this.byFolder[at];
+    return row !== undefined && this.folderAt(row) === folder ? row : -1;
+  }
+
+  /** The first place in `order` whose row passes `reached` (which, along `order`, turns true once and stays true). */
+  private firstAtOrAfter(order: Int32Array, reached: (row: number) => boolean): number {
     let low = 0;
-    let high = this.byFolder.length - 1;
-    while (low <= high) {
+    let high = order.length;
+    while (low < high) {
       const middle = (low + high) >> 1;
-      const row = this.byFolder[middle]!;
-      const there = this.folderAt(row);
-      if (there === folder) return row;
-      if (there < folder) low = middle + 1;
-      else high = middle - 1;
+      if (reached(order[middle]!)) high = middle;
+      else low = middle + 1;
     }
-    return -1;
+    return low;
   }
 
   private textAt(row: number, field: number): string {
@@ -216,6 +227,11 @@ export class PackedRelease implements Release {
     return join(this.table.root, this.table.folderAt(this.row), this.table.installerAt(this.row));
   }
 
+  /** Its product, channel and platform, without making its manifest. */
+  get place(): ReleasePlace {
+    return this.table.placeAt(this.row);
+  }
+
   /** Its manifest's `released`, without making its manifest (an index sorts by it). */
   get released(): number {
     return this.table.releasedAt(this.row);
@@ -224,11 +240,6 @@ export class PackedRelease implements Release {
   /** Its manifest's version, without making its manifest. */
   get version(): string {
     return this.table.versionAt(this.row);
-  }
-
-  /** Whether its installer is named `name` (without making its manifest). */
-  installerIs(name: string): boolean {
-    return this.table.installerIs(this.row, name);
   }
 
   get files(): ReleaseFiles | undefined {

@@ -1,7 +1,6 @@
 import type { Variant } from "../../config/variants";
 import { installationOf } from "../../domain/releases/release-rules";
 import { isoTime } from "../../domain/clock";
-import { collectSoon } from "../../domain/collect-soon";
 import { KeyturnError } from "../../domain/errors";
 import type { ReleaseHolder } from "../../domain/releases/holder";
 import { laneName } from "../../domain/releases/release-controls";
@@ -16,8 +15,6 @@ import { BEARER_ERRORS } from "./shared";
 /** GET /releases: every live release on the entitlement's channels, newest first. */
 /** Answers kept per index (up to a megabyte each): one per channel set and product, more while rollouts are under way. */
 const MAX_ANSWERS_PER_INDEX = 16;
-/** An answer this long (about 1,500 releases) leaves enough garbage to collect at once (collect-soon.ts). */
-const COLLECT_AFTER_BYTES = 256 * 1024;
 
 const laneOf = (r: Release) => ({
   ...(r.manifest.product !== null ? { product: r.manifest.product } : {}),
@@ -82,7 +79,6 @@ export function releasesEndpoints(v: Variant, releases: ReleaseHolder, selection
             }),
           ]);
           answers.set(listing.key, body);
-          if (body.size >= COLLECT_AFTER_BYTES) collectSoon();
         }
         return jsonText(body);
       },
