@@ -1,4 +1,6 @@
 #!/usr/bin/env bun
+// First: `serve` may execute itself again before anything else is evaluated (cli/serve-engine.ts).
+import "./cli/serve-engine";
 import { asksForHelp, COMMANDS, helpOf } from "./cli/commands";
 import { runCommand, UsageError } from "./cli/io";
 import { VERSION } from "./version";
