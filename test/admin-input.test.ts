@@ -98,6 +98,7 @@ function tooLong(p: Property, valid: unknown): unknown {
 
 beforeAll(async () => {
   site = await testSite("alpha");
+  await site.app.allAreas();
   token = (await createAdminToken(site.composed.services.admin, CLI_CALLER, { name: "input", scopes: ["admin"] })).secret;
 });
 afterAll(() => site.close());

@@ -79,6 +79,8 @@ async function world(variant: VariantName): Promise<{ site: TestSite; world: Fuz
       tokens.push({ token: ((await r.json()) as { token: string }).token, device: dev });
     }
   };
+  // Every area, the on-demand ones too (route-table.ts), as their first request would load them.
+  await site.app.allAreas();
   const routes = site.app.routes.map((r) => ({ method: r.method, path: r.path }));
   return { site, world: { variant: VARIANTS[variant], routes, licenseKey: key, fileNames, tokens }, renewTokens };
 }

@@ -14,7 +14,7 @@ import { openApiDocument } from "./openapi";
 import { refusals } from "./refusal";
 import { routeIndex } from "./route-index";
 import { sessionGate } from "./sessions";
-import { routeTable } from "./route-table";
+import { isOnDemandPath, ON_DEMAND_PREFIXES, onDemandRouteTable, routeTable } from "./route-table";
 import { hasValidHost, routedAsSplit, targetOf } from "./target";
 
 export { API_PREFIX };
@@ -29,13 +29,18 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
   // The document is made when first asked for, not at start: it is 0.8 MB of string (and more of
   // objects while it is made) that most processes never send (bench/README.md, "4a and 5a, third round").
   let openapi: string | undefined;
-  const document = () => (openapi ??= JSON.stringify(openApiDocument(services.variant, endpoints, VERSION)));
-  const areas: Record<string, readonly Endpoint[]> = { ...routeTable(services, document), ...(more.length > 0 ? { more } : {}) };
-  const endpoints = Object.values(areas).flat();
+  const document = async () => {
+    await onDemand();
+    return (openapi ??= JSON.stringify(openApiDocument(services.variant, endpoints, VERSION)));
+  };
+  const served: Record<string, readonly Endpoint[]> = { ...routeTable(services, document), ...(more.length > 0 ? { more } : {}) };
+  // Every declaration registered so far: the areas served from the start, then the on-demand ones.
+  let endpoints: readonly Endpoint[] = Object.values(served).flat();
+  let index = routeIndex(endpoints);
   const life = lifecycle({
     front: frontDoor(services),
     refuse: refusals(services),
-    index: routeIndex(endpoints),
+    index: { find: (method, path) => index.find(method, path), answering: (path) => index.answering(path) },
     sighted: (principal, lane) => services.licensing.sighted(principal, lane),
     metrics: services.metrics,
   });
@@ -56,13 +61,55 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
     exchangeOf,
     finish: life.finish,
   });
+  const refusal = ({ request, code, error }: { request: Request; code: string | number; error: unknown }) => {
+    const exchange = exchanges.get(request);
+    if (exchange) return life.refusal(exchange, code, error);
+  };
+
+  // One plugin per area, used after the global hooks so that they cover its routes.
+  const plugins: { name: string; routes: string[] }[] = [];
+  // Typed loosely: each area plugin carries the macro types of its own `use(auth)`.
+  const register = (instance: { use(plugin: any): unknown }, areas: Record<string, readonly Endpoint[]>) => {
+    for (const [area, declared] of Object.entries(areas)) {
+      const plugin = new Elysia({ name: `keyturn:${area}`, ...CONFIG }).use(auth);
+      for (const e of declared) {
+        const path = fullPath(e).replace(/\{([^}]+)\}/g, ":$1");
+        const { handler, hooks } = life.route(e, exchangeOf);
+        plugin.route(e.method, path, handler, hooks);
+      }
+      instance.use(plugin);
+      plugins.push({ name: plugin.config.name ?? area, routes: plugin.routes.map((r) => `${r.method} ${r.path}`) });
+    }
+  };
+
+  // The on-demand areas (route-table.ts, ON_DEMAND_PREFIXES): on the first request under one of
+  // their paths, their module is evaluated and their declarations join the index (before that
+  // request is admitted, so it is charged to its own budget), and their plugins are registered on an
+  // instance of their own, which the site's instance hands every request under those paths, with
+  // its exchange, as it is.
+  const onDemandInstance = () => new Elysia(CONFIG).onError(refusal);
+  let loading: Promise<ReturnType<typeof onDemandInstance>> | null = null;
+  const onDemand = () =>
+    (loading ??= onDemandRouteTable(services).then(
+      (areas) => {
+        endpoints = [...endpoints, ...Object.values(areas).flat()];
+        index = routeIndex(endpoints);
+        const instance = onDemandInstance();
+        register(instance, areas);
+        onDemandElysia = instance;
+        return instance;
+      },
+      (e) => {
+        // Tried again by the next request.
+        loading = null;
+        throw e;
+      },
+    ));
+  let onDemandElysia: ReturnType<typeof onDemandInstance> | null = null;
 
   const elysia = new Elysia(CONFIG)
     // Declared first so that it covers every route (Elysia's onError covers routes registered after it).
-    .onError(({ request, code, error }) => {
-      const exchange = exchanges.get(request);
-      if (exchange) return life.refusal(exchange, code, error);
-    })
+    .onError(refusal)
     .onRequest(async ({ request }): Promise<Response | undefined> => {
       const url = request.url;
       const target = targetOf(url);
@@ -83,23 +130,17 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
         handovers.set(again, { peer, hostValid, method: handover?.method ?? request.method });
         return routeAgain(again);
       }
+      let unloaded: unknown = null;
+      if (isOnDemandPath(target.path)) await onDemand().catch((e) => (unloaded = e ?? new Error("the on-demand areas did not load")));
       const exchange = life.begin(request, handover?.method ?? request.method, target, peer, hostValid);
       exchanges.set(request, exchange);
+      // Answered by onError within its exchange (500, the spec's error body), never as a 404.
+      if (unloaded) throw unloaded;
       return life.admit(exchange);
     });
-
-  // One plugin per area, used after the global hooks above so that they cover its routes.
-  const plugins: { name: string; routes: string[] }[] = [];
-  for (const [area, declared] of Object.entries(areas)) {
-    const plugin = new Elysia({ name: `keyturn:${area}`, ...CONFIG }).use(auth);
-    for (const e of declared) {
-      const path = fullPath(e).replace(/\{([^}]+)\}/g, ":$1");
-      const { handler, hooks } = life.route(e, exchangeOf);
-      plugin.route(e.method, path, handler, hooks);
-    }
-    elysia.use(plugin);
-    plugins.push({ name: plugin.config.name ?? area, routes: plugin.routes.map((r) => `${r.method} ${r.path}`) });
-  }
+  register(elysia, served);
+  const onDemandRoute = async ({ request }: { request: Request }) => (await onDemand()).handle(request);
+  for (const prefix of ON_DEMAND_PREFIXES) elysia.all(prefix, onDemandRoute).all(`${prefix}/*`, onDemandRoute);
 
   /** A re-entered request, through the same instance. */
   async function routeAgain(request: Request): Promise<Response> {
@@ -118,21 +159,34 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
     fetch: (request: Request) => handle(request),
     /** The Elysia instance every request goes through. */
     elysia,
+    /** The instance of the on-demand areas, once a request (or `allAreas`) has loaded them. */
+    get onDemandElysia() {
+      return onDemandElysia;
+    },
+    /** Loads the on-demand areas now, as their first request would. */
+    async allAreas(): Promise<void> {
+      await onDemand();
+    },
     /** The auth macros every area plugin uses (auth.ts). */
     auth,
-    /** The area plugins (name, and method and path of each route) in the order used. */
+    /** The area plugins registered so far (name, and method and path of each route), in the order used. */
     plugins,
-    endpoints,
-    /** Method and full path of every route answered (GETs also answer HEAD). */
-    routes: endpoints.flatMap((e) => {
-      const path = fullPath(e);
-      return e.method === "GET"
-        ? [
-            { method: "GET", path },
-            { method: "HEAD", path },
-          ]
-        : [{ method: e.method, path }];
-    }),
+    /** Every declaration registered so far. */
+    get endpoints() {
+      return endpoints;
+    },
+    /** Method and full path of every route answered so far (GETs also answer HEAD). */
+    get routes() {
+      return endpoints.flatMap((e) => {
+        const path = fullPath(e);
+        return e.method === "GET"
+          ? [
+              { method: "GET", path },
+              { method: "HEAD", path },
+            ]
+          : [{ method: e.method, path }];
+      });
+    },
     /** Serves plain HTTP for tests; production listens through cli/transport.ts. */
     listen(options: { hostname: string; port: number }) {
       server = Bun.serve({ ...options, fetch: (request, s) => handle(request, s.requestIP(request)?.address ?? null) });

@@ -1,24 +1,6 @@
-import type { ConsoleDeps } from "../console/deps";
 import type { AppServices } from "./deps";
 import type { Endpoint } from "./endpoint";
-import { adminLicenseEndpoints } from "./endpoints/admin-licenses";
-import { adminOfflineEndpoints } from "./endpoints/admin-offline";
-import { adminPlanEndpoints } from "./endpoints/admin-plans";
-import { adminRecordEndpoints } from "./endpoints/admin-records";
-import { adminReleaseEndpoints } from "./endpoints/admin-releases";
-import { adminReleaseWhyEndpoints } from "./endpoints/admin-release-why";
-import { adminUploadEndpoints } from "./endpoints/admin-uploads";
-import { adminWebhookEndpoints } from "./endpoints/admin-webhooks";
-import { adminWebhookSecretEndpoints } from "./endpoints/admin-webhook-secret";
-import { bridgeEventEndpoints, commerceHookEndpoints } from "./endpoints/commerce-hooks";
-import { consoleEndpoints } from "./endpoints/console";
-import { consoleSupportEndpoints } from "./endpoints/console-support";
-import { adminConsoleSessionEndpoints, consoleSessionPages } from "./endpoints/console-sessions";
-import { adminMailEndpoints } from "./endpoints/admin-mail";
-import { consoleMailEndpoints } from "./endpoints/console-mail";
-import { portalEndpoints } from "./endpoints/portal";
-import { portalEmailEndpoints } from "./endpoints/portal-email";
-import { downloadPageEndpoints } from "./endpoints/download-page";
+import type { OnDemandArea } from "./route-table-on-demand";
 import { feedEndpoints } from "./endpoints/feeds";
 import { squirrelFeedEndpoints } from "./endpoints/feeds-squirrel";
 import { feedCredentialEndpoints } from "./endpoints/feed-credentials";
@@ -28,29 +10,21 @@ import { releasesEndpoints } from "./endpoints/releases";
 import { siteEndpoints } from "./endpoints/site";
 import { updateEndpoints } from "./endpoints/updates";
 import { usageEndpoints } from "./endpoints/usage";
-import { adminTrialEndpoints, trialEndpoints } from "./endpoints/trials";
+import { trialEndpoints } from "./endpoints/trials";
 import { updateReportEndpoints } from "./endpoints/update-reports";
 
 /**
  * The areas of the site: each is one Elysia plugin (app.ts), named `keyturn:<area>`, registering its
- * declarations. A new endpoint goes into its area's list; a new area is one more key.
+ * declarations. A new endpoint goes into its area's list; a new area is one more key, here or in
+ * route-table-on-demand.ts.
  */
-export type AreaName = "licensing" | "updates" | "releases" | "feeds" | "identity" | "site" | "admin" | "console" | "portal" | "commerce";
+export type AreaName = ServedArea | OnDemandArea;
 
-/** Every endpoint of the API, the console and the portal, each declared once, by area. `openapi` gives the document made from this table. */
-export function routeTable(services: AppServices, openapi: () => string): Record<AreaName, Endpoint[]> {
-  const web: ConsoleDeps = {
-    variant: services.variant,
-    admin: services.admin,
-    sessions: services.consoleSessions,
-    licensing: services.licensing,
-    releases: services.releases,
-    controls: services.selection.controls,
-    selection: services.selection,
-    clock: services.clock,
-    site: services.origin,
-  };
-  const sales = bridgeEventEndpoints(web);
+/** The areas every process serves from its start: what installed programs and load balancers call. */
+export type ServedArea = "licensing" | "updates" | "releases" | "feeds" | "identity" | "site";
+
+/** The endpoints of the areas served from the start, each declared once, by area. `openapi` gives the document made from every area. */
+export function routeTable(services: AppServices, openapi: () => Promise<string>): Record<ServedArea, Endpoint[]> {
   return {
     licensing: [...licensingEndpoints(services.licensing), ...usageEndpoints(services.metering), ...trialEndpoints(services.trials)],
     updates: [
@@ -64,33 +38,26 @@ export function routeTable(services: AppServices, openapi: () => string): Record
     ]),
     identity: identityEndpoints(services.staffSignIn),
     site: siteEndpoints(services.site, openapi),
-    admin: [
-      ...adminLicenseEndpoints(services.admin),
-      ...adminPlanEndpoints(services.admin),
-      ...adminTrialEndpoints(services.admin),
-      ...adminOfflineEndpoints(services.licensing),
-      ...adminRecordEndpoints(services.admin),
-      ...adminWebhookEndpoints(services.admin),
-      ...adminWebhookSecretEndpoints(services.admin),
-      ...adminConsoleSessionEndpoints(web),
-      ...adminMailEndpoints(services.admin),
-      ...adminReleaseEndpoints(services.admin, services.releases, services.selection.controls, services.clock),
-      ...sales.admin,
-      ...adminReleaseWhyEndpoints(services.admin, services.releases, services.selection),
-      ...adminUploadEndpoints(services.admin, services.uploads),
-    ],
-    console: [
-      ...consoleEndpoints(web, services.audit, services.consoleOpenId),
-      ...consoleSupportEndpoints(web),
-      ...consoleSessionPages(web),
-      ...consoleMailEndpoints(web),
-      ...sales.console,
-    ],
-    portal: [
-      ...portalEndpoints(web, services.audit),
-      ...downloadPageEndpoints(web, services.publicLanes),
-      ...(services.admin.mail ? portalEmailEndpoints(web, services.audit, services.log) : []),
-    ],
-    commerce: commerceHookEndpoints(services.bridges),
   };
+}
+
+/**
+ * The staff's and customers' areas (the admin API, the console, the portal and a public lane's
+ * download page, the payment hooks) are
+ * loaded, as code and as routes, when a request under one of their paths first needs them: on a site
+ * that mostly answers installed programs they are most of the program, and loading them at start
+ * raised bench 4a's peak by about 5 MB (bench/README.md, "4a and 5a, fourteenth round"). Every path
+ * of theirs is under one of these prefixes, and no path of the areas above is (test/http/route-table.test.ts).
+ */
+export const ON_DEMAND_PREFIXES = ["/api/v1/admin", "/api/v1/hooks", "/console", "/download", "/portal"] as const;
+
+/** Whether `path` (a request's path) is one of the on-demand areas'. */
+export function isOnDemandPath(path: string): boolean {
+  return ON_DEMAND_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
+}
+
+/** The on-demand areas' endpoints, their module evaluated on this first call. */
+export async function onDemandRouteTable(services: AppServices): Promise<Record<OnDemandArea, Endpoint[]>> {
+  const { onDemandAreas } = await import("./route-table-on-demand");
+  return onDemandAreas(services);
 }

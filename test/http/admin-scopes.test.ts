@@ -205,6 +205,7 @@ beforeAll(async () => {
     settings: { keys: keysDir, "smtp-url": "smtp://127.0.0.1:9", "mail-from": "licences@example.com" },
     tables: { plans: { maintained: { updatesFor: "365d" } } },
   });
+  await site.app.allAreas();
   admins = site.app.endpoints.filter((e) => typeof e.auth === "object");
   expired = await mint("expiring", ["admin"], isoTime(site.clock() + 1000));
   site.clock.advance(2000);

@@ -118,6 +118,7 @@ describe("the dispatcher derives routing, HEAD and 405 from the route table", ()
 
   test("every declared endpoint is routed under its method; GET endpoints also answer HEAD", async () => {
     const app = s.site.app;
+    await app.allAreas();
     expect(app.routes.length).toBe(app.endpoints.length + app.endpoints.filter((e) => e.method === "GET").length);
     for (const e of app.endpoints) {
       const path = `/api/v1${e.path.replace(/\{[^}]+\}/g, "x")}`;

@@ -2,11 +2,14 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Elysia } from "elysia";
 import { createLogger } from "../../src/config/log";
 import { macrosOf } from "../../src/http/auth";
-import { fullPath } from "../../src/http/endpoint";
+import { fullPath, type Endpoint } from "../../src/http/endpoint";
+import { isOnDemandPath, ON_DEMAND_PREFIXES } from "../../src/http/route-table";
 import { testSite, type TestSite } from "../helpers";
 
-// keyturn is an Elysia app: every declaration of the route table is a route of one
-// Elysia instance, and that instance answers every request (app.handle is its fetch, told the peer).
+// keyturn is an Elysia app: every declaration of the route table is a route of one Elysia
+// instance, which answers every request (app.handle is its fetch, told the peer). The on-demand
+// areas' declarations (route-table.ts) are routes of an instance of their own, registered with
+// their first request, to which the site's instance hands every request under their prefixes.
 
 let site: TestSite;
 const lines: Record<string, unknown>[] = [];
@@ -15,14 +18,36 @@ beforeAll(async () => {
 });
 afterAll(() => site.close());
 
-test("each declaration is one route of the Elysia instance, with its path's parameters in Elysia's form", () => {
+/** Routes as `METHOD path`, leaving out the site instance's hand-overs to the on-demand areas. */
+const declaredRoutes = (instance: { routes: { method: string; path: string }[] } | null) =>
+  (instance?.routes ?? []).filter((r) => r.method !== "ALL").map((r) => `${r.method} ${r.path}`);
+const declaredOf = (endpoints: readonly Endpoint[]) => endpoints.map((e) => `${e.method} ${fullPath(e).replace(/\{([^}]+)\}/g, ":$1")}`).sort();
+
+test("the on-demand areas are loaded by the first request under their paths, and answer it", async () => {
+  expect(site.app.onDemandElysia).toBeNull();
+  expect(site.app.endpoints.some((e) => isOnDemandPath(fullPath(e)))).toBe(false);
+  expect(site.app.elysia.routes.filter((r) => r.method === "ALL").map((r) => r.path)).toEqual(ON_DEMAND_PREFIXES.flatMap((p) => [p, `${p}/*`]));
+  const page = await site.app.handle(new Request("http://localhost/console/sign-in"));
+  expect(page.status).toBe(200);
+  expect(page.headers.get("content-type")).toContain("text/html");
+  expect(site.app.onDemandElysia).toBeInstanceOf(Elysia);
+  expect(site.app.endpoints.some((e) => fullPath(e) === "/console/sign-in")).toBe(true);
+});
+
+test("each declaration is one route of the site's instance or of the on-demand areas' instance, with its path's parameters in Elysia's form", async () => {
+  await site.app.allAreas();
   expect(site.app.elysia).toBeInstanceOf(Elysia);
-  const registered = site.app.elysia.routes.map((r) => `${r.method} ${r.path}`).sort();
-  const declared = site.app.endpoints.map((e) => `${e.method} ${fullPath(e).replace(/\{([^}]+)\}/g, ":$1")}`).sort();
-  expect(registered).toEqual(declared);
+  const served = declaredRoutes(site.app.elysia);
+  const onDemand = declaredRoutes(site.app.onDemandElysia);
+  expect([...served, ...onDemand].sort()).toEqual(declaredOf(site.app.endpoints));
+  expect(served.length).toBeGreaterThan(0);
+  expect(onDemand.length).toBeGreaterThan(0);
+  for (const route of onDemand) expect(isOnDemandPath(route.split(" ")[1]!)).toBe(true);
+  for (const route of served) expect(isOnDemandPath(route.split(" ")[1]!)).toBe(false);
 });
 
 test("the instance's own fetch answers as app.handle does, with keyturn's hooks (log line, rate headers, refusal body)", async () => {
+  lines.length = 0;
   const direct = await site.app.elysia.fetch(new Request("http://localhost/api/v1/no-such-thing"));
   expect(direct.status).toBe(404);
   expect(direct.headers.get("ratelimit-policy")).not.toBeNull();
@@ -45,10 +70,12 @@ test("the peer handed to app.handle is the request's address, not the fallback",
   ]);
 });
 
-test("Elysia infers that no hook reads the whole context: no route parses headers, cookies or the query for keyturn", () => {
+test("Elysia infers that no hook reads the whole context: no route parses headers, cookies or the query for keyturn", async () => {
   // Elysia reads its hooks' source text to decide which parts of a request to parse for every route;
   // a hook handing the whole context to a function would make every request pay for all of them.
   // `inference` is protected in Elysia's types; the test reads it by name.
+  await site.app.allAreas();
+  expect(site.app.onDemandElysia!["inference"]).toEqual(site.app.elysia["inference"]);
   expect(site.app.elysia["inference"]).toEqual({
     body: false,
     cookie: false,
@@ -62,9 +89,12 @@ test("Elysia infers that no hook reads the whole context: no route parses header
   });
 });
 
-test("each route's hooks are the macros its declaration picks: no route declares its own parse, a body route checks before its JSON reader, the rest is resolved", () => {
+test("each route's hooks are the macros its declaration picks: no route declares its own parse, a body route checks before its JSON reader, the rest is resolved", async () => {
   const AUTH = ["entitlement", "entitlementLeaving", "entitlementOrVisitor", "feedCredential", "adminScope", "consoleSession", "portalSession"];
-  for (const route of site.app.elysia.routes) {
+  await site.app.allAreas();
+  const routes = [...site.app.elysia.routes, ...site.app.onDemandElysia!.routes].filter((r) => r.method !== "ALL");
+  expect(routes.length).toBe(site.app.endpoints.length);
+  for (const route of routes) {
     const declared = site.app.endpoints.find((e) => e.method === route.method && fullPath(e).replace(/\{([^}]+)\}/g, ":$1") === route.path)!;
     const macros = Object.keys(macrosOf(declared));
     const hooks = route.hooks as { parse?: unknown[]; beforeHandle?: { subType?: string }[]; mapResponse?: unknown[] };
@@ -78,7 +108,8 @@ test("each route's hooks are the macros its declaration picks: no route declares
   }
 });
 
-test("the auth macros are one plugin the area plugins use, each route selecting its macro by key", () => {
+test("the auth macros are one plugin the area plugins use, each route selecting its macro by key", async () => {
+  await site.app.allAreas();
   const keys = Object.keys(site.app.auth["extender"].macro).sort();
   expect(keys).toEqual([
     "adminScope",
@@ -99,11 +130,12 @@ test("the auth macros are one plugin the area plugins use, each route selecting 
   expect(picked("/console/")).toEqual(["consoleSession"]);
 });
 
-test("the routes are registered by one plugin per area of the site, each route by exactly one", () => {
+test("the routes are registered by one plugin per area of the site, each route by exactly one", async () => {
+  await site.app.allAreas();
   expect(site.app.plugins.map((p) => p.name)).toEqual(
     ["licensing", "updates", "releases", "feeds", "identity", "site", "admin", "console", "portal", "commerce"].map((a) => `keyturn:${a}`),
   );
   const byPlugins = site.app.plugins.flatMap((p) => p.routes).sort();
-  expect(byPlugins).toEqual(site.app.elysia.routes.map((r) => `${r.method} ${r.path}`).sort());
+  expect(byPlugins).toEqual([...declaredRoutes(site.app.elysia), ...declaredRoutes(site.app.onDemandElysia)].sort());
   expect(new Set(byPlugins).size).toBe(byPlugins.length);
 });

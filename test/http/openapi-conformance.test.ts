@@ -848,6 +848,7 @@ interface AdminCtx {
 async function adminOperations(site: TestSite, c: Conformance, GET: Getter, x: AdminCtx) {
   const A = { token: x.adminToken };
   const SEND = sender(site, c, GET);
+  await site.app.allAreas();
   const admins = site.app.endpoints.filter((e) => typeof e.auth === "object");
   expect(admins.length).toBeGreaterThan(0);
 

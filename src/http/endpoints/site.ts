@@ -5,7 +5,7 @@ import { json, jsonText } from "../respond";
 import { NO_STORE } from "./shared";
 
 /** GET /health, /meta and /openapi.json: no bearer. `openapi` gives the document's text once built. */
-export function siteEndpoints(site: Site, openapi: () => string): Endpoint[] {
+export function siteEndpoints(site: Site, openapi: () => Promise<string>): Endpoint[] {
   return [
     endpoint({
       method: "GET",
@@ -38,7 +38,7 @@ export function siteEndpoints(site: Site, openapi: () => string): Endpoint[] {
       audit: "request",
       answer: A.OpenApiAnswer,
       errors: [],
-      handler: () => jsonText(openapi()),
+      handler: async () => jsonText(await openapi()),
     }),
   ];
 }
