@@ -88,6 +88,7 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
   // instance of their own, which the site's instance hands every request under those paths, with
   // its exchange, as it is.
   const onDemandInstance = () => new Elysia(CONFIG).onError(refusal);
+  let onDemandElysia: ReturnType<typeof onDemandInstance> | null = null;
   let loading: Promise<ReturnType<typeof onDemandInstance>> | null = null;
   const onDemand = () =>
     (loading ??= onDemandRouteTable(services).then(
@@ -105,7 +106,6 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
         throw e;
       },
     ));
-  let onDemandElysia: ReturnType<typeof onDemandInstance> | null = null;
 
   const elysia = new Elysia(CONFIG)
     // Declared first so that it covers every route (Elysia's onError covers routes registered after it).
