@@ -14,10 +14,17 @@ import pkg from "./package.json" with { type: "json" };
 const ROOT = import.meta.dir;
 export const KIT_NAME = "keyturn-client";
 
+/**
+ * main.ts, which a serve executes again at once (src/cli/engine-options.ts), and the program it
+ * imports, embedded beside it rather than bundled into it, so that the first image parses only
+ * main.ts.
+ */
+export const EXECUTABLE_ENTRYPOINTS = ["src/main.ts", "src/program.ts"] as const;
+
 export async function buildExecutable(outfile = join(ROOT, "dist", "keyturn")): Promise<string> {
   mkdirSync(join(outfile, ".."), { recursive: true });
   const result = await Bun.build({
-    entrypoints: [join(ROOT, "src", "main.ts")],
+    entrypoints: EXECUTABLE_ENTRYPOINTS.map((file) => join(ROOT, file)),
     compile: { outfile },
     minify: true,
     sourcemap: "linked",

@@ -90,7 +90,9 @@ async function build(commit: string): Promise<Built> {
   try {
     run(["bun", "install", "--frozen-lockfile"], tree);
     const exe = join(work, `keyturn-${id}`);
-    run(["bun", "build", "--compile", "--minify", "--sourcemap=linked", join(tree, "src", "main.ts"), "--outfile", exe], tree);
+    // Since 2026-12-06 the program is an entry point of its own beside main.ts (build.ts).
+    const entries = ["main.ts", "program.ts"].map((file) => join(tree, "src", file)).filter((file) => existsSync(file));
+    run(["bun", "build", "--compile", "--minify", "--sourcemap=linked", ...entries, "--outfile", exe], tree);
     const data = join(work, `data-${id}`);
     cpSync(join(kept!, "data"), data, { recursive: true });
     // Another tree's snapshot would be read and refused: garbage that a start on its own has not.

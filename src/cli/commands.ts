@@ -21,7 +21,7 @@ export interface Command {
   readonly usage: string;
 }
 
-/** Every command of `keyturn`, by name: main.ts dispatches on it, `--help` answers from it. */
+/** Every command of `keyturn`, by name: program.ts dispatches on it, `--help` answers from it. */
 export const COMMANDS: Readonly<Record<string, Command>> = {
   serve: { run: serveCommand, usage: SERVE_USAGE },
   keys: { run: keysCommand, usage: KEYS },
