@@ -84,7 +84,8 @@ describe("serve and the license key file", () => {
     generateKeyFiles(keys, KID);
     chmodSync(keys, 0o755);
     const r = await serve(dir, asNobody);
-    expect(r.outcome).toBe(2);
+    // With its stderr, so that a failure says why the process ended.
+    expect({ outcome: r.outcome, stderr: r.stderr }).toMatchObject({ outcome: 2 });
     expect(r.stderr).toContain(`${join(keys, `${KID}.pem`)} cannot be read as a private key: permission denied to uid ${NOBODY}`);
   });
 
@@ -96,7 +97,7 @@ describe("serve and the license key file", () => {
     chownSync(join(keys, `${KID}.pem`), 0, NOBODY);
     chmodSync(join(keys, `${KID}.pem`), 0o640);
     const r = await serve(dir, asNobody);
-    expect(r.outcome).toBe("listening");
+    expect({ outcome: r.outcome, stderr: r.stderr }).toMatchObject({ outcome: "listening" });
     expect(r.stderr).toContain(`"signingKid":"${KID}"`);
     expect(r.stderr).not.toContain("key file");
   });
