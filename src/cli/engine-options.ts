@@ -48,3 +48,26 @@ export function ownCommandLine(): string[] | null {
     return null;
   }
 }
+
+type Execve = (file: string, args: string[], env: Record<string, string>) => never;
+
+/**
+ * Executes `again` in place of this process; returns false, and the process runs on as it is, when
+ * there is nothing to execute or it cannot be executed (a service user not allowed to run the file
+ * it was started from, say). Bun warns that execve is experimental: on success the image is gone
+ * before the warning is written, on failure it would be a line outside the log's format, so it is
+ * not given.
+ */
+export function executeAgain(again: Reexecution | null, execve: Execve | undefined = process.execve as Execve | undefined): boolean {
+  if (!again || !execve) return false;
+  const emitWarning = process.emitWarning;
+  process.emitWarning = () => {};
+  try {
+    execve.call(process, again.file, [...again.argv], { ...again.env });
+  } catch {
+    return false;
+  } finally {
+    process.emitWarning = emitWarning;
+  }
+  return true;
+}

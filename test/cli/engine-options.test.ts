@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { ownCommandLine, servingReexecution, TOP_TIER_OPTION } from "../../src/cli/engine-options";
+import { executeAgain, ownCommandLine, servingReexecution, TOP_TIER_OPTION } from "../../src/cli/engine-options";
 import { generateKeyFiles } from "../../src/domain/keys";
 import { executable, untilListening } from "../executable";
 import { tempDir } from "../helpers";
@@ -40,6 +40,25 @@ describe("servingReexecution", () => {
 
   test("without its own command line (no /proc) the process runs as it is", () => {
     expect(servingReexecution("serve", null, EXE, {})).toBeNull();
+  });
+
+  test("a file the process may not execute leaves it running as it is, and writes no warning", () => {
+    const again = servingReexecution("serve", LINE, EXE, {})!;
+    const emitWarning = process.emitWarning;
+    const asked: string[] = [];
+    const refused = executeAgain(again, (file) => {
+      asked.push(file);
+      process.emitWarning("process.execve is an experimental feature");
+      throw Object.assign(new Error(`EACCES, Permission denied '${file}'`), { code: "EACCES" });
+    });
+    expect(refused).toBe(false);
+    expect(asked).toEqual([EXE]);
+    expect(process.emitWarning).toBe(emitWarning);
+    expect(
+      executeAgain(null, () => {
+        throw new Error("not called");
+      }),
+    ).toBe(false);
   });
 
   test("ownCommandLine reads this process's argv as executed", () => {
