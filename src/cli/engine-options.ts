@@ -2,8 +2,8 @@ import { readFileSync } from "node:fs";
 
 /**
  * The JavaScriptCore option `keyturn serve` runs with: its top compiler tier (FTL) off. Serving a
- * paced mix of update checks, the tier cost 6-10 MB of the process's peak resident memory (the
- * compiler's own code and working memory) for 7-40 % more CPU per manifest GET without it
+ * paced mix of update checks, the tier cost 4-10 MB of the process's peak resident memory (the
+ * compiler's own code and working memory); without it a manifest GET may take 5-40 % more CPU
  * (bench/README.md, "4a and 5a, fourteenth round").
  */
 export const TOP_TIER_OPTION = "BUN_JSC_useFTLJIT";
@@ -63,7 +63,7 @@ export function executeAgain(again: Reexecution | null, execve: Execve | undefin
   const emitWarning = process.emitWarning;
   process.emitWarning = () => {};
   try {
-    execve.call(process, again.file, [...again.argv], { ...again.env });
+    execve.call(process, again.file, [...again.argv], again.env as Record<string, string>);
   } catch {
     return false;
   } finally {

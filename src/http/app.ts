@@ -130,8 +130,13 @@ export function createApp(services: AppServices, more: readonly Endpoint[] = [])
         handovers.set(again, { peer, hostValid, method: handover?.method ?? request.method });
         return routeAgain(again);
       }
-      let unloaded: unknown = null;
-      if (isOnDemandPath(target.path)) await onDemand().catch((e) => (unloaded = e ?? new Error("the on-demand areas did not load")));
+      // No variable captured here: every request would pay for its closure's environment.
+      const unloaded = isOnDemandPath(target.path)
+        ? await onDemand().then(
+            () => null,
+            (e: unknown) => e ?? new Error("the on-demand areas did not load"),
+          )
+        : null;
       const exchange = life.begin(request, handover?.method ?? request.method, target, peer, hostValid);
       exchanges.set(request, exchange);
       // Answered by onError within its exchange (500, the spec's error body), never as a 404.
