@@ -205,6 +205,8 @@ export async function compose(
     signatures: SignatureCache.open(config.databaseUrl ? null : join(config.dataDir, "release-signatures.cache")),
     snapshotFile: config.databaseUrl ? null : join(config.dataDir, "release-index.snapshot"),
     installers: InstallerVerifier.open(config.databaseUrl ? null : join(config.dataDir, "release-installers.cache")),
+    // Written and removed at once (release-table-rows.ts); where the data directory cannot be written, in memory.
+    tableDir: config.dataDir,
     log,
     clock,
     onScanned: (index) =>

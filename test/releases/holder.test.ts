@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "../../src/config/log";
 import { VARIANTS } from "../../src/config/variants";
@@ -11,7 +12,7 @@ import { ReleaseTree } from "../release-tree";
 const cleanup: (() => void)[] = [];
 afterEach(() => cleanup.splice(0).forEach((f) => f()));
 
-async function holderOf(t: ReleaseTree, opts: { debounceMs?: number } = {}) {
+async function holderOf(t: ReleaseTree, opts: { debounceMs?: number; tableDir?: string } = {}) {
   const lines: Record<string, unknown>[] = [];
   const log = createLogger("json", "debug", (line) => lines.push(JSON.parse(line)));
   const holder = new ReleaseHolder({
@@ -20,6 +21,7 @@ async function holderOf(t: ReleaseTree, opts: { debounceMs?: number } = {}) {
     releaseKeys: releaseKeysOf(await loadKeyRing(t.keysDir, VARIANTS[t.variant])),
     log,
     debounceMs: opts.debounceMs ?? 50,
+    tableDir: opts.tableDir,
   });
   cleanup.push(() => holder.close());
   return { holder, lines };
@@ -56,6 +58,33 @@ describe("release holder", () => {
     expect(before.latest(null, "stable", "win-x64")!.manifest.version).toBe("1.0.0");
     expect(before.all.map((r) => r.manifest.version)).toEqual(["1.0.0"]);
     expect(after.all.map((r) => r.manifest.version)).toEqual(["1.1.0", "1.0.0"]);
+  });
+
+  test("with a table directory, the older releases are read back from its file, and the directory stays empty", async () => {
+    const t = tree();
+    for (const [n, month] of [
+      [0, "07"],
+      [1, "08"],
+      [2, "09"],
+    ] as const)
+      t.add({ version: `1.${n}.0`, released: `2026-${month}-01T00:00:00+00:00` });
+    const tableDir = mkdtempSync(join(tmpdir(), "keyturn-data-"));
+    cleanup.push(() => rmSync(tableDir, { recursive: true, force: true }));
+    const { holder } = await holderOf(t, { tableDir });
+    const index = await holder.rescan();
+    expect(readdirSync(tableDir)).toEqual([]);
+    const open = readdirSync("/proc/self/fd").map((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`);
+      } catch {
+        return "";
+      }
+    });
+    expect(open.some((target) => target.startsWith(join(tableDir, ".release-table-")) && target.endsWith("(deleted)"))).toBe(true);
+    expect(index.releasesOf(null, "stable", "win-x64").map((r) => r.manifest.version)).toEqual(["1.2.0", "1.1.0", "1.0.0"]);
+    const oldest = index.releasesOf(null, "stable", "win-x64")[2]!;
+    expect(oldest.installerPath).toBe(join(t.root, oldest.folder, oldest.manifest.installer));
+    expect(index.known.get(oldest.folder)?.release).toBe(oldest);
   });
 
   test("calls during a scan share one further scan, so no change is missed", async () => {

@@ -1,9 +1,11 @@
 import { describe, expect, test } from "bun:test";
+import { mkdtempSync, readdirSync, readlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ReleaseFiles } from "../../src/domain/releases/files";
 import type { Manifest } from "../../src/domain/releases/manifest";
 import { isServed, releaseIn, ReleaseIndex, ServedTreeRelease, type Release } from "../../src/domain/releases/release-index";
-import { PackedRelease, ReleaseTable } from "../../src/domain/releases/release-table";
+import { PackedRelease, ReleaseTable, textHash } from "../../src/domain/releases/release-table";
 
 const ROOT = "/srv/releases";
 
@@ -35,7 +37,22 @@ const filesFor = (n: number) => Array.from({ length: 15 }, (_, i) => n * 100 + i
 const tree = (m: Manifest) => releaseIn(ROOT, folderOf(m), m);
 const served = (m: Manifest) => Object.freeze(new ServedTreeRelease(tree(m), new Uint8Array([1]), '"m"', new Uint8Array([2]), '"s"'));
 
-describe("a release table (releases kept without their bytes, packed)", () => {
+/** The process's open files that are removed release tables. */
+const openTables = () =>
+  readdirSync("/proc/self/fd").flatMap((fd) => {
+    try {
+      const target = readlinkSync(`/proc/self/fd/${fd}`);
+      return target.includes(".release-table-") ? [target] : [];
+    } catch {
+      return [];
+    }
+  });
+
+describe.each([
+  ["in memory", () => undefined],
+  ["in a file of the data directory", () => mkdtempSync(join(tmpdir(), "keyturn-table-"))],
+])("a release table (releases kept without their bytes, packed), its rows %s", (_, dirOf) => {
+  const dir = dirOf();
   const odd = [
     manifest("1.0.0", 1),
     manifest("1.1.0", 2, { sha512: "b".repeat(128), requiresFeature: "pro.export" }),
@@ -48,6 +65,7 @@ describe("a release table (releases kept without their bytes, packed)", () => {
   const table = ReleaseTable.pack(
     ROOT,
     odd.map((m, i) => ({ release: tree(m), files: i === 3 ? undefined : filesFor(i) })),
+    dir,
   );
 
   test("each row gives back its manifest as read, every field and in the same order, and its folder and installer's path", () => {
@@ -87,6 +105,60 @@ describe("a release table (releases kept without their bytes, packed)", () => {
     expect([...table.rowsNamed("alpha-1.0.0.exe2")]).toEqual([]);
     expect([...table.rowsNamed("alpha-1.1.0.exe")]).toEqual([1]);
     expect([...table.rowsNamed("Ünïcode-2.0.0.AppImage")]).toEqual([4]);
+  });
+});
+
+describe("a release table's rows in a file", () => {
+  const rows = (names: readonly string[], dir: string | undefined) =>
+    ReleaseTable.pack(
+      ROOT,
+      names.map((name, i) => ({ release: releaseIn(ROOT, name, manifest(`1.0.${i}`, i, { installer: `${name}.exe` })), files: filesFor(i) })),
+      dir,
+    );
+
+  test("the file is removed as soon as it is written: nothing is left in the directory, and the rows read back through the open file", () => {
+    const dir = mkdtempSync(join(tmpdir(), "keyturn-table-"));
+    const table = rows(["a/1", "a/2", "a/3"], dir);
+    expect(readdirSync(dir)).toEqual([]);
+    expect(openTables().some((target) => target.startsWith(join(dir, ".release-table-")) && target.endsWith("(deleted)"))).toBe(true);
+    expect(table.folderAt(1)).toBe("a/2");
+    expect(table.manifestAt(2).installer).toBe("a/3.exe");
+    expect(table.filesAt(0)).toEqual(filesFor(0));
+  });
+
+  test("a directory that cannot be written keeps the rows in memory, read the same", () => {
+    const table = rows(["a/1", "a/2"], join(tmpdir(), "keyturn-no-such-directory", "data"));
+    expect(table.rowOf("a/2")).toBe(1);
+    expect(table.manifestAt(0).version).toBe("1.0.0");
+  });
+
+  test("texts of one hash are told apart by reading them: folders and installers found exactly", () => {
+    // Two known collisions of 32-bit FNV-1a.
+    expect(textHash("costarring")).toBe(textHash("liquid"));
+    expect(textHash("declinate")).toBe(textHash("macallums"));
+    for (const dir of [undefined, mkdtempSync(join(tmpdir(), "keyturn-table-"))]) {
+      const table = rows(["costarring", "x", "liquid", "declinate"], dir);
+      expect(table.rowOf("costarring")).toBe(0);
+      expect(table.rowOf("liquid")).toBe(2);
+      expect(table.rowOf("declinate")).toBe(3);
+      expect(table.rowOf("macallums")).toBe(-1);
+      expect([...table.rowsNamed("liquid.exe")]).toEqual([2]);
+      expect([...table.rowsNamed("costarring.exe")]).toEqual([0]);
+    }
+  });
+
+  test("a table no longer reachable closes its file", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "keyturn-table-"));
+    const inDir = () => openTables().filter((target) => target.startsWith(join(dir, ".release-table-")));
+    (() => {
+      for (let i = 0; i < 4; i++) rows(["a/1"], dir);
+    })();
+    expect(inDir().length).toBeGreaterThan(0);
+    for (let tries = 0; tries < 200 && inDir().length > 0; tries++) {
+      Bun.gc(true);
+      await Bun.sleep(5);
+    }
+    expect(inDir()).toEqual([]);
   });
 });
 

@@ -2,7 +2,7 @@ import type { ReleaseKey, Store } from "../../store/types";
 import type { Clock } from "../clock";
 import { newEvent } from "../events";
 import { laneName } from "./release-controls";
-import type { ReleaseIndex } from "./release-index";
+import { placeOf, versionOf, type ReleaseIndex } from "./release-index";
 
 /**
  * release.published: a release live for the first time; its event is written with its record. Every (lane, version) a scan finds live is
@@ -22,8 +22,9 @@ export class ReleasePublications {
     const seen = new Set<string>();
     const keys: ReleaseKey[] = [];
     for (const r of index.all) {
-      const m = r.manifest;
-      const key = { lane: laneName(m.product, m.channel, m.platform), version: m.version };
+      // Read without making each release's manifest: a scan of a big tree lists thousands.
+      const place = placeOf(r);
+      const key = { lane: laneName(place.product, place.channel, place.platform), version: versionOf(r) };
       const text = `${key.lane}\n${key.version}`;
       if (!seen.has(text)) seen.add(text), keys.push(key);
     }

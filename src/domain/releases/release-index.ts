@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import type { ReleaseFiles } from "./files";
-import type { Manifest } from "./manifest";
+import type { Manifest, ReleasePlace } from "./manifest";
 import { PackedRelease, ReleaseTable } from "./release-table";
 import { compareVersions } from "./version-order";
 
@@ -72,7 +72,12 @@ export function newestFirst(a: Release, b: Release): number {
 }
 
 const releasedOf = (r: Release) => (r instanceof PackedRelease ? r.released : r.manifest.released);
-const versionOf = (r: Release) => (r instanceof PackedRelease ? r.version : r.manifest.version);
+
+/** A release's version, without making a packed release's manifest. */
+export const versionOf = (r: Release) => (r instanceof PackedRelease ? r.version : r.manifest.version);
+
+/** A release's product, channel and platform, without making a packed release's manifest. */
+export const placeOf = (r: Release): ReleasePlace => (r instanceof PackedRelease ? r.place : r.manifest);
 
 export const laneKey = (product: string | null, channel: string, platform: string) => `${product ?? ""}/${channel}/${platform}`;
 
@@ -139,13 +144,14 @@ export class ReleaseIndex {
    * lane's newest comes to be served (a staged rollout or a withdrawn release falls back to it).
    * `filesOf`: the files each release was read from, kept for `known` and `filesOf`. The releases
    * of a tree kept without their bytes are packed into one table, and the index answers with the
-   * table's releases in their place.
+   * table's releases in their place. `tableDir`: where the table keeps their bytes (in memory when absent).
    */
   static of(
     releases: readonly Release[],
     checks: SnapshotChecks | null = null,
     rereadBytes: ((r: Release) => ServedRelease | null) | null = null,
     filesOf: (r: Release) => ReleaseFiles | undefined = () => undefined,
+    tableDir?: string,
   ): ReleaseIndex {
     // Each release's order and lane read once: a packed release's manifest is made when asked.
     const keyed = releases.map((release) => {
@@ -162,6 +168,7 @@ export class ReleaseIndex {
         ? ReleaseTable.pack(
             root!,
             packed.map((k) => ({ release: k.release, files: filesOf(k.release) })),
+            tableDir,
           )
         : null;
     const unpackedFiles = new Map<Release, ReleaseFiles>();

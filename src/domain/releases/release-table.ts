@@ -2,8 +2,9 @@ import { join } from "node:path";
 import type { ReleaseFiles } from "./files";
 import type { Manifest, ReleasePlace } from "./manifest";
 import type { Release } from "./release-index";
+import { rowsInFile, rowsInMemory, type TableRows } from "./release-table-rows";
 
-/** A row's texts, in this order: where each starts in the table's one string. */
+/** A row's texts, in this order. */
 const FOLDER = 0;
 const VERSION = 1;
 const INSTALLER = 2;
@@ -14,11 +15,12 @@ const ROLLOUT = 6;
 const FEEDS = 7;
 const TEXTS = 8;
 
-/** A row's numbers: released, size, then its files' fifteen (files.ts). */
-const RELEASED = 0;
-const SIZE = 1;
-const FILES = 2;
-const NUMBERS = FILES + 15;
+/** A row's bytes: its size and its files' fifteen numbers (files.ts), each text's length, then the texts (UTF-8). */
+const SIZE_AT = 0;
+const FILES_AT = 8;
+const FILE_NUMBERS = 15;
+const LENGTHS_AT = FILES_AT + 8 * FILE_NUMBERS;
+const TEXTS_AT = LENGTHS_AT + 4 * TEXTS;
 
 /** Which of a row's optional parts it has. */
 const HAS_SHA512 = 1;
@@ -33,50 +35,92 @@ export interface Packable {
   readonly files: ReleaseFiles | undefined;
 }
 
+/** A text's 32-bit FNV-1a hash over its UTF-16 code units: rows are found by folder and installer name through it. */
+export function textHash(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+  return hash | 0;
+}
+
+/** A row's bytes, read once, with each text decoded when asked. */
+class RowBytes {
+  constructor(private readonly bytes: Buffer) {}
+
+  text(field: number): string {
+    let at = TEXTS_AT;
+    for (let f = 0; f < field; f++) at += this.bytes.readUInt32LE(LENGTHS_AT + 4 * f);
+    return this.bytes.toString("utf8", at, at + this.bytes.readUInt32LE(LENGTHS_AT + 4 * field));
+  }
+
+  get size(): number {
+    return this.bytes.readDoubleLE(SIZE_AT);
+  }
+
+  get files(): ReleaseFiles {
+    return Array.from({ length: FILE_NUMBERS }, (_, i) => this.bytes.readDoubleLE(FILES_AT + 8 * i)) as unknown as ReleaseFiles;
+  }
+}
+
 /**
  * The releases of one tree that an index holds without their bytes (all but each lane's newest),
- * packed: every text of every release in one string, every number in one Float64Array, and one
- * small object per release (PackedRelease) whose manifest is made when asked for. At 10,000
- * releases the objects and strings of each (the release, its manifest, its files' numbers, four
- * texts) held about 10 MB of the heap after a load, and every megabyte a load finds in many small
- * objects costs more than two at its peak, where one in a few large arrays costs about 1.2
- * (bench/README.md, "4a and 5a, thirteenth round"). Immutable: a scan packs a new table.
+ * packed. In memory a row is its place, flags, `released` and where its bytes are; its texts, its
+ * size and its files' identities are bytes, kept in a file of the data directory when the index was
+ * given one (release-table-rows.ts) and read when asked. One small object per release
+ * (PackedRelease) stands for it; its manifest is made when asked for.
+ *
+ * At 10,000 releases the objects and strings of each (the release, its manifest, its files' numbers,
+ * four texts) held about 10 MB of the heap after a load, and every megabyte a load finds in many
+ * small objects costs more than two at its peak, where one in a few large arrays costs about 1.2;
+ * the texts and numbers in memory, packed, were still 2.9 MB (bench/README.md, "4a and 5a, thirteenth
+ * round" and "fifteenth round"). Immutable: a scan packs a new table.
  */
 export class ReleaseTable {
   /** Each row's one object, so an index, its lanes and its callers share them. */
-  private readonly rows: readonly PackedRelease[];
+  private readonly releases: readonly PackedRelease[];
 
   private constructor(
     /** The tree's root: the installer's path is joined when asked. */
     readonly root: string,
-    private readonly text: string,
-    /** TEXTS starts per row, then one end. */
-    private readonly starts: Int32Array,
-    private readonly numbers: Float64Array,
+    private readonly rows: TableRows,
+    /** Where each row's bytes start, then where the last one ends. */
+    private readonly starts: Float64Array,
+    private readonly released: Float64Array,
     private readonly flags: Uint8Array,
     private readonly placeOf: Uint16Array,
     private readonly places: readonly ReleasePlace[],
-    /** Rows in folder order, for rowOf. */
+    /** Each row's folder's hash, and the rows in the order of those hashes (rows of one hash in row order), for rowOf. */
+    private readonly folderHashes: Int32Array,
     private readonly byFolder: Int32Array,
-    /** Rows in installer-name order (rows of one name in row order), for rowsNamed. */
+    /** The same for installers' names, for rowsNamed. */
+    private readonly installerHashes: Int32Array,
     private readonly byInstaller: Int32Array,
   ) {
-    this.rows = Array.from({ length: flags.length }, (_, row) => Object.freeze(new PackedRelease(this, row)) as PackedRelease);
+    this.releases = Array.from({ length: flags.length }, (_, row) => Object.freeze(new PackedRelease(this, row)) as PackedRelease);
   }
 
-  /** Packs `entries` (releases of the tree at `root`) in their order: row i is entries[i]. */
-  static pack(root: string, entries: readonly Packable[]): ReleaseTable {
+  /**
+   * Packs `entries` (releases of the tree at `root`) in their order: row i is entries[i]. With
+   * `dir`, the rows' bytes go to a file there; without, they stay in memory.
+   */
+  static pack(root: string, entries: readonly Packable[], dir?: string): ReleaseTable {
     const count = entries.length;
-    const texts: string[] = [];
-    const starts = new Int32Array(count * TEXTS + 1);
-    const numbers = new Float64Array(count * NUMBERS);
+    const starts = new Float64Array(count + 1);
+    const released = new Float64Array(count);
     const flags = new Uint8Array(count);
     const placeOf = new Uint16Array(count);
     const places: ReleasePlace[] = [];
     const placeIds = new Map<string, number>();
-    const folders: string[] = [];
-    const installers: string[] = [];
+    const folderHashes = new Int32Array(count);
+    const installerHashes = new Int32Array(count);
+    // One buffer for every row, grown as needed: no object per row or text on the way.
+    let bytes = Buffer.alloc(Math.max(1024, count * 512));
     let at = 0;
+    const room = (needed: number) => {
+      if (at + needed <= bytes.length) return;
+      const grown = Buffer.alloc(Math.max(bytes.length * 2, at + needed));
+      bytes.copy(grown, 0, 0, at);
+      bytes = grown;
+    };
     entries.forEach(({ release, files }, row) => {
       const m = release.manifest;
       const placeKey = `${m.product ?? ""}/${m.channel}/${m.platform}`;
@@ -88,76 +132,94 @@ export class ReleaseTable {
         placeIds.set(placeKey, place);
       }
       placeOf[row] = place;
-      const fields: string[] = [];
-      fields[FOLDER] = release.folder;
-      fields[VERSION] = m.version;
-      fields[INSTALLER] = m.installer;
-      fields[SHA256] = m.sha256;
-      fields[SHA512] = m.sha512 ?? "";
-      fields[FEATURE] = m.requiresFeature ?? "";
-      fields[ROLLOUT] = m.rollout === null ? "" : JSON.stringify(m.rollout);
-      fields[FEEDS] = m.feeds === null ? "" : JSON.stringify(m.feeds);
+      const texts: string[] = [];
+      texts[FOLDER] = release.folder;
+      texts[VERSION] = m.version;
+      texts[INSTALLER] = m.installer;
+      texts[SHA256] = m.sha256;
+      texts[SHA512] = m.sha512 ?? "";
+      texts[FEATURE] = m.requiresFeature ?? "";
+      texts[ROLLOUT] = m.rollout === null ? "" : JSON.stringify(m.rollout);
+      texts[FEEDS] = m.feeds === null ? "" : JSON.stringify(m.feeds);
       flags[row] =
         (m.sha512 !== undefined ? HAS_SHA512 : 0) |
         (m.requiresFeature !== undefined ? HAS_FEATURE : 0) |
         (m.rollout !== null ? HAS_ROLLOUT : 0) |
         (m.feeds !== null ? HAS_FEEDS : 0) |
         (files !== undefined ? HAS_FILES : 0);
-      for (let f = 0; f < TEXTS; f++) {
-        starts[row * TEXTS + f] = at;
-        at += fields[f]!.length;
-        texts.push(fields[f]!);
-      }
-      numbers[row * NUMBERS + RELEASED] = m.released;
-      numbers[row * NUMBERS + SIZE] = m.size;
-      if (files !== undefined) numbers.set(files, row * NUMBERS + FILES);
-      folders.push(release.folder);
-      installers.push(m.installer);
+      starts[row] = at;
+      room(TEXTS_AT + texts.reduce((sum, text) => sum + Buffer.byteLength(text, "utf8"), 0));
+      bytes.writeDoubleLE(m.size, at + SIZE_AT);
+      if (files !== undefined) for (let i = 0; i < FILE_NUMBERS; i++) bytes.writeDoubleLE(files[i]!, at + FILES_AT + 8 * i);
+      let textAt = at + TEXTS_AT;
+      texts.forEach((text, f) => {
+        const length = bytes.write(text, textAt, "utf8");
+        bytes.writeUInt32LE(length, at + LENGTHS_AT + 4 * f);
+        textAt += length;
+      });
+      at = textAt;
+      released[row] = m.released;
+      folderHashes[row] = textHash(release.folder);
+      installerHashes[row] = textHash(m.installer);
     });
-    starts[count * TEXTS] = at;
-    const inOrderOf = (texts: readonly string[]) =>
-      Int32Array.from(texts.keys()).sort((a, b) => (texts[a]! < texts[b]! ? -1 : texts[a]! > texts[b]! ? 1 : a - b));
-    return new ReleaseTable(root, texts.join(""), starts, numbers, flags, placeOf, places, inOrderOf(folders), inOrderOf(installers));
+    starts[count] = at;
+    const inOrderOf = (hashes: Int32Array) => Int32Array.from(hashes.keys()).sort((a, b) => hashes[a]! - hashes[b]! || a - b);
+    return new ReleaseTable(
+      root,
+      dir === undefined ? rowsInMemory(bytes.subarray(0, at)) : rowsInFile(dir, bytes.subarray(0, at)),
+      starts,
+      released,
+      flags,
+      placeOf,
+      places,
+      folderHashes,
+      inOrderOf(folderHashes),
+      installerHashes,
+      inOrderOf(installerHashes),
+    );
   }
 
   releaseAt(row: number): PackedRelease {
-    return this.rows[row]!;
+    return this.releases[row]!;
   }
 
   /** The row's manifest, made now (a new object each time: callers do not keep it). */
   manifestAt(row: number): Manifest {
     const flags = this.flags[row]!;
     const place = this.places[this.placeOf[row]!]!;
+    const bytes = this.bytesOf(row);
     return Object.freeze({
       product: place.product,
       channel: place.channel,
       platform: place.platform,
-      version: this.textAt(row, VERSION),
-      released: this.numbers[row * NUMBERS + RELEASED]!,
-      installer: this.textAt(row, INSTALLER),
-      size: this.numbers[row * NUMBERS + SIZE]!,
-      sha256: this.textAt(row, SHA256),
-      ...(flags & HAS_SHA512 ? { sha512: this.textAt(row, SHA512) } : {}),
-      rollout: flags & HAS_ROLLOUT ? JSON.parse(this.textAt(row, ROLLOUT)) : null,
-      feeds: flags & HAS_FEEDS ? JSON.parse(this.textAt(row, FEEDS)) : null,
-      ...(flags & HAS_FEATURE ? { requiresFeature: this.textAt(row, FEATURE) } : {}),
+      version: bytes.text(VERSION),
+      released: this.released[row]!,
+      installer: bytes.text(INSTALLER),
+      size: bytes.size,
+      sha256: bytes.text(SHA256),
+      ...(flags & HAS_SHA512 ? { sha512: bytes.text(SHA512) } : {}),
+      rollout: flags & HAS_ROLLOUT ? JSON.parse(bytes.text(ROLLOUT)) : null,
+      feeds: flags & HAS_FEEDS ? JSON.parse(bytes.text(FEEDS)) : null,
+      ...(flags & HAS_FEATURE ? { requiresFeature: bytes.text(FEATURE) } : {}),
     });
   }
 
   folderAt(row: number): string {
-    return this.textAt(row, FOLDER);
+    return this.bytesOf(row).text(FOLDER);
   }
 
   versionAt(row: number): string {
-    return this.textAt(row, VERSION);
+    return this.bytesOf(row).text(VERSION);
   }
 
   releasedAt(row: number): number {
-    return this.numbers[row * NUMBERS + RELEASED]!;
+    return this.released[row]!;
   }
 
-  installerAt(row: number): string {
-    return this.textAt(row, INSTALLER);
+  /** The path of the row's installer under the tree's root. */
+  installerPathAt(row: number): string {
+    const bytes = this.bytesOf(row);
+    return join(this.root, bytes.text(FOLDER), bytes.text(INSTALLER));
   }
 
   /** The row's product, channel and platform (one object shared by every row of its lane). */
@@ -167,40 +229,39 @@ export class ReleaseTable {
 
   /** The rows whose installer is named `name`, in row order: the download path looks them up. */
   rowsNamed(name: string): Int32Array {
-    const first = this.firstAtOrAfter(this.byInstaller, (row) => this.installerAt(row) >= name);
-    const end = this.firstAtOrAfter(this.byInstaller, (row) => this.installerAt(row) > name);
-    return this.byInstaller.subarray(first, end);
+    return this.rowsWith(this.installerHashes, this.byInstaller, name, INSTALLER);
   }
 
   /** The files the row was read from, when they were given. */
   filesAt(row: number): ReleaseFiles | undefined {
-    if (!(this.flags[row]! & HAS_FILES)) return undefined;
-    const from = row * NUMBERS + FILES;
-    return Array.from(this.numbers.subarray(from, from + 15)) as unknown as ReleaseFiles;
+    return this.flags[row]! & HAS_FILES ? this.bytesOf(row).files : undefined;
   }
 
   /** The row of the release in `folder`, or -1. */
   rowOf(folder: string): number {
-    const at = this.firstAtOrAfter(this.byFolder, (row) => this.folderAt(row) >= folder);
-    const row = this.byFolder[at];
-    return row !== undefined && this.folderAt(row) === folder ? row : -1;
+    return this.rowsWith(this.folderHashes, this.byFolder, folder, FOLDER)[0] ?? -1;
   }
 
-  /** The first place in `order` whose row passes `reached` (which, along `order`, turns true once and stays true). */
-  private firstAtOrAfter(order: Int32Array, reached: (row: number) => boolean): number {
+  /** The rows whose text `field` is `text`, in row order: those of its hash, each read to compare. */
+  private rowsWith(hashes: Int32Array, order: Int32Array, text: string, field: number): Int32Array {
+    const hash = textHash(text);
     let low = 0;
     let high = order.length;
     while (low < high) {
       const middle = (low + high) >> 1;
-      if (reached(order[middle]!)) high = middle;
-      else low = middle + 1;
+      if (hashes[order[middle]!]! < hash) low = middle + 1;
+      else high = middle;
     }
-    return low;
+    const found: number[] = [];
+    for (let at = low; at < order.length && hashes[order[at]!] === hash; at++) {
+      const row = order[at]!;
+      if (this.bytesOf(row).text(field) === text) found.push(row);
+    }
+    return Int32Array.from(found);
   }
 
-  private textAt(row: number, field: number): string {
-    const at = row * TEXTS + field;
-    return this.text.slice(this.starts[at]!, this.starts[at + 1]!);
+  private bytesOf(row: number): RowBytes {
+    return new RowBytes(this.rows.read(this.starts[row]!, this.starts[row + 1]!));
   }
 }
 
@@ -224,7 +285,7 @@ export class PackedRelease implements Release {
   }
 
   get installerPath(): string {
-    return join(this.table.root, this.table.folderAt(this.row), this.table.installerAt(this.row));
+    return this.table.installerPathAt(this.row);
   }
 
   /** Its product, channel and platform, without making its manifest. */

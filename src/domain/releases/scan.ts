@@ -50,6 +50,11 @@ export interface ScanOptions {
    * being copied is, and its lane is listed in `verifying`.
    */
   readonly installers?: InstallerVerifier;
+  /**
+   * Where the index keeps what it holds of its releases without their bytes (release-table-rows.ts):
+   * a long-running process's data directory. In memory when absent, as a command that scans once has it.
+   */
+  readonly tableDir?: string;
 }
 
 export interface ScanProblem {
@@ -230,7 +235,7 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
   for (const [i, r] of live.entries()) if (r) files.set(served.get(i) ?? withoutBytes(r.release), r.files);
   problems.sort((a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0));
   return {
-    index: ReleaseIndex.of([...files.keys()], null, rereaderOf(root, opts.variant, opts.releaseKeys, signatures), (r) => files.get(r)),
+    index: ReleaseIndex.of([...files.keys()], null, rereaderOf(root, opts.variant, opts.releaseKeys, signatures), (r) => files.get(r), opts.tableDir),
     problems,
     directories,
     verifying,
