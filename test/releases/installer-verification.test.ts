@@ -205,6 +205,43 @@ describe("verification in the background", () => {
     expect((await old.holder.verified()).size).toBe(2);
   });
 
+  test("between scans the verifier holds nothing: downloads and SHA-512s of the live releases come from the index, and a replaced installer is still refused", async () => {
+    const t = new ReleaseTree("gamma");
+    cleanup.push(() => t.remove());
+    const cache = join(t.dir, "release-installers.cache");
+    const sha512 = (b: Uint8Array) => new Bun.CryptoHasher("sha512").update(b).digest("base64");
+    const old = t.add({ version: "1.0.0", released: "2026-09-01T00:00:00+00:00", installerBytes: new Uint8Array(1000).fill(4) });
+    const newest = t.add({ version: "1.1.0", released: "2026-10-01T00:00:00+00:00", installerBytes: new Uint8Array(1000).fill(5) });
+    const verifier = InstallerVerifier.open(cache);
+    const { holder } = await holderOf(t, verifier);
+    const index = await holder.rescan();
+    expect(verifier.held).toBe(false);
+    // What serving asks is answered by the index alone: with the file gone, nothing reads it again.
+    rmSync(cache);
+    const [served, packed] = index.releasesOf(null, "stable", "win-x64");
+    expect(served!.manifest.version).toBe("1.1.0");
+    expect(holder.installerSha512(packed!)).toBe(sha512(old.installerBytes));
+    expect(holder.installerSha512(served!)).toBe(sha512(newest.installerBytes));
+    expect(holder.openInstaller(packed!)).not.toBeNull();
+    expect(verifier.held).toBe(false);
+    // An installer replaced by other bytes is another identity: neither the index nor the verifier knows it.
+    writeFileSync(old.installerPath, otherBytes(old.installerBytes));
+    expect(holder.installerSha512(packed!)).toBeNull();
+    expect(holder.openInstaller(packed!)).toBeNull();
+  });
+
+  test("the verifier stays in memory when its file cannot hold what it knows (no file, or an unwritable one)", async () => {
+    const t = new ReleaseTree("gamma");
+    cleanup.push(() => t.remove());
+    t.add({ version: "1.0.0", installerBytes: new Uint8Array(1000).fill(6) });
+    const inMemory = InstallerVerifier.open(null);
+    await (await holderOf(t, inMemory)).holder.rescan();
+    expect(inMemory.held).toBe(true);
+    const unwritable = InstallerVerifier.open(join(t.dir, "no-such-directory", "release-installers.cache"));
+    await (await holderOf(t, unwritable)).holder.rescan();
+    expect(unwritable.held).toBe(true);
+  });
+
   test("an installer over 1 MiB (hashed in the background) whose bytes are not its manifest's sha256 never joins, and is never served", async () => {
     const s = await releaseSite("gamma");
     cleanup.push(() => s.close());

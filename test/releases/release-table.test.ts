@@ -168,7 +168,7 @@ describe("an index packs the releases it keeps without bytes", () => {
   const beta = manifest("2.0.0", 10, { channel: "beta" });
   const releases: Release[] = [tree(stable[0]!), tree(stable[1]!), tree(stable[2]!), served(stable[3]!), served(beta)];
   const files = new Map<Release, ReleaseFiles>(releases.map((r, i) => [r, filesFor(i)]));
-  const index = ReleaseIndex.of(releases, null, null, (r) => files.get(r));
+  const index = ReleaseIndex.of(releases, null, null, { filesOf: (r) => files.get(r) });
 
   test("newest first across lanes and within each; the lane's newest keeps its bytes, the rest are the table's", () => {
     expect(index.all.map((r) => r.manifest.version)).toEqual(["2.0.0", "1.4.0", "1.3.0", "1.2.0", "1.1.0"]);

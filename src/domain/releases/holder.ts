@@ -3,6 +3,7 @@ import type { Logger } from "../../config/log";
 import { dirname } from "node:path";
 import { loadSnapshot, saveSnapshot, type LoadedSnapshot } from "./index-snapshot";
 import { readFeedFile, type FeedFile } from "./feed-files";
+import { identityIn, sameIdentity, type FileIdentity } from "./files";
 import { InstallerHandles } from "./installer-handles";
 import { ReleaseProblem } from "./problem";
 import { InstallerVerifier } from "./installer-verification";
@@ -76,7 +77,7 @@ export class ReleaseHolder {
     this.installers = opts.installers ?? InstallerVerifier.open(null);
     // A release whose installer was just hashed joins the index with the next (debounced) scan.
     this.installers.onSettled = () => this.changed();
-    this.handles = new InstallerHandles(this.installers, undefined, opts.every);
+    this.handles = new InstallerHandles({ verifiedSha512: (release, id) => this.verifiedSha512(release, id) }, undefined, opts.every);
     this.firstIndex = new Promise((resolve) => (this.resolveFirst = resolve));
   }
 
@@ -220,6 +221,19 @@ export class ReleaseHolder {
   /** The verified installer's SHA-512 (base64), or null (it changed: a re-scan is started). */
   installerSha512(release: Release): string | null {
     return this.rescanUnless(this.handles.sha512(release), release);
+  }
+
+  /**
+   * The verified SHA-512 of `release`'s installer when the file of `id` is the one verified: the
+   * index's record when it is the file the release was read with (so the verifier need not be held
+   * between scans: installer-verification.ts), else the verifier's (an installer replaced by one
+   * verified since, or a snapshot's release).
+   */
+  private verifiedSha512(release: Release, id: FileIdentity): string | null {
+    const files = this.index?.filesOf(release);
+    const sha512 = this.index?.installerSha512Of(release);
+    if (files && sha512 !== undefined && sameIdentity(identityIn(files, 2), id)) return sha512;
+    return this.installers.sha512Of(id, release.manifest.sha256);
   }
 
   /** `found` as it is; null (the installer is not the verified one) also starts a re-scan. */

@@ -168,7 +168,7 @@ export function loadSnapshot(o: SnapshotOptions): LoadedSnapshot | null {
       m.requiresFeature === r.manifest.requiresFeature;
     return same && agrees ? servedOf(found) : null;
   };
-  const loaded = ReleaseIndex.of(releases, { holds, reread }, null, (r) => files.get(r));
+  const loaded = ReleaseIndex.of(releases, { holds, reread }, null, { filesOf: (r) => files.get(r) });
   index = loaded;
   // Computed when a scan asks (after the start), not now: nothing waits for it then. The closures
   // here name none of the parsed snapshot but what they use, so they do not keep the rest of it.

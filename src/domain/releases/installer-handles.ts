@@ -1,6 +1,6 @@
 import { closeSync, constants, fstatSync, openSync } from "node:fs";
 import { systemClock, type Clock } from "../clock";
-import { identityOf } from "./files";
+import { identityOf, type FileIdentity } from "./files";
 import { InstallerVerifier } from "./installer-verification";
 import type { Release } from "./release-index";
 import { systemEvery, type Every } from "./tree-watch";
@@ -9,6 +9,11 @@ import { systemEvery, type Every } from "./tree-watch";
 const FD_DIR = process.platform === "linux" ? "/proc/self/fd" : "/dev/fd";
 /** A descriptor unused this long is closed (the runtime opens a response's file as soon as the handler returns). */
 export const HANDLE_IDLE_MS = 60_000;
+
+/** Which installers are verified: the SHA-512 (base64) of `release`'s installer when the file of `id` is its verified one, else null. */
+export interface VerifiedInstallerLookup {
+  verifiedSha512(release: Release, id: FileIdentity): string | null;
+}
 
 /**
  * Opens installers for download so that only verified bytes are ever sent: the path is opened (the
@@ -24,7 +29,7 @@ export class InstallerHandles {
   private stopSweeping: (() => void) | null = null;
 
   constructor(
-    private readonly verifier: InstallerVerifier,
+    private readonly verified: VerifiedInstallerLookup,
     private readonly clock: Clock = systemClock,
     private readonly every: Every = systemEvery,
   ) {}
@@ -42,7 +47,7 @@ export class InstallerHandles {
     try {
       const stats = fstatSync(fd);
       const id = identityOf(stats);
-      if (!stats.isFile() || stats.size !== m.size || !this.verifier.holds(id, m.sha256)) return null;
+      if (!stats.isFile() || stats.size !== m.size || this.verified.verifiedSha512(release, id) === null) return null;
       const key = InstallerVerifier.keyOf(id, m.sha256);
       const now = this.clock();
       const held = this.held.get(key);
@@ -72,7 +77,7 @@ export class InstallerHandles {
     }
     try {
       const stats = fstatSync(fd);
-      return stats.isFile() && stats.size === release.manifest.size ? this.verifier.sha512Of(identityOf(stats), release.manifest.sha256) : null;
+      return stats.isFile() && stats.size === release.manifest.size ? this.verified.verifiedSha512(release, identityOf(stats)) : null;
     } finally {
       closeSync(fd);
     }

@@ -93,6 +93,13 @@ export interface KnownRelease {
   readonly files: ReleaseFiles;
 }
 
+/** What an index keeps of each release beside it (ReleaseIndex.of). */
+export interface IndexKeeping {
+  readonly filesOf?: (r: Release) => ReleaseFiles | undefined;
+  readonly installerSha512Of?: (r: Release) => string | undefined;
+  readonly tableDir?: string;
+}
+
 /** The live releases of an index with their files, by folder: what the next scan may take unread. */
 export interface KnownReleases {
   get(folder: string): KnownRelease | undefined;
@@ -134,6 +141,8 @@ export class ReleaseIndex {
     private readonly table: ReleaseTable | null,
     /** The files of the releases not in the table (each lane's newest), when they were given. */
     private readonly unpackedFiles: ReadonlyMap<Release, ReleaseFiles>,
+    /** Their installers' SHA-512s as verified, when they were given. */
+    private readonly unpackedSha512s: ReadonlyMap<Release, string>,
     /** Where each release stands in `everything`: the table's by row, the others by object. */
     private readonly rowPositions: Int32Array,
     private readonly unpackedPositions: ReadonlyMap<Release, number>,
@@ -142,17 +151,20 @@ export class ReleaseIndex {
   /**
    * `rereadBytes` (a scan's index): reads a release kept without its bytes when one other than its
    * lane's newest comes to be served (a staged rollout or a withdrawn release falls back to it).
-   * `filesOf`: the files each release was read from, kept for `known` and `filesOf`. The releases
-   * of a tree kept without their bytes are packed into one table, and the index answers with the
-   * table's releases in their place. `tableDir`: where the table keeps their bytes (in memory when absent).
+   * `kept.filesOf`: the files each release was read from, kept for `known` and `filesOf`;
+   * `kept.installerSha512Of`: its installer's SHA-512 as verified, kept for `installerSha512Of`. The
+   * releases of a tree kept without their bytes are packed into one table, and the index answers
+   * with the table's releases in their place; `kept.tableDir`: where the table keeps their bytes (in
+   * memory when absent).
    */
   static of(
     releases: readonly Release[],
     checks: SnapshotChecks | null = null,
     rereadBytes: ((r: Release) => ServedRelease | null) | null = null,
-    filesOf: (r: Release) => ReleaseFiles | undefined = () => undefined,
-    tableDir?: string,
+    kept: IndexKeeping = {},
   ): ReleaseIndex {
+    const filesOf = kept.filesOf ?? (() => undefined);
+    const installerSha512Of = kept.installerSha512Of ?? (() => undefined);
     // Each release's order and lane read once: a packed release's manifest is made when asked.
     const keyed = releases.map((release) => {
       const place = release instanceof PackedRelease ? release.place : release.manifest;
@@ -167,11 +179,12 @@ export class ReleaseIndex {
       packed.length > 0
         ? ReleaseTable.pack(
             root!,
-            packed.map((k) => ({ release: k.release, files: filesOf(k.release) })),
-            tableDir,
+            packed.map((k) => ({ release: k.release, files: filesOf(k.release), installerSha512: installerSha512Of(k.release) })),
+            kept.tableDir,
           )
         : null;
     const unpackedFiles = new Map<Release, ReleaseFiles>();
+    const unpackedSha512s = new Map<Release, string>();
     const rowPositions = new Int32Array(packed.length);
     const unpackedPositions = new Map<Release, number>();
     let row = 0;
@@ -183,6 +196,8 @@ export class ReleaseIndex {
       unpackedPositions.set(k.release, position);
       const files = filesOf(k.release);
       if (files) unpackedFiles.set(k.release, files);
+      const sha512 = installerSha512Of(k.release);
+      if (sha512 !== undefined) unpackedSha512s.set(k.release, sha512);
       return k.release;
     });
     const grouped = new Map<string, Release[]>();
@@ -199,7 +214,7 @@ export class ReleaseIndex {
     }
     // The lists are readonly by type, not frozen: JavaScriptCore keeps a frozen array as a sparse
     // map, 43 more bytes an element and its reads 8 times slower (bench/README.md, "4a and 5a, third round").
-    return new ReleaseIndex(lanes, sorted, checks, rereadBytes, table, unpackedFiles, rowPositions, unpackedPositions);
+    return new ReleaseIndex(lanes, sorted, checks, rereadBytes, table, unpackedFiles, unpackedSha512s, rowPositions, unpackedPositions);
   }
 
   static readonly empty = ReleaseIndex.of([]);
@@ -207,6 +222,11 @@ export class ReleaseIndex {
   /** The files `r` (one of this index's releases) was read from, when they were given. */
   filesOf(r: Release): ReleaseFiles | undefined {
     return r instanceof PackedRelease ? r.files : this.unpackedFiles.get(r);
+  }
+
+  /** The SHA-512 (base64) of the installer of `r` (one of this index's releases) as verified, when it was given. */
+  installerSha512Of(r: Release): string | undefined {
+    return r instanceof PackedRelease ? r.installerSha512 : this.unpackedSha512s.get(r);
   }
 
   /** The releases with their files, by folder (those whose files were given). */

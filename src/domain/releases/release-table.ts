@@ -13,7 +13,8 @@ const SHA512 = 4;
 const FEATURE = 5;
 const ROLLOUT = 6;
 const FEEDS = 7;
-const TEXTS = 8;
+const INSTALLER_SHA512 = 8;
+const TEXTS = 9;
 
 /** A row's bytes: its size and its files' fifteen numbers (files.ts), each text's length, then the texts (UTF-8). */
 const SIZE_AT = 0;
@@ -28,11 +29,13 @@ const HAS_FEATURE = 2;
 const HAS_ROLLOUT = 4;
 const HAS_FEEDS = 8;
 const HAS_FILES = 16;
+const HAS_INSTALLER_SHA512 = 32;
 
-/** One release to pack: the release and, when known, the files it was read from. */
+/** One release to pack: the release and, when known, the files it was read from and its verified installer's SHA-512. */
 export interface Packable {
   readonly release: Release;
   readonly files: ReleaseFiles | undefined;
+  readonly installerSha512?: string;
 }
 
 /** A text's 32-bit FNV-1a hash over its UTF-16 code units: rows are found by folder and installer name through it. */
@@ -121,7 +124,7 @@ export class ReleaseTable {
       bytes.copy(grown, 0, 0, at);
       bytes = grown;
     };
-    entries.forEach(({ release, files }, row) => {
+    entries.forEach(({ release, files, installerSha512 }, row) => {
       const m = release.manifest;
       const placeKey = `${m.product ?? ""}/${m.channel}/${m.platform}`;
       let place = placeIds.get(placeKey);
@@ -141,12 +144,14 @@ export class ReleaseTable {
       texts[FEATURE] = m.requiresFeature ?? "";
       texts[ROLLOUT] = m.rollout === null ? "" : JSON.stringify(m.rollout);
       texts[FEEDS] = m.feeds === null ? "" : JSON.stringify(m.feeds);
+      texts[INSTALLER_SHA512] = installerSha512 ?? "";
       flags[row] =
         (m.sha512 !== undefined ? HAS_SHA512 : 0) |
         (m.requiresFeature !== undefined ? HAS_FEATURE : 0) |
         (m.rollout !== null ? HAS_ROLLOUT : 0) |
         (m.feeds !== null ? HAS_FEEDS : 0) |
-        (files !== undefined ? HAS_FILES : 0);
+        (files !== undefined ? HAS_FILES : 0) |
+        (installerSha512 !== undefined ? HAS_INSTALLER_SHA512 : 0);
       starts[row] = at;
       room(TEXTS_AT + texts.reduce((sum, text) => sum + Buffer.byteLength(text, "utf8"), 0));
       bytes.writeDoubleLE(m.size, at + SIZE_AT);
@@ -237,6 +242,11 @@ export class ReleaseTable {
     return this.flags[row]! & HAS_FILES ? this.bytesOf(row).files : undefined;
   }
 
+  /** The SHA-512 (base64) of the row's installer as verified, when it was given. */
+  installerSha512At(row: number): string | undefined {
+    return this.flags[row]! & HAS_INSTALLER_SHA512 ? this.bytesOf(row).text(INSTALLER_SHA512) : undefined;
+  }
+
   /** The row of the release in `folder`, or -1. */
   rowOf(folder: string): number {
     return this.rowsWith(this.folderHashes, this.byFolder, folder, FOLDER)[0] ?? -1;
@@ -305,5 +315,9 @@ export class PackedRelease implements Release {
 
   get files(): ReleaseFiles | undefined {
     return this.table.filesAt(this.row);
+  }
+
+  get installerSha512(): string | undefined {
+    return this.table.installerSha512At(this.row);
   }
 }

@@ -3,7 +3,17 @@ import { readdirSync, statSync, type Dirent, type Stats } from "node:fs";
 import { join } from "node:path";
 import type { Variant } from "../../config/variants";
 import type { PublicKeyInfo } from "../keys";
-import { hashFile, identityOf, readRegularFile, releaseFilesOf, releaseFilesUnchanged, statInstaller, type FileIdentity, type ReleaseFiles } from "./files";
+import {
+  hashFile,
+  identityIn,
+  identityOf,
+  readRegularFile,
+  releaseFilesOf,
+  releaseFilesUnchanged,
+  statInstaller,
+  type FileIdentity,
+  type ReleaseFiles,
+} from "./files";
 import { installerAdmitted, type InstallerVerifier } from "./installer-verification";
 import { parseManifest, type Manifest, type ReleasePlace } from "./manifest";
 import { checkFeedFiles } from "./feed-files";
@@ -235,7 +245,12 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
   for (const [i, r] of live.entries()) if (r) files.set(served.get(i) ?? withoutBytes(r.release), r.files);
   problems.sort((a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0));
   return {
-    index: ReleaseIndex.of([...files.keys()], null, rereaderOf(root, opts.variant, opts.releaseKeys, signatures), (r) => files.get(r), opts.tableDir),
+    index: ReleaseIndex.of([...files.keys()], null, rereaderOf(root, opts.variant, opts.releaseKeys, signatures), {
+      filesOf: (r) => files.get(r),
+      // Each live release's installer was verified by this scan (installerAdmitted): the index keeps its SHA-512 beside it.
+      installerSha512Of: (r) => opts.installers?.sha512Of(identityIn(files.get(r)!, 2), r.manifest.sha256) ?? undefined,
+      tableDir: opts.tableDir,
+    }),
     problems,
     directories,
     verifying,
