@@ -16,7 +16,7 @@ const FEEDS = 7;
 const INSTALLER_SHA512 = 8;
 const TEXTS = 9;
 
-/** A row's bytes: its size and its files' fifteen numbers (files.ts), each text's length, then the texts (UTF-8). */
+/** A row's bytes: its size and its files' fifteen numbers (files.ts), each text's byte length, then the texts (UTF-8). */
 const SIZE_AT = 0;
 const FILES_AT = 8;
 const FILE_NUMBERS = 15;
@@ -66,9 +66,10 @@ class RowBytes {
 
 /**
  * The releases of one tree that an index holds without their bytes (all but each lane's newest),
- * packed. In memory a row is its place, flags, `released` and where its bytes are; its texts, its
- * size and its files' identities are bytes, kept in a file of the data directory when the index was
- * given one (release-table-rows.ts) and read when asked. One small object per release
+ * packed. In memory a row is its place, flags, `released`, where its bytes are and the hashes of its
+ * folder and installer's name; its texts, its size, its files' identities and its installer's
+ * verified SHA-512 are bytes, kept in a file of the data directory when the index was given one
+ * (release-table-rows.ts) and read when asked. One small object per release
  * (PackedRelease) stands for it; its manifest is made when asked for.
  *
  * At 10,000 releases the objects and strings of each (the release, its manifest, its files' numbers,
