@@ -147,6 +147,38 @@ describe("a release table's rows in a file", () => {
     }
   });
 
+  test("a release of an earlier table packed again with the same files is copied as it is, its manifest not made; with other files it is packed anew", () => {
+    const dir = mkdtempSync(join(tmpdir(), "keyturn-table-"));
+    const sha512 = "s".repeat(86) + "==";
+    const first = ReleaseTable.pack(
+      ROOT,
+      ["a/1", "a/2"].map((name, i) => ({ release: releaseIn(ROOT, name, manifest(`1.0.${i}`, i)), files: filesFor(i), installerSha512: sha512 })),
+      dir,
+    );
+    const made = first.manifestAt.bind(first);
+    first.manifestAt = () => {
+      throw new Error("a copied row's manifest was made");
+    };
+    const again = ReleaseTable.pack(
+      ROOT,
+      [0, 1].map((row) => ({ release: first.releaseAt(row), files: filesFor(row), installerSha512: sha512 })),
+      dir,
+    );
+    for (const row of [0, 1]) {
+      expect(again.manifestAt(row)).toEqual(made(row));
+      expect(again.filesAt(row)).toEqual(filesFor(row));
+      expect(again.installerSha512At(row)).toBe(sha512);
+      expect(again.rowOf(`a/${row + 1}`)).toBe(row);
+      expect([...again.rowsNamed(`alpha-1.0.${row}.exe`)]).toEqual([row]);
+    }
+    // Other files (the release was read again): its row is made anew from its manifest.
+    first.manifestAt = made;
+    const changed = ReleaseTable.pack(ROOT, [{ release: first.releaseAt(1), files: filesFor(7) }], dir);
+    expect(changed.filesAt(0)).toEqual(filesFor(7));
+    expect(changed.manifestAt(0)).toEqual(made(1));
+    expect(changed.installerSha512At(0)).toBeUndefined();
+  });
+
   test("a table no longer reachable closes its file", async () => {
     const dir = mkdtempSync(join(tmpdir(), "keyturn-table-"));
     const inDir = () => openTables().filter((target) => target.startsWith(join(dir, ".release-table-")));

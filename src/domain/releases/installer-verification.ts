@@ -1,7 +1,7 @@
 import { closeSync, constants, fstatSync, openSync, readFileSync, readSync, renameSync, writeFileSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { identityIn, identityOf, sameIdentity, type FileIdentity, type ReleaseFiles } from "./files";
-import type { Release } from "./release-index";
+import { sha256Of, type Release } from "./release-index";
 import { SHA256_HEX } from "./manifest";
 import { SHA512_BASE64, VerifiedInstallers } from "./verified-installers";
 
@@ -290,9 +290,10 @@ async function hashOpenedAsync(path: string, id: FileIdentity): Promise<Hashes |
 
 /** A scan's question: true when the release's installer is verified, "pending" while it is hashed, else why it is not served. */
 export function installerAdmitted(v: InstallerVerifier, r: { readonly release: Release; readonly files: ReleaseFiles }): true | "pending" | string {
-  const m = r.release.manifest;
-  const verdict = v.verdict(r.release.installerPath, identityIn(r.files, 2), m.sha256);
+  // A re-scan asks this of every release it takes unread: a packed one's manifest is made only to say why not.
+  const verdict = v.verdict(r.release.installerPath, identityIn(r.files, 2), sha256Of(r.release));
   if (verdict === "verified") return true;
   if (verdict === "pending") return "pending";
+  const m = r.release.manifest;
   return verdict === "mismatch" ? `installer ${m.installer} does not match the manifest's sha256` : `installer ${m.installer} cannot be read`;
 }

@@ -76,6 +76,9 @@ const releasedOf = (r: Release) => (r instanceof PackedRelease ? r.released : r.
 /** A release's version, without making a packed release's manifest. */
 export const versionOf = (r: Release) => (r instanceof PackedRelease ? r.version : r.manifest.version);
 
+/** A release's manifest's sha256, without making a packed release's manifest. */
+export const sha256Of = (r: Release) => (r instanceof PackedRelease ? r.sha256 : r.manifest.sha256);
+
 /** A release's product, channel and platform, without making a packed release's manifest. */
 export const placeOf = (r: Release): ReleasePlace => (r instanceof PackedRelease ? r.place : r.manifest);
 

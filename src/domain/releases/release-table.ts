@@ -125,17 +125,35 @@ export class ReleaseTable {
       bytes.copy(grown, 0, 0, at);
       bytes = grown;
     };
-    entries.forEach(({ release, files, installerSha512 }, row) => {
-      const m = release.manifest;
-      const placeKey = `${m.product ?? ""}/${m.channel}/${m.platform}`;
+    const placeIdOf = (p: ReleasePlace) => {
+      const placeKey = `${p.product ?? ""}/${p.channel}/${p.platform}`;
       let place = placeIds.get(placeKey);
       if (place === undefined) {
         place = places.length;
         if (place > 0xffff) throw new Error("a release table holds at most 65,536 lanes");
-        places.push(Object.freeze({ product: m.product, channel: m.channel, platform: m.platform }));
+        places.push(Object.freeze({ product: p.product, channel: p.channel, platform: p.platform }));
         placeIds.set(placeKey, place);
       }
-      placeOf[row] = place;
+      return place;
+    };
+    entries.forEach(({ release, files, installerSha512 }, row) => {
+      // A release of an earlier table read again unchanged (a re-scan takes most so): its row is
+      // copied as it is, without making its manifest.
+      const earlier = release instanceof PackedRelease ? release.table.reusableRow(release.row, files, installerSha512) : null;
+      if (earlier) {
+        const from = release as PackedRelease;
+        starts[row] = at;
+        room(earlier.length);
+        at += earlier.copy(bytes, at);
+        placeOf[row] = placeIdOf(from.place);
+        flags[row] = from.table.flags[from.row]!;
+        released[row] = from.released;
+        folderHashes[row] = from.table.folderHashes[from.row]!;
+        installerHashes[row] = from.table.installerHashes[from.row]!;
+        return;
+      }
+      const m = release.manifest;
+      placeOf[row] = placeIdOf(m);
       const texts: string[] = [];
       texts[FOLDER] = release.folder;
       texts[VERSION] = m.version;
@@ -218,6 +236,10 @@ export class ReleaseTable {
     return this.bytesOf(row).text(VERSION);
   }
 
+  sha256At(row: number): string {
+    return this.bytesOf(row).text(SHA256);
+  }
+
   releasedAt(row: number): number {
     return this.released[row]!;
   }
@@ -246,6 +268,19 @@ export class ReleaseTable {
   /** The SHA-512 (base64) of the row's installer as verified, when it was given. */
   installerSha512At(row: number): string | undefined {
     return this.flags[row]! & HAS_INSTALLER_SHA512 ? this.bytesOf(row).text(INSTALLER_SHA512) : undefined;
+  }
+
+  /**
+   * The row's bytes, when they hold exactly `files` (or no files, as none are given) and, when
+   * `installerSha512` is given, a SHA-512 (the same file's, so the same one); else null.
+   */
+  private reusableRow(row: number, files: ReleaseFiles | undefined, installerSha512: string | undefined): Buffer | null {
+    const flags = this.flags[row]!;
+    if ((files !== undefined) !== Boolean(flags & HAS_FILES)) return null;
+    if (installerSha512 !== undefined && !(flags & HAS_INSTALLER_SHA512)) return null;
+    const bytes = this.rows.read(this.starts[row]!, this.starts[row + 1]!);
+    if (files !== undefined) for (let i = 0; i < FILE_NUMBERS; i++) if (bytes.readDoubleLE(FILES_AT + 8 * i) !== files[i]) return null;
+    return bytes;
   }
 
   /** The row of the release in `folder`, or -1. */
@@ -279,8 +314,9 @@ export class ReleaseTable {
 /** A release of a table: its manifest, folder and installer's path are read from the table when asked. */
 export class PackedRelease implements Release {
   constructor(
-    private readonly table: ReleaseTable,
-    private readonly row: number,
+    /** Read by a table packing the same release again (ReleaseTable.pack), which copies its row. */
+    readonly table: ReleaseTable,
+    readonly row: number,
   ) {}
 
   get manifest(): Manifest {
@@ -312,6 +348,11 @@ export class PackedRelease implements Release {
   /** Its manifest's version, without making its manifest. */
   get version(): string {
     return this.table.versionAt(this.row);
+  }
+
+  /** Its manifest's sha256, without making its manifest. */
+  get sha256(): string {
+    return this.table.sha256At(this.row);
   }
 
   get files(): ReleaseFiles | undefined {

@@ -26,6 +26,7 @@ import {
   releaseIn,
   ReleaseIndex,
   rootOf,
+  sha256Of,
   ServedTreeRelease,
   type KnownRelease,
   type KnownReleases,
@@ -248,7 +249,7 @@ export async function scanReleaseTree(root: string, opts: ScanOptions): Promise<
     index: ReleaseIndex.of([...files.keys()], null, rereaderOf(root, opts.variant, opts.releaseKeys, signatures), {
       filesOf: (r) => files.get(r),
       // Each live release's installer was verified by this scan (installerAdmitted): the index keeps its SHA-512 beside it.
-      installerSha512Of: (r) => opts.installers?.sha512Of(identityIn(files.get(r)!, 2), r.manifest.sha256) ?? undefined,
+      installerSha512Of: (r) => opts.installers?.sha512Of(identityIn(files.get(r)!, 2), sha256Of(r)) ?? undefined,
       tableDir: opts.tableDir,
     }),
     problems,
