@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { toConfig } from "../src/config/config";
@@ -12,6 +12,19 @@ import { createHash, randomBytes } from "node:crypto";
 
 export const BASE = "http://localhost/api/v1";
 export const BASE_URL = "https://licenses.example.com";
+
+/** What this process's open descriptors name that are release tables' files in `dir` (release-table-rows.ts): removed ones end in " (deleted)". */
+export function openReleaseTables(dir: string): string[] {
+  return readdirSync("/proc/self/fd").flatMap((fd) => {
+    try {
+      const target = readlinkSync(`/proc/self/fd/${fd}`);
+      return target.startsWith(join(dir, ".release-table-")) ? [target] : [];
+    } catch {
+      // Closed between the listing and the read.
+      return [];
+    }
+  });
+}
 
 export function tempDir(prefix = "keyturn-test-"): string {
   return mkdtempSync(join(tmpdir(), prefix));

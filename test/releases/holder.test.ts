@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createLogger } from "../../src/config/log";
 import { VARIANTS } from "../../src/config/variants";
 import { loadKeyRing } from "../../src/domain/keys";
 import { ReleaseHolder } from "../../src/domain/releases/holder";
 import { releaseKeysOf } from "../../src/domain/releases/signature";
+import { openReleaseTables, tempDir } from "../helpers";
 import { ReleaseTree } from "../release-tree";
 
 const cleanup: (() => void)[] = [];
@@ -68,19 +68,12 @@ describe("release holder", () => {
       [2, "09"],
     ] as const)
       t.add({ version: `1.${n}.0`, released: `2026-${month}-01T00:00:00+00:00` });
-    const tableDir = mkdtempSync(join(tmpdir(), "keyturn-data-"));
+    const tableDir = tempDir("keyturn-data-");
     cleanup.push(() => rmSync(tableDir, { recursive: true, force: true }));
     const { holder } = await holderOf(t, { tableDir });
     const index = await holder.rescan();
     expect(readdirSync(tableDir)).toEqual([]);
-    const open = readdirSync("/proc/self/fd").map((fd) => {
-      try {
-        return readlinkSync(`/proc/self/fd/${fd}`);
-      } catch {
-        return "";
-      }
-    });
-    expect(open.some((target) => target.startsWith(join(tableDir, ".release-table-")) && target.endsWith("(deleted)"))).toBe(true);
+    expect(openReleaseTables(tableDir).some((target) => target.endsWith("(deleted)"))).toBe(true);
     expect(index.releasesOf(null, "stable", "win-x64").map((r) => r.manifest.version)).toEqual(["1.2.0", "1.1.0", "1.0.0"]);
     const oldest = index.releasesOf(null, "stable", "win-x64")[2]!;
     expect(oldest.installerPath).toBe(join(t.root, oldest.folder, oldest.manifest.installer));

@@ -1,11 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, readdirSync, readlinkSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ReleaseFiles } from "../../src/domain/releases/files";
 import type { Manifest } from "../../src/domain/releases/manifest";
 import { isServed, releaseIn, ReleaseIndex, ServedTreeRelease, type Release } from "../../src/domain/releases/release-index";
 import { PackedRelease, ReleaseTable, textHash } from "../../src/domain/releases/release-table";
+import { openReleaseTables, tempDir } from "../helpers";
 
 const ROOT = "/srv/releases";
 
@@ -37,20 +38,9 @@ const filesFor = (n: number) => Array.from({ length: 15 }, (_, i) => n * 100 + i
 const tree = (m: Manifest) => releaseIn(ROOT, folderOf(m), m);
 const served = (m: Manifest) => Object.freeze(new ServedTreeRelease(tree(m), new Uint8Array([1]), '"m"', new Uint8Array([2]), '"s"'));
 
-/** The process's open files that are removed release tables. */
-const openTables = () =>
-  readdirSync("/proc/self/fd").flatMap((fd) => {
-    try {
-      const target = readlinkSync(`/proc/self/fd/${fd}`);
-      return target.includes(".release-table-") ? [target] : [];
-    } catch {
-      return [];
-    }
-  });
-
 describe.each([
   ["in memory", () => undefined],
-  ["in a file of the data directory", () => mkdtempSync(join(tmpdir(), "keyturn-table-"))],
+  ["in a file of the data directory", () => tempDir("keyturn-table-")],
 ])("a release table (releases kept without their bytes, packed), its rows %s", (_, dirOf) => {
   const dir = dirOf();
   const odd = [
@@ -117,10 +107,10 @@ describe("a release table's rows in a file", () => {
     );
 
   test("the file is removed as soon as it is written: nothing is left in the directory, and the rows read back through the open file", () => {
-    const dir = mkdtempSync(join(tmpdir(), "keyturn-table-"));
+    const dir = tempDir("keyturn-table-");
     const table = rows(["a/1", "a/2", "a/3"], dir);
     expect(readdirSync(dir)).toEqual([]);
-    expect(openTables().some((target) => target.startsWith(join(dir, ".release-table-")) && target.endsWith("(deleted)"))).toBe(true);
+    expect(openReleaseTables(dir).some((target) => target.endsWith("(deleted)"))).toBe(true);
     expect(table.folderAt(1)).toBe("a/2");
     expect(table.manifestAt(2).installer).toBe("a/3.exe");
     expect(table.filesAt(0)).toEqual(filesFor(0));
@@ -136,7 +126,7 @@ describe("a release table's rows in a file", () => {
     // Two known collisions of 32-bit FNV-1a.
     expect(textHash("costarring")).toBe(textHash("liquid"));
     expect(textHash("declinate")).toBe(textHash("macallums"));
-    for (const dir of [undefined, mkdtempSync(join(tmpdir(), "keyturn-table-"))]) {
+    for (const dir of [undefined, tempDir("keyturn-table-")]) {
       const table = rows(["costarring", "x", "liquid", "declinate"], dir);
       expect(table.rowOf("costarring")).toBe(0);
       expect(table.rowOf("liquid")).toBe(2);
@@ -148,7 +138,7 @@ describe("a release table's rows in a file", () => {
   });
 
   test("a release of an earlier table packed again with the same files is copied as it is, its manifest not made; with other files it is packed anew", () => {
-    const dir = mkdtempSync(join(tmpdir(), "keyturn-table-"));
+    const dir = tempDir("keyturn-table-");
     const sha512 = "s".repeat(86) + "==";
     const first = ReleaseTable.pack(
       ROOT,
@@ -180,8 +170,8 @@ describe("a release table's rows in a file", () => {
   });
 
   test("a table no longer reachable closes its file", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "keyturn-table-"));
-    const inDir = () => openTables().filter((target) => target.startsWith(join(dir, ".release-table-")));
+    const dir = tempDir("keyturn-table-");
+    const inDir = () => openReleaseTables(dir);
     (() => {
       for (let i = 0; i < 4; i++) rows(["a/1"], dir);
     })();

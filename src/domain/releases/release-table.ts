@@ -139,9 +139,9 @@ export class ReleaseTable {
     entries.forEach(({ release, files, installerSha512 }, row) => {
       // A release of an earlier table read again unchanged (a re-scan takes most so): its row is
       // copied as it is, without making its manifest.
-      const earlier = release instanceof PackedRelease ? release.table.reusableRow(release.row, files, installerSha512) : null;
-      if (earlier) {
-        const from = release as PackedRelease;
+      const from = release instanceof PackedRelease ? release : null;
+      const earlier = from?.table.reusableRow(from.row, files, installerSha512);
+      if (from && earlier) {
         starts[row] = at;
         room(earlier.length);
         at += earlier.copy(bytes, at);
