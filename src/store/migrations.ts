@@ -940,4 +940,56 @@ export const MIGRATIONS: readonly Migration[] = [
       DROP INDEX activations_held_by_seen;
     `,
   },
+  {
+    version: 24,
+    name: "SQLite: an activation's licence indexed once while its seat is held, once after it ends",
+    // Each index that begins with the licence costs every new seat a page at a random place, which a
+    // checkpoint then syncs while requests wait: activate's tail at a million licences is those
+    // checkpoints. A held seat is already in the unique index of held seats; the second index now
+    // holds only ended ones, so taking a seat writes one page fewer and a sighting (last_seen)
+    // none of an index. A licence's whole history is one search of each (sqlite.ts,
+    // licenseActivations); the reclaim reads the held seats' rows, which only a full licence does
+    // (bench/README.md, "4a and 5a, sixteenth round"). PostgreSQL keeps migration 23's index: its
+    // checkpoints run in a process of their own, and its reclaim reads that index's order.
+    sqlite: `
+      CREATE INDEX activations_by_license_ended ON activations(license_id) WHERE deactivated IS NOT NULL;
+      DROP INDEX activations_by_license_state;
+    `,
+    postgres: "SELECT 1",
+  },
+  {
+    version: 25,
+    name: "SQLite: a licence's held seats counted from their index, not kept in its row",
+    // The count kept by migration 2's triggers rewrote the licence's row, a page at a random place,
+    // with every seat taken or freed; counting the held seats reads the unique index's entries, the
+    // same pages that taking a seat searches (about 65 ns a seat). At a million licences: 1.4-1.7x the
+    // activations a second with migration 24, activate's p99 0.5-1 ms lower (bench/README.md, "4a
+    // and 5a, sixteenth round"). PostgreSQL keeps its count: a count there would not see seats taken
+    // by transactions still open, and its row lock is what orders two activations of one licence.
+    sqlite: `
+      DROP TRIGGER activations_seat_taken;
+      DROP TRIGGER activations_seat_freed;
+      DROP TRIGGER activations_seat_retaken;
+      DROP TRIGGER activations_seat_deleted;
+      ALTER TABLE licenses DROP COLUMN active_seats;
+    `,
+    postgres: "SELECT 1",
+  },
+  {
+    version: 26,
+    name: "SQLite: a granted seat's audit line found through its activation, not indexed by licence",
+    // The audit's index by licence took a page at a random place from every seat granted. A granted
+    // seat's line (action 'activate', outcome 'ok', written in the transaction that takes the seat
+    // it names) is found through that activation instead: the licence's activations (migration 24's
+    // two indexes), then each one's lines by audit_by_activation, whose keys are time-ordered ids
+    // and grow at its end (sqlite.ts, auditSearch). Every other line, refusals included, stays in
+    // this index. Activations are never deleted, so no granted seat's line is lost to the search.
+    // PostgreSQL keeps its index.
+    sqlite: `
+      CREATE INDEX audit_by_license_but_seats ON audit(license_id, time)
+        WHERE activation_id IS NULL OR action <> 'activate' OR outcome <> 'ok';
+      DROP INDEX audit_by_license;
+    `,
+    postgres: "SELECT 1",
+  },
 ];

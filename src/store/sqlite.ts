@@ -181,7 +181,7 @@ export class SqliteStore implements Store {
     this.readActivationWithLicense = db.transaction((id: string) => {
       const a = this.q.activationById.get(id) as Row | null;
       const l = a && (this.q.licenseById.get(a.license_id) as Row | null);
-      return l ? { activation: activationFromRow(a), license: licenseFromRow(l), seatsUsed: l.active_seats as number } : null;
+      return l ? { activation: activationFromRow(a), license: licenseFromRow(l), seatsUsed: (this.q.countActive.get(l.id) as Row).n } : null;
     });
   }
 
@@ -203,12 +203,12 @@ export class SqliteStore implements Store {
       revokeLicense: s("UPDATE licenses SET revoked = ? WHERE id = ? AND revoked IS NULL"),
       activeSeat: s("SELECT * FROM activations WHERE license_id = ? AND installation = ? AND deactivated IS NULL"),
       activeHolders: s("SELECT * FROM activations WHERE license_id = ? AND deactivated IS NULL ORDER BY created, id"),
-      // Kept by the database (migration 2), so reading it does not scan the license's seats.
-      countActive: s("SELECT active_seats AS n FROM licenses WHERE id = ?"),
-      seatsOf: s("SELECT seats, active_seats, seat_lease FROM licenses WHERE id = ?"),
-      // The held seat seen longest ago, if its lease ran out (last seen before the cutoff). Ties go in
-      // index order (rowid): an id in the ORDER BY would sort in a temporary b-tree. Read, then
-      // deactivated by id: 3x cheaper than one UPDATE … WHERE id = (subquery) (bench/README.md).
+      countActive: s(`SELECT ${heldSeats("?1")} AS n`),
+      seatsOf: s(`SELECT seats, ${heldSeats("licenses.id")} AS active_seats, seat_lease FROM licenses WHERE id = ?`),
+      // The held seat seen longest ago, if its lease ran out (last seen before the cutoff): the held
+      // seats' rows are read (no index orders them by last_seen: migration 24), which only a full
+      // licence asks for. Ties go in the held seats' index order. Read, then deactivated by id: 3x
+      // cheaper than one UPDATE … WHERE id = (subquery) (bench/README.md).
       lapsedSeat: s(`SELECT * FROM activations WHERE license_id = ? AND deactivated IS NULL AND last_seen < ?
         ORDER BY last_seen LIMIT 1`),
       insertActivation: s(`INSERT INTO activations (id, license_id, kind, installation, device_hash, product, name,
@@ -217,13 +217,13 @@ export class SqliteStore implements Store {
       // token_exp only grows: a token issued earlier under a longer TTL still lives until its own exp.
       touch: s(`UPDATE activations SET product = $product, name = $name, platform = $platform,
         version = $version, last_seen = $now, token_exp = coalesce(max(token_exp, $tokenExp), $tokenExp, token_exp) WHERE id = $id`),
-      tokensExpire: s("SELECT max(token_exp) AS exp FROM activations WHERE license_id = ?"),
+      tokensExpire: s(`SELECT max(token_exp) AS exp FROM ${licenseActivations("?1")}`),
       activationById: s("SELECT * FROM activations WHERE id = ?"),
       // Subqueries rather than a join: bun:sqlite reads a join's columns several times slower
       // (bench/README.md, "Notes behind the code").
       status: s(`SELECT a.deactivated, (SELECT revoked FROM licenses WHERE id = a.license_id) AS license_revoked,
         (SELECT expires FROM licenses WHERE id = a.license_id) AS license_expires FROM activations a WHERE a.id = ?`),
-      listActivations: s("SELECT * FROM activations WHERE license_id = ? ORDER BY created, id"),
+      listActivations: s(`SELECT * FROM ${licenseActivations("?1")} ORDER BY created, id`),
       deactivate: s("UPDATE activations SET deactivated = ? WHERE id = ? AND deactivated IS NULL"),
       insertChallenge: s(`INSERT INTO challenges (nonce_hash, installation, created, expires, used)
         VALUES ($nonceHash, $installation, $created, $expires, NULL)`),
@@ -290,7 +290,7 @@ export class SqliteStore implements Store {
     return this.groupCommit.write((): UpdateLicenseResult => {
       const current = this.q.licenseById.get(id) as Row | null;
       if (!current) return { outcome: "unknown" };
-      const used = current.active_seats as number;
+      const used = (this.q.countActive.get(id) as Row).n as number;
       // Inside the write transaction: no seat can be taken between this check and the update.
       if (patch.seats !== undefined && patch.seats < used) return { outcome: "seats_in_use", seatsUsed: used };
       const { sets, params } = patchColumns(patch);
@@ -333,7 +333,8 @@ export class SqliteStore implements Store {
       params.afterIssued = query.after.issued;
       params.afterId = query.after.id;
     }
-    const sql = `SELECT * FROM licenses ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY issued, id LIMIT $limit`;
+    const sql = `SELECT *, ${heldSeats("licenses.id")} AS active_seats FROM licenses ${where.length ? "WHERE " + where.join(" AND ") : ""}
+      ORDER BY issued, id LIMIT $limit`;
     return (this.db.query(sql).all(params) as Row[]).map((r) => ({ license: licenseFromRow(r), seatsUsed: r.active_seats as number }));
   }
 
@@ -1041,9 +1042,9 @@ export class SqliteStore implements Store {
   }
 
   async seatCountsIn(range: IdRange, now: number): Promise<{ inUse: number; lapsed: number }> {
-    // licenses.active_seats is kept by triggers (migration 2); only leased licenses have seats to look at.
+    // Only leased licenses have seats to look at for lapsed ones.
     const r = this.db
-      .query(`SELECT sum(active_seats) AS held, sum(CASE WHEN seat_lease IS NULL THEN 0 ELSE
+      .query(`SELECT sum(${heldSeats("l.id")}) AS held, sum(CASE WHEN seat_lease IS NULL THEN 0 ELSE
           (SELECT count(*) FROM activations a WHERE a.license_id = l.id AND a.deactivated IS NULL AND a.last_seen < $now - l.seat_lease) END) AS lapsed
         FROM licenses l WHERE id >= $from AND id < $to AND kind = 'license' AND revoked IS NULL`)
       .get({ ...bounds(range), now }) as Row;
@@ -1223,6 +1224,21 @@ const idempotencyFromRow = (r: Row): IdempotencyRecord => ({
   created: Number(r.created),
 });
 
+/** A licence's held seats, counted from the unique index of held seats (migration 25). */
+function heldSeats(license: string): string {
+  return `(SELECT count(*) FROM activations WHERE license_id = ${license} AND deactivated IS NULL)`;
+}
+
+/**
+ * A licence's activations, held and ended, as a table to select from: one search of each index that
+ * begins with the licence (the held seats' unique one, and the ended ones': migration 24). Neither
+ * holds them all, so a plain `WHERE license_id = ?` would read every activation.
+ */
+export function licenseActivations(license: string): string {
+  return `(SELECT * FROM activations WHERE license_id = ${license} AND deactivated IS NULL
+    UNION ALL SELECT * FROM activations WHERE license_id = ${license} AND deactivated IS NOT NULL)`;
+}
+
 /** A feed snapshot's sections (FeedStateQuery), by id: what a mirror must still refuse at $now. */
 const FEED_STATE_SQL = {
   // A deactivation whose licence is revoked is left out: the licence's own entry refuses its tokens
@@ -1231,10 +1247,10 @@ const FEED_STATE_SQL = {
     WHERE a.deactivated IS NOT NULL AND a.id > $after AND coalesce(a.token_exp, a.deactivated + $ttl) > $now
       AND NOT EXISTS (SELECT 1 FROM licenses l WHERE l.id = a.license_id AND l.revoked IS NOT NULL AND (a.token_exp IS NOT NULL OR a.deactivated <= l.revoked))
     ORDER BY a.id LIMIT $limit`,
-  licenses: `SELECT * FROM (SELECT l.id, (SELECT max(coalesce(a.token_exp, l.revoked + $ttl)) FROM activations a WHERE a.license_id = l.id) AS until
+  licenses: `SELECT * FROM (SELECT l.id, (SELECT max(coalesce(a.token_exp, l.revoked + $ttl)) FROM ${licenseActivations("l.id")} a) AS until
     FROM licenses l WHERE l.revoked IS NOT NULL AND l.id > $after) WHERE until > $now ORDER BY id LIMIT $limit`,
   expiries: `SELECT id, until FROM (SELECT l.id, l.expires AS until,
-      (SELECT max(coalesce(a.token_exp, a.last_seen + $ttl)) FROM activations a WHERE a.license_id = l.id) AS tokens
+      (SELECT max(coalesce(a.token_exp, a.last_seen + $ttl)) FROM ${licenseActivations("l.id")} a) AS tokens
     FROM licenses l WHERE l.expires IS NOT NULL AND l.revoked IS NULL AND l.id > $after) WHERE tokens > until AND tokens > $now ORDER BY id LIMIT $limit`,
 } as const;
 
@@ -1247,7 +1263,14 @@ export function auditSearch(f: AuditFilter): { sql: string; params: Record<strin
   const where: string[] = [];
   const params: Record<string, string | number> = {};
   if (f.ref !== undefined) where.push("ref = $ref"), (params.ref = f.ref);
-  if (f.licenseId !== undefined) where.push("license_id = $licenseId"), (params.licenseId = f.licenseId);
+  if (f.licenseId !== undefined) {
+    // Granted seats' lines through the licence's activations, every other line by the licence
+    // (migration 26): the two parts of an OR that SQLite searches, each with its own index.
+    where.push(`((license_id = $licenseId AND (activation_id IS NULL OR action <> 'activate' OR outcome <> 'ok'))
+      OR (license_id = $licenseId AND action = 'activate' AND outcome = 'ok'
+        AND activation_id IN (SELECT id FROM ${licenseActivations("$licenseId")})))`);
+    params.licenseId = f.licenseId;
+  }
   if (f.activationId !== undefined) where.push("activation_id = $activationId"), (params.activationId = f.activationId);
   if (f.error !== undefined) where.push("error = $error"), (params.error = f.error);
   if (f.since !== undefined) where.push("time >= $since"), (params.since = f.since);

@@ -138,6 +138,10 @@ export interface AuditRecord {
 export interface AuditFilter {
   /** The one line a refusal's `ref` names. */
   readonly ref?: string;
+  /**
+   * The licence's lines. A granted seat's line (activate, ok) is found through the activation it
+   * names, which the store holds from the same transaction (SQLite: migration 26).
+   */
   readonly licenseId?: string;
   readonly activationId?: string;
   readonly error?: string;

@@ -1,38 +1,56 @@
 import { expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { openPostgresStore } from "../../src/store/postgres";
-import { openSqliteStore } from "../../src/store/sqlite";
+import { licenseActivations, openSqliteStore } from "../../src/store/sqlite";
 import { announceSkip, freshSchema, PG_URL } from "../databases";
 import { tempDir } from "../helpers";
 
-// Migration 23: each index that begins with an activation's licence costs every activation a random
-// page for the checkpoint to sync (on a million licences, 5a's tail and rate; bench/README.md,
-// "4a and 5a, seventh round"). One index serves a licence's activations, its held seats, and the
-// reclaim's oldest lapsed seat, each searched, never a scan of activations.
+// Each index that begins with an activation's licence costs every new seat a random page for the
+// checkpoint to sync (on a million licences, 5a's tail and rate; bench/README.md, "4a and 5a, seventh
+// round" and "sixteenth round"). On SQLite a held seat is in one such index (the unique one), an
+// ended one in another (migration 24); a licence's activations are one search of each, never a scan.
 
 const plan = (store: ReturnType<typeof openSqliteStore>, sql: string) =>
   (store.db.query(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join(" | ");
 
-test("SQLite: one index begins with the licence besides the one-seat-per-installation rule, and the seat queries search it", async () => {
+test("SQLite: a held seat is in one index that begins with the licence, an ended one in another, and no index holds last_seen", async () => {
   const dir = tempDir();
   const store = openSqliteStore(dir);
   try {
-    const byLicense = (store.db.query("PRAGMA index_list(activations)").all() as { name: string }[])
-      .map((i) => i.name)
-      .filter((name) => (store.db.query(`PRAGMA index_info(${name})`).all() as { name: string }[])[0]?.name === "license_id")
-      .sort();
-    expect(byLicense).toEqual(["activations_by_license_state", "activations_one_active_seat"]);
-    // The reclaim's search (sqlite.ts, lapsedSeat): the licence's held seats in order of last sighting, no sort.
+    const indexes = (store.db.query("PRAGMA index_list(activations)").all() as { name: string; partial: number }[]).map((i) => ({
+      ...i,
+      columns: (store.db.query(`PRAGMA index_info(${i.name})`).all() as { name: string }[]).map((c) => c.name),
+    }));
+    const byLicense = indexes.filter((i) => i.columns[0] === "license_id");
+    expect(byLicense.map((i) => i.name).sort()).toEqual(["activations_by_license_ended", "activations_one_active_seat"]);
+    // Both partial: held (deactivated IS NULL) and ended (IS NOT NULL), so a row is in exactly one.
+    expect(byLicense.every((i) => i.partial === 1)).toBe(true);
+    const ended = store.db.query("SELECT sql FROM sqlite_master WHERE name = 'activations_by_license_ended'").get() as { sql: string };
+    expect(ended.sql).toContain("WHERE deactivated IS NOT NULL");
+    // A sighting (last_seen, every entitlements/current) rewrites no index entry.
+    expect(indexes.filter((i) => i.columns.includes("last_seen"))).toEqual([]);
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("SQLite: a licence's whole history, its held seats and the reclaim's search each search an index, never scan activations", async () => {
+  const dir = tempDir();
+  const store = openSqliteStore(dir);
+  try {
+    const history = plan(store, `SELECT * FROM ${licenseActivations("'lic_x'")} ORDER BY created, id`);
+    expect(history).toContain("SEARCH activations USING INDEX activations_one_active_seat (license_id=?)");
+    expect(history).toContain("SEARCH activations USING INDEX activations_by_license_ended (license_id=?)");
+    expect(history).not.toContain("SCAN activations");
+    // A correlated use (the feed snapshot's sections) searches both too.
+    const correlated = plan(store, `SELECT l.id, (SELECT max(a.token_exp) FROM ${licenseActivations("l.id")} a) FROM licenses l`);
+    expect(correlated).toContain("activations_by_license_ended (license_id=?)");
+    expect(correlated).not.toContain("SCAN activations");
+    const held = plan(store, "SELECT * FROM activations WHERE license_id = 'lic_x' AND deactivated IS NULL ORDER BY created, id");
+    expect(held).toMatch(/^SEARCH activations USING INDEX activations_one_active_seat \(license_id=\?\)/);
     const lapsed = plan(store, "SELECT * FROM activations WHERE license_id = 'lic_x' AND deactivated IS NULL AND last_seen < 5 ORDER BY last_seen LIMIT 1");
-    expect(lapsed).toContain("USING INDEX activations_by_license_state (license_id=? AND deactivated=? AND last_seen<?)");
-    expect(lapsed).not.toContain("TEMP B-TREE");
-    // A licence's whole history (listActivations) and its held seats (activeHolders).
-    expect(plan(store, "SELECT * FROM activations WHERE license_id = 'lic_x' ORDER BY created, id")).toMatch(
-      /^SEARCH activations USING INDEX activations_by_license_state \(license_id=\?\)/,
-    );
-    expect(plan(store, "SELECT * FROM activations WHERE license_id = 'lic_x' AND deactivated IS NULL ORDER BY created, id")).toMatch(
-      /^SEARCH activations USING INDEX activations_by_license_state \(license_id=\? AND deactivated=\?\)/,
-    );
+    expect(lapsed).toMatch(/^SEARCH activations USING INDEX activations_one_active_seat \(license_id=\?\)/);
   } finally {
     await store.close();
     rmSync(dir, { recursive: true, force: true });

@@ -281,6 +281,44 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       expect(lines.map((l) => l.ref).sort()).toEqual([refs[0]!, refs[1]!].sort());
     });
 
+    test("a licence's audit lines, granted seats (held and ended) and every other kind, newest first and page by page; no other licence's", async () => {
+      const lic = license({ seats: 2 });
+      const other = license();
+      await store.createLicense(lic);
+      await store.createLicense(other);
+      const granted = (t: number) => ({
+        ref: `ref_${rnd()}`,
+        time: T0 + t,
+        address: "192.0.2.1",
+        action: "activate" as const,
+        licenseId: lic.id,
+        outcome: "ok" as const,
+        error: null,
+      });
+      const held = seat(lic.id, { now: T0 + 1, audit: granted(1) });
+      const ended = seat(lic.id, { now: T0 + 2, audit: granted(2) });
+      await store.activate(held);
+      await store.activate(ended);
+      await store.deactivate(ended.newId, T0 + 3);
+      await store.activate({ ...held, newId: `act_${rnd()}`, now: T0 + 4, audit: granted(4) }); // its seat again
+      await store.writeAudit(auditLine({ time: T0 + 5, action: "deactivate", licenseId: lic.id, activationId: ended.newId }));
+      await store.writeAudit(auditLine({ time: T0 + 6, licenseId: lic.id, outcome: "refused", error: "seat_limit" }));
+      // An activate line naming an activation this store does not hold (as a mirror's checks of a vendor's tokens).
+      await store.writeAudit(
+        auditLine({ time: T0 + 7, action: "activate", licenseId: lic.id, activationId: "act_elsewhere", outcome: "refused", error: "rate_limited" }),
+      );
+      await store.activate(seat(other.id, { now: T0 + 8, audit: { ...granted(8), licenseId: other.id } }));
+      await store.writeAudit(auditLine({ time: T0 + 9, action: "deactivate", licenseId: other.id, activationId: held.newId }));
+      const all = await store.listAudit({ licenseId: lic.id });
+      expect(all.map((l) => l.time - T0)).toEqual([7, 6, 5, 4, 2, 1]);
+      expect(all.map((l) => l.activationId)).toEqual(["act_elsewhere", null, ended.newId, held.newId, ended.newId, held.newId]);
+      const first = await store.listAudit({ licenseId: lic.id, limit: 4 });
+      const rest = await store.listAudit({ licenseId: lic.id, limit: 4, after: { time: first.at(-1)!.time, ref: first.at(-1)!.ref } });
+      expect([...first, ...rest].map((l) => l.ref)).toEqual(all.map((l) => l.ref));
+      expect((await store.listAudit({ licenseId: lic.id, since: T0 + 2, until: T0 + 6 })).map((l) => l.time - T0)).toEqual([5, 4, 2]);
+      expect((await store.listAudit({ licenseId: lic.id, error: "seat_limit" })).map((l) => l.time - T0)).toEqual([6]);
+    });
+
     test("N parallel activations through two connections with k free seats take exactly k", async () => {
       const lic = license({ seats: 5 });
       await store.createLicense(lic);
@@ -334,7 +372,8 @@ export function storeSuite(label: string, backend: StoreBackend): void {
 
     test("audit: written lines come back newest first, by each filter, limited; prune removes the old", async () => {
       const lines = [
-        auditLine({ time: T0 + 1, licenseId: "lic_a", activationId: "act_1" }),
+        // Not a granted seat's line: those are written with the seat they name (the test above).
+        auditLine({ time: T0 + 1, action: "refresh", licenseId: "lic_a", activationId: "act_1" }),
         auditLine({ time: T0 + 2, licenseId: "lic_a", activationId: "act_2", outcome: "refused", error: "seat_limit" }),
         auditLine({ time: T0 + 3, licenseId: "lic_b", activationId: null, address: null, action: "license-create" }),
         auditLine({ time: T0 + 4, outcome: "refused", error: "rate_limited" }),
