@@ -2,8 +2,8 @@
  * 5a's floor (bench/lib/records-floor.ts starts it): an activation's writes on the seeded records of
  * scenario 5, with none of keyturn's own work. A bare Bun.serve reads the JSON body, finds the
  * licence by its key's hash, takes the installation's seat (a new activation row, or the existing
- * one touched, as keyturn answers the same installation again) and writes its audit line, on the
- * same file, with the same indexes (src/store/migrations.ts), with keyturn's
+ * one touched, as keyturn answers the same installation again) and writes its audit line (the
+ * seat-count trigger of the migrations updates the licence), on the same file with keyturn's
  * SQLite settings (WAL, synchronous NORMAL, its checkpoint pacing) and, as keyturn does, in one
  * transaction per event-loop turn, with keyturn's time-ordered ids. Its p99 is the tail that
  * writing these records durably has on this machine's disk, whoever writes them.
@@ -26,9 +26,7 @@ db.exec(`PRAGMA wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`);
 const wal = walIndexReader(file);
 if (!wal) throw new Error("the records' WAL index cannot be read");
 const checkpoints = new CheckpointPacing({ progress: walProgressOf(wal), checkpoint: passiveCheckpoint(db).run });
-// The held seats counted as keyturn's SQLite store counts them (src/store/sqlite.ts, heldSeats).
-const licenseByKeyHash = db.prepare(`SELECT id, seats,
-  (SELECT count(*) FROM activations WHERE license_id = licenses.id AND deactivated IS NULL) AS active_seats FROM licenses WHERE key_hash = ?`);
+const licenseByKeyHash = db.prepare("SELECT id, seats, active_seats FROM licenses WHERE key_hash = ?");
 const activeSeat = db.prepare("SELECT id FROM activations WHERE license_id = ? AND installation = ? AND deactivated IS NULL");
 const insertActivation =
   db.prepare(`INSERT INTO activations (id, license_id, kind, installation, device_hash, product, name, platform, version, created, last_seen)

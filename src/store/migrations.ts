@@ -959,24 +959,6 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 25,
-    name: "SQLite: a licence's held seats counted from their index, not kept in its row",
-    // The count kept by migration 2's triggers rewrote the licence's row, a page at a random place,
-    // with every seat taken or freed; counting the held seats reads the unique index's entries, the
-    // same pages that taking a seat searches (about 65 ns a seat). At a million licences: 1.4-1.7x the
-    // activations a second with migration 24, activate's p99 0.5-1 ms lower (bench/README.md, "4a
-    // and 5a, sixteenth round"). PostgreSQL keeps its count: a count there would not see seats taken
-    // by transactions still open, and its row lock is what orders two activations of one licence.
-    sqlite: `
-      DROP TRIGGER activations_seat_taken;
-      DROP TRIGGER activations_seat_freed;
-      DROP TRIGGER activations_seat_retaken;
-      DROP TRIGGER activations_seat_deleted;
-      ALTER TABLE licenses DROP COLUMN active_seats;
-    `,
-    postgres: "SELECT 1",
-  },
-  {
-    version: 26,
     name: "SQLite: a granted seat's audit line found through its activation, not indexed by licence",
     // The audit's index by licence took a page at a random place from every seat granted. A granted
     // seat's line (action 'activate', outcome 'ok', written in the transaction that takes the seat

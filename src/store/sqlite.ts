@@ -181,7 +181,7 @@ export class SqliteStore implements Store {
     this.readActivationWithLicense = db.transaction((id: string) => {
       const a = this.q.activationById.get(id) as Row | null;
       const l = a && (this.q.licenseById.get(a.license_id) as Row | null);
-      return l ? { activation: activationFromRow(a), license: licenseFromRow(l), seatsUsed: (this.q.countActive.get(l.id) as Row).n } : null;
+      return l ? { activation: activationFromRow(a), license: licenseFromRow(l), seatsUsed: l.active_seats as number } : null;
     });
   }
 
@@ -203,8 +203,9 @@ export class SqliteStore implements Store {
       revokeLicense: s("UPDATE licenses SET revoked = ? WHERE id = ? AND revoked IS NULL"),
       activeSeat: s("SELECT * FROM activations WHERE license_id = ? AND installation = ? AND deactivated IS NULL"),
       activeHolders: s("SELECT * FROM activations WHERE license_id = ? AND deactivated IS NULL ORDER BY created, id"),
-      countActive: s(`SELECT ${heldSeats("?1")} AS n`),
-      seatsOf: s(`SELECT seats, ${heldSeats("licenses.id")} AS active_seats, seat_lease FROM licenses WHERE id = ?`),
+      // Kept by the database (migration 2), so reading it does not scan the license's seats.
+      countActive: s("SELECT active_seats AS n FROM licenses WHERE id = ?"),
+      seatsOf: s("SELECT seats, active_seats, seat_lease FROM licenses WHERE id = ?"),
       // The held seat seen longest ago, if its lease ran out (last seen before the cutoff): the held
       // seats' rows are read (no index orders them by last_seen: migration 24), which only a full
       // licence asks for. Ties go in the held seats' index order. Read, then deactivated by id: 3x
@@ -290,7 +291,7 @@ export class SqliteStore implements Store {
     return this.groupCommit.write((): UpdateLicenseResult => {
       const current = this.q.licenseById.get(id) as Row | null;
       if (!current) return { outcome: "unknown" };
-      const used = (this.q.countActive.get(id) as Row).n as number;
+      const used = current.active_seats as number;
       // Inside the write transaction: no seat can be taken between this check and the update.
       if (patch.seats !== undefined && patch.seats < used) return { outcome: "seats_in_use", seatsUsed: used };
       const { sets, params } = patchColumns(patch);
@@ -333,8 +334,7 @@ export class SqliteStore implements Store {
       params.afterIssued = query.after.issued;
       params.afterId = query.after.id;
     }
-    const sql = `SELECT *, ${heldSeats("licenses.id")} AS active_seats FROM licenses ${where.length ? "WHERE " + where.join(" AND ") : ""}
-      ORDER BY issued, id LIMIT $limit`;
+    const sql = `SELECT * FROM licenses ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY issued, id LIMIT $limit`;
     return (this.db.query(sql).all(params) as Row[]).map((r) => ({ license: licenseFromRow(r), seatsUsed: r.active_seats as number }));
   }
 
@@ -1042,9 +1042,9 @@ export class SqliteStore implements Store {
   }
 
   async seatCountsIn(range: IdRange, now: number): Promise<{ inUse: number; lapsed: number }> {
-    // Only leased licenses have seats to look at for lapsed ones.
+    // licenses.active_seats is kept by triggers (migration 2); only leased licenses have seats to look at.
     const r = this.db
-      .query(`SELECT sum(${heldSeats("l.id")}) AS held, sum(CASE WHEN seat_lease IS NULL THEN 0 ELSE
+      .query(`SELECT sum(active_seats) AS held, sum(CASE WHEN seat_lease IS NULL THEN 0 ELSE
           (SELECT count(*) FROM activations a WHERE a.license_id = l.id AND a.deactivated IS NULL AND a.last_seen < $now - l.seat_lease) END) AS lapsed
         FROM licenses l WHERE id >= $from AND id < $to AND kind = 'license' AND revoked IS NULL`)
       .get({ ...bounds(range), now }) as Row;
@@ -1224,11 +1224,6 @@ const idempotencyFromRow = (r: Row): IdempotencyRecord => ({
   created: Number(r.created),
 });
 
-/** A licence's held seats, counted from the unique index of held seats (migration 25). */
-function heldSeats(license: string): string {
-  return `(SELECT count(*) FROM activations WHERE license_id = ${license} AND deactivated IS NULL)`;
-}
-
 /**
  * A licence's activations, held and ended, as a table to select from: one search of each index that
  * begins with the licence (the held seats' unique one, and the ended ones': migration 24). Neither
@@ -1265,7 +1260,7 @@ export function auditSearch(f: AuditFilter): { sql: string; params: Record<strin
   if (f.ref !== undefined) where.push("ref = $ref"), (params.ref = f.ref);
   if (f.licenseId !== undefined) {
     // Granted seats' lines through the licence's activations, every other line by the licence
-    // (migration 26): the two parts of an OR that SQLite searches, each with its own index.
+    // (migration 25): the two parts of an OR that SQLite searches, each with its own index.
     where.push(`((license_id = $licenseId AND (activation_id IS NULL OR action <> 'activate' OR outcome <> 'ok'))
       OR (license_id = $licenseId AND action = 'activate' AND outcome = 'ok'
         AND activation_id IN (SELECT id FROM ${licenseActivations("$licenseId")})))`);

@@ -140,7 +140,7 @@ export interface AuditFilter {
   readonly ref?: string;
   /**
    * The licence's lines. A granted seat's line (activate, ok) is found through the activation it
-   * names, which the store holds from the same transaction (SQLite: migration 26).
+   * names, which the store holds from the same transaction (SQLite: migration 25).
    */
   readonly licenseId?: string;
   readonly activationId?: string;

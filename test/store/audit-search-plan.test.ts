@@ -53,7 +53,7 @@ describe("the audit search uses an index for every filter", () => {
       expect((store.db.query(`EXPLAIN QUERY PLAN ${sql}`).all(params) as { detail: string }[]).map((r) => r.detail).join()).not.toContain("TEMP B-TREE");
       const page = await store.listAudit({ error: "rate_limited", limit: 3 });
       expect(page.map((l) => l.ref)).toEqual([`ref_${LINES}`, `ref_${LINES - 20}`, `ref_${LINES - 40}`]);
-      // A licence's lines (migration 26): granted seats' through its activations, the rest by the licence.
+      // A licence's lines (migration 25): granted seats' through its activations, the rest by the licence.
       const byLicense = sqliteSearch({ licenseId: "lic_7", limit: 101 });
       const licensePlan = (store.db.query(`EXPLAIN QUERY PLAN ${byLicense.sql}`).all(byLicense.params) as { detail: string }[])
         .map((r) => r.detail)
