@@ -303,7 +303,7 @@ export function storeSuite(label: string, backend: StoreBackend): void {
       await store.activate({ ...held, newId: `act_${rnd()}`, now: T0 + 4, audit: granted(4) }); // its seat again
       await store.writeAudit(auditLine({ time: T0 + 5, action: "deactivate", licenseId: lic.id, activationId: ended.newId }));
       await store.writeAudit(auditLine({ time: T0 + 6, licenseId: lic.id, outcome: "refused", error: "seat_limit" }));
-      // An activate line naming an activation this store does not hold (as a mirror's checks of a vendor's tokens).
+      // A refused activate line naming an activation this store does not hold: still found by the licence.
       await store.writeAudit(
         auditLine({ time: T0 + 7, action: "activate", licenseId: lic.id, activationId: "act_elsewhere", outcome: "refused", error: "rate_limited" }),
       );
