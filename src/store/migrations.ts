@@ -942,7 +942,7 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 24,
-    name: "SQLite: an activation's licence indexed once while its seat is held, once after it ends",
+    name: "an activation's licence indexed once while its seat is held, once after it ends (SQLite; PostgreSQL unchanged)",
     // Each index that begins with the licence costs every new seat a page at a random place, which a
     // checkpoint then syncs while requests wait: activate's tail at a million licences is those
     // checkpoints. A held seat is already in the unique index of held seats; the second index now
@@ -959,7 +959,7 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 25,
-    name: "SQLite: a granted seat's audit line found through its activation, not indexed by licence",
+    name: "a granted seat's audit line found through its activation, not indexed by licence (SQLite; PostgreSQL unchanged)",
     // The audit's index by licence took a page at a random place from every seat granted. A granted
     // seat's line (action 'activate', outcome 'ok', written in the transaction that takes the seat
     // it names) is found through that activation instead: the licence's activations (migration 24's
