@@ -31,7 +31,10 @@ export interface CheckpointPacingDeps {
  * bench/README.md, "4a and 5a, seventh round"). So the size adapts: the next checkpoint waits for
  * as many pages as would have taken CHECKPOINT_BUDGET_MS at the last one's cost, within
  * CHECKPOINT_PAGES. A fixed small size would not do: each checkpoint's two syncs are a fixed cost,
- * and a fifth of the size cost small records a fifth of their activations a second.
+ * and a fifth of the size cost small records a fifth of their activations a second. Nor would few
+ * large ones: every request in flight waits for the whole checkpoint, and a client that keeps its
+ * pace meets a stall in proportion to its length (checkpoints of 10,000 pages took 113 ms each and
+ * made activate's p99 82 ms; bench/README.md, "4a and 5a, seventeenth round").
  *
  * The checkpoint runs after the commit whose WAL reached the size, in a turn of its own, so the
  * requests of that commit are answered first (SQLite's own would run inside the commit, before any
