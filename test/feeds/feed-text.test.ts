@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { electronYaml, feedText, sparkleAppcast, tauriJson, velopackJson } from "../../src/domain/releases/feed-formats";
 import type { Release } from "../../src/domain/releases/release-index";
+import { squirrelMacJson } from "../../src/domain/releases/squirrel";
 
 // Issue 33, item 9: notes holding U+FFFE or U+FFFF made the Sparkle appcast invalid XML. Every
 // character XML 1.0 forbids (https://www.w3.org/TR/xml/#charsets) is stripped from every feed.
@@ -69,5 +70,17 @@ describe("every feed strips what XML 1.0 forbids, keeps the rest", () => {
     const velopack = JSON.parse(velopackJson([{ packageId: "Alpha\ud800", sha1: "ab", release, notes: HOSTILE }]));
     expect([velopack.Assets[0].NotesMarkdown, velopack.Assets[0].PackageId]).toEqual([CLEAN, "Alpha"]);
     for (const text of [yaml, JSON.stringify(tauri), JSON.stringify(velopack)]) expect(forbidden(text)).toBe(false);
+  });
+
+  test("Squirrel.Mac's JSON carries the notes, the name and the address without them", () => {
+    const text = squirrelMacJson({
+      url: "https://x.example/Alpha\u0001.zip",
+      version: `2.0.0${"\ufffe"}`,
+      notes: HOSTILE,
+      released: release.manifest.released,
+    });
+    const squirrel = JSON.parse(text);
+    expect([squirrel.notes, squirrel.name, squirrel.url]).toEqual([CLEAN, "2.0.0", "https://x.example/Alpha.zip"]);
+    expect(forbidden(text)).toBe(false);
   });
 });
