@@ -150,7 +150,7 @@ async function main() {
     const io = await startBunFloor(join(releases, NGINX_MANIFEST), freePort(), "io", join(dir, "io-floor.log"));
     try {
       const ioRate = await measure(
-        { url: io.url, script: "bearer.lua", args: [token, MANIFEST_PATH], connections: 32, seconds: SECONDS },
+        { url: io.url, script: "bearer.lua", args: [token, MANIFEST_PATH, "no-lua"], connections: 32, seconds: SECONDS },
         rounds,
         (r) => r.rps,
       );
@@ -193,7 +193,7 @@ async function main() {
   if (wanted("3")) {
     log("3. 256 MiB installer download, 4 connections");
     const ktDownload = await measure(
-      { url: kt.url, script: "bearer.lua", args: [token, INSTALLER_PATH], connections: 4, seconds: SECONDS },
+      { url: kt.url, script: "bearer.lua", args: [token, INSTALLER_PATH, "no-lua"], connections: 4, seconds: SECONDS },
       rounds,
       (r) => r.bytesPerSec,
     );
