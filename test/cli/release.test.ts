@@ -212,9 +212,7 @@ describe("keyturn serve picks up tree changes while running", () => {
     expect(await version()).toBe("1.0.0");
 
     tree.add({ version: "1.1.0", released: "2026-10-01T00:00:00+00:00" });
-    const started = Date.now();
     await eventually(async () => ((await version()) === "1.1.0" ? true : undefined), 5000);
-    expect(Date.now() - started).toBeLessThan(5000);
 
     const builds = () => s.logs.filter((l) => l.msg === "release index built").length;
     const before = builds();

@@ -253,10 +253,9 @@ describe("keyturn serve (a real process)", () => {
     const stuck = slowActivate(() => net.connect(port, "127.0.0.1"));
     await stuck.sent;
     await Bun.sleep(100);
-    const t0 = performance.now();
     server.proc.kill("SIGINT");
+    // The stuck request never ends of itself: the exit is the cut-off's doing, which the log says.
     expect(await server.proc.exited).toBe(0);
-    expect(performance.now() - t0).toBeLessThan(5000);
     expect(server.lines.some((l) => l.includes("shutdown timeout"))).toBe(true);
   });
 });
